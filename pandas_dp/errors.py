@@ -1,0 +1,56 @@
+"""One exception hierarchy for pandas_dp.
+
+Every error is raised before any privacy budget is charged. Each class also
+inherits the builtin exception that fits, so existing ``except ValueError``
+clauses keep working.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "PandasDPError",
+    "BudgetError",
+    "BudgetExceededError",
+    "NoActiveBudgetError",
+    "DomainError",
+    "SchemaError",
+    "ParameterError",
+]
+
+
+class PandasDPError(Exception):
+    """Base class of every error raised by pandas_dp."""
+
+
+class BudgetError(PandasDPError, RuntimeError):
+    """A problem with the privacy budget (none active, or not enough left)."""
+
+
+class BudgetExceededError(BudgetError):
+    """The requested epsilon is more than the active budget has left.
+
+    Nothing is charged when this is raised.
+    """
+
+
+class NoActiveBudgetError(BudgetError):
+    """A release was requested outside any ``with pandas_dp.budget(...)`` block."""
+
+
+class DomainError(PandasDPError, ValueError):
+    """The domain (bins, categories, ranges) is missing, data-derived or invalid."""
+
+
+class SchemaError(PandasDPError, ValueError):
+    """An input table (entities, groups, hierarchy) failed validation.
+
+    The message lists every failure case found (validation is lazy).
+    """
+
+    def __init__(self, message: str, failure_cases: object = None) -> None:
+        super().__init__(message)
+        self.failure_cases = failure_cases
+
+
+class ParameterError(PandasDPError, ValueError):
+    """An argument has the wrong type or value (epsilon, method, knobs...)."""
