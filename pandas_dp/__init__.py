@@ -1,2 +1,47 @@
-"""pandas_dp: differentially private histograms on pandas DataFrames."""
+"""pandas_dp: differentially private histograms as one call on a pandas DataFrame.
+
+Importing the package registers the ``.dp`` accessor on ``DataFrame`` and
+``Series``::
+
+    import pandas_dp as pdp
+    with pdp.budget(epsilon=1.0):
+        h = df.dp.histogram("age", bins=range(0, 121), epsilon=0.2)
+"""
+
 from __future__ import annotations
+
+from importlib.metadata import PackageNotFoundError, version
+
+from . import accessor as _accessor  # noqa: F401  (registers DataFrame.dp and Series.dp)
+from .budget import Budget, active_budget, budget
+from .errors import (
+    BudgetError,
+    BudgetExceededError,
+    DomainError,
+    NoActiveBudgetError,
+    PandasDPError,
+    ParameterError,
+    SchemaError,
+)
+from .results import Histogram, RangeAnswer
+
+try:
+    __version__ = version("pandas-dp")
+except PackageNotFoundError:  # pragma: no cover - running from a source tree without install
+    __version__ = "0+unknown"
+
+__all__ = [
+    "__version__",
+    "budget",
+    "Budget",
+    "active_budget",
+    "Histogram",
+    "RangeAnswer",
+    "PandasDPError",
+    "BudgetError",
+    "BudgetExceededError",
+    "NoActiveBudgetError",
+    "DomainError",
+    "SchemaError",
+    "ParameterError",
+]

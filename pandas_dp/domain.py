@@ -1,0 +1,331 @@
+"""Public domains: numeric bins, categories and d-dimensional grids.
+
+A domain always comes from the caller (or from a pandas ``Categorical``
+dtype, whose declared categories are public), never from the data. Values are
+mapped to bin codes with vectorized arithmetic (equal-width bins) or
+``searchsorted`` (arbitrary edges); values outside the domain and missing
+values get code ``-1`` and are dropped without revealing how many there were.
+
+Bins are half-open, ``[low, high)``, including the last one: with
+``bins=120, range=(0, 120)`` the value 120 is outside the domain.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+import pandas as pd
+
+from .errors import DomainError, ParameterError
+
+__all__ = ["BinDomain", "CategoryDomain", "Grid", "make_grid"]
+
+
+@dataclass(frozen=True, eq=False)
+class BinDomain:
+    """Numeric bins given by increasing edges; bin i is ``[edges[i], edges[i+1])``."""
+
+    column: str
+    edges: np.ndarray
+    equal_width: bool
+
+    @property
+    def size(self) -> int:
+        return int(self.edges.size - 1)
+
+    @property
+    def index(self) -> pd.IntervalIndex:
+        return pd.IntervalIndex.from_breaks(self.edges, closed="left", name=self.column)
+
+    def codes(self, values: np.ndarray) -> np.ndarray:
+        """Bin code of every value, ``-1`` outside ``[edges[0], edges[-1])`` or missing."""
+        values = np.asarray(values)
+        lo, hi, n = self.edges[0], self.edges[-1], self.size
+        if values.dtype.kind in "iu" and self.equal_width and _integral(self.edges):
+            width = int(self.edges[1] - self.edges[0])
+            shifted = values.astype(np.int64, copy=False) - int(lo)
+            codes = shifted // width if width != 1 else shifted.copy()
+            codes[(shifted < 0) | (codes >= n)] = -1
+            return codes
+        x = values.astype(np.float64, copy=False)
+        if self.equal_width:
+            with np.errstate(invalid="ignore"):
+                raw = np.floor((x - lo) * (n / (hi - lo)))
+            inside = (x >= lo) & (x < hi)
+            codes = np.where(inside, raw, -1).astype(np.int64)
+            np.clip(codes, -1, n - 1, out=codes)
+            # Arithmetic may land one bin off next to an edge: correct against the exact edges.
+            below = inside & (x < self.edges[np.maximum(codes, 0)])
+            codes[below] -= 1
+            above = inside & (x >= self.edges[np.minimum(codes + 1, n)])
+            codes[above] += 1
+            return codes
+        codes = np.searchsorted(self.edges, x, side="right").astype(np.int64) - 1
+        codes[~((x >= lo) & (x < hi))] = -1
+        return codes
+
+    def align(self, low: Any, high: Any) -> tuple[np.ndarray, np.ndarray]:
+        """Bin indices ``(i, j)`` such that ``[low, high)`` is bins ``i..j-1`` (vectorized).
+
+        Raises :class:`DomainError` naming the nearest edges when a bound is
+        not a bin edge, and when ``low > high``.
+        """
+        bounds = []
+        for name, value in (("low", low), ("high", high)):
+            try:
+                arr = np.atleast_1d(np.asarray(value, dtype=np.float64))
+            except (TypeError, ValueError) as err:
+                raise DomainError(f"Range bounds must be numbers. Got {name}={value!r}.") from err
+            if not np.all(np.isfinite(arr)):
+                raise DomainError(f"Range bounds must be finite numbers. Got {name}={value!r}.")
+            pos = np.searchsorted(self.edges, arr)
+            clipped = np.minimum(pos, self.edges.size - 1)
+            bad = np.flatnonzero(self.edges[clipped] != arr)
+            if bad.size:
+                k = bad[0]
+                left = self.edges[max(pos[k] - 1, 0)]
+                right = self.edges[clipped[k]]
+                raise DomainError(
+                    f"Range {name}={arr[k]!r} on column {self.column!r} does not fall on a bin edge. "
+                    f"The nearest edges are {left!r} and {right!r}. Ranges are half-open [low, high) and "
+                    f"must start and end on bin edges within [{self.edges[0]!r}, {self.edges[-1]!r}]."
+                )
+            bounds.append(pos.astype(np.int64))
+        i, j = np.broadcast_arrays(*bounds)
+        reversed_ = np.flatnonzero(i > j)
+        if reversed_.size:
+            k = reversed_[0]
+            raise DomainError(f"Range low={self.edges[i[k]]!r} is above high={self.edges[j[k]]!r}; pass low <= high.")
+        return i, j
+
+
+@dataclass(frozen=True, eq=False)
+class CategoryDomain:
+    """A public list of category labels; bin i is ``categories[i]``."""
+
+    column: str
+    categories: pd.Index
+
+    @property
+    def size(self) -> int:
+        return int(self.categories.size)
+
+    @property
+    def index(self) -> pd.CategoricalIndex:
+        return pd.CategoricalIndex(self.categories, categories=self.categories, ordered=False, name=self.column)
+
+    def codes(self, values: Any) -> np.ndarray:
+        """Position of every value among the categories, ``-1`` for unknown or missing labels."""
+        if isinstance(getattr(values, "dtype", None), pd.CategoricalDtype):
+            cat = pd.Categorical(values)
+            raw = cat.codes.astype(np.int64)
+            if cat.categories.equals(self.categories):
+                return raw
+            mapping = np.asarray(self.categories.get_indexer(cat.categories), dtype=np.int64)
+            return np.where(raw >= 0, mapping[raw], -1)
+        return np.asarray(self.categories.get_indexer(pd.Index(values)), dtype=np.int64)
+
+    def align(self, low: Any, high: Any) -> tuple[int, int]:
+        raise DomainError(
+            f"Range queries need numeric bins; column {self.column!r} has categories. "
+            f"Sum the categories you need from result.counts instead."
+        )
+
+
+Dimension = BinDomain | CategoryDomain
+
+
+@dataclass(frozen=True, eq=False)
+class Grid:
+    """The public domain of a release: one dimension per column, cells in C order."""
+
+    dims: tuple[Dimension, ...]
+    columns: tuple[str, ...] = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "columns", tuple(d.column for d in self.dims))
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(d.size for d in self.dims)
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    @property
+    def ndim(self) -> int:
+        return len(self.dims)
+
+    @property
+    def index(self) -> pd.Index:
+        if self.ndim == 1:
+            return self.dims[0].index
+        return pd.MultiIndex.from_product([d.index for d in self.dims], names=list(self.columns))
+
+    def codes(self, arrays: Sequence[Any]) -> np.ndarray:
+        """Flat cell code per row, ``-1`` when any coordinate is outside its dimension."""
+        codes = self.dims[0].codes(arrays[0])
+        for dim, values in zip(self.dims[1:], arrays[1:]):
+            sub = dim.codes(values)
+            valid = (codes >= 0) & (sub >= 0)
+            codes = np.where(valid, codes * dim.size + sub, -1)
+        return codes
+
+
+def _integral(edges: np.ndarray) -> bool:
+    return bool(np.all(np.isfinite(edges)) and np.all(edges == np.round(edges)) and np.abs(edges).max() < 2**52)
+
+
+def _is_categorical(series: pd.Series) -> bool:
+    return isinstance(series.dtype, pd.CategoricalDtype)
+
+
+def _is_spec_list(value: Any, n: int, element_ok: Any) -> bool:
+    return isinstance(value, (list, tuple)) and len(value) == n and all(v is None or element_ok(v) for v in value)
+
+
+def _per_column(value: Any, columns: Sequence[str], name: str, element_ok: Any) -> list[Any]:
+    """Spread a per-dimension argument over the columns.
+
+    A dict is keyed by column; with one column the value is its spec; with
+    several, a list aligned with the columns (each element passing
+    ``element_ok``, or None) gives one spec each, anything else is shared.
+    """
+    if isinstance(value, dict):
+        unknown = [k for k in value if k not in columns]
+        if unknown:
+            raise ParameterError(f"The '{name}' dict names columns {unknown} that are not among the "
+                                 f"released columns {list(columns)}.")
+        return [value.get(c) for c in columns]
+    if len(columns) == 1:
+        return [value]
+    if _is_spec_list(value, len(columns), element_ok):
+        return list(value)
+    return [value] * len(columns)
+
+
+def _is_sequence(v: Any) -> bool:
+    return hasattr(v, "__iter__") and not isinstance(v, (str, bytes))
+
+
+def _is_bins_spec(v: Any) -> bool:
+    return isinstance(v, (int, np.integer)) or _is_sequence(v)
+
+
+def _bin_dimension(column: str, bins: Any, rng: Any) -> BinDomain:
+    if isinstance(bins, (bool, np.bool_)):
+        raise ParameterError(f"The 'bins' parameter for column {column!r} must be an int or a sequence of edges. Got {bins!r}.")
+    if isinstance(bins, (int, np.integer)):
+        if rng is None:
+            raise DomainError(
+                f"The 'bins' parameter of histogram must be a sequence of edges or an int with range=. "
+                f"Got bins={int(bins)} without range for column {column!r}. Deriving the range from the data "
+                f"would leak it: pass range=(low, high) from public knowledge."
+            )
+        if bins < 1:
+            raise ParameterError(f"The 'bins' parameter for column {column!r} must be at least 1. Got {int(bins)}.")
+        try:
+            low, high = (float(rng[0]), float(rng[1]))
+            if len(rng) != 2:
+                raise TypeError
+        except (TypeError, ValueError, IndexError) as err:
+            raise ParameterError(f"The 'range' parameter for column {column!r} must be a pair (low, high). "
+                                 f"Got {rng!r}.") from err
+        if not (math.isfinite(low) and math.isfinite(high)) or not low < high:
+            raise DomainError(f"The 'range' for column {column!r} must be finite with low < high. Got {rng!r}.")
+        edges = np.linspace(low, high, int(bins) + 1)
+        if np.any(np.diff(edges) <= 0):
+            raise DomainError(f"range={rng!r} is too narrow for bins={int(bins)} on column {column!r}.")
+        return BinDomain(column, edges, True)
+    if rng is not None:
+        raise ParameterError(f"Pass either explicit bin edges or bins=int with range=, not both "
+                             f"(column {column!r} got bins={bins!r} and range={rng!r}).")
+    try:
+        edges = np.asarray(list(bins), dtype=np.float64)
+    except (TypeError, ValueError) as err:
+        raise ParameterError(f"The 'bins' parameter for column {column!r} must be an int with range= or an "
+                             f"increasing sequence of numeric edges. Got {bins!r}.") from err
+    if edges.ndim != 1 or edges.size < 2:
+        raise DomainError(f"Bin edges for column {column!r} need at least two values. Got {bins!r}.")
+    if not np.all(np.isfinite(edges)):
+        raise DomainError(f"Bin edges for column {column!r} must be finite. Got {bins!r}.")
+    if np.any(np.diff(edges) <= 0):
+        raise DomainError(f"Bin edges for column {column!r} must be strictly increasing. Got {bins!r}.")
+    widths = np.diff(edges)
+    equal = bool(np.allclose(widths, widths[0], rtol=0, atol=0))
+    return BinDomain(column, edges, equal)
+
+
+def _category_dimension(column: str, categories: Any) -> CategoryDomain:
+    if isinstance(categories, (str, bytes)) or not hasattr(categories, "__iter__"):
+        raise ParameterError(f"The 'categories' parameter for column {column!r} must be a list of labels. "
+                             f"Got {categories!r}.")
+    index = pd.Index(list(categories))
+    if index.size == 0:
+        raise DomainError(f"The 'categories' for column {column!r} are empty; pass at least one label.")
+    if index.has_duplicates:
+        dup = index[index.duplicated()].unique().tolist()
+        raise DomainError(f"The 'categories' for column {column!r} repeat labels {dup}; pass each label once.")
+    if index.hasnans:
+        raise DomainError(f"The 'categories' for column {column!r} contain a missing value; pass real labels.")
+    return CategoryDomain(column, index)
+
+
+def make_grid(frame: pd.DataFrame, columns: Sequence[str], *, bins: Any = None, range: Any = None,
+              categories: Any = None) -> Grid:
+    """Build the public domain of a release from the caller's arguments (never from the data).
+
+    Parameters
+    ----------
+    frame : DataFrame
+        Only its column names and dtypes are read (a ``Categorical`` dtype's
+        categories are public).
+    columns : sequence of str
+        Columns released, one dimension each.
+    bins, range, categories
+        One spec for every column, a list aligned with ``columns``, or a dict keyed by column.
+
+    Raises
+    ------
+    DomainError
+        When a domain would have to be derived from the data.
+    """
+    bins_per = _per_column(bins, columns, "bins", _is_bins_spec)
+    range_per = _per_column(range, columns, "range", _is_sequence)
+    cats_per = _per_column(categories, columns, "categories", _is_sequence)
+    dims: list[Dimension] = []
+    for column, b, r, c in zip(columns, bins_per, range_per, cats_per):
+        series = frame[column]
+        if c is not None:
+            if b is not None or r is not None:
+                raise ParameterError(f"Column {column!r}: pass either categories= or bins=/range=, not both.")
+            dims.append(_category_dimension(column, c))
+        elif b is not None:
+            if _is_categorical(series):
+                raise ParameterError(f"Column {column!r} is Categorical: its categories are its domain. "
+                                     f"Drop bins=/range= (or pass categories= to override).")
+            if series.dtype.kind not in "iufb" and not pd.api.types.is_numeric_dtype(series.dtype):
+                raise DomainError(f"Column {column!r} has dtype {series.dtype}, which bins cannot cut. "
+                                  f"Pass categories=[...] with the public list of labels instead.")
+            dims.append(_bin_dimension(column, b, r))
+        elif _is_categorical(series):
+            if r is not None:
+                raise ParameterError(f"Column {column!r} is Categorical; range= does not apply to it.")
+            dims.append(_category_dimension(column, series.dtype.categories))
+        elif pd.api.types.is_numeric_dtype(series.dtype) and not pd.api.types.is_bool_dtype(series.dtype):
+            raise DomainError(
+                f"Column {column!r} needs a public domain. Pass bins= (edges, or an int with range=(low, high)) "
+                f"from public knowledge; the library never derives the domain from the data."
+            )
+        else:
+            raise DomainError(
+                f"Column {column!r} (dtype {series.dtype}) needs a public domain. Pass categories=[...] with "
+                f"every possible label, or give the column a pandas Categorical dtype whose categories are "
+                f"public; the library never derives the domain from the data."
+            )
+    return Grid(tuple(dims))

@@ -1,0 +1,90 @@
+"""Shared steps of every release: argument checks and the budget charge.
+
+Order of every release (privacy rule 4): validate all arguments and build the
+public domain -> check that a budget is active -> count -> charge (atomic,
+before any noise) -> draw noise and post-process -> wrap. An exception after
+the charge keeps the charge and marks the ledger entry ``failed``.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from fractions import Fraction
+from typing import Any, Iterator, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from .._rational import to_fraction
+from ..budget import Budget, active_budget
+from ..errors import ParameterError
+
+__all__ = ["check_epsilon", "check_rng", "check_columns", "check_flag", "check_choice", "charging",
+           "active_budget"]
+
+
+def check_epsilon(epsilon: Any) -> Fraction:
+    """The caller's epsilon as an exact positive rational (ParameterError otherwise)."""
+    return to_fraction(epsilon, name="epsilon")
+
+
+def check_rng(rng: Any) -> np.random.Generator | None:
+    """``None`` (cryptographically secure noise) or a numpy Generator (reproducible, not for production)."""
+    if rng is None or isinstance(rng, np.random.Generator):
+        return rng
+    hint = " Pass rng=np.random.default_rng(seed) for a reproducible experiment." if isinstance(
+        rng, (int, np.integer)) else ""
+    raise ParameterError(
+        f"The 'rng' parameter must be None (secure randomness, for production) or a numpy.random.Generator "
+        f"(reproducible experiments only). Got {rng!r}.{hint}"
+    )
+
+
+def check_flag(value: Any, name: str) -> bool:
+    """A strict boolean keyword argument."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise ParameterError(f"The '{name}' parameter must be True or False. Got {value!r}.")
+    return bool(value)
+
+
+def check_choice(value: Any, name: str, choices: Sequence[str]) -> str:
+    """One of a fixed set of string options."""
+    if not isinstance(value, str) or value not in choices:
+        raise ParameterError(f"The '{name}' parameter must be one of {list(choices)}. Got {value!r}.")
+    return value
+
+
+def check_columns(frame: pd.DataFrame, columns: Any, *, name: str = "columns") -> list[str]:
+    """The released column names: one label or a non-empty list of distinct labels present in ``frame``."""
+    if isinstance(columns, (list, tuple)):
+        cols = list(columns)
+        if not cols:
+            raise ParameterError(f"The '{name}' parameter is empty; pass at least one column of the frame.")
+    else:
+        cols = [columns]
+    missing = [c for c in cols if c not in frame.columns]
+    if missing:
+        raise ParameterError(
+            f"Column(s) {missing} not found in the frame. Available columns: {list(frame.columns)[:20]}."
+        )
+    if len(set(map(repr, cols))) != len(cols):
+        raise ParameterError(f"The '{name}' parameter repeats a column: {cols}. Pass each column once.")
+    return cols
+
+
+@contextmanager
+def charging(epsilon: Fraction, *, method: str, columns: Sequence[str],
+             params: Mapping[str, Any], budget: Budget | None = None) -> Iterator[Budget]:
+    """Charge ``epsilon`` to the active budget, then run the block that draws noise.
+
+    The charge is recorded (durably, with a ledger) before the block runs. If
+    the block raises, the charge stays and its ledger entry is marked ``failed``.
+    """
+    owner = budget if budget is not None else active_budget()
+    charge = owner.spend(epsilon, method=method, columns=columns, params=params)
+    try:
+        yield owner
+    except BaseException:
+        charge.finish("failed")
+        raise
+    charge.finish("ok")

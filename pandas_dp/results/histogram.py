@@ -1,0 +1,220 @@
+"""The ``Histogram`` result of a release, and ``RangeAnswer``."""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Mapping
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from .._optional import import_optional
+from ..domain import BinDomain, Grid
+from ..errors import DomainError, ParameterError
+
+__all__ = ["Histogram", "RangeAnswer"]
+
+
+def _z(confidence_level: float) -> float:
+    if isinstance(confidence_level, bool) or not isinstance(confidence_level, (int, float)) \
+            or not 0 < confidence_level < 1:
+        raise ParameterError(f"The 'confidence_level' parameter must be a number in (0, 1). "
+                             f"Got {confidence_level!r}; pass e.g. confidence_level=0.95.")
+    return float(stats.norm.ppf(0.5 + confidence_level / 2))
+
+
+@dataclass(frozen=True)
+class RangeAnswer:
+    """The released estimate of one range ``[low, high)`` with its standard error.
+
+    ``std_error`` is exact (from the estimator's linear form) when
+    ``exact_std_error`` is true; otherwise it excludes bias or nonlinear
+    post-processing, as the release's ``params`` explain.
+    """
+
+    low: float
+    high: float
+    estimate: float
+    std_error: float
+    exact_std_error: bool = True
+
+    def confidence_interval(self, confidence_level: float = 0.95) -> tuple[float, float]:
+        """Normal-approximation interval ``estimate ± z * std_error``.
+
+        The noise of a range sums many independent discrete Laplace draws
+        (or one, for a single bin); the normal quantile is an approximation
+        whose coverage is close to nominal for sums and conservative-ish for
+        a single bin only at high levels. It adds no privacy cost.
+        """
+        half = _z(confidence_level) * self.std_error
+        return (self.estimate - half, self.estimate + half)
+
+
+@dataclass(frozen=True, repr=False)
+class Histogram:
+    """A differentially private histogram over a public domain.
+
+    Attributes
+    ----------
+    counts : Series
+        The released estimates, indexed by the domain (``IntervalIndex`` for
+        numeric bins, ``CategoricalIndex`` for labels, ``MultiIndex`` for grids).
+    variance : Series
+        Per-bin variance of the released estimate (of the noise actually drawn).
+    epsilon : float
+        Privacy loss charged for this release.
+    method : str
+        The method that produced it (``"identity"``, ...).
+    params : Mapping
+        Every parameter of the release (noise scale, choices made, ...).
+    post_processing : tuple of str
+        Post-processing steps applied (free of privacy cost).
+    variance_exact : bool
+        False when a nonlinear post-processing (e.g. clipping at 0) or a
+        data-dependent approximation makes ``variance`` a noise-only figure.
+    domain : Grid
+        The public domain.
+    """
+
+    counts: pd.Series
+    variance: pd.Series
+    epsilon: float
+    method: str
+    params: Mapping[str, Any]
+    domain: Grid = field(compare=False)
+    post_processing: tuple[str, ...] = ()
+    variance_exact: bool = True
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "params", MappingProxyType(dict(self.params)))
+
+    # -- pandas views ----------------------------------------------------
+    @property
+    def std_error(self) -> pd.Series:
+        """Per-bin standard error, ``sqrt(variance)``."""
+        return np.sqrt(self.variance).rename("std_error")
+
+    def to_series(self) -> pd.Series:
+        """The released estimates as a new Series."""
+        return self.counts.copy()
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per bin: ``estimate``, ``variance``, ``std_error``."""
+        return pd.DataFrame({"estimate": self.counts, "variance": self.variance, "std_error": self.std_error})
+
+    def confidence_interval(self, confidence_level: float = 0.95) -> pd.DataFrame:
+        """Per-bin normal-approximation intervals: columns ``lower``, ``upper``."""
+        half = _z(confidence_level) * self.std_error
+        return pd.DataFrame({"lower": self.counts - half, "upper": self.counts + half})
+
+    # -- range queries ---------------------------------------------------
+    def _bin_domain(self) -> BinDomain:
+        if self.domain.ndim != 1:
+            raise DomainError(
+                f"range_query answers 1-D ranges; this release has {self.domain.ndim} dimensions "
+                f"{list(self.domain.columns)}. Sum cells of result.counts (a MultiIndex Series) instead."
+            )
+        dim = self.domain.dims[0]
+        if not isinstance(dim, BinDomain):
+            dim.align(None, None)  # raises the categorical explanation
+        return dim
+
+    def _range_stats(self, i: np.ndarray, j: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Estimate and variance of the bin ranges ``[i, j)``.
+
+        Bins of a flat release carry independent noise, so a range's variance
+        is the sum of its bins' variances (prefix sums make this O(1) each).
+        Subclasses with correlated estimates override this.
+        """
+        est = np.concatenate([[0.0], np.cumsum(self.counts.to_numpy(dtype=np.float64))])
+        var = np.concatenate([[0.0], np.cumsum(self.variance.to_numpy(dtype=np.float64))])
+        return est[j] - est[i], var[j] - var[i]
+
+    def range_query(self, low: Any, high: Any = None) -> RangeAnswer | pd.DataFrame:
+        """Answer ``[low, high)`` — or a list of ``(low, high)`` ranges — from this release.
+
+        Post-processing only: no budget is spent. Bounds must be bin edges.
+
+        Parameters
+        ----------
+        low, high : float
+            A half-open range in value space. Or pass one list of
+            ``(low, high)`` pairs as ``low`` to answer many at once.
+
+        Returns
+        -------
+        RangeAnswer or DataFrame
+            A DataFrame (columns ``low, high, estimate, std_error``) for a list.
+        """
+        dim = self._bin_domain()
+        if high is None:
+            pairs = np.asarray(low, dtype=object)
+            if pairs.ndim != 2 or pairs.shape[1] != 2:
+                raise ParameterError(f"range_query takes (low, high) or a list of (low, high) pairs. Got {low!r}.")
+            lows, highs = pairs[:, 0].astype(np.float64), pairs[:, 1].astype(np.float64)
+            i, j = dim.align(lows, highs)
+            est, var = self._range_stats(i, j)
+            return pd.DataFrame({"low": dim.edges[i], "high": dim.edges[j], "estimate": est,
+                                 "std_error": np.sqrt(var)})
+        i, j = dim.align(low, high)
+        est, var = self._range_stats(i, j)
+        return RangeAnswer(float(dim.edges[i[0]]), float(dim.edges[j[0]]), float(est[0]),
+                           float(np.sqrt(var[0])), self.variance_exact)
+
+    # -- display -----------------------------------------------------------
+    def plot(self, ax: Any = None, *, confidence_level: float = 0.95, **kwargs: Any) -> Any:
+        """Bar chart of the estimates with confidence error bars; returns the matplotlib Axes.
+
+        Needs the ``plot`` extra (matplotlib).
+        """
+        plt = import_optional("matplotlib.pyplot", extra="plot", purpose="Histogram.plot()")
+        if ax is None:
+            _, ax = plt.subplots(figsize=(8, 4))
+        half = _z(confidence_level) * self.std_error.to_numpy()
+        if self.domain.ndim == 1:
+            labels = [str(v) for v in self.counts.index]
+            x = np.arange(len(labels))
+            ax.bar(x, self.counts.to_numpy(dtype=float), yerr=half, capsize=2 if len(x) <= 50 else 0, **kwargs)
+            step = max(1, len(x) // 20)
+            ax.set_xticks(x[::step], labels[::step], rotation=45, ha="right")
+            ax.set_xlabel(self.domain.columns[0])
+        elif self.domain.ndim == 2:
+            image = ax.imshow(self.counts.to_numpy(dtype=float).reshape(self.domain.shape), origin="lower",
+                              aspect="auto", **kwargs)
+            ax.figure.colorbar(image, ax=ax, label="estimate")
+            ax.set_xlabel(self.domain.columns[1])
+            ax.set_ylabel(self.domain.columns[0])
+        else:
+            raise ParameterError(f"plot() draws 1-D and 2-D releases; this one has {self.domain.ndim} dimensions.")
+        if self.domain.ndim == 1:
+            ax.set_ylabel(f"count (± {confidence_level:.0%} CI)")
+        ax.set_title(f"{self.method} histogram, ε = {self.epsilon:g}")
+        return ax
+
+    def _summary_rows(self, n: int = 10) -> pd.DataFrame:
+        frame = self.to_frame().head(n)
+        frame.index = frame.index.astype(str)
+        return frame
+
+    def __repr__(self) -> str:
+        head = (f"{type(self).__name__}(method={self.method!r}, epsilon={self.epsilon:g}, "
+                f"columns={list(self.domain.columns)}, bins={self.domain.size})")
+        return head + "\n" + self._summary_rows().to_string(float_format=lambda v: f"{v:.4g}")
+
+    def _repr_html_(self) -> str:
+        params = ", ".join(f"{html.escape(str(k))}={html.escape(str(v))}" for k, v in self.params.items())
+        table = self._summary_rows().to_html(float_format=lambda v: f"{v:.4g}")
+        more = f"<p>… {self.domain.size - 10} more bins</p>" if self.domain.size > 10 else ""
+        return (f"<div><strong>{html.escape(type(self).__name__)}</strong> — method "
+                f"<code>{html.escape(self.method)}</code>, ε = {self.epsilon:g}, "
+                f"{self.domain.size} bins over {html.escape(str(list(self.domain.columns)))}"
+                f"<br><small>{params}</small>{table}{more}</div>")
+
+
+def as_series(values: np.ndarray, grid: Grid, name: str) -> pd.Series:
+    """Wrap a flat per-cell array as a Series on the grid's index."""
+    return pd.Series(np.asarray(values).reshape(-1), index=grid.index, name=name)
+
