@@ -1,0 +1,327 @@
+"""Count-of-counts histograms per node (Kuo et al. section 4), in run-length form.
+
+A level of the hierarchy is a set of nodes; each node's count-of-counts
+histogram is held as runs ``(node, size, groups, variance)`` sorted by node
+then size, so memory follows the number of distinct sizes, not of groups.
+All nodes of a level are estimated together (parallel composition).
+
+Estimators (``epsilon`` is the level budget ``epsilon_l``):
+
+* ``naive``: ``H`` truncated at ``K``, noise of sensitivity 2, projection on
+  ``{x >= 0, sum x = G}``, largest-remainder rounding.
+* ``hg``: sorted group sizes (unattributed histogram), sensitivity 1, PAV,
+  rounding.
+* ``hc``: tail-cumulative histogram ``T[i] = #groups of size >= i`` for
+  ``i = m+1..K`` (``T[m] = G`` is public; ``m`` is the smallest possible size),
+  sensitivity 1, PAV bounded in ``[0, G]``, rounding. ``G - T[i+1]`` is the
+  paper's cumulative ``H_c[i]``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+
+from pandas_dp.algorithms.isotonic import segmented_isotonic_regression
+from pandas_dp.noise import discrete_laplace, discrete_laplace_variance, noise_scale
+
+__all__ = [
+    "Runs",
+    "estimate_level",
+    "estimate_max_size",
+    "largest_remainder_round",
+    "project_to_simplex",
+]
+
+Method = Literal["naive", "hg", "hc"]
+_CHUNK_CELLS = 1 << 22
+
+
+@dataclass(frozen=True)
+class Runs:
+    """Run-length count-of-counts histograms of all nodes of one level.
+
+    Attributes
+    ----------
+    node, size, groups : numpy.ndarray
+        int64 arrays: node ``node[r]`` has ``groups[r]`` groups of size ``size[r]``.
+    var : numpy.ndarray
+        Estimated variance of the size of each group of the run (float64;
+        zero for exact histograms).
+    n_nodes : int
+        Number of nodes in the level.
+    """
+
+    node: np.ndarray
+    size: np.ndarray
+    groups: np.ndarray
+    var: np.ndarray
+    n_nodes: int
+
+    @classmethod
+    def exact(cls, node: np.ndarray, size: np.ndarray, groups: np.ndarray, n_nodes: int) -> Runs:
+        """Runs from exact (node, size, groups) triples, sorted and merged."""
+        node = np.asarray(node, dtype=np.int64)
+        size = np.asarray(size, dtype=np.int64)
+        groups = np.asarray(groups, dtype=np.int64)
+        return cls(node, size, groups, np.zeros(node.size), n_nodes).normalized()
+
+    def normalized(self) -> Runs:
+        """Sort by (node, size, var), merge equal keys, drop empty runs."""
+        keep = self.groups > 0
+        node, size, groups, var = self.node[keep], self.size[keep], self.groups[keep], self.var[keep]
+        order = np.lexsort((var, size, node))
+        node, size, groups, var = node[order], size[order], groups[order], var[order]
+        if node.size:
+            new = np.ones(node.size, dtype=bool)
+            new[1:] = (node[1:] != node[:-1]) | (size[1:] != size[:-1]) | (var[1:] != var[:-1])
+            starts = np.flatnonzero(new)
+            groups = np.add.reduceat(groups, starts)
+            node, size, var = node[starts], size[starts], var[starts]
+        return Runs(node, size, groups, var, self.n_nodes)
+
+    def totals(self) -> np.ndarray:
+        """Number of groups per node."""
+        return np.bincount(self.node, weights=self.groups, minlength=self.n_nodes).astype(np.int64)
+
+    def dense(self, length: int | None = None) -> np.ndarray:
+        """Dense ``(n_nodes, length)`` matrix ``H[node, size]``."""
+        n = int(self.size.max()) + 1 if self.size.size else 1
+        length = max(n, length or 0)
+        out = np.zeros((self.n_nodes, length), dtype=np.int64)
+        np.add.at(out, (self.node, self.size), self.groups)
+        return out
+
+    def aggregate(self, parent: np.ndarray, n_parents: int) -> Runs:
+        """Histograms of the parent level: children summed per parent."""
+        p = np.asarray(parent, dtype=np.int64)[self.node]
+        return Runs(p, self.size, self.groups, np.zeros(p.size), n_parents).normalized()
+
+
+def estimate_max_size(
+    true_max: int, *, epsilon: float, margin_sd: float = 5.0, rng: np.random.Generator | None = None
+) -> int:
+    """Public upper bound ``K`` on the group size from a noisy maximum.
+
+    Notes
+    -----
+    The largest group size has sensitivity 1 (one person changes one group
+    by one), so ``K = ceil(max + Z + margin_sd * sd(Z))`` with ``Z`` discrete
+    Laplace of scale ``1/epsilon`` exceeds the true maximum unless ``Z`` falls
+    ``margin_sd`` standard deviations low (Kuo et al. section 4.3 uses 5).
+    ``hc`` is insensitive to an over-estimated ``K``.
+    """
+    t = noise_scale(1, epsilon)
+    z = int(discrete_laplace(t, 1, rng=rng)[0])
+    sd = math.sqrt(discrete_laplace_variance(t))
+    return max(1, math.ceil(int(true_max) + z + margin_sd * sd))
+
+
+def estimate_level(
+    exact: Runs,
+    totals: np.ndarray,
+    *,
+    method: Method,
+    epsilon: float,
+    max_size: int | None = None,
+    min_size: int = 0,
+    rng: np.random.Generator | None = None,
+) -> Runs:
+    """Private count-of-counts histogram of every node of one level.
+
+    Parameters
+    ----------
+    exact : Runs
+        Exact histograms of the level (variances ignored).
+    totals : numpy.ndarray
+        Public (or consistently estimated) number of groups per node, ``G``.
+        Every output node has exactly ``G`` groups.
+    method : {"naive", "hg", "hc"}
+        Per-node estimator (see module docstring).
+    epsilon : float
+        Budget of this level (parallel composition across its nodes).
+    max_size : int, optional
+        Public upper bound ``K`` (required for ``naive`` and ``hc``); larger
+        sizes are truncated to ``K``.
+    min_size : int, default 0
+        Smallest possible group size (0 when the Groups table is public and
+        may hold empty groups, 1 when groups are only known from entities).
+    rng : numpy.random.Generator, optional
+        Randomness (None: secure default).
+
+    Returns
+    -------
+    Runs
+        Non-negative integral histograms summing to ``totals``, with per-group
+        size variances for the top-down merge.
+
+    Notes
+    -----
+    Variance heuristics (Kuo et al. section 5.1), with ``v`` the variance of
+    the noise actually drawn: ``hg`` -- a group in an isotonic block of
+    length ``m`` gets ``v / m``; ``hc`` -- a group of estimated size ``i``
+    gets ``Var(H_hat[i]) / H_hat[i]`` with ``Var(H_hat[i]) = 2 v`` (difference
+    of two noisy cumulative cells; ``v`` at the two ends, which involve one
+    noisy cell); ``naive`` -- ``v / H_hat[i]`` (one noisy cell).
+    """
+    totals = np.asarray(totals, dtype=np.int64)
+    if method == "hg":
+        return _hg(exact, totals, epsilon=epsilon, min_size=min_size, rng=rng)
+    if max_size is None:
+        raise ValueError("max_size is required for the naive and hc estimators")
+    k = max(int(max_size), min_size)
+    if method == "hc":
+        return _hc(exact, totals, epsilon=epsilon, k=k, min_size=min_size, rng=rng)
+    if method == "naive":
+        return _naive(exact, totals, epsilon=epsilon, k=k, min_size=min_size, rng=rng)
+    raise ValueError(f"unknown count-of-counts method {method!r}")
+
+
+def _row_chunks(n_rows: int, n_cols: int) -> list[tuple[int, int]]:
+    step = max(1, _CHUNK_CELLS // max(n_cols, 1))
+    return [(a, min(a + step, n_rows)) for a in range(0, n_rows, step)]
+
+
+def _dense_block(exact: Runs, lo: int, hi: int, k: int) -> np.ndarray:
+    """Exact ``H[node, size]`` for nodes ``lo..hi-1``, sizes truncated at ``k``."""
+    a, b = np.searchsorted(exact.node, [lo, hi])
+    out = np.zeros((hi - lo, k + 1), dtype=np.int64)
+    np.add.at(out, (exact.node[a:b] - lo, np.minimum(exact.size[a:b], k)), exact.groups[a:b])
+    return out
+
+
+def _runs_from_dense(h: np.ndarray, var: np.ndarray, lo: int) -> tuple[np.ndarray, ...]:
+    r, c = np.nonzero(h)
+    return r.astype(np.int64) + lo, c.astype(np.int64), h[r, c].astype(np.int64), var[r, c]
+
+
+def _hc(exact: Runs, totals: np.ndarray, *, epsilon: float, k: int, min_size: int,
+        rng: np.random.Generator | None) -> Runs:
+    t = noise_scale(1, epsilon)
+    v = discrete_laplace_variance(t)
+    width = k - min_size  # noisy cells T[m+1..K]
+    parts = []
+    for lo, hi in _row_chunks(exact.n_nodes, width + 1):
+        h = _dense_block(exact, lo, hi, k)[:, min_size:]
+        g = totals[lo:hi]
+        if width:
+            tail = np.cumsum(h[:, ::-1], axis=1)[:, ::-1][:, 1:]  # T[m+1..K]
+            noisy = tail + discrete_laplace(t, tail.shape, rng=rng)
+            starts = np.arange(hi - lo, dtype=np.int64) * width
+            fit = segmented_isotonic_regression(
+                noisy.ravel().astype(np.float64), starts, lower=0.0, upper=g.astype(np.float64),
+                increasing=False,
+            )
+            tail_hat = np.floor(fit.values + 0.5).astype(np.int64).reshape(hi - lo, width)
+        else:
+            tail_hat = np.zeros((hi - lo, 0), dtype=np.int64)
+        full = np.concatenate([g[:, None], tail_hat, np.zeros((hi - lo, 1), dtype=np.int64)], axis=1)
+        est = full[:, :-1] - full[:, 1:]
+        cells = np.full(width + 1, 2.0 * v)
+        cells[0] = v
+        cells[-1] = v
+        var = np.broadcast_to(cells, est.shape) / np.maximum(est, 1)
+        node, size, groups, vr = _runs_from_dense(est, var, lo)
+        parts.append((node, size + min_size, groups, vr))
+    return _concat_runs(parts, exact.n_nodes)
+
+
+def _naive(exact: Runs, totals: np.ndarray, *, epsilon: float, k: int, min_size: int,
+           rng: np.random.Generator | None) -> Runs:
+    t = noise_scale(2, epsilon)
+    v = discrete_laplace_variance(t)
+    parts = []
+    for lo, hi in _row_chunks(exact.n_nodes, k + 1):
+        h = _dense_block(exact, lo, hi, k)[:, min_size:]
+        noisy = h + discrete_laplace(t, h.shape, rng=rng)
+        g = totals[lo:hi]
+        est = largest_remainder_round(project_to_simplex(noisy.astype(np.float64), g), g)
+        var = v / np.maximum(est, 1).astype(np.float64)
+        node, size, groups, vr = _runs_from_dense(est, var, lo)
+        parts.append((node, size + min_size, groups, vr))
+    return _concat_runs(parts, exact.n_nodes)
+
+
+def _hg(exact: Runs, totals: np.ndarray, *, epsilon: float, min_size: int,
+        rng: np.random.Generator | None) -> Runs:
+    t = noise_scale(1, epsilon)
+    v = discrete_laplace_variance(t)
+    n = exact.n_nodes
+    # Keep the G largest groups of each node, pad with groups of size min_size.
+    true_g = exact.totals()
+    node_start = np.searchsorted(exact.node, np.arange(n))
+    cum = np.cumsum(exact.groups)
+    before = np.concatenate([[0], cum])[node_start][exact.node]
+    drop = np.maximum(true_g - totals, 0)[exact.node]
+    end_in_node = cum - before
+    kept = np.clip(end_in_node - drop, 0, exact.groups)
+    pad = np.maximum(totals - true_g, 0)
+    node = np.concatenate([np.arange(n, dtype=np.int64), exact.node])
+    size = np.concatenate([np.full(n, min_size, dtype=np.int64), exact.size])
+    cnt = np.concatenate([pad, kept])
+    order = np.lexsort((size, node))
+    node, size, cnt = node[order], size[order], cnt[order]
+    sizes = np.repeat(size, cnt)
+    if sizes.size == 0:
+        return Runs(*(np.zeros(0, dtype=np.int64),) * 3, np.zeros(0), n)
+    noisy = (sizes + discrete_laplace(t, sizes.size, rng=rng)).astype(np.float64)
+    del sizes
+    seg_starts = np.concatenate([[0], np.cumsum(totals)[:-1]])[totals > 0]
+    fit = segmented_isotonic_regression(noisy, seg_starts, lower=float(min_size))
+    del noisy
+    b = fit.block_starts
+    blk_node = np.repeat(np.arange(n, dtype=np.int64), totals)[b]
+    blk_size = np.floor(fit.values[b] + 0.5).astype(np.int64)
+    m = fit.block_lengths
+    return Runs(blk_node, blk_size, m.astype(np.int64), v / m, n).normalized()
+
+
+def _concat_runs(parts: list[tuple[np.ndarray, ...]], n_nodes: int) -> Runs:
+    if not parts:
+        return Runs(*(np.zeros(0, dtype=np.int64),) * 3, np.zeros(0), n_nodes)
+    node, size, groups, var = (np.concatenate(x) for x in zip(*parts))
+    return Runs(node, size, groups, var.astype(np.float64), n_nodes).normalized()
+
+
+def project_to_simplex(y: np.ndarray, totals: np.ndarray) -> np.ndarray:
+    """Row-wise Euclidean projection onto ``{x >= 0, sum x = G}``.
+
+    Notes
+    -----
+    The solution is ``x = max(y - tau, 0)`` with ``tau`` such that the row
+    sums to ``G``; with ``u`` the row sorted descending,
+    ``rho = max{j : u_j - (sum_{i<=j} u_i - G) / j > 0}`` and
+    ``tau = (sum_{i<=rho} u_i - G) / rho`` (the non-negative least squares
+    problem of Kuo et al. section 4.1 with the group total constraint).
+    """
+    y = np.atleast_2d(np.asarray(y, dtype=np.float64))
+    g = np.asarray(totals, dtype=np.float64).reshape(-1, 1)
+    u = -np.sort(-y, axis=1)
+    css = np.cumsum(u, axis=1) - g
+    j = np.arange(1, y.shape[1] + 1)
+    cond = u - css / j > 0
+    rho = y.shape[1] - np.argmax(cond[:, ::-1], axis=1)  # last True, 1-based
+    tau = css[np.arange(y.shape[0]), rho - 1] / rho
+    x = np.maximum(y - tau[:, None], 0.0)
+    x[g[:, 0] <= 0] = 0.0
+    return x
+
+
+def largest_remainder_round(x: np.ndarray, totals: np.ndarray) -> np.ndarray:
+    """Round non-negative rows to integers summing to ``totals`` (largest remainder).
+
+    Notes
+    -----
+    Floors every cell, then adds one to the ``G - sum floor(x)`` cells with
+    the largest fractional parts (ties: lowest index first).
+    """
+    x = np.atleast_2d(np.asarray(x, dtype=np.float64))
+    fl = np.floor(x)
+    short = np.asarray(totals, dtype=np.int64) - fl.sum(axis=1).astype(np.int64)
+    order = np.argsort(-(x - fl), axis=1, kind="stable")
+    rank = np.empty_like(order)
+    np.put_along_axis(rank, order, np.arange(x.shape[1])[None, :].repeat(x.shape[0], 0), axis=1)
+    return (fl + (rank < short[:, None])).astype(np.int64)
