@@ -87,19 +87,20 @@ class BinDomain:
             bad = np.flatnonzero(self.edges[clipped] != arr)
             if bad.size:
                 k = bad[0]
-                left = self.edges[max(pos[k] - 1, 0)]
-                right = self.edges[clipped[k]]
+                left = float(self.edges[max(pos[k] - 1, 0)])
+                right = float(self.edges[clipped[k]])
                 raise DomainError(
-                    f"Range {name}={arr[k]!r} on column {self.column!r} does not fall on a bin edge. "
+                    f"Range {name}={float(arr[k])!r} on column {self.column!r} does not fall on a bin edge. "
                     f"The nearest edges are {left!r} and {right!r}. Ranges are half-open [low, high) and "
-                    f"must start and end on bin edges within [{self.edges[0]!r}, {self.edges[-1]!r}]."
+                    f"must start and end on bin edges within [{float(self.edges[0])!r}, {float(self.edges[-1])!r}]."
                 )
             bounds.append(pos.astype(np.int64))
         i, j = np.broadcast_arrays(*bounds)
         reversed_ = np.flatnonzero(i > j)
         if reversed_.size:
             k = reversed_[0]
-            raise DomainError(f"Range low={self.edges[i[k]]!r} is above high={self.edges[j[k]]!r}; pass low <= high.")
+            raise DomainError(f"Range low={float(self.edges[i[k]])!r} is above high={float(self.edges[j[k]])!r}; "
+                              f"pass low <= high.")
         return i, j
 
 
