@@ -1,42 +1,565 @@
-"""Noise for counts: exact discrete Laplace (two-sided geometric).
+"""Noise for counts: the exact discrete Laplace distribution, from a secure source.
 
-INTERIM implementation: the public interface below is fixed; the sampler
-internals are being replaced by the exact, CSPRNG-fed inverse-CDF sampler.
+Public interface::
+
+    t = noise_scale(sensitivity, epsilon)   # Fraction, sensitivity/epsilon rounded UP
+    z = discrete_laplace(t, size, rng=rng)  # int64, P(z) = (1-p)/(1+p) p^|z|, p = exp(-1/t)
+    v = discrete_laplace_variance(t)        # 2p/(1-p)^2
+
+Construction
+------------
+*Inverse CDF on a 64-bit grid, completed to infinite precision.* A 64-bit
+word ``w`` is the first 64 binary digits of a uniform real ``U`` in [0, 1);
+the next words are the next digits, drawn only when needed. The sample is
+``Z = min{z : U < F(z)}`` with ``F`` the exact CDF. The table holds
+``T_z = floor(2**64 F(z))`` for ``z = -L-1 .. L``. ``T_z < w`` proves
+``F(z) < U`` and ``T_z > w`` proves ``F(z) > U``; only ``w == T_z`` (chance
+about ``2**-64`` per threshold) needs more digits of ``U`` and of ``F(z)``,
+which are compared word by word until they differ. ``F(z)`` is irrational
+(``exp(-1/t)`` is transcendental for rational ``t``, Lindemann), so they
+always differ eventually and the comparison is exact.
+
+*Certified thresholds.* ``exp(-x)`` for rational ``x`` is bracketed in
+integer fixed point: argument halving until ``x/2**s <= 1/2``, the alternating
+Taylor series (its partial sums bracket the value; every product is rounded
+down for the lower and up for the upper bound), then ``s`` squarings with
+directed rounding. ``floor(2**b F)`` is accepted only when the floors of the
+lower and upper bounds agree; otherwise the precision is doubled.
+
+*Speed.* The top ``k`` bits of ``w`` index a guess table of ``2**k`` buckets.
+In a bucket holding at most one threshold the answer is
+``guess[b] + (w >= thr[b])`` (two gathers and a compare per sample, one
+word per sample, no sign bit since the table is two-sided); words in
+crowded buckets, in the tails or equal to a threshold go to the plain binary
+search with the exact tie resolution. Both paths give identical results for
+identical words.
+
+*Tails and large scales.* ``|Z| > L`` goes through memorylessness:
+``Z | Z >= L+1`` is ``L + 1 + G`` with ``G`` geometric,
+``P(G = g) = (1-q) q^g``, ``q = p``. ``G`` is sampled by its base-256
+digits, which are independent: ``G = R + 256 Q`` with ``R`` a truncated
+geometric on ``0..255`` (ratio ``q``) and ``Q`` geometric with ratio
+``q**256``; recursively until the ratio is small enough for a short table.
+Tables therefore stay below ``2 * 4096 + 2`` entries whatever ``t`` is, and
+a sample at ``t = 10**6`` costs about four words.
+
+Security
+--------
+With ``rng=None`` the words come from :class:`SecureRandom`, an AES-256-CTR
+keystream keyed from ``os.urandom``, re-keyed in forked children: numpy's
+bit generators are never used. The algorithm's control flow depends on the
+random words only through vectorized comparisons and the (rare) tie and
+tail paths; timing side channels are not in scope. A seeded
+``numpy.random.Generator`` passed as ``rng`` feeds the same exact algorithm
+with its words (``rng.integers(0, 2**64, dtype=uint64)``): reproducible for
+experiments and tests, but predictable, hence not for production releases.
+
+References
+----------
+Canonne, Kamath, Steinke (2020), "The discrete Gaussian for differential
+privacy" (exact discrete Laplace as a two-sided geometric); Ghosh,
+Roughgarden, Sundararajan (2012), "Universally utility-maximizing privacy
+mechanisms" (geometric mechanism).
 """
 
 from __future__ import annotations
 
 import math
-import os
+import numbers
+from decimal import Decimal
 from fractions import Fraction
+from functools import lru_cache
 
 import numpy as np
 
-__all__ = ["noise_scale", "discrete_laplace", "discrete_laplace_variance", "RngLike"]
+from pandas_dp._csprng import SecureRandom, default_source
+from pandas_dp.errors import ParameterError
 
-RngLike = "np.random.Generator | None"
+__all__ = [
+    "noise_scale",
+    "discrete_laplace",
+    "discrete_laplace_variance",
+    "SecureRandom",
+    "RngLike",
+]
+
+RngLike = "np.random.Generator | SecureRandom | None"
+
+_M64 = (1 << 64) - 1
+_MAX_DENOMINATOR = 1 << 32  # scales are rounded up to denominators <= 2**32
+_MAX_SCALE = Fraction(1 << 50)  # int64 noise must not overflow
+_TAIL_BITS = 24  # tables cover all but about 2**-24 of the mass
+_LAPLACE_L_MAX = 4096  # at most 2 * 4096 + 2 thresholds
+_GEOM_TABLE_MAX = 256
+_DIGIT_BASE = 256
+_CHUNK = 1 << 16  # samples per vectorized pass (temporaries stay in cache)
+_SLOW = np.int64(1 << 62)  # guess value marking buckets for the exact search
 
 
-def noise_scale(sensitivity: float | int | Fraction, epsilon: float | Fraction) -> Fraction:
-    """Scale t = sensitivity / epsilon, rounded up to an exact rational."""
-    s = Fraction(sensitivity) if not isinstance(sensitivity, float) else Fraction(repr(sensitivity))
-    e = Fraction(epsilon) if not isinstance(epsilon, float) else Fraction(repr(epsilon))
-    t = s / e
-    if t.denominator > 2**32:
-        t = Fraction(math.ceil(t * 2**32), 2**32)
+# ---------------------------------------------------------------- scale ----
+def _to_fraction(x: object, name: str) -> Fraction:
+    """Exact rational value of a positive finite number (floats via their repr)."""
+    if isinstance(x, bool) or not isinstance(x, (numbers.Real, Decimal)):
+        raise ParameterError(
+            f"{name} must be a positive real number (int, float or Fraction); "
+            f"got {x!r} of type {type(x).__name__}."
+        )
+    if isinstance(x, numbers.Integral):
+        value = Fraction(int(x))
+    elif isinstance(x, Fraction):
+        value = x
+    elif isinstance(x, Decimal):
+        if not x.is_finite():
+            raise ParameterError(f"{name} must be finite; got {x!r}. Pass a positive finite number.")
+        value = Fraction(x)
+    else:
+        f = float(x)
+        if not math.isfinite(f):
+            raise ParameterError(f"{name} must be finite; got {x!r}. Pass a positive finite number.")
+        value = Fraction(repr(f))  # shortest repr: 0.1 means 1/10 exactly
+    if value <= 0:
+        raise ParameterError(f"{name} must be > 0; got {x!r}. Pass a positive finite number.")
+    return value
+
+
+def _round_up_denominator(x: Fraction, max_denominator: int) -> Fraction:
+    """Smallest fraction >= ``x`` whose denominator is at most ``max_denominator``.
+
+    The two candidates of the continued-fraction algorithm (the last
+    convergent and the best semiconvergent) lie on opposite sides of ``x``
+    and are its best one-sided approximations; the upper one is returned.
+    """
+    if x.denominator <= max_denominator:
+        return x
+    p0, q0, p1, q1 = 0, 1, 1, 0
+    n, d = x.numerator, x.denominator
+    while True:
+        a = n // d
+        q2 = q0 + a * q1
+        if q2 > max_denominator:
+            break
+        p0, q0, p1, q1 = p1, q1, p0 + a * p1, q2
+        n, d = d, n - a * d
+    k = (max_denominator - q0) // q1
+    bound1 = Fraction(p0 + k * p1, q0 + k * q1)
+    bound2 = Fraction(p1, q1)
+    return bound1 if bound1 >= x else bound2
+
+
+def noise_scale(sensitivity: float | int | Fraction, epsilon: float | int | Fraction) -> Fraction:
+    """Discrete Laplace scale ``t = sensitivity / epsilon``, rounded up to an exact rational.
+
+    Parameters
+    ----------
+    sensitivity : int, float or Fraction
+        L1 sensitivity of the released counts, ``> 0``.
+    epsilon : int, float or Fraction
+        Privacy parameter of this release, ``> 0``.
+
+    Returns
+    -------
+    fractions.Fraction
+        ``t >= sensitivity / epsilon`` exactly. Floats are read through their
+        shortest ``repr`` (``0.1`` is ``1/10``), so ``noise_scale(1, 0.1) == 10``.
+        If the exact quotient has a denominator above ``2**32`` it is replaced by
+        the smallest fraction above it with denominator ``<= 2**32`` (relative
+        change below ``2**-64`` for ``t >= 1``): more noise, never less.
+
+    Raises
+    ------
+    ParameterError
+        If either argument is not a positive finite real number.
+    """
+    s = _to_fraction(sensitivity, "sensitivity")
+    e = _to_fraction(epsilon, "epsilon")
+    return _round_up_denominator(s / e, _MAX_DENOMINATOR)
+
+
+def _as_scale(scale: object) -> Fraction:
+    t = _to_fraction(scale, "scale")
+    if t > _MAX_SCALE:
+        raise ParameterError(
+            f"scale must be at most 2**50 so that int64 noise cannot overflow; got {scale!r}. "
+            "Use a larger epsilon."
+        )
     return t
 
 
 def discrete_laplace_variance(scale: float | Fraction) -> float:
-    """Variance 2p/(1-p)^2 of the discrete Laplace with P(z) ∝ exp(-|z|/t), p = exp(-1/t)."""
-    p = math.exp(-1.0 / float(scale))
-    return 2.0 * p / (1.0 - p) ** 2
+    """Variance of the discrete Laplace distribution with scale ``t``.
+
+    Parameters
+    ----------
+    scale : float or Fraction
+        ``t > 0``, as returned by :func:`noise_scale`.
+
+    Returns
+    -------
+    float
+        ``2 p / (1 - p)**2`` with ``p = exp(-1/t)`` (``1 - p`` computed with
+        ``expm1`` so large ``t`` keeps full precision; about ``2 t**2``).
+    """
+    t = _as_scale(scale)
+    x = float(1 / t)
+    p = math.exp(-x)
+    one_minus_p = -math.expm1(-x)
+    return 2.0 * p / one_minus_p**2
 
 
-def discrete_laplace(scale: float | Fraction, size: int | tuple[int, ...], *,
-                     rng: np.random.Generator | None = None) -> np.ndarray:
-    """Draw int64 discrete Laplace noise with P(z) ∝ exp(-|z|/scale)."""
+# ------------------------------------------------------- certified exp ----
+def _exp_neg_bounds(x: Fraction, prec: int) -> tuple[int, int]:
+    """Integers ``lo <= 2**prec * exp(-x) <= hi`` for rational ``x >= 0``.
+
+    Notes
+    -----
+    ``exp(-x) = exp(-x / 2**s) ** (2**s)`` with ``y = x / 2**s <= 1/2``. The
+    Taylor series of ``exp(-y)`` alternates with decreasing terms, so the
+    error of a partial sum is at most the first omitted term. All products are
+    rounded down in the lower and up in the upper bound (``P`` working bits),
+    the series is stopped once a term is at most one unit, and the ``s``
+    squarings round in the same directions, so the result is rigorous.
+    ``hi - lo`` is a few units for the ``s + 16`` guard bits used.
+    """
+    if x == 0:
+        return 1 << prec, 1 << prec
+    a, b = x.numerator, x.denominator
+    s = max(0, (a // b).bit_length() + 1)  # x < 2**(s-1) so y < 1/2
+    b <<= s
+    work = prec + s + 16
+    one = 1 << work
+    lo = hi = one  # running sums
+    t_lo = t_hi = one  # |term k| bounds
+    k = 0
+    while True:
+        k += 1
+        den = b * k
+        t_lo = (t_lo * a) // den
+        t_hi = -((-t_hi * a) // den)
+        if t_hi <= 1:
+            lo -= 1  # omitted remainder is at most t_hi <= 1 unit
+            hi += 1
+            break
+        if k % 2:  # negative term
+            lo -= t_hi
+            hi -= t_lo
+        else:
+            lo += t_lo
+            hi += t_hi
+    lo = max(lo, 0)
+    for _ in range(s):
+        lo = (lo * lo) >> work
+        hi = -((-hi * hi) >> work)
+    shift = work - prec
+    return lo >> shift, -((-hi) >> shift)
+
+
+# ---------------------------------------------------------------- CDFs ----
+class _CDF:
+    """Exact CDF values ``F_j`` of an increasing threshold sequence, ``j = 0..n-1``.
+
+    Subclasses express ``F_j`` through ``X_k = exp(-a k)`` and implement
+    ``_floor(j, bits, X, P)``: the certified ``floor(2**bits F_j)`` given a
+    function ``X(k) -> (lo, hi)`` bounding ``2**P X_k``, or ``None``.
+    """
+
+    a: Fraction
+    n: int
+
+    def floor_scaled(self, j: int, bits: int) -> int:
+        """Certified ``floor(2**bits * F_j)`` (precision doubled until certified)."""
+        guard = 64
+        while True:
+            work = bits + guard
+            value = self._floor(j, bits, lambda k: _exp_neg_bounds(self.a * k, work), work)
+            if value is not None:
+                return value
+            guard *= 2
+
+    def table(self) -> np.ndarray:
+        """``uint64`` thresholds ``floor(2**64 F_j)``, ``j = 0..n-1``."""
+        work = 64 + 64 + self.n.bit_length()
+        lo1, hi1 = _exp_neg_bounds(self.a, work)
+        powers = [(1 << work, 1 << work), (lo1, hi1)]
+        for _ in range(2, self._max_power() + 1):  # interval powers X_k = X_1 ** k
+            plo, phi = powers[-1]
+            powers.append(((plo * lo1) >> work, -((-phi * hi1) >> work)))
+        out = np.empty(self.n, dtype=np.uint64)
+        for j in range(self.n):
+            value = self._floor(j, 64, powers.__getitem__, work)
+            out[j] = self.floor_scaled(j, 64) if value is None else value
+        return out
+
+    def _max_power(self) -> int:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _floor(self, j: int, bits: int, X, P: int) -> int | None:  # pragma: no cover
+        raise NotImplementedError
+
+
+def _agree(lo: int, hi: int) -> int | None:
+    return lo if lo == hi else None
+
+
+class _LaplaceCDF(_CDF):
+    """Discrete Laplace CDF at ``z = -L-1 .. L`` (``j = z + L + 1``), ``p = exp(-1/t)``.
+
+    ``F(z) = p**(-z) / (1 + p)`` for ``z <= -1`` and ``1 - p**(z+1) / (1 + p)``
+    for ``z >= 0``.
+    """
+
+    def __init__(self, t: Fraction, half_width: int) -> None:
+        self.a = 1 / t
+        self.half_width = half_width
+        self.n = 2 * half_width + 2
+
+    def _max_power(self) -> int:
+        return self.half_width + 1
+
+    def _floor(self, j: int, bits: int, X, P: int) -> int | None:
+        z = j - self.half_width - 1
+        k = -z if z < 0 else z + 1
+        xlo, xhi = X(k)
+        plo, phi = X(1)
+        one = 1 << P
+        r = _agree((xlo << bits) // (one + phi), (xhi << bits) // (one + plo))
+        if r is None:
+            return None
+        # 2**bits * r is irrational, so floor(2**bits (1 - r)) = 2**bits - floor - 1.
+        return r if z < 0 else (1 << bits) - r - 1
+
+
+class _GeometricCDF(_CDF):
+    """``F(g) = 1 - q**(g+1)`` for ``g = 0..n-1``, ``q = exp(-a)``."""
+
+    def __init__(self, a: Fraction, n: int) -> None:
+        self.a, self.n = a, n
+
+    def _max_power(self) -> int:
+        return self.n
+
+    def _floor(self, j: int, bits: int, X, P: int) -> int | None:
+        xlo, xhi = X(j + 1)
+        r = _agree((xlo << bits) >> P, (xhi << bits) >> P)
+        return None if r is None else (1 << bits) - r - 1
+
+
+class _TruncatedGeometricCDF(_CDF):
+    """``F(r) = (1 - q**(r+1)) / (1 - q**B)`` for ``r = 0..B-2``, ``q = exp(-a)``."""
+
+    def __init__(self, a: Fraction, base: int) -> None:
+        self.a, self.base, self.n = a, base, base - 1
+
+    def _max_power(self) -> int:
+        return self.base
+
+    def _floor(self, j: int, bits: int, X, P: int) -> int | None:
+        one = 1 << P
+        xlo, xhi = X(j + 1)
+        blo, bhi = X(self.base)
+        if one - bhi <= 0:
+            return None
+        return _agree(((one - xhi) << bits) // (one - blo), ((one - xlo) << bits) // (one - bhi))
+
+
+# ------------------------------------------------- exact table sampling ----
+def _resolve_tie(cdf: _CDF, lo: int, hi: int, draw) -> int:
+    """Number of ``j`` in ``[lo, hi)`` with ``F_j <= U``, all with ``floor(2**64 F_j) == w``.
+
+    Further 64-bit digits of ``U`` are drawn lazily and compared with the
+    digits of ``F_j`` until they differ (they always do: ``F_j`` is irrational).
+    """
+    digits: list[int] = []
+    count = 0
+    for j in range(lo, hi):
+        level = 1
+        while True:
+            if len(digits) < level:
+                digits.append(int(draw(1)[0]))
+            f = cdf.floor_scaled(j, 64 * (level + 1)) & _M64
+            u = digits[level - 1]
+            if u > f:  # U > F_j
+                count += 1
+                break
+            if u < f:  # U < F_j <= F_{j+1} <= ...
+                return count
+            level += 1
+    return count
+
+
+def _count_below(thresholds: np.ndarray, cdf: _CDF, w: np.ndarray, draw) -> np.ndarray:
+    """Exact ``#{j : F_j <= U}`` for each word (plain binary search + ties)."""
+    c = np.searchsorted(thresholds, w, side="right").astype(np.int64)
+    tied = (c > 0) & (thresholds[np.maximum(c - 1, 0)] == w)
+    for i in np.flatnonzero(tied):  # probability ~ n * 2**-64 per word
+        left = int(np.searchsorted(thresholds, w[i], side="left"))
+        c[i] = left + _resolve_tie(cdf, left, int(c[i]), draw)
+    return c
+
+
+class _Geometric:
+    """Exact geometric sampler, ``P(G = g) = (1 - q) q**g``, ``q = exp(-a)``.
+
+    Small ``a``: ``G = R + B Q`` with independent base-``B`` digit ``R``
+    (truncated geometric, ratio ``q``) and ``Q`` geometric with ratio ``q**B``.
+    Otherwise a table of ``L`` thresholds; ``G >= L`` (chance ``q**L``) is
+    ``L`` plus a fresh geometric (memorylessness).
+    """
+
+    def __init__(self, a: Fraction) -> None:
+        length = math.ceil(_TAIL_BITS * math.log(2) / float(a))
+        if length <= _GEOM_TABLE_MAX:
+            self.digits = False
+            self.cdf: _CDF = _GeometricCDF(a, max(length, 1))
+        else:
+            self.digits = True
+            self.cdf = _TruncatedGeometricCDF(a, _DIGIT_BASE)
+            self.high = _geometric(a * _DIGIT_BASE)
+        self.thresholds = self.cdf.table()
+
+    def sample(self, n: int, draw) -> np.ndarray:
+        if self.digits:
+            low = _count_below(self.thresholds, self.cdf, draw(n), draw)
+            return low + _DIGIT_BASE * self.high.sample(n, draw)
+        length = self.cdf.n
+        out = np.zeros(n, dtype=np.int64)
+        todo = np.arange(n)
+        while todo.size:
+            c = _count_below(self.thresholds, self.cdf, draw(todo.size), draw)
+            out[todo] += c
+            todo = todo[c == length]
+        return out
+
+
+@lru_cache(maxsize=128)
+def _geometric(a: Fraction) -> _Geometric:
+    return _Geometric(a)
+
+
+class _LaplaceSampler:
+    """Two-sided threshold table for scale ``t`` with a guess table (see module notes)."""
+
+    def __init__(self, t: Fraction) -> None:
+        half = min(_LAPLACE_L_MAX, math.ceil(float(t) * _TAIL_BITS * math.log(2)))
+        self.half_width = half
+        self.cdf = _LaplaceCDF(t, half)
+        self.thresholds = self.cdf.table()
+        self.tail = _geometric(1 / t)
+        n = self.cdf.n
+        k = min(16, max(12, n.bit_length() + 3))
+        self.shift = np.uint64(64 - k)
+        starts = np.arange(1 << k, dtype=np.uint64) << self.shift
+        below = np.searchsorted(self.thresholds, starts, side="left")
+        ends = np.append(below[1:], n)
+        inside = ends - below
+        fast = (inside <= 1) & (below >= 1) & (ends <= n - 1)
+        # Z = -L - 1 + #{F_j <= U}; fast buckets never reach the tails.
+        self.guess = np.where(fast, below - half - 1, _SLOW).astype(np.int64)
+        single = fast & (inside == 1)
+        self.bucket_threshold = np.full(1 << k, _M64, dtype=np.uint64)
+        self.bucket_threshold[single] = self.thresholds[below[single]]
+
+    def sample_words(self, w: np.ndarray, draw, *, fast: bool = True) -> np.ndarray:
+        """Exact samples for words ``w``; ``draw(m)`` gives extra words for ties/tails."""
+        if not fast:
+            return self._exact(w, draw)
+        b = (w >> self.shift).view(np.int64)
+        thr = self.bucket_threshold.take(b)
+        z = self.guess.take(b)
+        ge = w >= thr
+        z += ge
+        # Exact search for ties (w equals the bucket threshold) and crowded/tail buckets.
+        bad = w == thr
+        bad |= z >= _SLOW
+        if bad.any():
+            idx = np.flatnonzero(bad)
+            z[idx] = self._exact(w[idx], draw)
+        return z
+
+    def _exact(self, w: np.ndarray, draw) -> np.ndarray:
+        half, n = self.half_width, self.cdf.n
+        c = _count_below(self.thresholds, self.cdf, w, draw)
+        z = c - half - 1
+        left, right = c == 0, c == n
+        tails = np.flatnonzero(left | right)
+        if tails.size:
+            # Z <= -L-1 is -L-1-G, Z >= L+1 is L+1+G (memorylessness).
+            g = self.tail.sample(tails.size, draw)
+            z[tails] = np.where(left[tails], -half - 1 - g, half + 1 + g)
+        return z
+
+
+@lru_cache(maxsize=64)
+def _laplace_sampler(t: Fraction) -> _LaplaceSampler:
+    return _LaplaceSampler(t)
+
+
+# ------------------------------------------------------------- public ----
+def _word_source(rng: object):
+    """``draw(n, out=None) -> uint64 words`` for ``rng``."""
     if rng is None:
-        rng = np.random.Generator(np.random.PCG64(int.from_bytes(os.urandom(32), "little")))
-    p = -math.expm1(-1.0 / float(scale))
-    return (rng.geometric(p, size) - rng.geometric(p, size)).astype(np.int64)
+        return default_source().words
+    if isinstance(rng, SecureRandom):
+        return rng.words
+    if isinstance(rng, np.random.Generator):
+
+        def draw(n: int, out: np.ndarray | None = None) -> np.ndarray:
+            return rng.integers(0, 1 << 64, size=n, dtype=np.uint64)
+
+        return draw
+    raise ParameterError(
+        f"rng must be None (secure default), a pandas_dp.noise.SecureRandom, or a seeded "
+        f"numpy.random.Generator (reproducible, not for production); got {type(rng).__name__}."
+    )
+
+
+def discrete_laplace(
+    scale: float | Fraction,
+    size: int | tuple[int, ...],
+    *,
+    rng: np.random.Generator | SecureRandom | None = None,
+) -> np.ndarray:
+    """Draw exact discrete Laplace noise, ``P(z) = (1-p)/(1+p) p**|z|``, ``p = exp(-1/t)``.
+
+    Parameters
+    ----------
+    scale : Fraction, int or float
+        ``t > 0``, normally from :func:`noise_scale` (floats are read through
+        their shortest repr).
+    size : int or tuple of int
+        Output shape.
+    rng : None, SecureRandom or numpy.random.Generator, optional
+        ``None`` (default): AES-256-CTR keystream keyed from ``os.urandom``
+        (secure). A seeded ``numpy.random.Generator`` makes the draws
+        reproducible; it is predictable, so use it only for tests and
+        experiments, never for production releases.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``int64`` array of shape ``size``.
+
+    Notes
+    -----
+    Every value has exactly the discrete Laplace probability of the rational
+    scale (see the module docstring for the construction and proof sketch).
+    Samples are produced in chunks of ``2**16``, one 64-bit word each except
+    for rare tie and tail cases. For a given Generator seed the output is
+    reproducible.
+    """
+    t = _as_scale(scale)
+    shape = (size,) if isinstance(size, numbers.Integral) else tuple(size)
+    try:
+        total = math.prod(int(s) for s in shape)
+    except (TypeError, ValueError) as err:
+        raise ParameterError(f"size must be an int or a tuple of ints; got {size!r}.") from err
+    if any(int(s) < 0 for s in shape):
+        raise ParameterError(f"size must not be negative; got {size!r}.")
+    draw = _word_source(rng)
+    sampler = _laplace_sampler(t)
+    out = np.empty(total, dtype=np.int64)
+    buf = np.empty(_CHUNK + 2, dtype=np.uint64)
+    for start in range(0, total, _CHUNK):
+        m = min(_CHUNK, total - start)
+        w = draw(m, out=buf)
+        out[start : start + m] = sampler.sample_words(w, draw)
+    return out.reshape(shape)
