@@ -34,10 +34,20 @@ def column_values(series: pd.Series, dim: Any) -> Any:
     return series
 
 
-def bin_counts(frame: pd.DataFrame, grid: Grid) -> np.ndarray:
-    """Exact int64 counts of the rows of ``frame`` in every cell of ``grid`` (shape ``grid.shape``)."""
-    arrays = [column_values(frame[c], d) for c, d in zip(grid.columns, grid.dims)]
-    codes = grid.codes(arrays)
-    # Shift by one so that dropped rows (code -1) land in a cell that is then discarded.
-    counts = np.bincount(codes + 1, minlength=grid.size + 1)[1:]
-    return counts.astype(np.int64, copy=False).reshape(grid.shape)
+CHUNK_ROWS = 1 << 21
+
+
+def bin_counts(frame: pd.DataFrame, grid: Grid, *, chunk_rows: int = CHUNK_ROWS) -> np.ndarray:
+    """Exact int64 counts of the rows of ``frame`` in every cell of ``grid`` (shape ``grid.shape``).
+
+    Rows are coded in chunks so the temporaries stay O(chunk) however long the frame is.
+    """
+    columns = [column_values(frame[c], d) for c, d in zip(grid.columns, grid.dims)]
+    counts = np.zeros(grid.size + 1, dtype=np.int64)
+    for start in range(0, max(len(frame), 1), chunk_rows):
+        arrays = [col[start:start + chunk_rows] for col in columns]
+        codes = grid.codes(arrays)
+        # Shift by one so that dropped rows (code -1) land in cell 0, which is discarded.
+        codes += 1
+        counts += np.bincount(codes, minlength=grid.size + 1)
+    return counts[1:].reshape(grid.shape)
