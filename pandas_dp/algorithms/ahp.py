@@ -110,8 +110,17 @@ def clustering_error(sorted_values: np.ndarray, starts: np.ndarray, *, noise_var
     return ae + float(np.sum(noise_variance / sizes))
 
 
-def _best_lookahead(v: np.ndarray, c: float) -> np.ndarray:
-    """err*(H_j) for every j: the lower bound of bin j's error in a cluster starting at j.
+def _run_ends(vi: np.ndarray) -> np.ndarray:
+    """Index one past the last element of each element's run of equal values."""
+    n = vi.size
+    change = np.flatnonzero(np.diff(vi)) + 1
+    return np.repeat(np.append(change, n), np.diff(np.concatenate([[0], change, [n]])))
+
+
+def _best_lookahead(v: np.ndarray, c: float, js: np.ndarray | None = None, *,
+                    prefix: np.ndarray | None = None, run_end: np.ndarray | None = None
+                    ) -> np.ndarray:
+    """err*(H_j): the lower bound of bin j's error in a cluster starting at j (all j or ``js``).
 
     Notes
     -----
@@ -121,29 +130,31 @@ def _best_lookahead(v: np.ndarray, c: float) -> np.ndarray:
     starts at the run's end; then it stops as soon as D_j(m+1)**2/(m+1)**2 + c/(n-j)**2 is no
     smaller than the best value so far: the approximation term only grows with m and the
     noise term never falls below c/(n-j)**2, so no later m can do better (a slightly stronger
-    form of the paper's monotonic early stop, giving the same minimum). All j are scanned
-    together, in blocks of look-ahead steps that double in length.
+    form of the paper's monotonic early stop, giving the same minimum). All requested j are
+    scanned together, in blocks of look-ahead steps that double in length.
     """
     n = v.size
     vi = v.astype(np.int64)
-    prefix = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(vi, out=prefix[1:])
-    # run of equal values: last index of each j's run
-    change = np.flatnonzero(np.diff(vi)) + 1
-    run_end = np.repeat(np.append(change, n), np.diff(np.concatenate([[0], change, [n]])))
-    m = (run_end - np.arange(n)).astype(np.int64)          # cluster size at run end
+    if prefix is None:
+        prefix = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(vi, out=prefix[1:])
+    if run_end is None:
+        run_end = _run_ends(vi)
+    js = np.arange(n, dtype=np.int64) if js is None else np.asarray(js, dtype=np.int64)
+    m = (run_end[js] - js).astype(np.int64)                 # cluster size at run end
     best = c / m.astype(np.float64) ** 2
-    max_m = n - np.arange(n, dtype=np.int64)
+    max_m = n - js
     le_min = c / max_m.astype(np.float64) ** 2
     active = np.flatnonzero(m < max_m)
     block = 8
     while active.size:
         block = int(max(1, min(block, 4_000_000 // active.size)))
+        ja = js[active]
         steps = np.arange(1, block + 1, dtype=np.int64)
         mm = m[active, None] + steps[None, :]                # candidate sizes
         valid = mm <= max_m[active, None]
-        end = np.minimum(active[:, None] + mm, n)
-        d = (prefix[end] - prefix[active, None] - np.where(valid, mm, 0) * vi[active, None])
+        end = np.minimum(ja[:, None] + mm, n)
+        d = prefix[end] - prefix[ja, None] - np.where(valid, mm, 0) * vi[ja, None]
         mf = mm.astype(np.float64)
         ae = d.astype(np.float64) ** 2 / mf ** 2
         g = np.where(valid, ae + c / mf ** 2, np.inf)
@@ -179,31 +190,45 @@ def greedy_clustering(sorted_values: np.ndarray, *, noise_variance: float) -> np
     Notes
     -----
     Bin j joins the current cluster C (starting at s) iff
-    err(C + H_j) < err(C) + err*(H_j), with err(C) = AE(C) + c/|C|. The increase of the
-    approximation error is (m-1)/m (H_j - mean(C))**2 with m = |C| + 1 (Welford's update),
-    so for a fixed start s the decision for every later j is a vectorized comparison; the
-    cluster ends at the first j that fails. err* comes from :func:`_best_lookahead`.
+    delta_j = err(C + H_j) - err(C) < err*(H_j), with err(C) = AE(C) + c/|C|. The increase of
+    the approximation error is (m-1)/m (H_j - mean(C))**2 with m = |C| + 1 (Welford's
+    update), so for a fixed start s the deltas of all later j are one vectorized
+    expression; the cluster ends at the first j that fails. err*(H_j) is only computed
+    where it matters: it lies between c/(n-j)**2 and c/r_j**2 (r_j: bins from j to the end
+    of its run of equal values), so delta_j below the first bound merges and delta_j at or
+    above the second splits without it; the look-ahead (:func:`_best_lookahead`) runs for
+    the remaining j only, typically the first bin of each new value.
     """
     v = np.asarray(sorted_values)
     n = v.size
     if n == 0:
         return np.zeros(0, dtype=np.int64)
     c = float(noise_variance)
-    err_star = _best_lookahead(v, c)
+    vi = v.astype(np.int64)
     prefix = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(v.astype(np.int64), out=prefix[1:])
+    np.cumsum(vi, out=prefix[1:])
+    run_end = _run_ends(vi)
+    idx = np.arange(n, dtype=np.int64)
+    lower = c / (n - idx).astype(np.float64) ** 2
+    upper = c / (run_end - idx).astype(np.float64) ** 2
     vf = v.astype(np.float64)
     starts = [0]
     s = 0
     block = 16
     j0 = 1                                  # first candidate not yet accepted into cluster s
     while j0 < n:
-        j = np.arange(j0, min(n, j0 + block), dtype=np.int64)
+        j = idx[j0:min(n, j0 + block)]
         size_before = (j - s).astype(np.float64)           # |C| before adding H_j
         mean = (prefix[j] - prefix[s]) / size_before
         m = size_before + 1.0
         delta = (m - 1.0) / m * (vf[j] - mean) ** 2 + c / m - c / size_before
-        fail = np.flatnonzero(delta >= err_star[j])
+        unsure = np.flatnonzero(delta >= lower[j])
+        fail = unsure[delta[unsure] >= upper[j[unsure]]]
+        if unsure.size and (not fail.size or unsure[0] < fail[0]):
+            cut = fail[0] if fail.size else j.size
+            amb = unsure[unsure < cut]
+            exact = _best_lookahead(v, c, j[amb], prefix=prefix, run_end=run_end)
+            fail = np.sort(np.concatenate([amb[delta[amb] >= exact], fail]))
         if fail.size:
             s = int(j[fail[0]])
             starts.append(s)
