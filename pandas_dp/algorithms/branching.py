@@ -1,0 +1,148 @@
+"""Choosing the branching factor ``b`` of a hierarchical histogram.
+
+For a given height ``h`` the average variance grows with ``b`` (more nodes
+per level, same per-level budget), so the best ``b`` of each height is the
+smallest one reaching the domain, ``b_h = ceil(n^(1/h))`` (Qardaji's Tables
+1-2: 16, 23, 32, 46 for ``N = 2^8 .. 2^11``).  :func:`choose_branching`
+evaluates these candidates (and the next two integers, which matter for
+non-complete trees) with the predicted average range variance of
+:func:`~pandas_dp.algorithms.tree_budget.predicted_average_variance` (exact
+``V_Avg`` for 1-D domains up to ``EXACT_LIMIT`` leaves) under the requested
+budget split, and keeps the minimum.  ``b = n`` (height 1) is the flat
+histogram.  No budget is spent: only public sizes and epsilon are used.
+
+References
+----------
+.. [1] W. Qardaji, W. Yang, N. Li. "Understanding Hierarchical Methods for
+   Differentially Private Histograms", PVLDB 6(14), 2013, Eq. (3),
+   Algorithms 1-2, Tables 1-2, Section 5.3.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from pandas_dp.algorithms.tree_budget import (BudgetSplit, level_shares,
+                                              predicted_average_variance)
+from pandas_dp.algorithms.tree_layout import tree_height, tree_layout
+
+__all__ = ["BranchingChoice", "integer_root_ceil", "candidate_branchings",
+           "choose_branching", "eq3_average_variance", "eq3_optimal_branching"]
+
+
+@dataclass(frozen=True)
+class BranchingChoice:
+    """The chosen fan-out and the predictions behind it.
+
+    Attributes
+    ----------
+    branching : int
+        Chosen ``b`` (``b >= n`` means the flat histogram).
+    height : int
+        ``ceil(log_b n)``.
+    predicted_variance : float
+        Predicted average range-query error variance at the given epsilon
+        (continuous Laplace variances ``2 / epsilon_k^2``).
+    flat_variance : float
+        The same prediction for the flat histogram.
+    candidates : dict
+        ``{b: predicted variance}`` for every candidate evaluated (with the
+        ``"optimal"`` split: the three best under the uniform split).
+    """
+
+    branching: int
+    height: int
+    predicted_variance: float
+    flat_variance: float
+    candidates: dict[int, float] = field(default_factory=dict)
+
+    @property
+    def is_flat(self) -> bool:
+        """True when the choice is a single noised level (the identity histogram)."""
+        return self.height <= 1
+
+
+def integer_root_ceil(n: int, h: int) -> int:
+    """Smallest integer ``b >= 2`` with ``b**h >= n`` (exact integer arithmetic)."""
+    b = max(2, int(round(n ** (1.0 / h))))
+    while b ** h < n:
+        b += 1
+    while b > 2 and (b - 1) ** h >= n:
+        b -= 1
+    return b
+
+
+def candidate_branchings(n: int) -> list[int]:
+    """Candidate fan-outs per axis: ``b_h, b_h + 1, b_h + 2`` for every height ``h``."""
+    if n <= 2:
+        return [2]
+    out: set[int] = set()
+    for h in range(1, tree_height(n, 2) + 1):
+        b = integer_root_ceil(n, h)
+        out.update(c for c in (b, b + 1, b + 2) if c <= n)
+    return sorted(out)
+
+
+def choose_branching(shape: int | tuple[int, ...], *, epsilon: float = 1.0,
+                     budget_split: BudgetSplit = "uniform", include_root: bool = False,
+                     consistent: bool = True) -> BranchingChoice:
+    """Pick ``b`` minimising the predicted average range-query variance.
+
+    Parameters
+    ----------
+    shape : int or tuple of int
+        Leaf count (1-D) or grid shape; public.
+    epsilon : float
+        Total budget of the release (scales all predictions by ``1/epsilon^2``).
+    budget_split : {"uniform", "geometric", "optimal"}
+        Split used for each candidate.
+    include_root, consistent : bool
+        As for the release.
+
+    Returns
+    -------
+    BranchingChoice
+        The minimiser over :func:`candidate_branchings` of the longest axis.
+        For ``d >= 3`` the flat histogram usually wins (Qardaji Section 5.3).
+    """
+    dims = (int(shape),) if np.isscalar(shape) else tuple(int(s) for s in shape)
+    n_axis = max(dims)
+    def predict(b: int, split: BudgetSplit) -> float:
+        layout = tree_layout(dims, b)
+        shares = level_shares(layout, budget_split=split, include_root=include_root,
+                              consistent=consistent)
+        on = shares > 0
+        sigma2 = np.full(layout.n_levels, np.inf)
+        sigma2[on] = 2.0 / (float(epsilon) * shares[on]) ** 2
+        return predicted_average_variance(layout, sigma2, consistent=consistent)
+
+    if budget_split == "optimal":
+        # The optimal split is iterative: rank by the uniform split, refine the best three.
+        first = {b: predict(b, "uniform") for b in candidate_branchings(n_axis)}
+        preds = {b: predict(b, "optimal") for b in sorted(first, key=first.get)[:3]}
+    else:
+        preds = {b: predict(b, budget_split) for b in candidate_branchings(n_axis)}
+    best = min(preds, key=lambda b: (preds[b], -b))
+    flat_b = max(n_axis, 2)
+    flat = preds.get(flat_b)
+    if flat is None:
+        flat = predicted_average_variance(tree_layout(dims, flat_b),
+                                          np.array([2.0 / float(epsilon) ** 2, np.inf]),
+                                          consistent=consistent)
+    height = max(tree_height(n, best) for n in dims)
+    return BranchingChoice(branching=best, height=height, predicted_variance=preds[best],
+                           flat_variance=flat, candidates=preds)
+
+
+def eq3_average_variance(n: int, branching: int, *, epsilon: float = 1.0) -> float:
+    """Qardaji's Eq. (3): ``((b - 1) h^3 - 2 (b + 1) h^2 / 3) V_u`` with ``V_u = 2 / epsilon^2``."""
+    h = tree_height(n, branching)
+    return ((branching - 1) * h ** 3 - 2.0 * (branching + 1) * h ** 2 / 3.0) * 2.0 / epsilon ** 2
+
+
+def eq3_optimal_branching(n: int, *, max_branching: int = 1024) -> int:
+    """The ``b`` in ``2..max_branching`` minimising Eq. (3) for ``H_b`` (Table 1's ``b`` column)."""
+    bs = range(2, min(n, max_branching) + 1)
+    return min(bs, key=lambda b: eq3_average_variance(n, b))
