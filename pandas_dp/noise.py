@@ -162,8 +162,8 @@ def noise_scale(sensitivity: float | int | Fraction, epsilon: float | int | Frac
         ``t >= sensitivity / epsilon`` exactly. Floats are read through their
         shortest ``repr`` (``0.1`` is ``1/10``), so ``noise_scale(1, 0.1) == 10``.
         If the exact quotient has a denominator above ``2**32`` it is replaced by
-        the smallest fraction above it with denominator ``<= 2**32`` (relative
-        change below ``2**-64`` for ``t >= 1``): more noise, never less.
+        the smallest fraction above it with denominator ``<= 2**32`` (a change
+        below ``2**-32``): more noise, never less.
 
     Raises
     ------
@@ -405,9 +405,9 @@ class _Geometric:
     ``L`` plus a fresh geometric (memorylessness).
     """
 
-    def __init__(self, a: Fraction) -> None:
+    def __init__(self, a: Fraction, *, method: str = "auto") -> None:
         length = math.ceil(_TAIL_BITS * math.log(2) / float(a))
-        if length <= _GEOM_TABLE_MAX:
+        if method == "table" or (method == "auto" and length <= _GEOM_TABLE_MAX):
             self.digits = False
             self.cdf: _CDF = _GeometricCDF(a, max(length, 1))
         else:
@@ -438,8 +438,10 @@ def _geometric(a: Fraction) -> _Geometric:
 class _LaplaceSampler:
     """Two-sided threshold table for scale ``t`` with a guess table (see module notes)."""
 
-    def __init__(self, t: Fraction) -> None:
+    def __init__(self, t: Fraction, *, half_width: int | None = None) -> None:
         half = min(_LAPLACE_L_MAX, math.ceil(float(t) * _TAIL_BITS * math.log(2)))
+        if half_width is not None:  # tests: force a narrower table (more tail draws)
+            half = half_width
         self.half_width = half
         self.cdf = _LaplaceCDF(t, half)
         self.thresholds = self.cdf.table()
