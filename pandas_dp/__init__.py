@@ -24,6 +24,9 @@ from .errors import (
     SchemaError,
 )
 from .results import Histogram, RangeAnswer
+from .results.count_of_counts import CountOfCounts
+from .results.unattributed import UnattributedHistogram
+from . import schema
 
 try:
     __version__ = version("pandas-dp")
@@ -37,6 +40,9 @@ __all__ = [
     "active_budget",
     "Histogram",
     "RangeAnswer",
+    "CountOfCounts",
+    "UnattributedHistogram",
+    "schema",
     "PandasDPError",
     "BudgetError",
     "BudgetExceededError",

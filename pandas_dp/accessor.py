@@ -13,7 +13,11 @@ from typing import Any, Literal
 import pandas as pd
 
 from .releases import flat
+from .releases import count_of_counts as _coc
+from .releases import unattributed as _unattr
+from .results.count_of_counts import CountOfCounts
 from .results.histogram import Histogram
+from .results.unattributed import UnattributedHistogram
 
 __all__ = ["DPAccessorBase", "DataFrameDPAccessor", "SeriesDPAccessor"]
 
@@ -94,6 +98,108 @@ class DPAccessorBase:
                               **method_params)
 
 
+    def count_of_counts(self, group: str, location: Any, *, epsilon: float, groups: pd.DataFrame | None = None,
+                        hierarchy: pd.DataFrame | None = None, max_size: int | None = None,
+                        method: Literal["hc", "hg", "naive"] = "hc",
+                        merge: Literal["weighted", "average"] = "weighted", rng: Any = None,
+                        progress: bool | None = None) -> CountOfCounts:
+        """Release consistent count-of-counts histograms for every region of a hierarchy.
+
+        For every region and size ``i``: how many groups (households) have ``i``
+        entities (persons). Kuo et al., PVLDB 2018. Neighbouring frames differ
+        by one row of this (entities) frame.
+
+        Parameters
+        ----------
+        group : str
+            Column of group ids (e.g. ``"household_id"``).
+        location : str or list of str
+            Columns of regions, coarse to fine (``["state", "county"]``), or the
+            leaf column together with ``hierarchy=``. The root is ``"national"``.
+        epsilon : float
+            Privacy loss charged to the active budget (once, for all levels).
+        groups : DataFrame, optional
+            The public Groups table: one row per group (empty groups included)
+            with the ``group`` and location columns. Its numbers of groups per
+            region are then matched exactly. Without it they are estimated
+            privately with 1/10 of ``epsilon`` (non-negative least squares).
+        hierarchy : DataFrame, optional
+            Public region table, one column per level coarse to fine. Needed
+            when ``groups`` is not given (regions are never read from the data).
+        max_size : int, optional
+            Public upper bound ``K`` on the group size (larger groups count as
+            ``K``); estimated with 1/20 of ``epsilon`` when omitted (``hc``/``naive``).
+        method : {"hc", "hg", "naive"}
+            Per-region estimator: cumulative histogram (default), sorted sizes,
+            or noisy histogram.
+        merge : {"weighted", "average"}
+            How a region's and its parent's size estimates are merged.
+        rng : numpy.random.Generator, optional
+            Reproducible experiments only; ``None`` uses secure randomness.
+        progress : bool, optional
+            Progress bar (tqdm) — by default only on a terminal.
+
+        Returns
+        -------
+        CountOfCounts
+            Integral, non-negative, consistent histograms matching the group totals.
+
+        Raises
+        ------
+        SchemaError
+            With every failure case of the tables and their join (nothing charged).
+        DomainError, ParameterError, NoActiveBudgetError, BudgetExceededError
+            Before any charge.
+
+        Examples
+        --------
+        >>> import numpy as np, pandas_dp as pdp
+        >>> from pandas_dp.data import load_persons, load_households
+        >>> persons, households = load_persons(), load_households()
+        >>> with pdp.budget(epsilon=1.0):
+        ...     coc = persons.dp.count_of_counts("household_id", ["state", "county"], epsilon=0.5,
+        ...                                      groups=households, rng=np.random.default_rng(0))
+        >>> int(coc.at("national").sum()) == len(households)
+        True
+        """
+        return _coc.count_of_counts(self._frame(), group, location, epsilon=epsilon, groups=groups,
+                                    hierarchy=hierarchy, max_size=max_size, method=method, merge=merge,
+                                    rng=rng, progress=progress)
+
+    def unattributed_histogram(self, group: str, *, epsilon: float, groups: Any = None,
+                               rng: Any = None) -> UnattributedHistogram:
+        """Release the sorted number of rows per group (Hay et al.'s S-bar), e.g. a degree sequence.
+
+        Parameters
+        ----------
+        group : str
+            Column of group ids.
+        epsilon : float
+            Privacy loss charged to the active budget.
+        groups : Series, Index or array, optional
+            All group ids (public), including groups with no rows; rows of other
+            ids are dropped. Without it the number of groups is estimated with
+            1/10 of ``epsilon``.
+        rng : numpy.random.Generator, optional
+            Reproducible experiments only.
+
+        Returns
+        -------
+        UnattributedHistogram
+            Sorted non-negative integer counts with per-position error bars.
+
+        Examples
+        --------
+        >>> import numpy as np, pandas as pd, pandas_dp as pdp
+        >>> edges = pd.DataFrame({"src": [1, 1, 2, 3, 3, 3]})
+        >>> with pdp.budget(epsilon=1.0):
+        ...     u = edges.dp.unattributed_histogram("src", epsilon=1.0, groups=[1, 2, 3, 4],
+        ...                                         rng=np.random.default_rng(0))
+        >>> len(u.counts)
+        4
+        """
+        return _unattr.unattributed_histogram(self._frame(), group, epsilon=epsilon, groups=groups, rng=rng)
+
 @pd.api.extensions.register_dataframe_accessor("dp")
 class DataFrameDPAccessor(DPAccessorBase):
     """``DataFrame.dp``: differentially private releases of a frame's columns."""
@@ -128,3 +234,11 @@ class SeriesDPAccessor(DPAccessorBase):
         """
         return super().histogram(self._name(), bins=bins, range=range, categories=categories, epsilon=epsilon,
                                  method=method, rng=rng, nonnegative=nonnegative, **method_params)
+
+    def unattributed_histogram(self, *, epsilon: float, groups: Any = None,  # type: ignore[override]
+                               rng: Any = None) -> UnattributedHistogram:
+        """Sorted number of occurrences of each value of this Series (S-bar).
+
+        Same parameters as :meth:`DataFrameDPAccessor.unattributed_histogram` without ``group``.
+        """
+        return super().unattributed_histogram(self._name(), epsilon=epsilon, groups=groups, rng=rng)

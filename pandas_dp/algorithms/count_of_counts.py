@@ -30,6 +30,7 @@ from pandas_dp.noise import discrete_laplace, discrete_laplace_variance, noise_s
 
 __all__ = [
     "Runs",
+    "consistent_group_totals",
     "estimate_level",
     "estimate_max_size",
     "largest_remainder_round",
@@ -325,3 +326,62 @@ def largest_remainder_round(x: np.ndarray, totals: np.ndarray) -> np.ndarray:
     rank = np.empty_like(order)
     np.put_along_axis(rank, order, np.arange(x.shape[1])[None, :].repeat(x.shape[0], 0), axis=1)
     return (fl + (rank < short[:, None])).astype(np.int64)
+
+
+def consistent_group_totals(
+    leaf_totals: np.ndarray,
+    parents: list[np.ndarray | None],
+    n_nodes: list[int],
+    *,
+    epsilon: float,
+    rng: np.random.Generator | None = None,
+) -> list[np.ndarray]:
+    """Private, consistent numbers of groups per region (Kuo et al. footnote 5).
+
+    Parameters
+    ----------
+    leaf_totals : numpy.ndarray
+        True number of groups per leaf region.
+    parents, n_nodes : list
+        The region tree (``parents[l][i]`` is the parent in level ``l-1``).
+    epsilon : float
+        Budget of the whole step, split equally over the levels.
+
+    Returns
+    -------
+    list of numpy.ndarray
+        Non-negative integer totals per level; every region's total is the
+        sum of its children's.
+
+    Notes
+    -----
+    One entity changes one group count by at most one per level
+    (sensitivity 1 per level), so each level gets ``epsilon / L`` and
+    discrete Laplace noise of scale ``L / epsilon``. The leaf totals
+    ``x >= 0`` then minimize ``sum_nodes (sum_{leaves under node} x - y_node)^2``
+    (non-negative least squares, sparse), are rounded by largest remainder
+    to the rounded overall sum, and are aggregated upwards.
+    """
+    from scipy import sparse
+    from scipy.optimize import lsq_linear
+
+    levels = len(n_nodes)
+    t = noise_scale(levels, epsilon)
+    ancestors = [np.arange(n_nodes[-1], dtype=np.int64)]
+    for lvl in range(levels - 1, 0, -1):
+        ancestors.append(np.asarray(parents[lvl], dtype=np.int64)[ancestors[-1]])
+    ancestors = ancestors[::-1]
+    offsets = np.concatenate([[0], np.cumsum(n_nodes)[:-1]])
+    rows = np.concatenate([anc + off for anc, off in zip(ancestors, offsets)])
+    cols = np.tile(np.arange(n_nodes[-1]), levels)
+    a = sparse.csr_matrix((np.ones(rows.size), (rows, cols)), shape=(int(sum(n_nodes)), n_nodes[-1]))
+    truth = a @ np.asarray(leaf_totals, dtype=np.float64)
+    noisy = truth + discrete_laplace(t, truth.size, rng=rng)
+    x = lsq_linear(a, noisy, bounds=(0.0, np.inf), lsmr_tol="auto").x if n_nodes[-1] else np.zeros(0)
+    x = np.maximum(x, 0.0)
+    total = int(np.floor(x.sum() + 0.5))
+    leaves = largest_remainder_round(x[None, :], np.array([total]))[0] if x.size else x.astype(np.int64)
+    out = [leaves]
+    for lvl in range(levels - 1, 0, -1):
+        out.append(np.bincount(parents[lvl], weights=out[-1], minlength=n_nodes[lvl - 1]).astype(np.int64))
+    return out[::-1]

@@ -1,0 +1,75 @@
+"""``unattributed_histogram``: the sorted per-group row counts (Hay et al. S-bar).
+
+Order: check arguments -> count rows per group (public group ids, or all
+groups present) -> charge -> (private number of groups) -> noise, isotonic
+regression, rounding -> wrap.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..algorithms.unattributed import noisy_group_count, top_n_sorted, unattributed_histogram as sbar
+from ..errors import ParameterError
+from ..results.unattributed import UnattributedHistogram
+from ._common import active_budget, charging, check_columns, check_epsilon, check_rng
+
+__all__ = ["unattributed_histogram", "GROUP_COUNT_SHARE"]
+
+GROUP_COUNT_SHARE = Fraction(1, 10)
+
+
+def _group_ids(groups: Any) -> pd.Index:
+    if isinstance(groups, pd.DataFrame):
+        raise ParameterError("The 'groups' parameter of unattributed_histogram is the list of all group ids "
+                             "(a Series, Index or array), not a DataFrame. Pass e.g. hosts['src'].")
+    try:
+        ids = pd.Index(groups)
+    except (TypeError, ValueError) as err:
+        raise ParameterError(f"The 'groups' parameter must be a Series, Index or array of group ids. "
+                             f"Got {type(groups).__name__}.") from err
+    if ids.hasnans:
+        raise ParameterError("The 'groups' parameter holds missing group ids; remove them.")
+    if not ids.is_unique:
+        dup = ids[ids.duplicated()].unique()[:5].tolist()
+        raise ParameterError(f"The 'groups' parameter repeats group ids (e.g. {dup}); pass each group once.")
+    return ids
+
+
+def unattributed_histogram(frame: pd.DataFrame, group: Any, *, epsilon: Any, groups: Any = None,
+                           rng: Any = None) -> UnattributedHistogram:
+    """Release the sorted row counts per group (see ``DataFrame.dp.unattributed_histogram``)."""
+    col = check_columns(frame, group, name="group")
+    if len(col) != 1:
+        raise ParameterError(f"The 'group' parameter names one column. Got {group!r}.")
+    eps = check_epsilon(epsilon)
+    generator = check_rng(rng)
+    values = frame[col[0]]
+    if groups is not None:
+        ids = _group_ids(groups)
+        codes = ids.get_indexer(values)  # rows of unknown groups are outside the domain: dropped
+        counts = np.bincount(codes[codes >= 0], minlength=len(ids)).astype(np.int64)
+    else:
+        ids = None
+        counts = values.value_counts(dropna=True, sort=False).to_numpy(dtype=np.int64)
+    budget = active_budget()
+    eps_n = Fraction(0) if ids is not None else eps * GROUP_COUNT_SHARE
+    eps_s = eps - eps_n
+    params = {"groups_public": ids is not None, "epsilon_group_count": str(eps_n),
+              "epsilon_counts": str(eps_s), "sensitivity": 1}
+    with charging(eps, method="unattributed_histogram", columns=col, params=params, budget=budget):
+        n = len(ids) if ids is not None else noisy_group_count(counts.size, epsilon=eps_n, rng=generator)
+        est = sbar(top_n_sorted(counts, n), epsilon=eps_s, rng=generator)
+    index = pd.RangeIndex(est.counts.size, name="rank")
+    return UnattributedHistogram(
+        counts=pd.Series(est.counts, index=index, name="estimate"),
+        variance=pd.Series(est.variances, index=index, name="variance"),
+        epsilon=float(eps),
+        method="sbar",
+        params=dict(params, noise_scale=str(est.scale), groups=int(n)),
+        post_processing=("isotonic regression (PAV, >= 0)", "rounding"),
+    )

@@ -1,0 +1,100 @@
+"""The ``UnattributedHistogram`` result: a private sorted list of per-group counts."""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any, Mapping
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from .._optional import import_optional
+from ..errors import ParameterError
+
+__all__ = ["UnattributedHistogram"]
+
+
+@dataclass(frozen=True, repr=False)
+class UnattributedHistogram:
+    """Hay et al.'s S-bar: per-group counts in ascending order, without the group labels.
+
+    Attributes
+    ----------
+    counts : Series
+        Estimated counts, sorted ascending, indexed by rank ``0..n-1``
+        (non-negative integers).
+    variance : Series
+        Per-position variance estimate ``Var(noise) / m`` (``m``: length of
+        the isotonic block holding the position; partition effects excluded).
+    epsilon : float
+        Privacy loss charged.
+    method : str
+        ``"sbar"``.
+    params : Mapping
+        Noise scale, whether the number of groups was public, budget shares.
+    post_processing : tuple of str
+        Steps applied after the noise.
+    """
+
+    counts: pd.Series
+    variance: pd.Series
+    epsilon: float
+    method: str
+    params: Mapping[str, Any]
+    post_processing: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "params", MappingProxyType(dict(self.params)))
+
+    @property
+    def std_error(self) -> pd.Series:
+        """Per-position standard error, ``sqrt(variance)``."""
+        return np.sqrt(self.variance).rename("std_error")
+
+    def to_series(self) -> pd.Series:
+        """The sorted estimates as a new Series."""
+        return self.counts.copy()
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per position: ``estimate``, ``variance``, ``std_error``."""
+        return pd.DataFrame({"estimate": self.counts, "variance": self.variance, "std_error": self.std_error})
+
+    def to_count_of_counts(self) -> pd.Series:
+        """Number of groups per count (Series indexed by ``size``)."""
+        sizes, groups = np.unique(self.counts.to_numpy(), return_counts=True)
+        return pd.Series(groups.astype(np.int64), index=pd.Index(sizes, name="size"), name="groups")
+
+    def confidence_interval(self, confidence_level: float = 0.95) -> pd.DataFrame:
+        """Per-position normal-approximation error bars ``estimate ± z * std_error``."""
+        if isinstance(confidence_level, bool) or not isinstance(confidence_level, (int, float)) \
+                or not 0 < confidence_level < 1:
+            raise ParameterError(f"The 'confidence_level' parameter must be in (0, 1). Got {confidence_level!r}.")
+        half = float(stats.norm.ppf(0.5 + confidence_level / 2)) * self.std_error
+        return pd.DataFrame({"lower": self.counts - half, "upper": self.counts + half})
+
+    def plot(self, ax: Any = None, *, confidence_level: float = 0.95, **kwargs: Any) -> Any:
+        """Sorted counts with error bars; returns the matplotlib Axes."""
+        plt = import_optional("matplotlib.pyplot", extra="plot", purpose="UnattributedHistogram.plot()")
+        if ax is None:
+            _, ax = plt.subplots(figsize=(8, 4))
+        ci = self.confidence_interval(confidence_level)
+        x = np.arange(len(self.counts))
+        ax.fill_between(x, ci["lower"].to_numpy(), ci["upper"].to_numpy(), alpha=0.3, step="mid")
+        ax.step(x, self.counts.to_numpy(), where="mid", **kwargs)
+        ax.set_xlabel("rank")
+        ax.set_ylabel("count")
+        ax.set_title(f"unattributed histogram (S-bar), ε = {self.epsilon:g}")
+        return ax
+
+    def __repr__(self) -> str:
+        return (f"UnattributedHistogram(epsilon={self.epsilon:g}, groups={len(self.counts)})\n"
+                + self.to_count_of_counts().head(10).to_string())
+
+    def _repr_html_(self) -> str:
+        params = ", ".join(f"{html.escape(str(k))}={html.escape(str(v))}" for k, v in self.params.items())
+        table = self.to_count_of_counts().head(10).to_frame().to_html()
+        return (f"<div><strong>UnattributedHistogram</strong> (S-bar), ε = {self.epsilon:g}, "
+                f"{len(self.counts)} groups<br><small>{params}</small>{table}</div>")
