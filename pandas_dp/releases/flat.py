@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from ..domain import Grid, make_grid
-from ..engines.pandas import bin_counts
+from ..engines import engine_for
 from ..errors import ParameterError
 from ..noise import discrete_laplace, discrete_laplace_variance, noise_scale
 from ..results.histogram import Histogram, as_series
@@ -114,7 +114,7 @@ def histogram(frame: pd.DataFrame, columns: Any, *, bins: Any = None, range: Any
     grid = make_grid(frame, cols, bins=bins, range=range, categories=categories)
     params = spec.validate(grid, method_params)
     budget = active_budget()
-    counts = bin_counts(frame, grid)
+    counts = engine_for(frame).bin_counts(frame, grid)
     ledger_params = {"shape": list(grid.shape), "nonnegative": nonneg, **params}
     with charging(eps, method=f"histogram:{method}", columns=cols, params=ledger_params, budget=budget):
         return spec.release(counts, grid, epsilon=eps, rng=generator, nonnegative=nonneg, **params)
