@@ -36,12 +36,17 @@ identical words.
 
 *Tails and large scales.* ``|Z| > L`` goes through memorylessness:
 ``Z | Z >= L+1`` is ``L + 1 + G`` with ``G`` geometric,
-``P(G = g) = (1-q) q^g``, ``q = p``. ``G`` is sampled by its base-256
-digits, which are independent: ``G = R + 256 Q`` with ``R`` a truncated
-geometric on ``0..255`` (ratio ``q``) and ``Q`` geometric with ratio
-``q**256``; recursively until the ratio is small enough for a short table.
-Tables therefore stay below ``2 * 4096 + 2`` entries whatever ``t`` is, and
-a sample at ``t = 10**6`` costs about four words.
+``P(G = g) = (1-q) q^g``, ``q = p`` (and symmetrically below ``-L-1``).
+``G`` is sampled by its base-256 digits, which are independent:
+``P(G = r + 256 m) = (1-q) q^r q^(256 m)`` factorizes, so ``G = R + 256 Q``
+with ``R`` a truncated geometric on ``0..255`` (ratio ``q``) and ``Q``
+geometric with ratio ``q**256``; recursively until the ratio is small enough
+for a short table (whose own tail, chance ``2**-24``, restarts by
+memorylessness). For ``t`` up to about 246, ``L = ceil(16.6 t)`` leaves
+``2**-24`` of the mass to the tails; above, ``L = 0``: one word picks
+``Z < 0``, ``Z = 0`` or ``Z > 0`` and ``|Z| = 1 + G``. Tables never exceed
+``2 * 4096 + 2`` thresholds whatever ``t``; a sample at ``t = 10**6`` costs
+four words, each looked up through its own guess table.
 
 Security
 --------
@@ -396,37 +401,89 @@ def _count_below(thresholds: np.ndarray, cdf: _CDF, w: np.ndarray, draw) -> np.n
     return c
 
 
+class _Table:
+    """Exact inverse-CDF lookup ``c = #{j : F_j <= U}`` with a guess table.
+
+    The top ``k`` bits of a word select one of ``2**k`` buckets. A bucket is
+    *fast* when it holds at most one threshold and every count it can give
+    lies in ``[fast_lo, fast_hi]``; there ``c = guess[b] + (w >= thr[b])``.
+    Words in other buckets and words equal to their bucket's threshold take
+    the plain binary search with exact tie resolution (:func:`_count_below`),
+    so both paths return the same counts for the same words.
+    """
+
+    def __init__(self, cdf: _CDF, *, offset: int = 0, fast_lo: int = 0, fast_hi: int | None = None) -> None:
+        self.cdf, self.offset = cdf, offset
+        self.thresholds = cdf.table()
+        n = cdf.n
+        fast_hi = n if fast_hi is None else fast_hi
+        k = min(16, max(12, n.bit_length() + 3))
+        self.shift = np.uint64(64 - k)
+        starts = np.arange(1 << k, dtype=np.uint64) << self.shift
+        below = np.searchsorted(self.thresholds, starts, side="left")
+        ends = np.append(below[1:], n)
+        inside = ends - below
+        fast = (inside <= 1) & (below >= fast_lo) & (ends <= fast_hi)
+        self.guess = np.where(fast, below + offset, _SLOW).astype(np.int64)
+        single = fast & (inside == 1)
+        self.bucket_threshold = np.full(1 << k, _M64, dtype=np.uint64)
+        self.bucket_threshold[single] = self.thresholds[below[single]]
+
+    def lookup(self, w: np.ndarray, draw, *, fast: bool = True) -> tuple[np.ndarray, np.ndarray | None]:
+        """``offset + c`` for each word, and the indices that took the exact search.
+
+        Only those indices can have counts outside ``[fast_lo, fast_hi]``
+        (``None`` means all of them took it).
+        """
+        if not fast:
+            return _count_below(self.thresholds, self.cdf, w, draw) + self.offset, None
+        b = (w >> self.shift).view(np.int64)
+        thr = self.bucket_threshold.take(b)
+        c = self.guess.take(b)
+        c += w >= thr
+        bad = w == thr  # a tie, or the sentinel of an empty bucket
+        bad |= c >= _SLOW
+        idx = np.flatnonzero(bad) if bad.any() else np.empty(0, dtype=np.intp)
+        if idx.size:
+            c[idx] = _count_below(self.thresholds, self.cdf, w[idx], draw) + self.offset
+        return c, idx
+
+
 class _Geometric:
     """Exact geometric sampler, ``P(G = g) = (1 - q) q**g``, ``q = exp(-a)``.
 
-    Small ``a``: ``G = R + B Q`` with independent base-``B`` digit ``R``
-    (truncated geometric, ratio ``q``) and ``Q`` geometric with ratio ``q**B``.
-    Otherwise a table of ``L`` thresholds; ``G >= L`` (chance ``q**L``) is
-    ``L`` plus a fresh geometric (memorylessness).
+    ``method="digits"`` (automatic for small ``a``): ``G = R + B Q`` with
+    independent base-``B`` digit ``R`` (truncated geometric, ratio ``q``) and
+    ``Q`` geometric with ratio ``q**B``, recursively. ``method="table"``: a
+    table of ``L`` thresholds; ``G >= L`` (chance ``q**L``, about ``2**-24``)
+    is ``L`` plus a fresh geometric (memorylessness).
     """
 
     def __init__(self, a: Fraction, *, method: str = "auto") -> None:
         length = math.ceil(_TAIL_BITS * math.log(2) / float(a))
         if method == "table" or (method == "auto" and length <= _GEOM_TABLE_MAX):
             self.digits = False
-            self.cdf: _CDF = _GeometricCDF(a, max(length, 1))
+            length = max(length, 1)
+            self.table = _Table(_GeometricCDF(a, length), fast_hi=length - 1)
         else:
             self.digits = True
-            self.cdf = _TruncatedGeometricCDF(a, _DIGIT_BASE)
+            self.table = _Table(_TruncatedGeometricCDF(a, _DIGIT_BASE))
             self.high = _geometric(a * _DIGIT_BASE)
-        self.thresholds = self.cdf.table()
+        self.cdf, self.thresholds = self.table.cdf, self.table.thresholds
 
     def sample(self, n: int, draw) -> np.ndarray:
+        """``n`` exact samples; ``draw(m)`` gives uniform ``uint64`` words."""
         if self.digits:
-            low = _count_below(self.thresholds, self.cdf, draw(n), draw)
-            return low + _DIGIT_BASE * self.high.sample(n, draw)
+            low, _ = self.table.lookup(draw(n), draw)
+            high = self.high.sample(n, draw)
+            high *= _DIGIT_BASE
+            high += low
+            return high
         length = self.cdf.n
-        out = np.zeros(n, dtype=np.int64)
-        todo = np.arange(n)
-        while todo.size:
-            c = _count_below(self.thresholds, self.cdf, draw(todo.size), draw)
-            out[todo] += c
-            todo = todo[c == length]
+        out, idx = self.table.lookup(draw(n), draw)
+        todo = idx[out[idx] == length]
+        if todo.size:  # G >= L (chance 2**-24): L plus a fresh geometric (memoryless)
+            out[todo] += self.sample(todo.size, draw)
         return out
 
 
@@ -436,57 +493,44 @@ def _geometric(a: Fraction) -> _Geometric:
 
 
 class _LaplaceSampler:
-    """Two-sided threshold table for scale ``t`` with a guess table (see module notes)."""
+    """Discrete Laplace of scale ``t`` by a two-sided table (see module notes).
+
+    ``Z = -L - 1 + c`` with ``c = #{z in -L-1..L : F(z) <= U}``. ``c = 0``
+    means ``Z <= -L-1``, i.e. ``Z = -L-1-G``; ``c = 2L+2`` means ``Z = L+1+G``.
+    For ``t`` up to about 246 the table covers all but ``2**-24`` of the mass
+    and tails are rare. Above, ``L = 0``: the table only splits
+    ``Z < 0 | Z = 0 | Z > 0`` and ``|Z| - 1`` is a base-256 digit geometric.
+    """
 
     def __init__(self, t: Fraction, *, half_width: int | None = None) -> None:
-        half = min(_LAPLACE_L_MAX, math.ceil(float(t) * _TAIL_BITS * math.log(2)))
-        if half_width is not None:  # tests: force a narrower table (more tail draws)
+        half = math.ceil(float(t) * _TAIL_BITS * math.log(2))
+        if half > _LAPLACE_L_MAX:
+            half = 0
+        if half_width is not None:  # tests: force another width
             half = half_width
         self.half_width = half
-        self.cdf = _LaplaceCDF(t, half)
-        self.thresholds = self.cdf.table()
+        n = 2 * half + 2
         self.tail = _geometric(1 / t)
-        n = self.cdf.n
-        k = min(16, max(12, n.bit_length() + 3))
-        self.shift = np.uint64(64 - k)
-        starts = np.arange(1 << k, dtype=np.uint64) << self.shift
-        below = np.searchsorted(self.thresholds, starts, side="left")
-        ends = np.append(below[1:], n)
-        inside = ends - below
-        fast = (inside <= 1) & (below >= 1) & (ends <= n - 1)
-        # Z = -L - 1 + #{F_j <= U}; fast buckets never reach the tails.
-        self.guess = np.where(fast, below - half - 1, _SLOW).astype(np.int64)
-        single = fast & (inside == 1)
-        self.bucket_threshold = np.full(1 << k, _M64, dtype=np.uint64)
-        self.bucket_threshold[single] = self.thresholds[below[single]]
+        fast_lo, fast_hi = (0, n) if half == 0 else (1, n - 1)
+        self.table = _Table(_LaplaceCDF(t, half), offset=-half - 1, fast_lo=fast_lo, fast_hi=fast_hi)
+        self.cdf, self.thresholds = self.table.cdf, self.table.thresholds
 
     def sample_words(self, w: np.ndarray, draw, *, fast: bool = True) -> np.ndarray:
         """Exact samples for words ``w``; ``draw(m)`` gives extra words for ties/tails."""
-        if not fast:
-            return self._exact(w, draw)
-        b = (w >> self.shift).view(np.int64)
-        thr = self.bucket_threshold.take(b)
-        z = self.guess.take(b)
-        ge = w >= thr
-        z += ge
-        # Exact search for ties (w equals the bucket threshold) and crowded/tail buckets.
-        bad = w == thr
-        bad |= z >= _SLOW
-        if bad.any():
-            idx = np.flatnonzero(bad)
-            z[idx] = self._exact(w[idx], draw)
-        return z
-
-    def _exact(self, w: np.ndarray, draw) -> np.ndarray:
-        half, n = self.half_width, self.cdf.n
-        c = _count_below(self.thresholds, self.cdf, w, draw)
-        z = c - half - 1
-        left, right = c == 0, c == n
-        tails = np.flatnonzero(left | right)
+        half = self.half_width
+        z, idx = self.table.lookup(w, draw, fast=fast)
+        if half == 0:  # z in {-1, 0, 1}: sign; magnitude 1 + G drawn for all
+            g = self.tail.sample(w.size, draw)
+            g += 1
+            g *= z
+            return g
+        if idx is None:
+            idx = np.arange(w.size)
+        tails = idx[np.abs(z[idx]) > half]
         if tails.size:
             # Z <= -L-1 is -L-1-G, Z >= L+1 is L+1+G (memorylessness).
             g = self.tail.sample(tails.size, draw)
-            z[tails] = np.where(left[tails], -half - 1 - g, half + 1 + g)
+            z[tails] += np.sign(z[tails]) * g
         return z
 
 

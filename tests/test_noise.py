@@ -189,24 +189,39 @@ def test_deep_digits_match_decimal_reference(bits):
 
 
 # ----------------------------------------------------- fast path and ties ----
+def special_words(table, n_random: int = 200_000, seed: int = 7) -> np.ndarray:
+    """Every threshold, its neighbours, every bucket start and its predecessor, extremes, random words."""
+    thr, one = table.thresholds, np.uint64(1)
+    starts = np.arange(table.guess.size, dtype=np.uint64) << table.shift
+    random_words = np.random.default_rng(seed).integers(0, 1 << 64, size=n_random, dtype=np.uint64)
+    extremes = np.array([0, 1, M64 - 1, M64], dtype=np.uint64)
+    return np.concatenate([thr, thr - one, thr + one, starts, starts - one, extremes, random_words])
+
+
 @pytest.mark.parametrize(
     "t", [Fraction(1, 2), Fraction(1), Fraction(10, 3), Fraction(10), Fraction(1000), Fraction(10**6)]
 )
 def test_guess_table_identical_to_plain_search(t):
     s = noise._laplace_sampler(t)
-    thr = s.thresholds
-    one = np.uint64(1)
-    starts = np.arange(s.guess.size, dtype=np.uint64) << s.shift
-    random_words = np.random.default_rng(7).integers(0, 1 << 64, size=200_000, dtype=np.uint64)
-    w = np.concatenate([thr, thr - one, thr + one, starts, starts - one,
-                        np.array([0, 1, M64 - 1, M64], dtype=np.uint64), random_words])
+    w = special_words(s.table)
     fast = s.sample_words(w, gen_draw(3), fast=True)
     plain = s.sample_words(w, gen_draw(3), fast=False)
     np.testing.assert_array_equal(fast, plain)
     # Away from thresholds and tails the plain search is the textbook inverse CDF.
+    thr = s.thresholds
     c = np.searchsorted(thr, w, side="right")
     clear = (c > 0) & (c < thr.size) & (thr[np.maximum(c - 1, 0)] != w)
     np.testing.assert_array_equal(plain[clear], c[clear] - s.half_width - 1)
+
+
+@pytest.mark.parametrize("a, method", [(Fraction(1, 10), "table"), (Fraction(3), "table"),
+                                       (Fraction(1, 10), "digits"), (Fraction(1, 10**6), "digits")])
+def test_geometric_guess_table_identical_to_plain_search(a, method):
+    table = noise._Geometric(a, method=method).table
+    w = special_words(table, n_random=50_000)
+    fast, _ = table.lookup(w, gen_draw(5), fast=True)
+    plain, _ = table.lookup(w, gen_draw(5), fast=False)
+    np.testing.assert_array_equal(fast, plain)
 
 
 def test_tie_resolved_by_next_digits():
@@ -293,6 +308,10 @@ def test_large_scale_method_agrees_with_table_method():
     z2 = digits.sample_words(d2(n), d2)
     assert chisquare_laplace(z1, 20.0) > 1e-4
     assert chisquare_laplace(z2, 20.0) > 1e-4
+    # A narrow two-sided table (L = 5) sends ~ 75% of the draws through the tails.
+    narrow = noise._LaplaceSampler(t, half_width=5)
+    d3 = gen_draw(35)
+    assert chisquare_laplace(narrow.sample_words(d3(n), d3), 20.0) > 1e-4
     # Two-sample homogeneity on bins |z| <= 60 pooled beyond (fixed seeds, threshold 1e-4).
     b1 = np.bincount(np.clip(z1, -61, 61) + 61, minlength=123)
     b2 = np.bincount(np.clip(z2, -61, 61) + 61, minlength=123)
