@@ -26,6 +26,7 @@ from .errors import (
 from .results import Histogram, RangeAnswer
 from .results.count_of_counts import CountOfCounts
 from .results.unattributed import UnattributedHistogram
+from .results.data_dependent import AHPHistogram, DPCubeHistogram
 from . import schema
 
 try:
@@ -42,6 +43,8 @@ __all__ = [
     "RangeAnswer",
     "CountOfCounts",
     "UnattributedHistogram",
+    "AHPHistogram",
+    "DPCubeHistogram",
     "schema",
     "PandasDPError",
     "BudgetError",

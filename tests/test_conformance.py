@@ -14,6 +14,8 @@ import pandas_dp as pdp
 
 METHODS: list[tuple[str, dict]] = [
     ("identity", {}),
+    ("ahp", {}),
+    ("dpcube", {}),
 ]
 
 BINS = dict(bins=64, range=(0, 128))

@@ -413,28 +413,22 @@ class AHPRelease:
         Notes
         -----
         A range R takes |R cap C| / |C| of cluster C's noise, so
-        Var = Var(Z) * sum_C (|R cap C| / |C|)**2. Vectorized over ranges and clusters.
+        Var = Var(Z) * sum_C (|R cap C| / |C|)**2. |R cap C| comes from a binary search in
+        the sorted (cluster, bin) keys; vectorized over chunks of ranges x clusters.
         """
         lo = np.atleast_1d(np.asarray(lo, dtype=np.int64))
         hi = np.atleast_1d(np.asarray(hi, dtype=np.int64))
-        k = self.cluster_sizes.size
+        n, k = self.labels.size, self.cluster_sizes.size
+        keys = np.sort(self.labels * (n + 1) + np.arange(n))
+        base = np.arange(k, dtype=np.int64) * (n + 1)
         out = np.empty(lo.size)
-        onehot_prefix = None
-        chunk = max(1, 4_000_000 // max(k, 1))
+        chunk = max(1, 2_000_000 // max(k, 1))
         for a in range(0, lo.size, chunk):       # chunks of ranges, bounded memory
-            if onehot_prefix is None:
-                onehot_prefix = _label_prefix_counts(self.labels, k)
-            cnt = onehot_prefix[hi[a:a + chunk]] - onehot_prefix[lo[a:a + chunk]]
+            cnt = (np.searchsorted(keys, base[None, :] + hi[a:a + chunk, None])
+                   - np.searchsorted(keys, base[None, :] + lo[a:a + chunk, None]))
             out[a:a + chunk] = self.noise_variance * np.sum(
                 (cnt / self.cluster_sizes[None, :]) ** 2, axis=1)
         return out
-
-
-def _label_prefix_counts(labels: np.ndarray, k: int) -> np.ndarray:
-    """(n+1, k) prefix counts of cluster membership; only used for small k * n."""
-    onehot = np.zeros((labels.size + 1, k), dtype=np.int32)
-    onehot[np.arange(1, labels.size + 1), labels] = 1
-    return np.cumsum(onehot, axis=0)
 
 
 def _noisy_counts(counts: np.ndarray, epsilon_1: Fraction, rng: np.random.Generator | None

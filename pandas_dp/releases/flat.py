@@ -118,3 +118,7 @@ def histogram(frame: pd.DataFrame, columns: Any, *, bins: Any = None, range: Any
     ledger_params = {"shape": list(grid.shape), "nonnegative": nonneg, **params}
     with charging(eps, method=f"histogram:{method}", columns=cols, params=ledger_params, budget=budget):
         return spec.release(counts, grid, epsilon=eps, rng=generator, nonnegative=nonneg, **params)
+
+
+# Other histogram methods register themselves on import (kept last: they import this module).
+from . import data_dependent as _data_dependent  # noqa: E402,F401  ("ahp", "dpcube", "auto")

@@ -1,0 +1,113 @@
+"""Choose the defaults of AHP (epsilon_split, eta) and DPCube (threshold factor, epsilon_split).
+
+Run: ``python -m benchmarks.bench_ahp_defaults [--trials 10] [--out results.md]``.
+
+For every candidate setting, the DPBench scaled L2 error (Prefix1D and 2000
+random ranges in 1-D, 2000 random rectangles in 2-D) is averaged over trials
+for each dataset and epsilon in {0.1, 1}. Each cell is divided by the best
+setting's error for that (dataset, workload, epsilon), and settings are
+ranked by the geometric mean of this regret ratio over all cells: 1.0 would
+mean "best everywhere". A default must be good across data sets, since the
+data cannot be looked at to tune it (that would cost budget).
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+
+import numpy as np
+import pandas as pd
+
+from benchmarks import dpbench
+from benchmarks.bench_data_dependent import to_markdown, workload_errors
+from pandas_dp.algorithms.ahp import ahp
+from pandas_dp.algorithms.dpcube import dpcube
+from pandas_dp.noise import discrete_laplace_variance, noise_scale
+
+EPSILONS = (0.1, 1.0)
+AHP_SPLITS = (0.5, 0.6, 0.7, 0.8, 0.85, 0.9)
+AHP_ETAS = (0.0, 0.2, 0.35, 0.5, 1.0)
+CUBE_FACTORS = (0.5, 1.0, 2.0, 4.0, 8.0, 16.0)
+CUBE_SPLITS = (0.3, 0.5, 0.7)
+
+
+def grid_errors(datasets, settings, release, trials: int) -> pd.DataFrame:
+    """Mean error of every setting on every (dataset, epsilon, workload)."""
+    rows = []
+    for name in datasets:
+        x = dpbench.load(name)
+        if x is None:
+            continue
+        for eps in EPSILONS:
+            for setting in settings:
+                rng = np.random.default_rng(7)
+                acc: dict[str, list[float]] = {}
+                for _ in range(trials):
+                    for wl, e in workload_errors(x, release(x, eps, setting, rng)).items():
+                        acc.setdefault(wl, []).append(e)
+                for wl, es in acc.items():
+                    rows.append({"dataset": name, "epsilon": eps, "workload": wl,
+                                 "setting": setting, "error": float(np.mean(es))})
+    return pd.DataFrame(rows)
+
+
+def rank(errors: pd.DataFrame) -> pd.DataFrame:
+    """Geometric-mean regret (error / best error in the same cell) of every setting."""
+    key = ["dataset", "epsilon", "workload"]
+    best = errors.groupby(key)["error"].transform("min")
+    errors = errors.assign(regret=errors["error"] / best)
+    out = errors.groupby(["setting"])["regret"].agg(
+        geo_mean=lambda r: float(np.exp(np.mean(np.log(r)))), worst="max")
+    by_eps = errors.groupby(["setting", "epsilon"])["regret"].agg(
+        lambda r: float(np.exp(np.mean(np.log(r))))).unstack()
+    by_eps.columns = [f"geo_mean eps={e:g}" for e in by_eps.columns]
+    return out.join(by_eps).sort_values("geo_mean")
+
+
+def ahp_release(x, eps, setting, rng):
+    split, eta = setting
+    return ahp(x.ravel(), epsilon=eps, epsilon_split=split, eta=eta, rng=rng).estimates.reshape(x.shape)
+
+
+def cube_release(x, eps, setting, rng):
+    factor, split, estimate = setting
+    eps1 = eps * split
+    threshold = factor * discrete_laplace_variance(noise_scale(1, eps1))
+    return dpcube(x, epsilon=eps, epsilon_split=split, threshold=threshold, estimate=estimate,
+                  rng=rng).estimates
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--trials", type=int, default=10)
+    parser.add_argument("--out", default=None)
+    args = parser.parse_args()
+    parts = []
+    ahp_errors = grid_errors(dpbench.DATASETS_1D, list(itertools.product(AHP_SPLITS, AHP_ETAS)),
+                             ahp_release, args.trials)
+    if not ahp_errors.empty:
+        table = rank(ahp_errors)
+        table.index = [f"epsilon_split={s}, eta={e}" for s, e in table.index]
+        parts.append(f"### AHP (greedy), 1-D DPBench, {args.trials} trials: regret vs best setting\n\n"
+                     + to_markdown(table.head(12)))
+    for est in ("least_squares", "uniform"):
+        settings = [(f, s, est) for f in CUBE_FACTORS for s in CUBE_SPLITS]
+        cube_errors = pd.concat([
+            grid_errors(dpbench.DATASETS_1D, settings, cube_release, args.trials),
+            grid_errors(dpbench.DATASETS_2D, settings, cube_release, args.trials)])
+        if cube_errors.empty:
+            continue
+        table = rank(cube_errors)
+        table.index = [f"threshold={f} x Var(noise_1), epsilon_split={s}" for f, s, _ in table.index]
+        parts.append(f"### DPCube ({est}), 1-D and 2-D DPBench, {args.trials} trials: regret vs best\n\n"
+                     + to_markdown(table.head(12)))
+    text = "\n\n".join(parts)
+    print(text)
+    if args.out:
+        with open(args.out, "w") as fh:
+            fh.write(text + "\n")
+
+
+if __name__ == "__main__":
+    main()
