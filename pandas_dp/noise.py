@@ -74,6 +74,7 @@ import numbers
 from decimal import Decimal
 from fractions import Fraction
 from functools import lru_cache
+from typing import Union
 
 import numpy as np
 
@@ -88,7 +89,9 @@ __all__ = [
     "RngLike",
 ]
 
-RngLike = "np.random.Generator | SecureRandom | None"
+#: What ``rng=`` accepts: ``None`` (secure default), a :class:`SecureRandom`,
+#: or a seeded ``numpy.random.Generator`` (reproducible, not for production).
+RngLike = Union[np.random.Generator, SecureRandom, None]
 
 _M64 = (1 << 64) - 1
 _MAX_DENOMINATOR = 1 << 32  # scales are rounded up to denominators <= 2**32
@@ -174,6 +177,13 @@ def noise_scale(sensitivity: float | int | Fraction, epsilon: float | int | Frac
     ------
     ParameterError
         If either argument is not a positive finite real number.
+
+    Examples
+    --------
+    >>> noise_scale(1, 0.1)
+    Fraction(10, 1)
+    >>> noise_scale(2, 0.3)
+    Fraction(20, 3)
     """
     s = _to_fraction(sensitivity, "sensitivity")
     e = _to_fraction(epsilon, "epsilon")
@@ -203,6 +213,11 @@ def discrete_laplace_variance(scale: float | Fraction) -> float:
     float
         ``2 p / (1 - p)**2`` with ``p = exp(-1/t)`` (``1 - p`` computed with
         ``expm1`` so large ``t`` keeps full precision; about ``2 t**2``).
+
+    Examples
+    --------
+    >>> round(discrete_laplace_variance(noise_scale(1, 0.5)), 6)
+    7.835396
     """
     t = _as_scale(scale)
     x = float(1 / t)
@@ -591,6 +606,13 @@ def discrete_laplace(
     Samples are produced in chunks of ``2**16``, one 64-bit word each except
     for rare tie and tail cases. For a given Generator seed the output is
     reproducible.
+
+    Examples
+    --------
+    >>> discrete_laplace(noise_scale(1, 0.5), 6, rng=np.random.default_rng(0))
+    array([ 1, -1, -5, -7,  2,  3])
+    >>> discrete_laplace(noise_scale(1, 0.5), (2, 3)).shape  # secure source
+    (2, 3)
     """
     t = _as_scale(scale)
     shape = (size,) if isinstance(size, numbers.Integral) else tuple(size)
