@@ -71,6 +71,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import operator
 from decimal import Decimal
 from fractions import Fraction
 from functools import lru_cache
@@ -615,17 +616,20 @@ def discrete_laplace(
     (2, 3)
     """
     t = _as_scale(scale)
-    shape = (size,) if isinstance(size, numbers.Integral) else tuple(size)
     try:
-        total = math.prod(int(s) for s in shape)
-    except (TypeError, ValueError) as err:
+        if isinstance(size, (tuple, list)):
+            shape = tuple(operator.index(s) for s in size)
+        else:
+            shape = (operator.index(size),)
+    except TypeError as err:
         raise ParameterError(f"size must be an int or a tuple of ints; got {size!r}.") from err
-    if any(int(s) < 0 for s in shape):
+    if any(s < 0 for s in shape):
         raise ParameterError(f"size must not be negative; got {size!r}.")
+    total = math.prod(shape)
     draw = _word_source(rng)
     sampler = _laplace_sampler(t)
     out = np.empty(total, dtype=np.int64)
-    buf = np.empty(_CHUNK + 2, dtype=np.uint64)
+    buf = np.empty(min(total, _CHUNK) + 2, dtype=np.uint64)
     for start in range(0, total, _CHUNK):
         m = min(_CHUNK, total - start)
         w = draw(m, out=buf)

@@ -343,6 +343,12 @@ def test_bad_scale_raises(bad):
         discrete_laplace(bad, 3)
 
 
+@pytest.mark.parametrize("bad", [2.5, -1, (2, -1), "3", [2, 2.0]])
+def test_bad_size_raises(bad):
+    with pytest.raises(ParameterError, match="size"):
+        discrete_laplace(1, bad)
+
+
 def test_bad_rng_raises():
     with pytest.raises(ParameterError, match="rng"):
         discrete_laplace(1, 3, rng=np.random.RandomState(0))
