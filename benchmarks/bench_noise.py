@@ -41,7 +41,8 @@ def main(argv: list[str] | None = None) -> None:
     n, repeat = args.n, args.repeat
 
     print(f"exact discrete Laplace, n = {n:,} samples per run, best of {repeat}")
-    header = f"{'t':>8} {'table ms':>9} {'secure /s':>12} {'Generator /s':>13} {'numpy laplace /s':>17} {'secure/numpy':>13}"
+    header = (f"{'t':>8} {'table ms':>9} {'secure /s':>12} {'Generator /s':>13} "
+              f"{'numpy laplace /s':>17} {'secure/numpy':>13}")
     print(header)
     print("-" * len(header))
     for t in SCALES:
