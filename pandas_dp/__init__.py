@@ -27,7 +27,15 @@ from .results import Histogram, RangeAnswer
 from .results.count_of_counts import CountOfCounts
 from .results.unattributed import UnattributedHistogram
 from .results.data_dependent import AHPHistogram, DPCubeHistogram
+from .results.hierarchical import HierarchicalHistogram
 from . import schema
+
+try:  # the same .dp accessor on Dask DataFrames and Series (extra "dask")
+    import dask.dataframe  # noqa: F401
+except ImportError:
+    pass
+else:
+    from . import accessor_dask as _accessor_dask  # noqa: F401
 
 try:
     __version__ = version("pandas-dp")
@@ -45,6 +53,7 @@ __all__ = [
     "UnattributedHistogram",
     "AHPHistogram",
     "DPCubeHistogram",
+    "HierarchicalHistogram",
     "schema",
     "PandasDPError",
     "BudgetError",

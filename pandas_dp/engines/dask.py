@@ -1,0 +1,164 @@
+"""The Dask engine: exact counts of a Dask frame's rows on a public domain, computed as Dask tasks.
+
+Every partition is coded and counted where it lives (values -> bin codes ->
+``np.bincount``, the pandas engine's code applied to one pandas partition),
+then the per-partition count arrays are summed in a tree of fan-in
+``split_every``. Only the aggregated count array (the size of the public
+domain) comes back to the client, never rows. Validation reads metadata only
+(column names and dtypes).
+
+Releases get this module from :func:`pandas_dp.engines.engine_for` when the
+frame is a ``dask.dataframe`` collection; the counts are identical to those of
+the equivalent pandas frame, so a seeded ``rng`` gives identical releases.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .._optional import import_optional
+from ..domain import CategoryDomain, Grid
+from ..errors import DomainError
+from . import pandas as pandas_engine
+
+__all__ = ["bin_counts", "check_known_categories", "tree_sum", "group_counts", "prepare_groups",
+           "SPLIT_EVERY"]
+
+SPLIT_EVERY = 8
+
+
+def _dask() -> Any:
+    return import_optional("dask", extra="dask", purpose="Counting a Dask DataFrame")
+
+
+def _unknown_categories_label() -> str:
+    utils = import_optional("dask.dataframe.utils", extra="dask", purpose="Counting a Dask DataFrame")
+    return str(utils.UNKNOWN_CATEGORIES)
+
+
+def check_known_categories(frame: Any, grid: Grid) -> None:
+    """Raise DomainError when a categorical dimension took Dask's unknown-categories placeholder as domain.
+
+    A Dask categorical column whose categories are unknown (e.g. after
+    ``astype("category")``) has no public domain in its dtype; finding the
+    categories would scan the data (``.cat.as_known()``), which this library
+    never does. Passing ``categories=`` gives the domain explicitly.
+    """
+    placeholder = _unknown_categories_label()
+    for dim in grid.dims:
+        if not isinstance(dim, CategoryDomain):
+            continue
+        dtype = frame[dim.column].dtype
+        if not isinstance(dtype, pd.CategoricalDtype):
+            continue
+        known = not (len(dtype.categories) == 1 and str(dtype.categories[0]) == placeholder)
+        if not known and list(map(str, dim.categories)) == [placeholder]:
+            raise DomainError(
+                f"Column {dim.column!r} of the Dask frame is Categorical with unknown categories, so its dtype "
+                f"holds no public domain. Pass categories=[...] with every possible label (public knowledge). "
+                f"pandas_dp never calls .cat.as_known(), which would read the categories from the data."
+            )
+
+
+def _sum_arrays(*arrays: np.ndarray) -> np.ndarray:
+    """Element-wise sum of equally shaped count arrays (one node of the reduction tree)."""
+    total = np.array(arrays[0], dtype=np.int64, copy=True)
+    for more in arrays[1:]:
+        total += more
+    return total
+
+
+def tree_sum(parts: Sequence[Any], *, split_every: int = SPLIT_EVERY,
+             combine: Callable[..., Any] = _sum_arrays) -> Any:
+    """One Delayed: ``combine`` applied in a tree of fan-in ``split_every`` over Delayed ``parts``.
+
+    The tree has ``ceil(log_split_every(len(parts)))`` levels, so no task holds
+    more than ``split_every`` partial results at once.
+    """
+    dask = _dask()
+    if split_every < 2:
+        raise ValueError(f"split_every must be at least 2. Got {split_every}.")
+    node = dask.delayed(combine, pure=True)
+    level = list(parts)
+    if len(level) == 1:
+        return node(level[0])
+    while len(level) > 1:
+        level = [node(*level[i:i + split_every]) for i in range(0, len(level), split_every)]
+    return level[0]
+
+
+def _partition_counts(partition: pd.DataFrame, grid: Grid) -> np.ndarray:
+    """Exact flat int64 counts of one pandas partition (runs on a worker)."""
+    return pandas_engine.bin_counts(partition, grid).reshape(-1)
+
+
+def bin_counts(frame: Any, grid: Grid, *, split_every: int = SPLIT_EVERY) -> np.ndarray:
+    """Exact int64 counts of the rows of a Dask ``frame`` in every cell of ``grid`` (shape ``grid.shape``).
+
+    Parameters
+    ----------
+    frame : dask.dataframe.DataFrame
+        Only the grid's columns are read (column projection reaches a Parquet reader).
+    grid : Grid
+        The public domain.
+    split_every : int
+        Fan-in of the reduction tree.
+
+    Returns
+    -------
+    numpy.ndarray
+        The counts; the only data that reaches the client.
+
+    Raises
+    ------
+    DomainError
+        A categorical column with unknown categories and no ``categories=``.
+
+    Notes
+    -----
+    ``counts = sum_p bincount(codes(partition_p))``: the per-partition counts
+    are summed exactly in int64, so the result equals the pandas engine's
+    count of the concatenated partitions.
+    """
+    dask = _dask()
+    check_known_categories(frame, grid)
+    parts = frame[list(grid.columns)].to_delayed(optimize_graph=True)
+    shared_grid = dask.delayed(grid, traverse=False)
+    count = dask.delayed(_partition_counts, pure=True)
+    total = tree_sum([count(p, shared_grid) for p in parts], split_every=split_every)
+    return np.asarray(total.compute(), dtype=np.int64).reshape(grid.shape)
+
+
+def _partition_group_counts(values: pd.Series, ids: pd.Index) -> np.ndarray:
+    codes = ids.get_indexer(values)
+    return np.bincount(codes[codes >= 0], minlength=len(ids)).astype(np.int64)
+
+
+def group_counts(values: Any, ids: pd.Index | None, *, split_every: int = SPLIT_EVERY) -> np.ndarray:
+    """Rows per group of a Dask Series: on the public ids ``ids`` (in their order), or per present group.
+
+    With ``ids``, rows of other groups are dropped and the result is aligned
+    with ``ids`` (per-partition ``bincount`` of the positions, tree-summed).
+    Without, the row counts of the groups present, in no particular order
+    (a distributed ``value_counts``; only the counts come back, not the ids).
+    """
+    dask = _dask()
+    if ids is not None:
+        shared = dask.delayed(ids, traverse=False)
+        count = dask.delayed(_partition_group_counts, pure=True)
+        total = tree_sum([count(p, shared) for p in values.to_delayed(optimize_graph=True)],
+                         split_every=split_every)
+        return np.asarray(total.compute(), dtype=np.int64)
+    sizes = values.value_counts(dropna=True, sort=False, split_every=split_every)
+    return np.asarray(sizes.to_dask_array(lengths=False).compute(), dtype=np.int64)
+
+
+def prepare_groups(*args: Any, **kwargs: Any) -> Any:
+    """Validate the count-of-counts tables and count per region on Dask (see :mod:`.dask_groups`)."""
+    from .dask_groups import prepare_groups as prepare
+
+    return prepare(*args, **kwargs)
