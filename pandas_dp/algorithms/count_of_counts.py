@@ -38,7 +38,7 @@ __all__ = [
 ]
 
 Method = Literal["naive", "hg", "hc"]
-_CHUNK_CELLS = 1 << 22
+_CHUNK_CELLS = 1 << 20
 
 
 @dataclass(frozen=True)

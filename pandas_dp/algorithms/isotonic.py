@@ -141,41 +141,36 @@ def segmented_isotonic_regression(
     if n == 0:
         empty = np.zeros(0, dtype=np.int64)
         return IsotonicFit(np.zeros(0), empty, empty)
-    w = np.ones(n) if weights is None else np.asarray(weights, dtype=np.float64)
-    sign = 1.0 if increasing else -1.0
-    seg_len = np.diff(np.append(starts, n))
-    seg_id = np.repeat(np.arange(starts.size, dtype=np.float64), seg_len)
-    spread = float(y.max() - y.min()) + 1.0
-    shifted = sign * y + seg_id * spread if starts.size > 1 else sign * y
-    pav = _scipy_pav(shifted, weights=None if weights is None else w, increasing=True)
-    cuts = np.union1d(np.asarray(pav.blocks[:-1], dtype=np.int64), starts)
-    wy = np.add.reduceat(w * y, cuts)
-    ws = np.add.reduceat(w, cuts)
-    means = wy / ws
-    lengths = np.diff(np.append(cuts, n))
-    values = np.repeat(means, lengths)
-    if lower is not None or upper is not None:
-        lo = _per_position(lower, seg_len, -np.inf)
-        hi = _per_position(upper, seg_len, np.inf)
-        values = np.minimum(np.maximum(values, lo), hi)
-    return _with_runs(values, starts)
+    shifted = y if increasing else -y
+    if starts.size > 1:
+        seg_len = np.diff(np.append(starts, n))
+        spread = float(y.max() - y.min()) + 1.0
+        shifted = shifted + np.repeat(np.arange(starts.size, dtype=np.float64) * spread, seg_len)
+    w = None if weights is None else np.asarray(weights, dtype=np.float64)
+    pav = _scipy_pav(shifted, weights=w, increasing=True)
+    del shifted
+    # Pools never span segments, so every segment start is already a block start.
+    cuts = np.asarray(pav.blocks[:-1], dtype=np.int64)
+    lengths = np.diff(np.asarray(pav.blocks, dtype=np.int64))
+    if w is None:
+        means = np.add.reduceat(y, cuts) / lengths
+    else:
+        means = np.add.reduceat(w * y, cuts) / np.add.reduceat(w, cuts)
+    seg_of_block = np.searchsorted(starts, cuts, side="right") - 1
+    if lower is not None:
+        means = np.maximum(means, _per_block(lower, seg_of_block))
+    if upper is not None:
+        means = np.minimum(means, _per_block(upper, seg_of_block))
+    # Blocks = maximal runs of equal value inside a segment: merge equal neighbours.
+    keep = np.ones(cuts.size, dtype=bool)
+    keep[1:] = (means[1:] != means[:-1]) | (seg_of_block[1:] != seg_of_block[:-1])
+    if not keep.all():
+        idx = np.flatnonzero(keep)
+        lengths = np.add.reduceat(lengths, idx)
+        cuts, means = cuts[idx], means[idx]
+    return IsotonicFit(np.repeat(means, lengths), cuts, lengths)
 
 
-def _per_position(bound: float | np.ndarray | None, seg_len: np.ndarray, default: float) -> np.ndarray | float:
-    if bound is None:
-        return default
+def _per_block(bound: float | np.ndarray, seg_of_block: np.ndarray) -> np.ndarray | float:
     b = np.asarray(bound, dtype=np.float64)
-    if b.ndim == 0:
-        return float(b)
-    return np.repeat(b, seg_len)
-
-
-def _with_runs(values: np.ndarray, segment_starts: np.ndarray) -> IsotonicFit:
-    """Blocks = maximal runs of equal value inside each segment."""
-    change = np.empty(values.size, dtype=bool)
-    change[0] = True
-    np.not_equal(values[1:], values[:-1], out=change[1:])
-    change[segment_starts] = True
-    block_starts = np.flatnonzero(change).astype(np.int64)
-    block_lengths = np.diff(np.append(block_starts, values.size))
-    return IsotonicFit(values, block_starts, block_lengths)
+    return float(b) if b.ndim == 0 else b[seg_of_block]
