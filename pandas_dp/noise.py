@@ -75,7 +75,7 @@ import operator
 from decimal import Decimal
 from fractions import Fraction
 from functools import lru_cache
-from typing import Union
+from typing import Callable, Union
 
 import numpy as np
 
@@ -103,6 +103,9 @@ _GEOM_TABLE_MAX = 256
 _DIGIT_BASE = 256
 _CHUNK = 1 << 16  # samples per vectorized pass (temporaries stay in cache)
 _SLOW = np.int64(1 << 62)  # guess value marking buckets for the exact search
+
+#: ``X(k) -> (lo, hi)``: integer bounds on ``2**P exp(-a k)`` at some precision ``P``.
+_PowerBounds = Callable[[int], "tuple[int, int]"]
 
 
 # ---------------------------------------------------------------- scale ----
@@ -192,7 +195,8 @@ def noise_scale(sensitivity: float | int | Fraction, epsilon: float | int | Frac
 
 
 def _as_scale(scale: object) -> Fraction:
-    t = _to_fraction(scale, "scale")
+    """Validated scale; denominators above ``2**32`` are rounded up as in :func:`noise_scale`."""
+    t = _round_up_denominator(_to_fraction(scale, "scale"), _MAX_DENOMINATOR)
     if t > _MAX_SCALE:
         raise ParameterError(
             f"scale must be at most 2**50 so that int64 noise cannot overflow; got {scale!r}. "
@@ -313,7 +317,7 @@ class _CDF:
     def _max_power(self) -> int:  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def _floor(self, j: int, bits: int, X, P: int) -> int | None:  # pragma: no cover
+    def _floor(self, j: int, bits: int, X: _PowerBounds, P: int) -> int | None:  # pragma: no cover
         raise NotImplementedError
 
 
@@ -336,7 +340,7 @@ class _LaplaceCDF(_CDF):
     def _max_power(self) -> int:
         return self.half_width + 1
 
-    def _floor(self, j: int, bits: int, X, P: int) -> int | None:
+    def _floor(self, j: int, bits: int, X: _PowerBounds, P: int) -> int | None:
         z = j - self.half_width - 1
         k = -z if z < 0 else z + 1
         xlo, xhi = X(k)
@@ -358,7 +362,7 @@ class _GeometricCDF(_CDF):
     def _max_power(self) -> int:
         return self.n
 
-    def _floor(self, j: int, bits: int, X, P: int) -> int | None:
+    def _floor(self, j: int, bits: int, X: _PowerBounds, P: int) -> int | None:
         xlo, xhi = X(j + 1)
         r = _agree((xlo << bits) >> P, (xhi << bits) >> P)
         return None if r is None else (1 << bits) - r - 1
@@ -373,7 +377,7 @@ class _TruncatedGeometricCDF(_CDF):
     def _max_power(self) -> int:
         return self.base
 
-    def _floor(self, j: int, bits: int, X, P: int) -> int | None:
+    def _floor(self, j: int, bits: int, X: _PowerBounds, P: int) -> int | None:
         one = 1 << P
         xlo, xhi = X(j + 1)
         blo, bhi = X(self.base)
@@ -586,7 +590,8 @@ def discrete_laplace(
     ----------
     scale : Fraction, int or float
         ``t > 0``, normally from :func:`noise_scale` (floats are read through
-        their shortest repr).
+        their shortest repr; a denominator above ``2**32`` is rounded up, as
+        there). At most ``2**50``.
     size : int or tuple of int
         Output shape.
     rng : None, SecureRandom or numpy.random.Generator, optional

@@ -337,6 +337,14 @@ def test_shape_dtype_and_reproducibility():
     assert not np.array_equal(a, c)
 
 
+def test_scale_with_huge_denominator_is_rounded_up():
+    t = Fraction(10**20 + 1, 3 * 10**19 + 7)
+    rounded = noise._as_scale(t)
+    assert rounded >= t and rounded.denominator <= 2**32
+    assert noise._as_scale(Fraction(1, 10**400)) == Fraction(1, 2**32)
+    np.testing.assert_array_equal(discrete_laplace(Fraction(1, 10**400), 5), 0)
+
+
 @pytest.mark.parametrize("bad", [0, -2, float("inf"), float("nan"), "x", 2**60])
 def test_bad_scale_raises(bad):
     with pytest.raises(ParameterError, match="scale"):
