@@ -242,6 +242,24 @@ def test_tie_resolved_by_next_digits():
         assert s.sample_words(w, scripted_draw([d1, d2 + 1]))[0] == z + 1
 
 
+@pytest.mark.parametrize("extra", [[5], [0, 0, 1], [0, 1], [0, 0, 0, 0, 5]])
+def test_tie_among_equal_thresholds(extra):
+    # t = 1/100: F(-2) ~ 2**-288.5 and F(-1) ~ 2**-144.3 both floor to 0 on the
+    # 64-bit grid, so the word 0 ties with two thresholds at once.
+    t = Fraction(1, 100)
+    s = noise._LaplaceSampler(t)
+    assert s.half_width == 1 and s.thresholds[0] == s.thresholds[1] == 0
+    with localcontext() as ctx:
+        ctx.prec = 200
+        u = sum(Decimal(d) / Decimal(2) ** (64 * (i + 2)) for i, d in enumerate(extra))
+        below = sum(laplace_cdf_ref(t, z) <= u for z in (-2, -1, 0, 1))
+    # Z = -2 + #{F(z) <= U}; none below means the left tail -2 - G, and the word
+    # after the digits (5 or 1) is far below the geometric's single threshold, so G = 0.
+    expected = -2 + below if below else -2
+    got = s.sample_words(np.array([0], dtype=np.uint64), scripted_draw(extra + [5]))
+    assert got[0] == expected
+
+
 # ------------------------------------------------------------ distribution ----
 @pytest.mark.parametrize("t, seed", [(0.5, 1), (1, 2), (10, 3), (1000, 4)])
 def test_chisquare_goodness_of_fit(t, seed):
