@@ -16,6 +16,8 @@ METHODS: list[tuple[str, dict]] = [
     ("identity", {}),
     ("ahp", {}),
     ("dpcube", {}),
+    ("hierarchical", {}),
+    ("hierarchical", {"branching": 4, "budget_split": "optimal", "include_root": True}),
 ]
 
 BINS = dict(bins=64, range=(0, 128))
