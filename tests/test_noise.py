@@ -392,6 +392,41 @@ def test_secure_words_look_uniform_and_differ_between_sources():
     assert out.size == 100 and np.shares_memory(out, buf)
 
 
+def test_secure_source_rekeys_on_pid_change_and_volume():
+    from pandas_dp import _csprng
+
+    source = SecureRandom()
+    source.words(4)
+    before = source._encryptor
+    source._pid = -1  # as if forked without the at-fork hook
+    source.words(4)
+    assert source._encryptor is not before and source._pid == os.getpid()
+    before = source._encryptor
+    source._produced = _csprng._REKEY_BYTES
+    source.words(4)
+    assert source._encryptor is not before and source._produced == 32
+
+
+def test_secure_source_is_thread_safe():
+    import threading
+
+    source = SecureRandom()
+    results: list[np.ndarray] = []
+
+    def work() -> None:
+        results.append(np.concatenate([source.words(1000) for _ in range(50)]))
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    words = np.concatenate(results)
+    # 200,000 keystream words: a repeat would mean two threads read the same
+    # keystream (chance for independent words ~ 1e-9).
+    assert words.size == 200_000 and np.unique(words).size == words.size
+
+
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="POSIX only")
 @pytest.mark.parametrize("explicit", [False, True])
 def test_forked_child_draws_different_noise(explicit):
