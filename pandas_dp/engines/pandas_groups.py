@@ -138,10 +138,12 @@ def prepare_groups(persons: pd.DataFrame, group: str, location: Any, *, groups: 
     person_loc = [c for c in levels if c in persons.columns]
     if groups is None and leaf not in persons.columns:
         raise ParameterError(f"Without groups=, the frame needs the leaf location column {leaf!r}.")
-    tables = [("Entities", entities_schema(group, person_loc if groups is None else ()), persons),
+    # Validate only the columns used: pandera copies the frame it checks.
+    ent_loc = person_loc if groups is None else []
+    tables = [("Entities", entities_schema(group, ent_loc), persons[[group, *ent_loc]]),
               (hier_name, hierarchy_schema(levels), hier)]
     if groups is not None:
-        tables.append(("Groups", groups_schema(group, levels), groups))
+        tables.append(("Groups", groups_schema(group, levels), groups[[group, *levels]]))
     validate_tables(tables)
 
     # Public region tree.

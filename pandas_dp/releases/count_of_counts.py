@@ -49,11 +49,11 @@ def budget_split(epsilon: Fraction, n_levels: int, *, estimate_max: bool, estima
 
 
 def progress_callback(progress: Any, total: int, desc: str) -> tuple[Callable[[], None] | None, Any]:
-    """A tqdm bar's ``update`` when wanted: ``progress=True``, or None and stderr is a terminal.
+    """A tqdm bar's ``update`` when wanted: ``progress=True``, or None in a terminal or notebook.
 
     tqdm is optional (extra ``progress``); without it there is no bar.
     """
-    if progress is False or (progress is None and not sys.stderr.isatty()):
+    if progress is False or (progress is None and not _interactive()):
         return None, None
     try:
         from tqdm.auto import tqdm
@@ -61,6 +61,12 @@ def progress_callback(progress: Any, total: int, desc: str) -> tuple[Callable[[]
         return None, None
     bar = tqdm(total=total, desc=desc, leave=False)
     return (lambda: bar.update(1)), bar
+
+
+def _interactive() -> bool:
+    """Attached to a terminal, or running in a Jupyter kernel."""
+    stream = sys.stderr
+    return bool(stream is not None and hasattr(stream, "isatty") and stream.isatty()) or "ipykernel" in sys.modules
 
 
 def _check_max_size(max_size: Any) -> int | None:
