@@ -554,7 +554,7 @@ class _LaplaceSampler:
         return z
 
 
-@lru_cache(maxsize=64)
+@lru_cache(maxsize=32)  # at most ~1 MB of tables each
 def _laplace_sampler(t: Fraction) -> _LaplaceSampler:
     return _LaplaceSampler(t)
 
