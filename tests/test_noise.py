@@ -122,6 +122,18 @@ def test_round_up_denominator_is_smallest_upper_bound(num, den, max_den):
     assert r == best
 
 
+@given(
+    st.floats(min_value=1e-6, max_value=1e6, allow_nan=False, allow_infinity=False),
+    st.floats(min_value=1e-6, max_value=1e6, allow_nan=False, allow_infinity=False),
+)
+@settings(max_examples=200, deadline=None)
+def test_noise_scale_never_below_the_exact_quotient(sensitivity, epsilon):
+    exact = Fraction(repr(sensitivity)) / Fraction(repr(epsilon))
+    t = noise_scale(sensitivity, epsilon)
+    assert exact <= t <= exact + Fraction(1, 2**32)
+    assert t.denominator <= 2**32
+
+
 @pytest.mark.parametrize("bad", [0, -1, -0.5, float("nan"), float("inf"), "1", None, True, Decimal("NaN")])
 def test_noise_scale_rejects_bad_epsilon_and_sensitivity(bad):
     with pytest.raises(ParameterError, match="epsilon"):
