@@ -27,6 +27,7 @@ References
 from __future__ import annotations
 
 from fractions import Fraction
+from functools import lru_cache
 from typing import Literal
 
 import numpy as np
@@ -122,6 +123,13 @@ def level_shares(layout: TreeLayout, *, budget_split: BudgetSplit = "uniform",
     ndarray
         Shares summing to 1.
     """
+    return np.array(_level_shares(layout, budget_split, include_root, consistent, max_iter, tol))
+
+
+@lru_cache(maxsize=256)
+def _level_shares(layout: TreeLayout, budget_split: str, include_root: bool, consistent: bool,
+                  max_iter: int, tol: float) -> tuple[float, ...]:
+    # Cached: the split depends only on public sizes, and "optimal" iterates.
     noised = noised_levels(layout, include_root=include_root)
     k = np.arange(layout.n_levels, dtype=np.float64)
     if budget_split == "uniform":
@@ -133,7 +141,7 @@ def level_shares(layout: TreeLayout, *, budget_split: BudgetSplit = "uniform",
         shares = _optimal_shares(layout, noised, consistent, max_iter, tol)
     else:
         raise ValueError(f"unknown budget_split {budget_split!r}")
-    return shares
+    return tuple(float(v) for v in shares)
 
 
 def _optimal_shares(layout: TreeLayout, noised: np.ndarray, consistent: bool,
