@@ -136,6 +136,8 @@ def test_two_dimensional_tree(incomes) -> None:
     ({"rng": 3}, pdp.ParameterError),
     ({"epsilon": 0}, pdp.ParameterError),
     ({"range": None}, pdp.DomainError),
+    ({"epsilon": 1e-15}, pdp.ParameterError),      # a level's noise scale would exceed 2**50
+    ({"epsilon": 1e-15, "budget_split": "optimal"}, pdp.ParameterError),
 ])
 def test_errors_before_any_charge(incomes, kwargs, error) -> None:
     with pdp.budget(1.0) as b:
@@ -185,6 +187,9 @@ def test_range_query_validates_ranges_before_charge(incomes, ranges, error) -> N
         with pytest.raises(pdp.ParameterError):
             incomes.dp.range_query("income", [(0, 1000)], bins=100, range=(0, 100_000),
                                    epsilon=0.5, method="magic")
+        with pytest.raises(pdp.ParameterError):
+            incomes.dp.range_query("income", [(0, 1000)], bins=4096, range=(0, 409_600),
+                                   epsilon=1e-15)
     assert b.spent == 0
 
 

@@ -21,14 +21,18 @@ import pandas as pd
 
 from ..algorithms.branching import choose_branching
 from ..algorithms.tree import release_tree
+from ..algorithms.tree_budget import level_shares, split_epsilon
+from ..algorithms.tree_layout import tree_layout
 from ..domain import Grid, make_grid
 from ..errors import ParameterError
+from ..noise import noise_scale
 from ..results.hierarchical import HierarchicalHistogram
 from ..results.histogram import Histogram, as_series
 from ._common import check_choice, check_columns, check_epsilon, check_flag
 from .flat import METHODS, HistogramMethod, histogram, register_method
 
-__all__ = ["hierarchical_release", "hierarchical_histogram", "range_query", "BUDGET_SPLITS"]
+__all__ = ["hierarchical_release", "hierarchical_histogram", "range_query", "check_level_scales",
+           "BUDGET_SPLITS", "MAX_NOISE_SCALE"]
 
 BUDGET_SPLITS = ("uniform", "geometric", "optimal")
 _KNOBS = ("branching", "budget_split", "include_root", "consistent")
@@ -101,12 +105,44 @@ def hierarchical_release(counts: np.ndarray, grid: Grid, *, epsilon: Fraction,
 register_method(HistogramMethod("hierarchical", _validate, hierarchical_release))
 
 
+#: Largest noise scale the sampler accepts (int64 noise must not overflow).
+MAX_NOISE_SCALE = Fraction(1 << 50)
+
+
+def check_level_scales(grid: Grid, epsilon: Fraction, knobs: Mapping[str, Any]) -> None:
+    """Raise ParameterError (before any charge) if a level's budget is too small to noise.
+
+    The split depends only on public sizes and the knobs, so it is computed
+    here exactly as the release will compute it.
+    """
+    b = knobs["branching"]
+    if b == "auto":
+        b = choose_branching(grid.shape, epsilon=float(epsilon), budget_split=knobs["budget_split"],
+                             include_root=knobs["include_root"],
+                             consistent=knobs["consistent"]).branching
+    layout = tree_layout(grid.shape if len(grid.shape) > 1 else grid.shape[0], b)
+    shares = level_shares(layout, budget_split=knobs["budget_split"],
+                          include_root=knobs["include_root"], consistent=knobs["consistent"])
+    smallest = min(e for e in split_epsilon(epsilon, shares) if e > 0)
+    if noise_scale(1, smallest) > MAX_NOISE_SCALE:
+        raise ParameterError(
+            f"The 'epsilon' parameter is too small for this tree: epsilon={float(epsilon)!r} split over "
+            f"{int((shares > 0).sum())} levels leaves {float(smallest):.3g} for one level, a noise scale "
+            f"above 2**50. Pass a larger epsilon (or a smaller tree: larger branching).")
+
+
 def hierarchical_histogram(frame: pd.DataFrame, columns: Any, *, bins: Any = None, range: Any = None,
                            categories: Any = None, epsilon: Any, branching: int | str = "auto",
                            budget_split: Literal["uniform", "geometric", "optimal"] = "uniform",
                            include_root: bool = False, consistent: bool = True,
                            nonnegative: bool = False, rng: Any = None) -> HierarchicalHistogram:
     """Release a hierarchical histogram (see ``DataFrame.dp.hierarchical_histogram``)."""
+    cols = check_columns(frame, columns)
+    eps = check_epsilon(epsilon)
+    grid = make_grid(frame, cols, bins=bins, range=range, categories=categories)
+    knobs = _validate(grid, {"branching": branching, "budget_split": budget_split,
+                             "include_root": include_root, "consistent": consistent})
+    check_level_scales(grid, eps, knobs)
     return histogram(frame, columns, bins=bins, range=range, categories=categories, epsilon=epsilon,
                      method="hierarchical", rng=rng, nonnegative=nonnegative, branching=branching,
                      budget_split=budget_split, include_root=include_root, consistent=consistent)
@@ -147,8 +183,11 @@ def range_query(frame: pd.DataFrame, column: Any, ranges: Any, *, bins: Any = No
     grid.dims[0].align(lows, highs)   # DomainError before any charge
     params = dict(method_params)
     name = method
+    if method == "hierarchical":
+        check_level_scales(grid, eps, _validate(grid, params))
     if method == "auto":
         knobs = _validate(grid, {k: v for k, v in params.items() if k != "branching"})
+        check_level_scales(grid, eps, {**knobs, "branching": "auto"})
         choice = choose_branching(grid.shape, epsilon=float(eps), budget_split=knobs["budget_split"],
                                   include_root=knobs["include_root"], consistent=knobs["consistent"])
         if choice.is_flat:
