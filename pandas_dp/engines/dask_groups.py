@@ -73,7 +73,7 @@ def _partition_aggregate(part: pd.DataFrame, pub: _Public) -> tuple[pd.DataFrame
     try:
         validate_tables([("Entities", entities_schema(pub.group, loc), part[[pub.group, *loc]])])
     except SchemaError as err:
-        failures.append(err.failure_cases)
+        failures.append(err.failure_cases.assign(_stage=0))
     if pub.group_index is not None:
         codes = pub.group_index.get_indexer(pgroups)
         found = codes >= 0
@@ -94,7 +94,7 @@ def _partition_aggregate(part: pd.DataFrame, pub: _Public) -> tuple[pd.DataFrame
     agg = rows.groupby("key", sort=False).agg(size=("leaf", "size"), lmin=("leaf", "min"), lmax=("leaf", "max"))
     bucket = _bucket_of(agg.index, pub.buckets)
     pieces = [agg[bucket == b] for b in range(pub.buckets)]
-    found_failures = [f for f in failures if len(f)]
+    found_failures = [f if "_stage" in f else f.assign(_stage=1) for f in failures if len(f)]
     return (pd.concat(found_failures, ignore_index=True) if found_failures else pd.DataFrame()), pieces
 
 
@@ -201,7 +201,10 @@ def prepare_groups(persons: Any, group: str, location: Any, *, groups: pd.DataFr
     runs = tree_sum([dask.delayed(_bucket_runs, pure=True)(r) for r in roots], split_every=split_every,
                     combine=_merge_runs)
     found, leaf_runs = dask.compute(failures, runs)
-    raise_failures([found])
+    if len(found):
+        # As on pandas: schema failures (stage 0) are reported alone, join failures (stage 1) after them.
+        first = found[found["_stage"] == found["_stage"].min()]
+        raise_failures([first.drop(columns="_stage")])
     if leaf_runs.split_keys.size:
         check = f"functional dependency {group}->{leaf}"
         split = dask.delayed(leaf_runs.split_keys, traverse=False)

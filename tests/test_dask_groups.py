@@ -1,0 +1,217 @@
+"""Count-of-counts on Dask: the distributed engine gives the pandas engine's exact tables and releases.
+
+The exact run-length histograms of every region (the only private input of
+the release) are compared array by array with the pandas engine's, for any
+partitioning and number of hash buckets; then whole releases are compared
+with the same seeded ``rng``. Schema failures are raised before any charge
+with the pandas engine's failure cases.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+dask = pytest.importorskip("dask")
+dd = pytest.importorskip("dask.dataframe")
+
+import pandas_dp as pdp  # noqa: E402
+from pandas_dp.data import load_households, load_persons  # noqa: E402
+from pandas_dp.engines import dask_groups  # noqa: E402
+from pandas_dp.engines import pandas_groups  # noqa: E402
+
+GROUP, LEVELS = "household_id", ["state", "county"]
+
+
+@pytest.fixture(autouse=True)
+def sync():
+    with dask.config.set(scheduler="sync"):
+        yield
+
+
+@pytest.fixture(scope="module")
+def persons() -> pd.DataFrame:
+    return load_persons()
+
+
+@pytest.fixture(scope="module")
+def households() -> pd.DataFrame:
+    return load_households()
+
+
+def assert_same_tables(a: pandas_groups.GroupTables, b: pandas_groups.GroupTables) -> None:
+    assert a.level_names == b.level_names and a.groups_public == b.groups_public
+    assert a.max_size == b.max_size
+    for ra, rb in zip(a.regions, b.regions):
+        assert ra.equals(rb)
+    for pa_, pb in zip(a.parents[1:], b.parents[1:]):
+        np.testing.assert_array_equal(pa_, pb)
+    assert len(a.exact) == len(b.exact)
+    for level, (ea, eb) in enumerate(zip(a.exact, b.exact)):
+        assert ea.n_nodes == eb.n_nodes, level
+        for field in ("node", "size", "groups", "var"):
+            np.testing.assert_array_equal(getattr(ea, field), getattr(eb, field), err_msg=f"{level}.{field}")
+            assert getattr(ea, field).dtype == getattr(eb, field).dtype
+
+
+@pytest.mark.parametrize("npartitions,buckets", [(1, 1), (5, 1), (7, 3), (12, None)])
+@pytest.mark.parametrize("public", ["groups", "hierarchy"])
+def test_exact_tables_equal_pandas_engine(persons, households, npartitions, buckets, public):
+    kwargs = {"groups": households} if public == "groups" else {
+        "hierarchy": households[LEVELS].drop_duplicates()}
+    expected = pandas_groups.prepare_groups(persons, GROUP, LEVELS, **kwargs)
+    ddf = dd.from_pandas(persons, npartitions=npartitions)
+    got = dask_groups.prepare_groups(ddf, GROUP, LEVELS, buckets=buckets, split_every=3, **kwargs)
+    assert_same_tables(expected, got)
+
+
+def test_empty_groups_of_the_public_table_are_counted(persons, households):
+    """Groups without persons are size-0 groups of their leaf (public totals), as on pandas."""
+    extra = pd.DataFrame({GROUP: [10**9 + i for i in range(25)],
+                          "state": households["state"].iloc[:25].to_numpy(),
+                          "county": households["county"].iloc[:25].to_numpy()})
+    groups = pd.concat([households, extra], ignore_index=True)
+    expected = pandas_groups.prepare_groups(persons, GROUP, LEVELS, groups=groups)
+    got = dask_groups.prepare_groups(dd.from_pandas(persons, npartitions=4), GROUP, LEVELS, groups=groups)
+    assert_same_tables(expected, got)
+    root = got.exact[0]
+    assert root.groups[root.size == 0].sum() >= 25
+    assert root.totals()[0] == len(groups)
+
+
+@pytest.mark.parametrize("kwargs", [
+    dict(method="hc"), dict(method="hg"), dict(method="naive", max_size=12), dict(merge="average"),
+])
+def test_release_identical_to_pandas(persons, households, kwargs):
+    ddf = dd.from_pandas(persons, npartitions=6)
+    with pdp.budget(2.0) as b:
+        a = persons.dp.count_of_counts(GROUP, LEVELS, epsilon=0.5, groups=households,
+                                       rng=np.random.default_rng(17), **kwargs)
+        c = ddf.dp.count_of_counts(GROUP, LEVELS, epsilon=0.5, groups=households,
+                                   rng=np.random.default_rng(17), **kwargs)
+    pd.testing.assert_frame_equal(a.to_frame(), c.to_frame())
+    assert a.params == c.params and a.levels == c.levels and a.epsilon == c.epsilon
+    assert b.spent == 1.0 and list(b.ledger["status"]) == ["ok", "ok"]
+
+
+def test_release_without_groups_table_identical(persons, households):
+    hierarchy = households[LEVELS].drop_duplicates()
+    ddf = dd.from_pandas(persons, npartitions=5)
+    with pdp.budget(1.0):
+        a = persons.dp.count_of_counts(GROUP, "county", epsilon=0.5, hierarchy=hierarchy,
+                                       rng=np.random.default_rng(4))
+        c = ddf.dp.count_of_counts(GROUP, "county", epsilon=0.5, hierarchy=hierarchy,
+                                   rng=np.random.default_rng(4))
+    pd.testing.assert_frame_equal(a.to_frame(), c.to_frame())
+
+
+def failure_set(err: pdp.SchemaError) -> set:
+    cases = err.failure_cases
+    return set(zip(cases["table"], cases["check"], cases["failure_case"].astype(str), cases["index"].astype(str)))
+
+
+def broken_cases(persons: pd.DataFrame, households: pd.DataFrame) -> dict[str, tuple[pd.DataFrame, dict]]:
+    nulls = persons.assign(household_id=persons[GROUP].astype("float64"))
+    nulls.loc[[3, 400], GROUP] = np.nan
+    unknown = persons.copy()
+    unknown.loc[[5, 6, 900], GROUP] = -1
+    moved = persons.copy()
+    other = households.set_index(GROUP)["county"]
+    rows = [10, 20]
+    moved.loc[rows, "county"] = [c + "-elsewhere" if isinstance(c, str) else -1
+                                 for c in other.loc[moved.loc[rows, GROUP]]]
+    return {
+        "null group ids": (nulls, dict(groups=households.assign(household_id=households[GROUP].astype("float64")))),
+        "group not in Groups": (unknown, dict(groups=households)),
+        "county differs from Groups": (moved, dict(groups=households)),
+    }
+
+
+@pytest.mark.parametrize("case", ["null group ids", "group not in Groups", "county differs from Groups"])
+def test_schema_failures_match_pandas_and_charge_nothing(persons, households, case):
+    frame, kwargs = broken_cases(persons, households)[case]
+    ddf = dd.from_pandas(frame, npartitions=4)
+    with pdp.budget(1.0) as b:
+        with pytest.raises(pdp.SchemaError) as on_pandas:
+            frame.dp.count_of_counts(GROUP, LEVELS, epsilon=0.5, **kwargs)
+        with pytest.raises(pdp.SchemaError) as on_dask:
+            ddf.dp.count_of_counts(GROUP, LEVELS, epsilon=0.5, **kwargs)
+    assert b.spent == 0 and len(b.ledger) == 0
+    assert failure_set(on_pandas.value) == failure_set(on_dask.value)
+    assert len(on_dask.value.failure_cases) > 0
+
+
+def test_group_spanning_two_leaves_without_groups_table(persons, households):
+    """Without a Groups table, a group in two counties breaks the functional dependency group -> leaf."""
+    hierarchy = households[LEVELS].drop_duplicates()
+    frame = persons.copy()
+    gid = frame[GROUP].iloc[0]
+    members = frame.index[frame[GROUP] == gid]
+    assert len(members) >= 2
+    other_county = hierarchy.loc[hierarchy["county"] != frame.loc[members[0], "county"]].iloc[0]
+    frame.loc[members[-1], ["state", "county"]] = other_county[["state", "county"]].to_numpy()
+    with pdp.budget(1.0) as b:
+        with pytest.raises(pdp.SchemaError) as on_pandas:
+            frame.dp.count_of_counts(GROUP, LEVELS, epsilon=0.5, hierarchy=hierarchy)
+        with pytest.raises(pdp.SchemaError) as on_dask:
+            dd.from_pandas(frame, npartitions=3).dp.count_of_counts(GROUP, LEVELS, epsilon=0.5,
+                                                                     hierarchy=hierarchy)
+    assert b.spent == 0
+    check = f"functional dependency {GROUP}->county"
+    assert set(on_dask.value.failure_cases["check"]) == {check}
+    # The Dask engine lists every row of the split group; the pandas engine the rows off its last leaf.
+    assert failure_set(on_pandas.value) <= failure_set(on_dask.value)
+    assert set(on_dask.value.failure_cases["index"]) == set(members)
+
+
+def test_parameter_and_domain_errors_match_pandas(persons, households):
+    ddf = dd.from_pandas(persons, npartitions=2)
+    calls = [
+        (pdp.ParameterError, dict(group="nope", location=LEVELS, groups=households)),
+        (pdp.DomainError, dict(group=GROUP, location=LEVELS)),
+        (pdp.ParameterError, dict(group=GROUP, location=LEVELS, groups=households[[GROUP, "state"]])),
+        (pdp.ParameterError, dict(group=GROUP, location=LEVELS, groups=households, method="nope")),
+    ]
+    with pdp.budget(1.0) as b:
+        for error, kwargs in calls:
+            with pytest.raises(error) as on_pandas:
+                persons.dp.count_of_counts(epsilon=0.5, **kwargs)
+            with pytest.raises(error) as on_dask:
+                ddf.dp.count_of_counts(epsilon=0.5, **kwargs)
+            assert str(on_pandas.value) == str(on_dask.value)
+    assert b.spent == 0
+
+
+def test_no_rows_reach_the_client(persons, households, monkeypatch):
+    ddf = dd.from_pandas(persons, npartitions=4)
+
+    def forbidden(*args, **kwargs):
+        raise AssertionError("the Dask frame was materialized on the client")
+
+    for cls in (type(ddf), type(ddf[GROUP])):
+        for name in ("compute", "persist", "__array__", "__len__", "head", "tail"):
+            monkeypatch.setattr(cls, name, forbidden, raising=False)
+    with pdp.budget(1.0):
+        coc = ddf.dp.count_of_counts(GROUP, LEVELS, epsilon=0.5, groups=households, rng=np.random.default_rng(0))
+    assert int(coc.at("national").sum()) == len(households)
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(sizes=st.lists(st.integers(0, 6), min_size=1, max_size=30), leaves=st.integers(1, 4),
+       npartitions=st.integers(1, 6), buckets=st.integers(1, 3), seed=st.integers(0, 2**16))
+def test_any_partitioning_gives_the_exact_tables(sizes, leaves, npartitions, buckets, seed):
+    rng = np.random.default_rng(seed)
+    groups = pd.DataFrame({"g": np.arange(len(sizes)) * 7 + 3,
+                           "region": rng.integers(0, leaves, len(sizes)) // 2,
+                           "leaf": rng.integers(0, leaves, len(sizes))})
+    groups["region"] = groups["leaf"] // 2
+    persons = pd.DataFrame({"g": np.repeat(groups["g"].to_numpy(), sizes)}).sample(frac=1.0, random_state=seed)
+    if persons.empty:
+        return
+    expected = pandas_groups.prepare_groups(persons, "g", ["region", "leaf"], groups=groups)
+    ddf = dd.from_pandas(persons, npartitions=npartitions, sort=False)
+    got = dask_groups.prepare_groups(ddf, "g", ["region", "leaf"], groups=groups, buckets=buckets, split_every=2)
+    assert_same_tables(expected, got)
