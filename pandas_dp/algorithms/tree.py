@@ -67,6 +67,9 @@ class TreeRelease:
         How epsilon was split.
     choice : BranchingChoice or None
         The automatic choice of ``b`` when ``branching="auto"``.
+    structure : TreeVariances or None
+        Variance structure of the GLS estimator (``V^down``, ``VS``, node
+        variances) used for exact range variances; ``None`` without inference.
     """
 
     layout: TreeLayout
