@@ -13,7 +13,6 @@ Bins are half-open, ``[low, high)``, including the last one: with
 from __future__ import annotations
 
 import math
-import numbers
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 

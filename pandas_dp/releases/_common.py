@@ -23,9 +23,23 @@ __all__ = ["check_epsilon", "check_rng", "check_columns", "check_flag", "check_c
            "active_budget"]
 
 
+MIN_EPSILON = Fraction(1, 2**40)
+
+
 def check_epsilon(epsilon: Any) -> Fraction:
-    """The caller's epsilon as an exact positive rational (ParameterError otherwise)."""
-    return to_fraction(epsilon, name="epsilon")
+    """The caller's epsilon as an exact positive rational (ParameterError otherwise).
+
+    Epsilons below ``2**-40`` are refused: their noise scale (above 10^12 per
+    unit of sensitivity, even before a method splits the budget) would
+    overflow the integer noise and carries no information anyway.
+    """
+    value = to_fraction(epsilon, name="epsilon")
+    if value < MIN_EPSILON:
+        raise ParameterError(
+            f"The 'epsilon' parameter is too small: got {epsilon!r}, the minimum is 2**-40 "
+            f"(about {float(MIN_EPSILON):.1e}); noise that large would hide every count. Pass a larger epsilon."
+        )
+    return value
 
 
 def check_rng(rng: Any) -> np.random.Generator | None:

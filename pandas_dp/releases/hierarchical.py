@@ -12,7 +12,6 @@ answers the ranges from it.
 from __future__ import annotations
 
 import numbers
-from dataclasses import fields
 from fractions import Fraction
 from typing import Any, Literal, Mapping
 
@@ -27,7 +26,7 @@ from ..domain import Grid, make_grid
 from ..errors import ParameterError
 from ..noise import noise_scale
 from ..results.hierarchical import HierarchicalHistogram
-from ..results.histogram import Histogram, as_series
+from ..results.histogram import as_series
 from ._common import check_choice, check_columns, check_epsilon, check_flag
 from .flat import METHODS, HistogramMethod, histogram, register_method
 
@@ -198,36 +197,6 @@ def range_query(frame: pd.DataFrame, column: Any, ranges: Any, *, bins: Any = No
     result = histogram(frame, cols, bins=bins, range=range, categories=categories, epsilon=eps,
                        method=name, rng=rng, nonnegative=nonnegative, **params)
     answers = result.range_query(list(zip(lows, highs)))
-    answers.attrs["release"] = _shareable(result)
+    answers.attrs["release"] = result
     return answers
 
-
-_SHAREABLE: dict[type, type] = {}
-
-
-def _shareable(result: Histogram) -> Histogram:
-    """The release, in a form pandas can carry in ``DataFrame.attrs``.
-
-    pandas deep-copies ``attrs`` on every derived frame; results are frozen
-    (immutable), so a copy may share them.  Result classes without
-    ``__deepcopy__`` get a same-named subclass whose ``__deepcopy__`` returns
-    the object itself (fields, type checks and behaviour are unchanged).
-    """
-    cls = type(result)
-    if "__deepcopy__" in vars(cls) or any("__deepcopy__" in vars(c) for c in cls.__mro__[1:-1]):
-        return result
-    shared = _SHAREABLE.get(cls)
-    if shared is None:
-        shared = type(cls.__name__, (cls,), {"__deepcopy__": _same, "__copy__": _same_copy,
-                                             "__module__": cls.__module__,
-                                             "__qualname__": cls.__qualname__})
-        _SHAREABLE[cls] = shared
-    return shared(**{f.name: getattr(result, f.name) for f in fields(result) if f.init})
-
-
-def _same(self: Any, memo: Any = None) -> Any:
-    return self
-
-
-def _same_copy(self: Any) -> Any:
-    return self

@@ -99,13 +99,6 @@ class HierarchicalHistogram(Histogram):
         self._bin_domain()
         return self.detail.average_range_variance()
 
-    def __deepcopy__(self, memo: object = None) -> HierarchicalHistogram:
-        # Frozen and immutable: copies (e.g. pandas' deep copy of DataFrame.attrs) share it.
-        return self
-
-    def __copy__(self) -> HierarchicalHistogram:
-        return self
-
     def _range_stats(self, i: np.ndarray, j: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         i = np.asarray(i, dtype=np.int64).ravel()
         j = np.asarray(j, dtype=np.int64).ravel()

@@ -91,6 +91,13 @@ class Histogram:
     def __post_init__(self) -> None:
         object.__setattr__(self, "params", MappingProxyType(dict(self.params)))
 
+    # A release is immutable: copies may share it (pandas deep-copies ``DataFrame.attrs``).
+    def __copy__(self) -> "Histogram":
+        return self
+
+    def __deepcopy__(self, memo: dict) -> "Histogram":
+        return self
+
     # -- pandas views ----------------------------------------------------
     @property
     def std_error(self) -> pd.Series:
