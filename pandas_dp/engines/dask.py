@@ -154,7 +154,19 @@ def group_counts(values: Any, ids: pd.Index | None, *, split_every: int = SPLIT_
                          split_every=split_every)
         return np.asarray(total.compute(), dtype=np.int64)
     sizes = values.value_counts(dropna=True, sort=False, split_every=split_every)
-    return np.asarray(sizes.to_dask_array(lengths=False).compute(), dtype=np.int64)
+    as_array = dask.delayed(_counts_array, pure=True)
+    total = tree_sum([as_array(p) for p in sizes.to_delayed(optimize_graph=True)], split_every=split_every,
+                     combine=_concatenate)
+    return np.asarray(total.compute(), dtype=np.int64)
+
+
+def _counts_array(sizes: pd.Series) -> np.ndarray:
+    """The counts of one partition of a ``value_counts`` result, without its index (the group ids)."""
+    return sizes.to_numpy(dtype=np.int64)
+
+
+def _concatenate(*arrays: np.ndarray) -> np.ndarray:
+    return np.concatenate(arrays)
 
 
 def prepare_groups(*args: Any, **kwargs: Any) -> Any:
