@@ -247,3 +247,26 @@ def test_unattributed_errors_before_charge() -> None:
         with pytest.raises(pdp.ParameterError):
             df.dp.unattributed_histogram("missing", epsilon=1.0)
     assert b.spent == 0
+
+
+# --- statistical DP check -----------------------------------------------------------------------
+@pytest.mark.slow
+@pytest.mark.parametrize("method", ["hc", "hg", "naive"])
+def test_statistical_dp_remove_one_person(method: str) -> None:
+    # Neighbours differ by one entity row (Kuo et al. Definition 1): household 1 loses a person.
+    from pandas_dp.testing import assert_dp
+
+    households = pd.DataFrame({"hh": [0, 1, 2], "county": ["a", "a", "b"]})
+    persons = households.loc[np.repeat([0, 1, 1, 2], 1)].reset_index(drop=True)
+    neighbour = persons.drop(index=1).reset_index(drop=True)
+
+    def mech(df, rng):
+        return df.dp.count_of_counts("hh", "county", epsilon=1.0, groups=households, max_size=3,
+                                     method=method, rng=rng, progress=False)
+
+    def statistic(r):
+        f = r.to_frame()
+        codes = (f["level"] == "county") * (1 + (f["region"] == "b")) * 4 + f["size"].clip(upper=3)
+        return np.bincount(codes.to_numpy(dtype=np.int64), weights=f["groups"], minlength=12)
+
+    assert_dp(mech, persons, neighbour, epsilon=1.0, trials=1500, rng=0, statistic=statistic)
