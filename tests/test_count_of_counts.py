@@ -134,3 +134,23 @@ def test_largest_remainder(xs: list[float]) -> None:
     r = largest_remainder_round(x, np.array([g]))
     assert r.sum() == g
     assert np.all(np.abs(r - x) < 1 + 1e-9)
+
+
+# --- private group totals (Kuo et al. footnote 5) ----------------------------------------------
+def test_consistent_group_totals_invariants_and_accuracy() -> None:
+    from pandas_dp.algorithms.count_of_counts import consistent_group_totals
+
+    parents = [None, np.zeros(3, dtype=int), np.array([0, 0, 1, 1, 2, 2, 2])]
+    leaf = np.array([500, 0, 20, 3000, 1, 0, 77])
+    errs = []
+    for seed in range(20):
+        out = consistent_group_totals(leaf, parents, [1, 3, 7], epsilon=1.0, rng=np.random.default_rng(seed))
+        assert all(o.dtype == np.int64 and o.min() >= 0 for o in out)
+        np.testing.assert_array_equal(np.bincount(parents[2], out[2], 3), out[1])
+        assert out[0][0] == out[1].sum()
+        errs.append(np.abs(out[2] - leaf).mean())
+    # Noise scale 3 per node (3 levels, epsilon 1): sd 4.2; least squares over 11 noisy totals
+    # cannot do worse on average than the 3-sd bound below.
+    assert np.mean(errs) < 13
+    huge = consistent_group_totals(leaf, parents, [1, 3, 7], epsilon=1e9, rng=np.random.default_rng(0))
+    np.testing.assert_array_equal(huge[2], leaf)
