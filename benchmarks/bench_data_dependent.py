@@ -36,7 +36,7 @@ def identity(x: np.ndarray, eps: float, rng: np.random.Generator) -> np.ndarray:
 def hierarchical(x: np.ndarray, eps: float, rng: np.random.Generator) -> np.ndarray:
     """Hierarchical H_b^c with branching="auto" (Qardaji et al.), exact GLS inference."""
     from pandas_dp.algorithms.tree import release_tree
-    return release_tree(x, epsilon=eps, branching="auto", rng=rng).leaf_estimates
+    return release_tree(x, epsilon=eps, branching="auto", rng=rng).leaf_estimates()
 
 
 def ahp_greedy(x: np.ndarray, eps: float, rng: np.random.Generator) -> np.ndarray:
@@ -60,19 +60,22 @@ METHODS: dict[str, Callable] = {
 }
 
 
-def workload_errors(x: np.ndarray, estimate: np.ndarray) -> dict[str, float]:
-    """Scaled L2 errors of an estimate on the dataset's workloads."""
+def workload_errors(x: np.ndarray, estimate: np.ndarray, *, bins: bool = False) -> dict[str, float]:
+    """Scaled L2 errors of an estimate on the dataset's workloads (and single bins if ``bins``)."""
     total = float(x.sum())
+    out = {}
+    if bins:
+        out["bins"] = dpbench.scaled_l2_error(x.ravel(), estimate.ravel(), total)
     if x.ndim == 1:
-        out = {}
         for name, w in (("Prefix1D", dpbench.prefix_ranges(x.size)),
                         ("random ranges", dpbench.random_ranges(x.size))):
             out[name] = dpbench.scaled_l2_error(dpbench.range_answers(x, w),
                                                 dpbench.range_answers(estimate, w), total)
         return out
     w = dpbench.random_rectangles(x.shape)
-    return {"random rectangles": dpbench.scaled_l2_error(dpbench.rectangle_answers(x, w),
-                                                         dpbench.rectangle_answers(estimate, w), total)}
+    out["random rectangles"] = dpbench.scaled_l2_error(dpbench.rectangle_answers(x, w),
+                                                       dpbench.rectangle_answers(estimate, w), total)
+    return out
 
 
 def accuracy_table(datasets: tuple[str, ...], epsilons: tuple[float, ...], trials: int,
@@ -100,6 +103,48 @@ def accuracy_table(datasets: tuple[str, ...], epsilons: tuple[float, ...], trial
                                  "sem_1e6": 1e6 * float(np.std(es, ddof=1) / np.sqrt(len(es))),
                                  "seconds": secs})
     return pd.DataFrame(rows)
+
+
+def signal_sweep(totals: tuple[int, ...] = (1_000, 10_000, 100_000, 1_000_000), eps: float = 1.0,
+                 trials: int = 10) -> pd.DataFrame:
+    """Which method wins as a function of the signal ``total * epsilon / cells``.
+
+    As in DPBench, each dataset's shape is kept and its scale varied: the true data is a
+    multinomial sample of ``total`` rows from the dataset's empirical distribution (fixed
+    seed). Errors depend on ``total`` and ``epsilon`` mostly through their product, the
+    quantity ``method="auto"`` can know in advance (``expected_total``).
+    """
+    rows = []
+    for name in dpbench.DATASETS_1D + dpbench.DATASETS_2D:
+        base = dpbench.load(name)
+        if base is None:
+            continue
+        p = base.ravel() / base.sum()
+        for total in totals:
+            x = np.random.default_rng(11).multinomial(total, p).reshape(base.shape).astype(np.int64)
+            errs: dict[tuple[str, str], list[float]] = {}
+            for mname, fn in METHODS.items():
+                rng = np.random.default_rng(5)
+                for _ in range(trials):
+                    for wl, e in workload_errors(x, fn(x, eps, rng), bins=True).items():
+                        errs.setdefault((mname, wl), []).append(e)
+            for (mname, wl), es in errs.items():
+                rows.append({"dataset": name, "dims": base.ndim, "total": total,
+                             "signal": total * eps / base.size, "workload": wl, "method": mname,
+                             "error_1e6": 1e6 * float(np.mean(es))})
+    return pd.DataFrame(rows)
+
+
+def sweep_summary(sweep: pd.DataFrame) -> pd.DataFrame:
+    """Winner counts and geometric-mean error ratio to identity per (dims, signal, workload)."""
+    key = ["dims", "signal", "workload", "dataset"]
+    wide = sweep.pivot_table(index=key, columns="method", values="error_1e6")
+    ratio = wide.div(wide["identity"], axis=0)
+    out = np.exp(np.log(ratio).groupby(level=["dims", "signal", "workload"]).mean())
+    out.columns = [f"{c} / identity" for c in out.columns]
+    winners = wide.idxmin(axis=1).groupby(level=["dims", "signal", "workload"]).agg(
+        lambda w: ", ".join(f"{k} {v}" for k, v in w.value_counts().items()))
+    return out.assign(wins=winners)
 
 
 def speed_checks() -> pd.DataFrame:
@@ -146,6 +191,7 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=20)
     parser.add_argument("--out", default=None, help="write the markdown tables to this file")
     parser.add_argument("--skip-accuracy", action="store_true")
+    parser.add_argument("--sweep", action="store_true", help="also run the signal sweep (for auto)")
     args = parser.parse_args()
     parts = []
     if not args.skip_accuracy:
@@ -162,6 +208,10 @@ def main() -> None:
                          + to_markdown(wide))
             best = wide.idxmin(axis=1).value_counts()
             parts.append(f"Best method counts ({title}):\n\n" + to_markdown(best.rename("wins").to_frame()))
+    if args.sweep:
+        sweep = signal_sweep(trials=max(5, args.trials // 2))
+        parts.append("### Signal sweep (epsilon = 1, totals 1e3..1e6): geometric-mean error ratio to "
+                     "identity, and wins per dataset\n\n" + to_markdown(sweep_summary(sweep)))
     speed = speed_checks()
     parts.append("### Speed\n\n" + to_markdown(speed, index=False))
     text = "\n\n".join(parts)

@@ -164,7 +164,7 @@ def test_release_is_consistent_with_clusters():
     var2 = discrete_laplace_variance(noise_scale(1, r.epsilon_2))
     np.testing.assert_allclose(r.variances, var2 / r.cluster_sizes[r.labels] ** 2)
     assert r.epsilon_1 + r.epsilon_2 == Fraction("0.5")
-    assert r.theta == pytest.approx(0.35 * np.log(x.size) / float(r.epsilon_1))
+    assert r.theta == pytest.approx(ahp_mod.DEFAULT_ETA * np.log(x.size) / float(r.epsilon_1))
 
 
 def test_structure_depends_only_on_phase1_noisy_counts(monkeypatch):
@@ -218,7 +218,8 @@ def test_noise_unbiased_for_cluster_sums():
         r = ahp(x, epsilon=1.0, rng=rng)
         errs.append(r.estimates.sum() - x.sum())
         ks.append(r.cluster_sizes.size)
-    var = np.mean(ks) * discrete_laplace_variance(noise_scale(1, Fraction("0.15")))
+    eps2 = Fraction(1) - Fraction(repr(ahp_mod.DEFAULT_EPSILON_SPLIT))
+    var = np.mean(ks) * discrete_laplace_variance(noise_scale(1, eps2))
     assert abs(np.mean(errs)) < 4 * np.sqrt(var / 400)
 
 

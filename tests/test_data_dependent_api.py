@@ -10,8 +10,7 @@ import pytest
 
 import pandas_dp as pdp
 from pandas_dp.algorithms.ahp import OPTIMAL_MAX_BINS
-from pandas_dp.releases.data_dependent import AUTO_LOW_SIGNAL, choose_method
-from pandas_dp.releases.flat import METHODS
+from pandas_dp.releases.data_dependent import AUTO_BINS_SIGNAL, choose_method
 
 
 @pytest.fixture
@@ -115,17 +114,20 @@ def test_optimal_clustering_size_limit_checked_before_charge():
 # ------------------------------------------------------------------------------------ auto
 
 def test_choose_method_rules():
-    # low signal: expected count per cell x epsilon below the threshold -> data-dependent
     cells = 4096
-    low_total = 0.5 * AUTO_LOW_SIGNAL * cells / 0.1
-    assert choose_method((cells,), epsilon=0.1, expected_total=low_total)[0] == "ahp"
-    assert choose_method((64, 64), epsilon=0.1, expected_total=low_total)[0] == "dpcube"
-    # plenty of signal, per-bin workload -> identity
-    assert choose_method((cells,), epsilon=1.0, expected_total=1e9, workload="bins")[0] == "identity"
-    # tiny domains -> identity for ranges
-    assert choose_method((8,), epsilon=1.0)[0] == "identity"
-    name, reason = choose_method((cells,), epsilon=1.0, expected_total=1e9)
-    assert name == ("hierarchical" if "hierarchical" in METHODS else "identity") and reason
+    low_total = 0.5 * AUTO_BINS_SIGNAL * cells / 0.1       # signal = AUTO_BINS_SIGNAL / 2
+    high_total = 2.0 * AUTO_BINS_SIGNAL * cells / 0.1
+    # per-bin workload: AHP at low signal, identity at high signal or unknown total
+    assert choose_method((cells,), epsilon=0.1, expected_total=low_total, workload="bins")[0] == "ahp"
+    assert choose_method((64, 64), epsilon=0.1, expected_total=low_total, workload="bins")[0] == "ahp"
+    assert choose_method((cells,), epsilon=0.1, expected_total=high_total,
+                         workload="bins")[0] == "identity"
+    assert choose_method((cells,), epsilon=0.1, workload="bins")[0] == "identity"
+    # range workload: the tree when it predicts a smaller average range variance than flat
+    assert choose_method((cells,), epsilon=1.0, expected_total=low_total)[0] == "hierarchical"
+    assert choose_method((256, 256), epsilon=1.0)[0] == "hierarchical"
+    assert choose_method((8,), epsilon=1.0)[0] == "identity"      # b = 8: the flat histogram
+    assert choose_method((1,), epsilon=1.0)[0] == "identity"
 
 
 def test_auto_records_choice_and_charges_once(ages):
@@ -133,6 +135,7 @@ def test_auto_records_choice_and_charges_once(ages):
         h = ages.dp.histogram("age", bins=64, range=(0, 128), epsilon=0.3, method="auto",
                               expected_total=500, rng=np.random.default_rng(5))
     expected, reason = choose_method((64,), epsilon=0.3, expected_total=500)
+    assert expected == "hierarchical"
     assert h.method == expected and h.params["chosen_by"] == "auto"
     assert h.params["auto_reason"] == reason
     assert b.spent == pytest.approx(0.3, abs=0) and len(b.ledger) == 1
@@ -144,7 +147,8 @@ def test_auto_choice_uses_public_information_only(ages):
     other = ages.assign(age=0)
     with pdp.budget(2.0):
         a = ages.dp.histogram("age", bins=64, range=(0, 128), epsilon=0.3, method="auto",
-                              expected_total=100, rng=np.random.default_rng(6))
+                              expected_total=100, workload="bins", rng=np.random.default_rng(6))
         b = other.dp.histogram("age", bins=64, range=(0, 128), epsilon=0.3, method="auto",
-                               expected_total=100, rng=np.random.default_rng(6))
-    assert a.method == b.method == "ahp"
+                               expected_total=100, workload="bins", rng=np.random.default_rng(6))
+    assert a.method == b.method == "ahp" and isinstance(a, pdp.AHPHistogram)
+    assert a.params["auto_workload"] == "bins" and "AHP" in a.params["auto_reason"]

@@ -40,9 +40,9 @@ __all__ = [
 ]
 
 #: Share of epsilon spent on the phase-1 noisy counts (see benchmarks/bench_ahp_defaults.py).
-DEFAULT_EPSILON_SPLIT = 0.85
+DEFAULT_EPSILON_SPLIT = 0.75
 #: Threshold multiplier eta in theta = eta * ln(n) / epsilon_1 (benchmarks/bench_ahp_defaults.py).
-DEFAULT_ETA = 0.35
+DEFAULT_ETA = 0.1
 #: Largest n accepted by ``clustering="optimal"`` (O(n^2) exact dynamic programme).
 OPTIMAL_MAX_BINS = 16_384
 #: Largest n accepted by ``clustering="empirical"`` (O(k n^2) dynamic programme, k <= sqrt(n)+1).

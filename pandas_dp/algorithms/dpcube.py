@@ -38,7 +38,7 @@ __all__ = [
 #: Share of epsilon spent on the phase-1 cell histogram (the paper's equal split).
 DEFAULT_EPSILON_SPLIT = 0.5
 #: Default xi_0 = factor * Var(phase-1 noise) (benchmarks/bench_ahp_defaults.py).
-DEFAULT_THRESHOLD_FACTOR = 2.0
+DEFAULT_THRESHOLD_FACTOR = 1.0
 
 Estimate = Literal["uniform", "least_squares"]
 
