@@ -1,0 +1,230 @@
+"""``assert_dp`` over every public release method, at epsilon 0.5 and 1, on small domains.
+
+Default run: one stressing neighbour per method, few trials (a regression
+check that every method passes). ``--runslow``: every neighbour from
+:func:`pandas_dp.testing.neighbours`, many more trials, and the public
+count-of-counts method itself (about 30 ms a call, so the default run tests
+its post-charge pipeline at the algorithm level, shown identical below).
+
+Every tested output is the whole public release (all node estimates and raw
+noisy node counts of a tree, every region's histogram of a count-of-counts),
+so a leak through any released number would show.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import pandas_dp as pdp
+from pandas_dp._rational import to_fraction
+from pandas_dp.algorithms.count_of_counts import consistent_group_totals, estimate_level, estimate_max_size
+from pandas_dp.algorithms.count_of_counts_matching import top_down
+from pandas_dp.engines.pandas_groups import prepare_groups
+from pandas_dp.releases.count_of_counts import budget_split
+from pandas_dp.testing import assert_dp, neighbours
+
+EPSILONS = [0.5, 1.0]
+EDGES = list(range(9))  # 8 public bins: a binary tree has 3 noised levels
+D = pd.DataFrame({"x": [0, 1, 1, 2, 3, 3, 3, 5]})
+CASES = {n.name: n for n in neighbours(D, "x", bins=EDGES)}
+QUICK = CASES["add to largest cell"]
+QUICK_TRIALS = 400
+SLOW_TRIALS = 5000
+
+
+def tree_outputs(r: pdp.HierarchicalHistogram) -> np.ndarray:
+    """Every node's estimate and raw noisy count (NaN on levels that were not noised)."""
+    levels = r.levels
+    return np.concatenate([levels["estimate"].to_numpy(float),
+                           levels["noisy"].to_numpy(dtype=float, na_value=np.nan)])
+
+
+def histogram_method(method: str, epsilon: float, **kw):
+    return lambda df, rng: df.dp.histogram("x", bins=EDGES, epsilon=epsilon, method=method, rng=rng, **kw)
+
+
+def hierarchical(epsilon: float, **kw):
+    return lambda df, rng: df.dp.hierarchical_histogram("x", bins=EDGES, epsilon=epsilon, branching=2,
+                                                        rng=rng, **kw)
+
+
+def range_queries(epsilon: float):
+    return lambda df, rng: df.dp.range_query("x", [(0, 4), (2, 8), (3, 4)], bins=EDGES, epsilon=epsilon,
+                                             rng=rng)["estimate"]
+
+
+HISTOGRAM_MECHANISMS = {
+    "identity": (lambda e: histogram_method("identity", e), None),
+    "identity nonnegative": (lambda e: histogram_method("identity", e, nonnegative=True), None),
+    "hierarchical uniform": (lambda e: hierarchical(e, budget_split="uniform"), tree_outputs),
+    "hierarchical geometric": (lambda e: hierarchical(e, budget_split="geometric"), tree_outputs),
+    "hierarchical optimal": (lambda e: hierarchical(e, budget_split="optimal"), tree_outputs),
+    "hierarchical root, raw": (lambda e: hierarchical(e, include_root=True, consistent=False), tree_outputs),
+    "hierarchical nonnegative": (lambda e: hierarchical(e, nonnegative=True), tree_outputs),
+    "ahp": (lambda e: histogram_method("ahp", e), None),
+    "dpcube": (lambda e: histogram_method("dpcube", e), None),
+    "auto": (lambda e: histogram_method("auto", e), None),
+    "range_query": (range_queries, None),
+}
+
+
+def _check(mechanism, statistic, neighbour, epsilon, trials, seed):
+    report = assert_dp(mechanism, D, neighbour, epsilon=epsilon, trials=trials, statistic=statistic, rng=seed)
+    assert report.charged_per_run == epsilon  # charged exactly the claimed epsilon, once per release
+    return report
+
+
+@pytest.mark.parametrize("epsilon", EPSILONS)
+@pytest.mark.parametrize("name", list(HISTOGRAM_MECHANISMS))
+def test_histogram_methods_are_dp(name, epsilon):
+    make, statistic = HISTOGRAM_MECHANISMS[name]
+    _check(make(epsilon), statistic, QUICK, epsilon, QUICK_TRIALS, seed=11)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", list(CASES))
+@pytest.mark.parametrize("epsilon", EPSILONS)
+@pytest.mark.parametrize("name", list(HISTOGRAM_MECHANISMS))
+def test_histogram_methods_are_dp_on_every_neighbour(name, epsilon, case):
+    make, statistic = HISTOGRAM_MECHANISMS[name]
+    _check(make(epsilon), statistic, CASES[case], epsilon, SLOW_TRIALS, seed=12)
+
+
+# ---------------------------------------------------------------- unattributed
+EDGES_FRAME = pd.DataFrame({"src": [1, 1, 1, 2, 2, 3, 5, 5, 5, 5]})
+HOSTS = [1, 2, 3, 4, 5, 6]
+PAD = 12  # right-aligned sorted counts, zero-padded: a fixed-length post-processing of the release
+UNATTR_CASES = {n.name: n for n in neighbours(EDGES_FRAME, group="src", groups=pd.DataFrame({"src": HOSTS}))}
+
+
+def sorted_padded(r: pdp.UnattributedHistogram) -> np.ndarray:
+    c = r.counts.to_numpy(float)[-PAD:]
+    return np.concatenate([np.zeros(PAD - c.size), c, [r.counts.size]])
+
+
+def unattributed(epsilon: float, public: bool):
+    groups = HOSTS if public else None
+    return lambda df, rng: df.dp.unattributed_histogram("src", epsilon=epsilon, groups=groups, rng=rng)
+
+
+@pytest.mark.parametrize("public", [True, False], ids=["public groups", "estimated groups"])
+@pytest.mark.parametrize("epsilon", EPSILONS)
+def test_unattributed_histogram_is_dp(epsilon, public):
+    _check_frame(unattributed(epsilon, public), EDGES_FRAME, UNATTR_CASES["add entity: largest group grows to 5"],
+                 epsilon, QUICK_TRIALS)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", list(UNATTR_CASES))
+@pytest.mark.parametrize("public", [True, False], ids=["public groups", "estimated groups"])
+@pytest.mark.parametrize("epsilon", EPSILONS)
+def test_unattributed_histogram_is_dp_on_every_neighbour(epsilon, public, case):
+    _check_frame(unattributed(epsilon, public), EDGES_FRAME, UNATTR_CASES[case], epsilon, SLOW_TRIALS)
+
+
+def _check_frame(mechanism, frame, neighbour, epsilon, trials, statistic=sorted_padded):
+    report = assert_dp(mechanism, frame, neighbour, epsilon=epsilon, trials=trials, statistic=statistic, rng=13)
+    assert report.charged_per_run == epsilon
+    return report
+
+
+# ---------------------------------------------------------------- count-of-counts
+PERSONS = pd.DataFrame({"pid": range(11), "hh": [1, 1, 1, 2, 2, 3, 4, 5, 5, 7, 7],
+                        "state": list("aaabbabaabb")})
+GROUPS = pd.DataFrame({"hh": [1, 2, 3, 4, 5, 6, 7], "state": list("abababb")})
+HIERARCHY = pd.DataFrame({"state": ["a", "b"]})
+COC_CASES = {n.name: n for n in neighbours(PERSONS, group="hh", groups=GROUPS, entity="pid")}
+COC_QUICK = COC_CASES["add entity: largest group grows to 4"]
+K_CAP = 8  # sizes above K_CAP are summed into one overflow cell (post-processing)
+REGIONS = [("national", None), ("state", "a"), ("state", "b")]
+
+
+def coc_vector(r: pdp.CountOfCounts) -> np.ndarray:
+    """Groups per size 0..K_CAP (+ overflow) of every region, one fixed-length vector."""
+    out = []
+    for level, region in REGIONS:
+        s = r.at(level, region) if region is not None else r.at(level)
+        dense = np.zeros(K_CAP + 2)
+        sizes = np.minimum(s.index.to_numpy(int), K_CAP + 1)
+        np.add.at(dense, sizes, s.to_numpy(float))
+        out.append(dense)
+    return np.concatenate(out)
+
+
+def coc_public(epsilon: float, method: str, *, public_groups: bool = True, max_size: int | None = 5):
+    kw = dict(groups=GROUPS) if public_groups else dict(hierarchy=HIERARCHY)
+    return lambda df, rng: df.dp.count_of_counts("hh", "state", epsilon=epsilon, method=method, rng=rng,
+                                                 max_size=max_size, **kw)
+
+
+def coc_pipeline(epsilon: float, method: str, *, public_groups: bool = True, max_size: int | None = 5):
+    """The public release after validation and counting: same calls, same order, same rng use."""
+    kw = dict(groups=GROUPS) if public_groups else dict(hierarchy=HIERARCHY)
+    cache: dict[int, object] = {}
+
+    def mech(df: pd.DataFrame, rng: np.random.Generator) -> np.ndarray:
+        if id(df) not in cache:  # validation and counting happen before the charge: once per frame
+            cache[id(df)] = prepare_groups(df, "hh", "state", **kw)
+        tables = cache[id(df)]
+        estimate_max = max_size is None and method != "hg"
+        split = budget_split(to_fraction(epsilon), len(tables.level_names), estimate_max=estimate_max,
+                             estimate_totals=not tables.groups_public)
+        k = estimate_max_size(tables.max_size, epsilon=split["max_size"], rng=rng) if estimate_max else max_size
+        n_nodes = [len(r) for r in tables.regions]
+        totals = tables.totals if tables.groups_public else consistent_group_totals(
+            tables.exact[-1].totals(), tables.parents, n_nodes, epsilon=split["group_totals"], rng=rng)
+        min_size = 0 if tables.groups_public else 1
+        est = [estimate_level(ex, g, method=method, epsilon=split["per_level"], max_size=k, min_size=min_size,
+                              rng=rng) for ex, g in zip(tables.exact, totals)]
+        out = top_down(est, tables.parents, merge="weighted")
+        vec = []
+        for level_runs in out:
+            dense = np.zeros((level_runs.n_nodes, K_CAP + 2))
+            np.add.at(dense, (level_runs.node, np.minimum(level_runs.size, K_CAP + 1)), level_runs.groups)
+            vec.append(dense.ravel())
+        return np.concatenate(vec)
+    return mech
+
+
+COC_VARIANTS = {
+    "hc": dict(method="hc"),
+    "hg": dict(method="hg", max_size=None),
+    "naive": dict(method="naive"),
+    "hc estimated K": dict(method="hc", max_size=None),
+    "naive estimated groups": dict(method="naive", public_groups=False),
+}
+
+
+def test_count_of_counts_pipeline_matches_public_method():
+    for name, kw in COC_VARIANTS.items():
+        with pdp.budget(10):
+            public = coc_vector(coc_public(1.0, **kw)(PERSONS, np.random.default_rng(5)))
+        pipeline = coc_pipeline(1.0, **kw)(PERSONS, np.random.default_rng(5))
+        np.testing.assert_array_equal(public, pipeline, err_msg=name)
+
+
+@pytest.mark.parametrize("epsilon", EPSILONS)
+@pytest.mark.parametrize("variant", list(COC_VARIANTS))
+def test_count_of_counts_is_dp(variant, epsilon):
+    trials = 400 if variant == "naive estimated groups" else 1500  # NNLS of the group totals: ~10 ms a run
+    report = assert_dp(coc_pipeline(epsilon, **COC_VARIANTS[variant]), PERSONS, COC_QUICK, epsilon=epsilon,
+                       trials=trials, rng=14)
+    assert report.passed
+
+
+def test_public_count_of_counts_is_dp_smoke():
+    report = assert_dp(coc_public(1.0, "hc"), PERSONS, COC_QUICK, epsilon=1.0, trials=150, statistic=coc_vector,
+                       rng=15)
+    assert report.charged_per_run == 1.0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", list(COC_CASES))
+@pytest.mark.parametrize("epsilon", EPSILONS)
+@pytest.mark.parametrize("variant", list(COC_VARIANTS))
+def test_public_count_of_counts_is_dp_on_every_neighbour(variant, epsilon, case):
+    report = assert_dp(coc_public(epsilon, **COC_VARIANTS[variant]), PERSONS, COC_CASES[case], epsilon=epsilon,
+                       trials=1500, statistic=coc_vector, rng=16)
+    assert report.charged_per_run == epsilon
