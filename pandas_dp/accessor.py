@@ -55,15 +55,22 @@ class DPAccessorBase:
             ``Categorical`` column uses its declared categories.
         epsilon : float
             Privacy loss charged to the active budget (required).
-        method : {"identity", ...}
+        method : {"identity", "hierarchical", "ahp", "dpcube", "auto"}
             Release method; ``"identity"`` adds one discrete Laplace draw per cell.
+            ``"ahp"`` clusters bins by noisy counts (returns ``AHPHistogram``);
+            ``"dpcube"`` partitions the cell grid with a kd-tree (``DPCubeHistogram``);
+            ``"auto"`` picks one from public information only and records the choice in
+            ``params["auto_reason"]``.
         rng : numpy.random.Generator, optional
             Only for reproducible experiments; the default ``None`` draws from a
             cryptographically secure source (use it in production).
         nonnegative : bool
             Clip negative estimates at 0 (post-processing; error bars become noise-only).
         **method_params
-            Knobs of the chosen method (see its documentation).
+            Knobs of the chosen method (see its documentation): ``ahp``:
+            ``epsilon_split``, ``eta``, ``clustering``; ``dpcube``: ``epsilon_split``,
+            ``threshold``, ``estimate``; ``auto``: ``expected_total`` (a public guess of
+            the row count), ``workload`` (``"ranges"`` or ``"bins"``).
 
         Returns
         -------
