@@ -210,3 +210,20 @@ def test_degenerate_inputs(shape, kind, estimate, eps, seed):
         w = r.weights
         np.testing.assert_allclose(sums, cells + r.partition_sizes * w *
                                    (r.partition_counts - cells), atol=1e-6)
+
+
+def test_least_squares_variance_matches_simulation():
+    # One partition (threshold=inf) keeps the estimator linear and fixed, so the empirical
+    # variance over 4000 runs must match sigma1^2 (1 - w) per cell and the box formula for
+    # a 4-cell range. The sample variance of 4000 draws of a light-tailed sum has relative
+    # standard error about sqrt(2/4000) * 1.2 = 2.7%; 12% is > 4 standard errors.
+    x = np.array([5, 0, 3, 9, 2, 2, 7, 1, 0, 4])
+    rng = np.random.default_rng(9)
+    runs = [dpcube(x, epsilon=0.7, epsilon_split=0.4, threshold=np.inf, rng=rng)
+            for _ in range(4000)]
+    est = np.array([r.estimates for r in runs])
+    r0 = runs[0]
+    assert np.var(est[:, 0]) == pytest.approx(r0.variances[0], rel=0.12)
+    assert np.var(est[:, 2:6].sum(axis=1)) == pytest.approx(
+        r0.box_variance(np.array([[2]]), np.array([[6]]))[0], rel=0.12)
+    assert abs(np.mean(est[:, 0]) - x[0]) < 4 * np.sqrt(r0.variances[0] / 4000)
