@@ -54,6 +54,11 @@ class Runs:
         zero for exact histograms).
     n_nodes : int
         Number of nodes in the level.
+
+    Notes
+    -----
+    The estimators and the matching expect runs sorted by (node, size), as
+    :meth:`exact` and :meth:`normalized` return them.
     """
 
     node: np.ndarray
