@@ -140,7 +140,7 @@ def test_count_graph_is_a_tree(people):
     parts = [dask.delayed(np.ones)(3, dtype=np.int64) for _ in range(20)]
     total = dask_engine.tree_sum(parts, split_every=4)
     graph = dict(total.__dask_graph__())
-    sums = [t for k, t in graph.items() if "_sum_arrays" in str(k)]
+    sums = [t for k, t in graph.items() if "sum_arrays" in str(k)]
     # 20 leaves -> 5 -> 2 -> 1: eight combining tasks, none with more than four inputs.
     assert len(sums) == 8
     np.testing.assert_array_equal(total.compute(scheduler="sync"), np.full(3, 20))

@@ -9,6 +9,8 @@ with the pandas engine's failure cases.
 
 from __future__ import annotations
 
+from unittest import mock
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -58,9 +60,11 @@ def assert_same_tables(a: pandas_groups.GroupTables, b: pandas_groups.GroupTable
 
 
 @pytest.mark.parametrize("npartitions,buckets", [(1, 1), (5, 1), (7, 3), (12, None)])
-@pytest.mark.parametrize("public", ["groups", "hierarchy"])
-def test_exact_tables_equal_pandas_engine(persons, households, npartitions, buckets, public):
-    kwargs = {"groups": households} if public == "groups" else {
+@pytest.mark.parametrize("public", ["groups", "groups-sparse", "hierarchy"])
+def test_exact_tables_equal_pandas_engine(persons, households, npartitions, buckets, public, monkeypatch):
+    if public == "groups-sparse":  # the hashed sparse aggregates used for very large Groups tables
+        monkeypatch.setattr(dask_groups, "DENSE_MAX_GROUPS", 0)
+    kwargs = {"groups": households} if public.startswith("groups") else {
         "hierarchy": households[LEVELS].drop_duplicates()}
     expected = pandas_groups.prepare_groups(persons, GROUP, LEVELS, **kwargs)
     ddf = dd.from_pandas(persons, npartitions=npartitions)
@@ -68,8 +72,11 @@ def test_exact_tables_equal_pandas_engine(persons, households, npartitions, buck
     assert_same_tables(expected, got)
 
 
-def test_empty_groups_of_the_public_table_are_counted(persons, households):
+@pytest.mark.parametrize("dense", [True, False])
+def test_empty_groups_of_the_public_table_are_counted(persons, households, dense, monkeypatch):
     """Groups without persons are size-0 groups of their leaf (public totals), as on pandas."""
+    if not dense:
+        monkeypatch.setattr(dask_groups, "DENSE_MAX_GROUPS", 0)
     extra = pd.DataFrame({GROUP: [10**9 + i for i in range(25)],
                           "state": households["state"].iloc[:25].to_numpy(),
                           "county": households["county"].iloc[:25].to_numpy()})
@@ -201,8 +208,9 @@ def test_no_rows_reach_the_client(persons, households, monkeypatch):
 
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(sizes=st.lists(st.integers(0, 6), min_size=1, max_size=30), leaves=st.integers(1, 4),
-       npartitions=st.integers(1, 6), buckets=st.integers(1, 3), seed=st.integers(0, 2**16))
-def test_any_partitioning_gives_the_exact_tables(sizes, leaves, npartitions, buckets, seed):
+       npartitions=st.integers(1, 6), buckets=st.integers(1, 3), seed=st.integers(0, 2**16),
+       dense=st.booleans())
+def test_any_partitioning_gives_the_exact_tables(sizes, leaves, npartitions, buckets, seed, dense):
     rng = np.random.default_rng(seed)
     groups = pd.DataFrame({"g": np.arange(len(sizes)) * 7 + 3,
                            "region": rng.integers(0, leaves, len(sizes)) // 2,
@@ -213,5 +221,7 @@ def test_any_partitioning_gives_the_exact_tables(sizes, leaves, npartitions, buc
         return
     expected = pandas_groups.prepare_groups(persons, "g", ["region", "leaf"], groups=groups)
     ddf = dd.from_pandas(persons, npartitions=npartitions, sort=False)
-    got = dask_groups.prepare_groups(ddf, "g", ["region", "leaf"], groups=groups, buckets=buckets, split_every=2)
+    with mock.patch.object(dask_groups, "DENSE_MAX_GROUPS", 1 << 23 if dense else 0):
+        got = dask_groups.prepare_groups(ddf, "g", ["region", "leaf"], groups=groups, buckets=buckets,
+                                         split_every=2)
     assert_same_tables(expected, got)

@@ -25,8 +25,8 @@ from ..domain import CategoryDomain, Grid
 from ..errors import DomainError
 from . import pandas as pandas_engine
 
-__all__ = ["bin_counts", "check_known_categories", "tree_sum", "group_counts", "prepare_groups",
-           "SPLIT_EVERY"]
+__all__ = ["bin_counts", "check_known_categories", "tree_sum", "sum_arrays", "share", "group_counts",
+           "prepare_groups", "SPLIT_EVERY"]
 
 SPLIT_EVERY = 8
 
@@ -64,7 +64,7 @@ def check_known_categories(frame: Any, grid: Grid) -> None:
             )
 
 
-def _sum_arrays(*arrays: np.ndarray) -> np.ndarray:
+def sum_arrays(*arrays: np.ndarray) -> np.ndarray:
     """Element-wise sum of equally shaped count arrays (one node of the reduction tree)."""
     total = np.array(arrays[0], dtype=np.int64, copy=True)
     for more in arrays[1:]:
@@ -72,8 +72,23 @@ def _sum_arrays(*arrays: np.ndarray) -> np.ndarray:
     return total
 
 
+def share(obj: Any) -> Any:
+    """``obj`` as one graph input that every task can use, shipped once per worker.
+
+    On a ``distributed`` scheduler large public objects (bin edges, the
+    Groups index) are scattered to the workers (broadcast) instead of being
+    embedded in the task graph; on local schedulers they are a Delayed leaf.
+    """
+    dask = _dask()
+    scheduler = dask.base.get_scheduler()
+    client = getattr(scheduler, "__self__", None)
+    if client is not None and hasattr(client, "scatter"):
+        return client.scatter(obj, broadcast=True, hash=False)
+    return dask.delayed(obj, traverse=False)
+
+
 def tree_sum(parts: Sequence[Any], *, split_every: int = SPLIT_EVERY,
-             combine: Callable[..., Any] = _sum_arrays) -> Any:
+             combine: Callable[..., Any] = sum_arrays) -> Any:
     """One Delayed: ``combine`` applied in a tree of fan-in ``split_every`` over Delayed ``parts``.
 
     The tree has ``ceil(log_split_every(len(parts)))`` levels, so no task holds
@@ -127,7 +142,7 @@ def bin_counts(frame: Any, grid: Grid, *, split_every: int = SPLIT_EVERY) -> np.
     dask = _dask()
     check_known_categories(frame, grid)
     parts = frame[list(grid.columns)].to_delayed(optimize_graph=True)
-    shared_grid = dask.delayed(grid, traverse=False)
+    shared_grid = share(grid)
     count = dask.delayed(_partition_counts, pure=True)
     total = tree_sum([count(p, shared_grid) for p in parts], split_every=split_every)
     return np.asarray(total.compute(), dtype=np.int64).reshape(grid.shape)
@@ -148,7 +163,7 @@ def group_counts(values: Any, ids: pd.Index | None, *, split_every: int = SPLIT_
     """
     dask = _dask()
     if ids is not None:
-        shared = dask.delayed(ids, traverse=False)
+        shared = share(ids)
         count = dask.delayed(_partition_group_counts, pure=True)
         total = tree_sum([count(p, shared) for p in values.to_delayed(optimize_graph=True)],
                          split_every=split_every)

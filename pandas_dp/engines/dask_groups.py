@@ -8,10 +8,13 @@ client. Everything that reads persons runs as Dask tasks:
    the key is the group's position in the public Groups table, or the group
    id itself when there is no Groups table (the leaf then comes from the row);
 2. a distributed groupby on the group key: each partition aggregates its
-   rows per group (size, smallest and largest leaf code) and splits them into
-   ``buckets`` by a hash of the key; per bucket, a tree reduction merges the
-   partial aggregates (sizes add up, leaf codes take min/max), so every
-   group ends in exactly one bucket root;
+   rows per group and splits them into ``buckets``; per bucket, a tree
+   reduction merges the partial aggregates, so every group ends in exactly
+   one bucket root. With a Groups table of at most ``DENSE_MAX_GROUPS``
+   groups the aggregate is a dense ``bincount`` over the table's positions
+   (buckets are contiguous slices; merging is addition); otherwise a sparse
+   per-group (size, smallest and largest leaf code) frame (buckets by a hash
+   of the key; sizes add up, leaf codes take min/max);
 3. each bucket root turns its groups into run-length (leaf, size, groups)
    histograms and lists the groups that span two leaves (a broken
    functional dependency group -> leaf); a last tree merges the runs.
@@ -36,10 +39,12 @@ from .._optional import import_optional
 from ..algorithms.count_of_counts import Runs
 from ..errors import SchemaError
 from ..schema import entities_schema, join_failures, raise_failures, validate_tables
-from .dask import SPLIT_EVERY, tree_sum
+from .dask import SPLIT_EVERY, share, sum_arrays, tree_sum
 from .pandas_groups import GroupTables, prepare_groups as prepare_on_meta
 
-__all__ = ["prepare_groups"]
+__all__ = ["prepare_groups", "DENSE_MAX_GROUPS"]
+
+DENSE_MAX_GROUPS = 1 << 23
 
 _AGG_COLUMNS = ["size", "lmin", "lmax"]
 
@@ -57,6 +62,7 @@ class _Public:
     leaf_in_persons: bool
     check_name: str
     buckets: int
+    bounds: np.ndarray | None         # dense aggregates: bucket b holds positions bounds[b]:bounds[b+1]
 
 
 def _bucket_of(keys: pd.Index, buckets: int) -> np.ndarray:
@@ -85,6 +91,10 @@ def _partition_aggregate(part: pd.DataFrame, pub: _Public) -> tuple[pd.DataFrame
                                           check=f"{pub.group}->{pub.leaf} matches Groups"))
         valid = found
         keys: Any = codes
+        if pub.bounds is not None:
+            counts = np.bincount(codes[valid], minlength=len(pub.group_index))
+            dense = [counts[pub.bounds[b]:pub.bounds[b + 1]] for b in range(pub.buckets)]
+            return _stage_failures(failures), dense
     else:
         lcode = pub.leaf_index.get_indexer(part[pub.leaf])
         failures.append(join_failures(part[pub.leaf], lcode >= 0, check=pub.check_name))
@@ -93,9 +103,13 @@ def _partition_aggregate(part: pd.DataFrame, pub: _Public) -> tuple[pd.DataFrame
     rows = pd.DataFrame({"key": keys[valid], "leaf": lcode[valid]})
     agg = rows.groupby("key", sort=False).agg(size=("leaf", "size"), lmin=("leaf", "min"), lmax=("leaf", "max"))
     bucket = _bucket_of(agg.index, pub.buckets)
-    pieces = [agg[bucket == b] for b in range(pub.buckets)]
-    found_failures = [f if "_stage" in f else f.assign(_stage=1) for f in failures if len(f)]
-    return (pd.concat(found_failures, ignore_index=True) if found_failures else pd.DataFrame()), pieces
+    return _stage_failures(failures), [agg[bucket == b] for b in range(pub.buckets)]
+
+
+def _stage_failures(failures: list[pd.DataFrame]) -> pd.DataFrame:
+    """One frame of failure cases; ``_stage`` 0 for the schema, 1 for the join checks."""
+    found = [f if "_stage" in f else f.assign(_stage=1) for f in failures if len(f)]
+    return pd.concat(found, ignore_index=True) if found else pd.DataFrame()
 
 
 def _merge_aggregates(*parts: pd.DataFrame) -> pd.DataFrame:
@@ -128,6 +142,14 @@ def _bucket_runs(agg: pd.DataFrame) -> _BucketRuns:
     return _BucketRuns(pairs.index.get_level_values("leaf").to_numpy(dtype=np.int64),
                        pairs.index.get_level_values("size").to_numpy(dtype=np.int64),
                        pairs.to_numpy(dtype=np.int64), agg.index.to_numpy()[~one_leaf])
+
+
+def _dense_bucket_runs(sizes: np.ndarray, pub: _Public, bucket: int) -> _BucketRuns:
+    """Runs of the groups at positions ``bounds[bucket]:bounds[bucket+1]`` of the Groups table."""
+    leaf = pub.group_leaf[pub.bounds[bucket]:pub.bounds[bucket + 1]]  # type: ignore[index]
+    width = int(sizes.max()) + 1 if sizes.size else 1
+    keys, counts = np.unique(leaf * width + sizes, return_counts=True)
+    return _BucketRuns(keys // width, keys % width, counts.astype(np.int64), np.empty(0, dtype=np.int64))
 
 
 def _merge_runs(*parts: _BucketRuns) -> _BucketRuns:
@@ -178,28 +200,35 @@ def prepare_groups(persons: Any, group: str, location: Any, *, groups: pd.DataFr
     leaf_index = tables.regions[-1]
     hier_name = "Hierarchy" if hierarchy is not None else "Hierarchy(from Groups)"
     n_buckets = buckets if buckets is not None else max(1, persons.npartitions // 8)
+    bounds = None
     if groups is not None:
         group_index = pd.Index(groups[group])
         group_leaf = leaf_index.get_indexer(groups[leaf]).astype(np.int64)
+        n_buckets = min(n_buckets, max(len(group_index), 1))
+        if len(group_index) <= DENSE_MAX_GROUPS:
+            bounds = np.linspace(0, len(group_index), n_buckets + 1).astype(np.int64)
     else:
         group_index, group_leaf = None, None
     leaf_in_persons = leaf in meta.columns
     entity_location = tuple(c for c in tables.level_names[1:] if c in meta.columns) if groups is None else ()
     pub = _Public(group, leaf, leaf_index, group_index, group_leaf, entity_location, leaf_in_persons,
-                  f"{leaf}_in_{hier_name}", n_buckets)
+                  f"{leaf}_in_{hier_name}", n_buckets, bounds)
     columns = [group, *entity_location]
     if leaf_in_persons and leaf not in columns:
         columns.append(leaf)
     parts = persons[columns].to_delayed(optimize_graph=True)
-    shared = dask.delayed(pub, traverse=False)
+    shared = share(pub)
     aggregate = dask.delayed(_partition_aggregate, nout=2, pure=True)
     per_part = [aggregate(p, shared) for p in parts]
     failures = tree_sum([f for f, _ in per_part], split_every=split_every, combine=_merge_failures)
     pieces = [bucket_pieces[b] for _, bucket_pieces in per_part for b in range(n_buckets)]
-    roots = [tree_sum(pieces[b::n_buckets], split_every=split_every, combine=_merge_aggregates)
-             for b in range(n_buckets)]
-    runs = tree_sum([dask.delayed(_bucket_runs, pure=True)(r) for r in roots], split_every=split_every,
-                    combine=_merge_runs)
+    merge = sum_arrays if bounds is not None else _merge_aggregates
+    roots = [tree_sum(pieces[b::n_buckets], split_every=split_every, combine=merge) for b in range(n_buckets)]
+    if bounds is not None:
+        bucket_runs = [dask.delayed(_dense_bucket_runs, pure=True)(r, shared, b) for b, r in enumerate(roots)]
+    else:
+        bucket_runs = [dask.delayed(_bucket_runs, pure=True)(r) for r in roots]
+    runs = tree_sum(bucket_runs, split_every=split_every, combine=_merge_runs)
     found, leaf_runs = dask.compute(failures, runs)
     if len(found):
         # As on pandas: schema failures (stage 0) are reported alone, join failures (stage 1) after them.
