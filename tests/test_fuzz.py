@@ -1,0 +1,238 @@
+"""Hypothesis fuzz of every public release method: arguments and frames.
+
+Contract checked on every example: the call either returns a release or
+raises a documented :class:`pandas_dp.PandasDPError` subclass (never another
+exception, never a warning: ``filterwarnings = error``), and the budget is
+charged exactly when a release was returned, by exactly ``epsilon``, in one
+ledger row with status ``ok``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from fractions import Fraction
+from typing import Any, Callable
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import pandas_dp as pdp
+from pandas_dp._rational import to_fraction
+
+CASES: Counter[str] = Counter()  # examples run per method (reported by test_report_case_counts)
+FUZZ = settings(max_examples=250, deadline=None, derandomize=True,
+                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+TOTAL = 50  # budget of every example; epsilons above it must raise BudgetExceededError
+
+VALID_EPSILONS = st.floats(min_value=0.01, max_value=5, allow_nan=False)
+EPSILONS = st.one_of(
+    VALID_EPSILONS, VALID_EPSILONS, st.sampled_from([0.1, 0.5, 1, Fraction(1, 3), np.float32(0.5), np.int64(1)]),
+    st.sampled_from([0, -1, -0.0, math.nan, math.inf, -math.inf, 1e300, 1e-300, 5e-324, TOTAL, TOTAL + 1,
+                     "1", None, True, [1.0]]),
+)
+VALUES = st.one_of(
+    st.integers(-10, 300), st.floats(allow_nan=True, allow_infinity=True, width=64),
+    st.sampled_from([0, 1, 99, 100, 1e18, -1e18, 2**62, math.nan, math.inf, -math.inf]),
+)
+
+
+@st.composite
+def frames(draw: Any) -> pd.DataFrame:
+    """A frame with a column ``v`` of a random dtype, a string column and a categorical column."""
+    n = draw(st.integers(0, 25))
+    kind = draw(st.sampled_from(["int", "float", "object", "bool", "nullable", "huge", "str"]))
+    if kind == "int":
+        v: Any = np.array(draw(st.lists(st.integers(-5, 150), min_size=n, max_size=n)), dtype=np.int64)
+    elif kind == "huge":
+        v = np.array(draw(st.lists(st.sampled_from([2**62, -2**62, 0, 7]), min_size=n, max_size=n)), dtype=np.int64)
+    elif kind == "float":
+        v = np.array(draw(st.lists(VALUES, min_size=n, max_size=n)), dtype=np.float64)
+    elif kind == "bool":
+        v = np.array(draw(st.lists(st.booleans(), min_size=n, max_size=n)), dtype=bool)
+    elif kind == "nullable":
+        v = pd.array(draw(st.lists(st.one_of(st.none(), st.integers(0, 100)), min_size=n, max_size=n)),
+                     dtype="Int64")
+    elif kind == "str":
+        v = draw(st.lists(st.sampled_from(["a", "b", "c", "zz"]), min_size=n, max_size=n))
+    else:
+        v = pd.Series(draw(st.lists(st.one_of(st.integers(0, 5), st.text(max_size=2), st.none()),
+                                    min_size=n, max_size=n)), dtype=object)
+    cats = pd.Categorical(draw(st.lists(st.sampled_from(["x", "y", None]), min_size=n, max_size=n)),
+                          categories=["x", "y", "w"])
+    ids = draw(st.lists(st.integers(0, 6), min_size=n, max_size=n))
+    return pd.DataFrame({"v": v, "c": cats, "g": ids, "s": [f"s{i % 3}" for i in range(n)]})
+
+
+VALID_DOMAINS = st.sampled_from([
+    (list(range(0, 101, 10)), None, None), (10, (0, 100), None), (7, (-5, 200), None), ([0, 1, 2, 50, 150], None, None),
+    (16, (0, 160), None), (None, None, ["a", "b", "c", "zz"]), (None, None, ["x", "y", "w"]),
+])
+BINS = st.one_of(
+    st.none(), st.integers(-2, 40), st.sampled_from([0, 1, 10, 10**5, True, 2.5, "10", math.nan]),
+    st.lists(st.one_of(st.integers(-10, 200), st.floats(allow_nan=True)), max_size=8),
+    st.just(list(range(0, 101, 10))), st.just([0, 0, 1]), st.just([5, 1]),
+)
+RANGES = st.one_of(
+    st.none(), st.just((0, 100)), st.just((100, 0)), st.just((0, math.inf)), st.just((math.nan, 1)),
+    st.just((0, 0)), st.just((-1e300, 1e300)), st.tuples(st.integers(-10, 10), st.integers(-10, 200)),
+    st.just("0-100"), st.just((0, 1, 2)),
+)
+CATEGORIES = st.one_of(st.none(), st.just(["a", "b", "c"]), st.just([]), st.just(["a", "a"]), st.just("abc"),
+                       st.just([None, "a"]), st.just(["x", "y"]))
+DOMAINS = st.one_of(VALID_DOMAINS, VALID_DOMAINS, st.tuples(BINS, RANGES, CATEGORIES))
+COLUMNS = st.sampled_from(["v", "v", "v", "c", "s", "g", "missing", ["v", "g"], ["v", "v"], [], None, 3])
+
+
+def run_release(call: Callable[[], Any], epsilon: Any, method: str) -> None:
+    """Run one fuzzed call in a fresh budget and check the charge contract."""
+    CASES[method] += 1
+    with pdp.budget(TOTAL) as b:
+        try:
+            result = call()
+        except pdp.PandasDPError:
+            assert b.spent_exact == 0, f"{method}: an error was raised after charging {b.spent}"
+            assert len(b.ledger) == 0
+            return
+    assert result is not None
+    ledger = b.ledger
+    assert len(ledger) == 1 and ledger.loc[0, "status"] == "ok", ledger
+    assert b.spent_exact == to_fraction(epsilon), (method, b.spent_exact, epsilon)
+    CASES[method + " (released)"] += 1
+
+
+@FUZZ
+@given(df=frames(), columns=COLUMNS, domain=DOMAINS, epsilon=EPSILONS,
+       method=st.sampled_from(["identity", "hierarchical", "ahp", "dpcube", "auto", "identity", "bogus", None]),
+       nonnegative=st.sampled_from([False, True, False, 1, "yes"]),
+       knobs=st.sampled_from([{}, {}, {}, {"branching": 2}, {"eta": -1}, {"epsilon_split": 1.5}, {"bogus": 1},
+                              {"threshold": math.nan}, {"clustering": "optimal"}]))
+def test_fuzz_histogram(df, columns, domain, epsilon, method, nonnegative, knobs):
+    bins, rng_, categories = domain
+    run_release(lambda: df.dp.histogram(columns, bins=bins, range=rng_, categories=categories, epsilon=epsilon,
+                                        method=method, nonnegative=nonnegative, rng=np.random.default_rng(0),
+                                        **knobs), epsilon, "histogram")
+
+
+@FUZZ
+@given(df=frames(), domain=DOMAINS, epsilon=EPSILONS,
+       branching=st.sampled_from(["auto", 2, 3, 16, "auto", 1, 0, -4, 2.0, True, "2", 2**40]),
+       budget_split=st.sampled_from(["uniform", "geometric", "optimal", "uniform", "bogus", None]),
+       flags=st.tuples(st.booleans(), st.booleans(), st.sampled_from([False, True, None])))
+def test_fuzz_hierarchical_histogram(df, domain, epsilon, branching, budget_split, flags):
+    bins, rng_, categories = domain
+    include_root, consistent, nonnegative = flags
+    run_release(lambda: df.dp.hierarchical_histogram("v", bins=bins, range=rng_, categories=categories,
+                                                     epsilon=epsilon,
+                                                     branching=branching, budget_split=budget_split,
+                                                     include_root=include_root, consistent=consistent,
+                                                     nonnegative=nonnegative, rng=np.random.default_rng(0)),
+                epsilon, "hierarchical_histogram")
+
+
+@FUZZ
+@given(df=frames(), domain=DOMAINS, epsilon=EPSILONS,
+       ranges=st.sampled_from([(0, 50), [(0, 10), (10, 100)], (0, 100), (50, 0), (0, 55), [], [(0,)], "x",
+                               (math.nan, 10), [(0, 100)] * 3, (-10, 10)]),
+       method=st.sampled_from(["auto", "identity", "hierarchical", "ahp", "auto", "bogus"]))
+def test_fuzz_range_query(df, domain, epsilon, ranges, method):
+    bins, rng_, _ = domain
+    run_release(lambda: df.dp.range_query("v", ranges, bins=bins, range=rng_, epsilon=epsilon, method=method,
+                                          rng=np.random.default_rng(0)), epsilon, "range_query")
+
+
+@FUZZ
+@given(df=frames(), epsilon=EPSILONS, group=st.sampled_from(["g", "v", "s", "c", "missing", ["g", "s"]]),
+       groups=st.sampled_from([None, [0, 1, 2, 3, 4, 5, 6], [1, 1, 2], [], [None, 1], pd.DataFrame({"g": [1]}),
+                               np.arange(100), "abc"]))
+def test_fuzz_unattributed_histogram(df, epsilon, group, groups):
+    run_release(lambda: df.dp.unattributed_histogram(group, epsilon=epsilon, groups=groups,
+                                                     rng=np.random.default_rng(0)), epsilon, "unattributed_histogram")
+
+
+@st.composite
+def entity_tables(draw: Any) -> tuple[pd.DataFrame, pd.DataFrame | None, pd.DataFrame | None]:
+    """Persons, Groups and Hierarchy tables with optional breakage (duplicates, nulls, broken trees)."""
+    n_groups = draw(st.integers(0, 6))
+    states = draw(st.lists(st.sampled_from(["A", "B"]), min_size=n_groups, max_size=n_groups))
+    counties = [f"{s}{i % 2}" for i, s in enumerate(states)]
+    groups = pd.DataFrame({"hh": list(range(n_groups)), "state": states, "county": counties})
+    sizes = draw(st.lists(st.integers(0, 5), min_size=n_groups, max_size=n_groups))
+    hh = np.repeat(np.arange(n_groups), sizes) if n_groups else np.zeros(0, dtype=np.int64)
+    persons = pd.DataFrame({"pid": np.arange(hh.size), "hh": hh,
+                            "state": groups["state"].to_numpy()[hh] if hh.size else [],
+                            "county": groups["county"].to_numpy()[hh] if hh.size else []})
+    breakage = draw(st.sampled_from(["none", "dup group", "null group", "person in unknown group",
+                                     "county in two states", "null state", "wrong region", "float ids"]))
+    if breakage == "dup group" and n_groups:
+        groups = pd.concat([groups, groups.iloc[:1]], ignore_index=True)
+    elif breakage == "null group" and len(persons):
+        persons.loc[0, "hh"] = None
+    elif breakage == "person in unknown group":
+        persons = pd.concat([persons, pd.DataFrame({"pid": [999], "hh": [999], "state": ["A"], "county": ["A0"]})],
+                            ignore_index=True)
+    elif breakage == "county in two states" and n_groups >= 2:
+        groups.loc[1, "county"] = groups.loc[0, "county"]
+        groups.loc[1, "state"] = "B" if groups.loc[0, "state"] == "A" else "A"
+    elif breakage == "null state" and n_groups:
+        groups.loc[0, "state"] = None
+    elif breakage == "wrong region" and len(persons):
+        persons.loc[0, "county"] = "Z9"
+    elif breakage == "float ids":
+        persons["hh"] = persons["hh"].astype(float) + 0.5
+    hierarchy = pd.DataFrame({"state": ["A", "A", "B", "B"], "county": ["A0", "A1", "B0", "B1"]})
+    if draw(st.booleans()):
+        hierarchy = pd.DataFrame({"state": ["A", "B"], "county": ["A0", "A0"]})  # county with two parents
+    use_groups = draw(st.booleans())
+    return persons, (groups if use_groups else None), (None if use_groups else hierarchy)
+
+
+@settings(FUZZ, max_examples=100)
+@given(tables=entity_tables(), epsilon=EPSILONS,
+       location=st.sampled_from([["state", "county"], "county", ["county", "state"], [], "missing"]),
+       max_size=st.sampled_from([None, 1, 5, 0, -1, 2.5, True, 10**4]),
+       method=st.sampled_from(["hc", "hg", "naive", "bogus"]), merge=st.sampled_from(["weighted", "average", 1]))
+def test_fuzz_count_of_counts(tables, epsilon, location, max_size, method, merge):
+    persons, groups, hierarchy = tables
+    if hierarchy is not None and location == ["state", "county"]:
+        location = "county"  # with hierarchy= the leaf column is given
+    run_release(lambda: persons.dp.count_of_counts("hh", location, epsilon=epsilon, groups=groups,
+                                                   hierarchy=hierarchy, max_size=max_size, method=method,
+                                                   merge=merge, rng=np.random.default_rng(0), progress=False),
+                epsilon, "count_of_counts")
+
+
+@FUZZ
+@given(df=frames(), domain=DOMAINS, epsilon=EPSILONS)
+def test_fuzz_series_accessor(df, domain, epsilon):
+    bins, rng_, categories = domain
+    run_release(lambda: df["v"].dp.histogram(bins=bins, range=rng_, categories=categories, epsilon=epsilon,
+                                             rng=np.random.default_rng(0)), epsilon, "Series.histogram")
+
+
+@FUZZ
+@given(epsilon=EPSILONS, name=st.sampled_from([None, "n", 3, ""]))
+def test_fuzz_budget_constructor(epsilon, name):
+    CASES["budget"] += 1
+    try:
+        b = pdp.budget(epsilon, name=name)
+    except pdp.ParameterError:
+        return
+    assert b.remaining_exact > 0
+
+
+def test_outside_a_budget_nothing_is_released():
+    df = pd.DataFrame({"v": [1, 2]})
+    with pytest.raises(pdp.NoActiveBudgetError, match="with pandas_dp.budget"):
+        df.dp.histogram("v", bins=[0, 1, 2, 3], epsilon=1.0)
+
+
+def test_report_case_counts(capsys):
+    """Print how many fuzz cases ran (when the fuzz tests ran in this session)."""
+    with capsys.disabled():
+        if CASES:
+            print("\nfuzz cases:", dict(sorted(CASES.items())), "total", sum(v for k, v in CASES.items()
+                                                                             if "released" not in k))
