@@ -28,14 +28,21 @@ from .results.count_of_counts import CountOfCounts
 from .results.unattributed import UnattributedHistogram
 from .results.data_dependent import AHPHistogram, DPCubeHistogram
 from .results.hierarchical import HierarchicalHistogram
-from . import schema
 
-try:  # the same .dp accessor on Dask DataFrames and Series (extra "dask")
-    import dask.dataframe  # noqa: F401
-except ImportError:
-    pass
-else:
-    from . import accessor_dask as _accessor_dask  # noqa: F401
+from ._dask_hook import install as _install_dask_accessor
+
+_install_dask_accessor()  # the same .dp accessor on Dask frames, registered when dask.dataframe imports
+
+
+
+def __getattr__(name: str) -> object:
+    # pandas_dp.schema loads pandera (slow to import) only when first used.
+    if name == "schema":
+        import importlib
+
+        return importlib.import_module(".schema", __name__)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 try:
     __version__ = version("pandas-dp")

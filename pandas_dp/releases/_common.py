@@ -18,6 +18,7 @@ import pandas as pd
 from .._rational import to_fraction
 from ..budget import Budget, active_budget
 from ..errors import ParameterError
+from ..noise import SecureRandom
 
 __all__ = ["check_epsilon", "check_rng", "check_columns", "check_flag", "check_choice", "charging",
            "active_budget"]
@@ -42,14 +43,16 @@ def check_epsilon(epsilon: Any) -> Fraction:
     return value
 
 
-def check_rng(rng: Any) -> np.random.Generator | None:
-    """``None`` (cryptographically secure noise) or a numpy Generator (reproducible, not for production)."""
-    if rng is None or isinstance(rng, np.random.Generator):
+def check_rng(rng: Any) -> np.random.Generator | SecureRandom | None:
+    """``None`` or a :class:`~pandas_dp.noise.SecureRandom` (cryptographically secure noise), or a numpy
+    Generator (reproducible, not for production)."""
+    if rng is None or isinstance(rng, (np.random.Generator, SecureRandom)):
         return rng
     hint = " Pass rng=np.random.default_rng(seed) for a reproducible experiment." if isinstance(
         rng, (int, np.integer)) else ""
     raise ParameterError(
-        f"The 'rng' parameter must be None (secure randomness, for production) or a numpy.random.Generator "
+        f"The 'rng' parameter must be None or a pandas_dp.noise.SecureRandom (secure randomness, for production), "
+        f"or a numpy.random.Generator "
         f"(reproducible experiments only). Got {rng!r}.{hint}"
     )
 

@@ -25,7 +25,6 @@ import pandas as pd
 from ..algorithms.count_of_counts import consistent_group_totals, estimate_level, estimate_max_size
 from ..algorithms.count_of_counts_matching import top_down
 from ..engines import engine_for
-from ..engines.pandas_groups import prepare_groups, runs_to_frame
 from ..errors import ParameterError
 from ..results.count_of_counts import CountOfCounts
 from ._common import active_budget, charging, check_choice, check_epsilon, check_rng
@@ -92,6 +91,9 @@ def count_of_counts(frame: pd.DataFrame, group: str, location: Any, *, epsilon: 
     k_public = _check_max_size(max_size)
     if progress is not None and not isinstance(progress, bool):
         raise ParameterError(f"The 'progress' parameter must be True, False or None. Got {progress!r}.")
+    # Imported here: the pandas engine's validation loads pandera, which is slow to import.
+    from ..engines.pandas_groups import prepare_groups, runs_to_frame
+
     # A Dask frame is validated and counted by the Dask engine's distributed twin of prepare_groups.
     prepare = getattr(engine_for(frame), "prepare_groups", prepare_groups)
     tables = prepare(frame, group, location, groups=groups, hierarchy=hierarchy)

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+from .count_of_counts import CountOfCounts
+from .data_dependent import AHPHistogram, DPCubeHistogram
+from .hierarchical import HierarchicalHistogram
 from .histogram import Histogram, RangeAnswer
+from .unattributed import UnattributedHistogram
 
-__all__ = ["Histogram", "RangeAnswer"]
+__all__ = ["Histogram", "RangeAnswer", "HierarchicalHistogram", "AHPHistogram", "DPCubeHistogram",
+           "CountOfCounts", "UnattributedHistogram"]

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import html
+from statistics import NormalDist
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Mapping
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from .._optional import import_optional
 from ..domain import BinDomain, Grid
@@ -18,12 +18,13 @@ from ..errors import DomainError, ParameterError
 __all__ = ["Histogram", "RangeAnswer"]
 
 
-def _z(confidence_level: float) -> float:
+def normal_quantile(confidence_level: float) -> float:
+    """Two-sided normal quantile ``z`` of a confidence level, validated."""
     if isinstance(confidence_level, bool) or not isinstance(confidence_level, (int, float)) \
             or not 0 < confidence_level < 1:
         raise ParameterError(f"The 'confidence_level' parameter must be a number in (0, 1). "
                              f"Got {confidence_level!r}; pass e.g. confidence_level=0.95.")
-    return float(stats.norm.ppf(0.5 + confidence_level / 2))
+    return NormalDist().inv_cdf(0.5 + confidence_level / 2)
 
 
 @dataclass(frozen=True)
@@ -49,7 +50,7 @@ class RangeAnswer:
         whose coverage is close to nominal for sums and conservative-ish for
         a single bin only at high levels. It adds no privacy cost.
         """
-        half = _z(confidence_level) * self.std_error
+        half = normal_quantile(confidence_level) * self.std_error
         return (self.estimate - half, self.estimate + half)
 
 
@@ -114,7 +115,7 @@ class Histogram:
 
     def confidence_interval(self, confidence_level: float = 0.95) -> pd.DataFrame:
         """Per-bin normal-approximation intervals: columns ``lower``, ``upper``."""
-        half = _z(confidence_level) * self.std_error
+        half = normal_quantile(confidence_level) * self.std_error
         return pd.DataFrame({"lower": self.counts - half, "upper": self.counts + half})
 
     # -- range queries ---------------------------------------------------
@@ -180,7 +181,7 @@ class Histogram:
         plt = import_optional("matplotlib.pyplot", extra="plot", purpose="Histogram.plot()")
         if ax is None:
             _, ax = plt.subplots(figsize=(8, 4))
-        half = _z(confidence_level) * self.std_error.to_numpy()
+        half = normal_quantile(confidence_level) * self.std_error.to_numpy()
         if self.domain.ndim == 1:
             labels = [str(v) for v in self.counts.index]
             x = np.arange(len(labels))

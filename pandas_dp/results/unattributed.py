@@ -9,10 +9,9 @@ from typing import Any, Mapping
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from .._optional import import_optional
-from ..errors import ParameterError
+from .histogram import normal_quantile
 
 __all__ = ["UnattributedHistogram"]
 
@@ -69,10 +68,7 @@ class UnattributedHistogram:
 
     def confidence_interval(self, confidence_level: float = 0.95) -> pd.DataFrame:
         """Per-position normal-approximation error bars ``estimate ± z * std_error``."""
-        if isinstance(confidence_level, bool) or not isinstance(confidence_level, (int, float)) \
-                or not 0 < confidence_level < 1:
-            raise ParameterError(f"The 'confidence_level' parameter must be in (0, 1). Got {confidence_level!r}.")
-        half = float(stats.norm.ppf(0.5 + confidence_level / 2)) * self.std_error
+        half = normal_quantile(confidence_level) * self.std_error
         return pd.DataFrame({"lower": self.counts - half, "upper": self.counts + half})
 
     def plot(self, ax: Any = None, *, confidence_level: float = 0.95, **kwargs: Any) -> Any:
