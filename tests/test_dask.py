@@ -296,9 +296,6 @@ def test_count_of_counts_on_cluster(on_cluster):
     pd.testing.assert_frame_equal(a.to_frame(), c.to_frame())
 
 
-@pytest.mark.xfail(strict=True, reason="releases/unattributed.py counts with pandas calls on the frame "
-                   "(value_counts(...).to_numpy(), Index.get_indexer); it must count through "
-                   "engine_for(frame).group_counts(values, ids), which the Dask engine provides")
 @pytest.mark.parametrize("public_ids", [True, False])
 def test_unattributed_histogram_identical(sync, monkeypatch, public_ids):
     edges = pd.DataFrame({"src": np.random.default_rng(1).zipf(2.0, 3_000) % 200})

@@ -14,7 +14,7 @@ import pandas as pd
 
 from ..domain import BinDomain, Grid
 
-__all__ = ["bin_counts", "column_values"]
+__all__ = ["bin_counts", "column_values", "group_counts"]
 
 
 def column_values(series: pd.Series, dim: Any) -> Any:
@@ -51,3 +51,16 @@ def bin_counts(frame: pd.DataFrame, grid: Grid, *, chunk_rows: int = CHUNK_ROWS)
         codes += 1
         counts += np.bincount(codes, minlength=grid.size + 1)
     return counts[1:].reshape(grid.shape)
+
+
+def group_counts(values: pd.Series, ids: pd.Index | None) -> np.ndarray:
+    """Rows per group: aligned with the public group ids ``ids``, or per present group when ``ids`` is None.
+
+    With ``ids``, rows of groups not in ``ids`` (and missing ids) are dropped.
+    Without, the counts of the groups present come back in no particular
+    order and without their ids.
+    """
+    if ids is not None:
+        codes = ids.get_indexer(values)
+        return np.bincount(codes + 1, minlength=len(ids) + 1)[1:].astype(np.int64, copy=False)
+    return values.value_counts(dropna=True, sort=False).to_numpy(dtype=np.int64)

@@ -10,10 +10,10 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from ..algorithms.unattributed import noisy_group_count, top_n_sorted, unattributed_histogram as sbar
+from ..engines import engine_for
 from ..errors import ParameterError
 from ..results.unattributed import UnattributedHistogram
 from ._common import active_budget, charging, check_columns, check_epsilon, check_rng
@@ -48,15 +48,10 @@ def unattributed_histogram(frame: pd.DataFrame, group: Any, *, epsilon: Any, gro
         raise ParameterError(f"The 'group' parameter names one column. Got {group!r}.")
     eps = check_epsilon(epsilon)
     generator = check_rng(rng)
-    values = frame[col[0]]
-    if groups is not None:
-        ids = _group_ids(groups)
-        codes = ids.get_indexer(values)  # rows of unknown groups are outside the domain: dropped
-        counts = np.bincount(codes[codes >= 0], minlength=len(ids)).astype(np.int64)
-    else:
-        ids = None
-        counts = values.value_counts(dropna=True, sort=False).to_numpy(dtype=np.int64)
+    ids = _group_ids(groups) if groups is not None else None
     budget = active_budget()
+    # Rows of groups outside the public ids are outside the domain: dropped.
+    counts = engine_for(frame).group_counts(frame[col[0]], ids)
     eps_n = Fraction(0) if ids is not None else eps * GROUP_COUNT_SHARE
     eps_s = eps - eps_n
     params = {"groups_public": ids is not None, "epsilon_group_count": str(eps_n),
