@@ -24,6 +24,7 @@ from pandas_dp.testing import DPTestFailure, DPTestReport, Neighbour, assert_dp,
 from pandas_dp.testing._binomial import lower_bound, upper_bound
 
 POWER_SEEDS = range(5)
+FEW_SEEDS = range(3)  # for the looped (non-vectorized) broken variants; test_measured_power uses 40
 
 
 # ---------------------------------------------------------------- binomial bounds
@@ -119,7 +120,7 @@ def test_correct_tree_passes(budget_split):
 
 
 def test_tree_with_sensitivity_one_is_caught():
-    for seed in POWER_SEEDS:
+    for seed in FEW_SEEDS:
         report = assert_dp(tree_mechanism(1.0, broken=True), TREE_COUNTS, TREE_NEIGHBOUR, epsilon=1.0,
                            trials=2000, rng=seed, raises=False)
         assert not report.passed, str(report)
@@ -189,7 +190,7 @@ def test_correct_naive_count_of_counts_passes(epsilon):
 
 
 def test_naive_count_of_counts_with_sensitivity_one_is_caught():
-    for seed in POWER_SEEDS:
+    for seed in FEW_SEEDS:
         report = assert_dp(coc_naive(False, 1.0), COC, COC_NEIGHBOUR, epsilon=1.0, trials=4000, rng=seed,
                            raises=False)
         assert not report.passed, str(report)
@@ -296,3 +297,52 @@ def test_entity_neighbours_cover_size_class_changes():
         merged = n.frame.merge(groups, on="hh", suffixes=("", "_g"))
         assert (merged["region"] == merged["region_g"]).all()
     assert {(3, 4), (3, 2), (1, 0), (0, 1)} <= changes
+
+
+# ---------------------------------------------------------------- measured power (slow)
+POWER_CASES = {
+    "flat, noise halved, eps 1": (lambda s: assert_dp(flat_mechanism(2, 1.0), D, D_NEIGHBOUR, epsilon=1.0,
+                                                      trials=3000, vectorized=True, rng=s, raises=False)),
+    "flat, noise halved, eps 0.5": (lambda s: assert_dp(flat_mechanism(2, 0.5), D, D_NEIGHBOUR, epsilon=0.5,
+                                                        trials=10_000, vectorized=True, rng=s, raises=False)),
+    "tree, sensitivity 1 (3 levels), eps 1": (
+        lambda s: assert_dp(tree_mechanism(1.0, broken=True), TREE_COUNTS, TREE_NEIGHBOUR, epsilon=1.0,
+                            trials=2000, rng=s, raises=False)),
+    "AHP, clusters from true counts, eps 1": (
+        lambda s: assert_dp(lambda c, rng: ahp_true_clustering(c, epsilon=1.0, rng=rng), AHP_COUNTS,
+                            AHP_NEIGHBOUR, epsilon=1.0, trials=1000, rng=s, raises=False)),
+    "count-of-counts naive, sensitivity 1, eps 1": (
+        lambda s: assert_dp(coc_naive(False, 1.0), COC, COC_NEIGHBOUR, epsilon=1.0, trials=4000, rng=s,
+                            raises=False)),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", list(POWER_CASES))
+def test_measured_power(case, capsys):
+    # Power over 40 fresh seeds (not the ones used above). A lower 95% Clopper-Pearson bound
+    # above 0.8 means "fails with high probability" is shown, not assumed.
+    seeds = range(100, 140)
+    reports = [POWER_CASES[case](s) for s in seeds]
+    caught = sum(not r.passed for r in reports)
+    low = lower_bound(np.array([caught]), len(seeds), 0.05)[0]
+    bounds = np.array([r.epsilon_lower_bound for r in reports])
+    with capsys.disabled():
+        print(f"\npower[{case}] = {caught}/{len(seeds)} (95% lower bound {low:.3f}); median implied epsilon "
+              f"lower bound {np.median(bounds):.3f}; {np.mean([r.seconds for r in reports]):.2f} s per test")
+    assert low > 0.8
+
+
+def test_user_events_are_tested_in_both_directions():
+    events = {"cell 3 <= 2": lambda x: x[:, 3] <= 2, "cell 3 >= 4": lambda x: x[:, 3] >= 4}
+    ok = assert_dp(flat_mechanism(1, 1.0), D, D_NEIGHBOUR, epsilon=1.0, trials=20_000, vectorized=True,
+                   events=events, rng=0)
+    assert ok.selection_trials == 0 and len(ok.events) == 4
+    # P(Z <= 2 - 3)/P(Z <= 2 - 2) for D' (count 2) vs D (count 3): exactly e^1 for discrete Laplace
+    # tails, so the bound approaches 1 from below.
+    assert 0.85 < ok.epsilon_lower_bound <= 1.0
+    bad = assert_dp(flat_mechanism(2, 1.0), D, D_NEIGHBOUR, epsilon=1.0, trials=20_000, vectorized=True,
+                    events=events, rng=0, raises=False)
+    assert not bad.passed and bad.worst.event in events
+    with pytest.raises(pdp.ParameterError):
+        assert_dp(flat_mechanism(1, 1.0), D, D_NEIGHBOUR, epsilon=1.0, vectorized=True, events={"x": 3})

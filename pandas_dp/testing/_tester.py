@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import numbers
 from fractions import Fraction
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
@@ -39,8 +39,12 @@ def _frame_and_name(obj: Any, default: str) -> tuple[Any, str]:
     return frame, str(getattr(obj, "name", default))
 
 
+EventPredicate = Callable[[np.ndarray], np.ndarray]
+
+
 def assert_dp(mechanism: Callable[..., Any], dataset: Any, neighbour: Any, *, epsilon: float,
-              trials: int = 10_000, events: int = 10, confidence: float = 0.999, slack: float = 0.0,
+              trials: int = 10_000, events: int | Mapping[str, EventPredicate] = 10,
+              confidence: float = 0.999, slack: float = 0.0,
               rng: int | np.random.Generator | None = None, vectorized: bool = False,
               statistic: Callable[[Any], Any] | None = None, selection: float = 0.3,
               budget_epsilon: float | Fraction | None = None, raises: bool = True) -> DPTestReport:
@@ -67,9 +71,12 @@ def assert_dp(mechanism: Callable[..., Any], dataset: Any, neighbour: Any, *, ep
         The claim tested.
     trials : int
         Runs per dataset (selection and test runs together).
-    events : int
-        Events kept per direction after selection (the Bonferroni factor is
-        twice this).
+    events : int or dict of callables
+        An int: events kept per direction after selection (the Bonferroni
+        factor is twice this). A dict ``{name: predicate}``: your own events,
+        fixed in advance, tested in both directions on all runs (no
+        selection); ``predicate(x)`` maps the ``(runs, k)`` matrix of release
+        vectors to a boolean vector, e.g. ``lambda x: x[:, 3] >= 2``.
     confidence : float
         Probability that a mechanism satisfying the claim passes (type I error
         at most ``1 - confidence``, whatever the mechanism).
@@ -141,7 +148,8 @@ def assert_dp(mechanism: Callable[..., Any], dataset: Any, neighbour: Any, *, ep
     """
     eps = float(to_fraction(epsilon, name="epsilon"))
     trials = _check_count(trials, "trials", 20)
-    n_events = _check_count(events, "events", 1)
+    user_events = _check_user_events(events)
+    n_events = _check_count(events, "events", 1) if user_events is None else len(user_events)
     confidence = _check_probability(confidence, "confidence")
     slack = _check_probability(slack, "slack", low_open=False)
     share = _check_probability(selection, "selection")
@@ -157,13 +165,18 @@ def assert_dp(mechanism: Callable[..., Any], dataset: Any, neighbour: Any, *, ep
     if run_a.values.shape[1] != run_b.values.shape[1]:
         raise ValueError(f"The releases on the two datasets have different lengths ({run_a.values.shape[1]} "
                          f"and {run_b.values.shape[1]}); pass statistic= mapping both to the same public domain.")
-    n_sel = max(10, int(round(share * trials)))
-    a_sel, a_test = run_a.values[:n_sel], run_a.values[n_sel:]
-    b_sel, b_test = run_b.values[:n_sel], run_b.values[n_sel:]
-    stats = statistics(a_sel, b_sel, run_a.labels)
-    chosen = select_events(a_sel, b_sel, stats, epsilon=eps, slack=slack, max_events=n_events)
-    results = _test_events(chosen, stats, a_test, b_test, eps=eps, slack=slack, alpha=1.0 - confidence,
-                           names=(d_name, n_name))
+    if user_events is not None:
+        n_sel = 0
+        results = _test_user_events(user_events, run_a.values, run_b.values, eps=eps, slack=slack,
+                                    alpha=1.0 - confidence, names=(d_name, n_name))
+    else:
+        n_sel = max(10, int(round(share * trials)))
+        a_sel, a_test = run_a.values[:n_sel], run_a.values[n_sel:]
+        b_sel, b_test = run_b.values[:n_sel], run_b.values[n_sel:]
+        stats = statistics(a_sel, b_sel, run_a.labels)
+        chosen = select_events(a_sel, b_sel, stats, epsilon=eps, slack=slack, max_events=n_events)
+        results = _test_events(chosen, stats, a_test, b_test, eps=eps, slack=slack, alpha=1.0 - confidence,
+                               names=(d_name, n_name))
     results.sort(key=lambda r: -r.epsilon_lower_bound)
     bound = results[0].epsilon_lower_bound if results else -math.inf
     charged = (run_a.charged + run_b.charged) / (2 * trials)
@@ -175,6 +188,42 @@ def assert_dp(mechanism: Callable[..., Any], dataset: Any, neighbour: Any, *, ep
     if raises and not report.passed:
         raise DPTestFailure(report)
     return report
+
+
+def _check_user_events(events: Any) -> dict[str, EventPredicate] | None:
+    if not isinstance(events, Mapping):
+        return None
+    if not events or not all(callable(f) for f in events.values()):
+        raise ParameterError("The 'events' parameter of assert_dp must be an int or a non-empty dict "
+                             "{name: predicate} of callables mapping the (runs, k) outputs to booleans. "
+                             f"Got {events!r}.")
+    return {str(k): v for k, v in events.items()}
+
+
+def _bounds_result(name: str, direction: str, ca: int, na: int, cb: int, nb: int, level: float, *,
+                   eps: float, slack: float) -> EventResult:
+    p_lo = float(lower_bound(np.array([ca]), na, level)[0])
+    q_hi = float(upper_bound(np.array([cb]), nb, level)[0])
+    top = p_lo - slack
+    bound = math.log(top / q_hi) if top > 0 and q_hi > 0 else (math.inf if top > 0 else -math.inf)
+    return EventResult(event=name, direction=direction, count_a=ca, trials_a=na, count_b=cb, trials_b=nb,
+                       p_a_low=p_lo, p_b_high=q_hi, epsilon_lower_bound=bound,
+                       violation=top > math.exp(eps) * q_hi)
+
+
+def _test_user_events(events: Mapping[str, EventPredicate], a: np.ndarray, b: np.ndarray, *, eps: float,
+                      slack: float, alpha: float, names: tuple[str, str]) -> list[EventResult]:
+    """Fixed events: both directions on all runs, Bonferroni over ``2 * len(events)`` tests."""
+    level = alpha / (2 * 2 * len(events))
+    out = []
+    for name, predicate in events.items():
+        ca = int(np.count_nonzero(np.asarray(predicate(a), dtype=bool)))
+        cb = int(np.count_nonzero(np.asarray(predicate(b), dtype=bool)))
+        out.append(_bounds_result(name, f"A={names[0]}, B={names[1]}", ca, len(a), cb, len(b), level,
+                                  eps=eps, slack=slack))
+        out.append(_bounds_result(name, f"A={names[1]}, B={names[0]}", cb, len(b), ca, len(a), level,
+                                  eps=eps, slack=slack))
+    return out
 
 
 def _test_events(chosen: list[tuple[Event, bool]], stats: list[Statistic], a: np.ndarray, b: np.ndarray,
@@ -190,13 +239,7 @@ def _test_events(chosen: list[tuple[Event, bool]], stats: list[Statistic], a: np
         ca = int(count_in(num[event.statistic], [event])[0])
         cb = int(count_in(den[event.statistic], [event])[0])
         na, nb = num[event.statistic].size, den[event.statistic].size
-        p_lo = float(lower_bound(np.array([ca]), na, level)[0])
-        q_hi = float(upper_bound(np.array([cb]), nb, level)[0])
-        top = p_lo - slack
-        bound = math.log(top / q_hi) if top > 0 and q_hi > 0 else (math.inf if top > 0 else -math.inf)
-        violation = top > math.exp(eps) * q_hi
         first, second = (names[1], names[0]) if swapped else names
-        out.append(EventResult(event=event.describe(stats), direction=f"A={first}, B={second}",
-                               count_a=ca, trials_a=na, count_b=cb, trials_b=nb, p_a_low=p_lo,
-                               p_b_high=q_hi, epsilon_lower_bound=bound, violation=violation))
+        out.append(_bounds_result(event.describe(stats), f"A={first}, B={second}", ca, na, cb, nb, level,
+                                  eps=eps, slack=slack))
     return out
