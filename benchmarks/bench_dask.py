@@ -13,6 +13,10 @@ Run: ``python benchmarks/bench_dask.py [--rows 100000000] [--files 50] [--repeat
    ``ddf.dp.hierarchical_histogram("tree", bins=2**20, ...)`` (branching
    ``"auto"``, exact inference on the client) against
    ``ddf["tree"].value_counts().compute()``. Target (issue #6): <= 1.3x.
+   Count-of-counts (``--coc-persons``, default 10^7 persons, 4*10^6
+   households, 1/50/3000 regions, public Groups table) against the
+   non-private distributed count-of-counts of the leaves (groupby size, join
+   with Groups, groupby (county, size)).
 3. Client memory: the tracemalloc peak of the client process during each
    release (the scheduler runs in this process too), against the table size.
 4. A memory cap: two child processes import the same libraries and connect
@@ -114,6 +118,52 @@ def jobs(path: Path) -> dict[str, tuple[Callable[[], Any], Callable[[], Any]]]:
     return out
 
 
+def coc_data(persons: int, files: int) -> tuple[Path, Any]:
+    """Persons Parquet files (household ids) and the public Groups table: 0.4 groups per person,
+    3 levels (national, 50 states, 3000 counties), household sizes 1 + Poisson(1.5)."""
+    import pandas as pd
+
+    path = DATA / f"coc_{persons}_{files}"
+    rng = np.random.default_rng(7)
+    n_groups = int(persons * 0.4)
+    county = rng.integers(0, 3000, n_groups)
+    groups = pd.DataFrame({"household_id": np.arange(n_groups, dtype=np.int64), "state": county // 60,
+                           "county": county})
+    if not (path / "_done").exists():
+        path.mkdir(parents=True, exist_ok=True)
+        ids = np.repeat(groups["household_id"].to_numpy(), rng.poisson(1.5, n_groups) + 1)
+        ids = rng.permutation(np.resize(ids, persons))  # exactly `persons` rows; some households empty
+        for i, chunk in enumerate(np.array_split(ids, files)):
+            pd.DataFrame({"household_id": chunk}).to_parquet(path / f"part-{i:04d}.parquet", index=False)
+        (path / "_done").write_text(str(persons))
+    return path, groups
+
+
+def coc_job(persons: int, files: int) -> dict[str, tuple[Callable[[], Any], Callable[[], Any]]]:
+    """Count-of-counts on Dask against the non-private distributed count-of-counts of the leaves
+    (groupby size, join with the Groups table, groupby (county, size))."""
+    import dask.dataframe as dd
+
+    import pandas_dp as pdp
+
+    path, groups = coc_data(persons, files)
+    ddf = dd.read_parquet(str(path))
+    public = dd.from_pandas(groups.set_index("household_id")[["county"]], npartitions=8).persist()
+    big = pdp.budget(1e9)
+
+    def release() -> Any:
+        with big:
+            return ddf.dp.count_of_counts("household_id", ["state", "county"], epsilon=1.0, groups=groups)
+
+    def baseline() -> Any:
+        sizes = ddf.groupby("household_id").size().to_frame("size")
+        joined = public.join(sizes, how="left").fillna({"size": 0})
+        return joined.groupby(["county", "size"]).size().compute()
+
+    label = f"count-of-counts, {persons:.0e} persons"
+    return {label: (release, baseline)}
+
+
 def vm_size() -> int:
     """Current address-space size of this process in bytes (Linux)."""
     for line in Path("/proc/self/status").read_text().splitlines():
@@ -123,6 +173,10 @@ def vm_size() -> int:
 
 
 def peak_rss() -> int:
+    """Peak resident set size of this process in bytes (VmHWM; unlike ru_maxrss, not inherited over exec)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) * 1024
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
@@ -173,12 +227,26 @@ def run_child(kind: str, path: Path, address: str, headroom: int) -> dict[str, A
     return {"kind": kind, "ok": False, "error": f"exit {proc.returncode}: {' | '.join(tail)}"}
 
 
+def run_job(name: str, release: Callable[[], Any], baseline: Callable[[], Any], repeat: int) -> None:
+    """Print best-of-``repeat`` times of both (interleaved), their ratio and the client's traced peak."""
+    release(), baseline()   # warm-up: imports and worker caches on both sides
+    t_base, t_dp = [], []
+    for _ in range(repeat):   # interleaved, so load from other processes hits both alike
+        t_base.append(best_of(baseline, 1))
+        t_dp.append(best_of(release, 1))
+    peak = traced_peak(release)
+    print(f"{name:<34} {min(t_base):>11.2f}s {min(t_dp):>9.2f}s {min(t_dp) / min(t_base):>6.2f} {peak:>16.1f}",
+          flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rows", type=int, default=100_000_000)
     parser.add_argument("--files", type=int, default=50)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--no-cap", action="store_true", help="skip the memory-cap demonstration")
+    parser.add_argument("--coc-persons", type=int, default=10_000_000,
+                        help="persons of the count-of-counts job (0 skips it)")
     parser.add_argument("--child", choices=["pandas", "dask"], help=argparse.SUPPRESS)
     parser.add_argument("--path", help=argparse.SUPPRESS)
     parser.add_argument("--address", help=argparse.SUPPRESS)
@@ -196,20 +264,16 @@ def main() -> None:
     print(f"{args.rows:,} rows x 3 columns: {table / 2**30:.2f} GiB in memory, {disk / 2**30:.2f} GiB of Parquet "
           f"in {args.files} files; LocalCluster 2 worker processes x 1 thread; best of {args.repeat}")
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0",
-                                  silence_logs=50) as cluster, distributed.Client(cluster) as client:
-        work = jobs(path)
-        print(f"{'job':<34} {'value_counts':>12} {'pandas_dp':>10} {'ratio':>6} {'client peak MiB':>16}")
-        for name, (release, baseline) in work.items():
-            release(), baseline()   # warm-up: imports and worker caches on both sides
-            t_base, t_dp = [], []
-            for _ in range(args.repeat):   # interleaved, so load from other processes hits both alike
-                t_base.append(best_of(baseline, 1))
-                t_dp.append(best_of(release, 1))
-            peak = traced_peak(release)
-            print(f"{name:<34} {min(t_base):>11.2f}s {min(t_dp):>9.2f}s {min(t_dp) / min(t_base):>6.2f} "
-                  f"{peak:>16.1f}")
-        print(f"client process peak RSS (imports, scheduler and all runs): {peak_rss() / 2**20:.0f} MiB; "
-              f"table in memory: {table / 2**20:.0f} MiB")
+                                  silence_logs=50) as cluster, distributed.Client(cluster):
+        print(f"{'job':<34} {'non-private':>12} {'pandas_dp':>10} {'ratio':>6} {'client peak MiB':>16}")
+        for name, (release, baseline) in jobs(path).items():
+            run_job(name, release, baseline, args.repeat)
+        rss = peak_rss()
+        if args.coc_persons:   # its data (and the public Groups table) are generated in this process
+            for name, (release, baseline) in coc_job(args.coc_persons, max(2, args.files // 5)).items():
+                run_job(name, release, baseline, args.repeat)
+        print(f"client process peak RSS after the histogram jobs (imports, scheduler, all runs): {rss / 2**20:.0f} "
+              f"MiB; table in memory: {table / 2**20:.0f} MiB")
         if args.no_cap:
             return
         headroom = max(table // 2, 256 * 2**20)
@@ -221,7 +285,6 @@ def main() -> None:
             extra = (f", cap {res['cap_bytes'] / 2**30:.2f} GiB, peak RSS {res['peak_rss_bytes'] / 2**20:.0f} MiB, "
                      f"{res['seconds']} s") if "cap_bytes" in res else ""
             print(f"  {kind:<6}: {status}{extra}")
-        del client
 
 
 if __name__ == "__main__":

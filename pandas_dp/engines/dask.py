@@ -97,6 +97,8 @@ def tree_sum(parts: Sequence[Any], *, split_every: int = SPLIT_EVERY,
     dask = _dask()
     if split_every < 2:
         raise ValueError(f"split_every must be at least 2. Got {split_every}.")
+    if not parts:
+        raise ValueError("tree_sum needs at least one part (a Dask frame has at least one partition).")
     node = dask.delayed(combine, pure=True)
     level = list(parts)
     if len(level) == 1:
