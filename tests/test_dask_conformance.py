@@ -95,3 +95,16 @@ def test_rows_outside_domain_change_nothing(ages, method, kwargs):
         a = release(ages, method, kwargs, seed=3)
         b = release(dd.from_pandas(with_nan, npartitions=3), method, kwargs, seed=3)
     np.testing.assert_array_equal(a.counts.to_numpy(), b.counts.to_numpy())
+
+
+@pytest.mark.parametrize("method", ["auto", "dpcube", "identity", "hierarchical"])
+def test_two_dimensional_and_auto_same_release(ages, dask_ages, method):
+    """d-dim grids (and method="auto", which chooses from public sizes only) give the pandas release."""
+    domain = dict(bins={"age": 16}, range={"age": (0, 128)}, categories={"state": ["CA", "NY", "TX", "WA"]})
+    with pdp.budget(2.0):
+        a = ages.dp.histogram(["age", "state"], **domain, epsilon=0.5, method=method,
+                              rng=np.random.default_rng(13))
+        c = dask_ages.dp.histogram(["age", "state"], **domain, epsilon=0.5, method=method,
+                                   rng=np.random.default_rng(13))
+    assert_same_release(a, c)
+    assert a.method == c.method
