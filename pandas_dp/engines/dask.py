@@ -162,6 +162,21 @@ def group_counts(values: Any, ids: pd.Index | None, *, split_every: int = SPLIT_
     with ``ids`` (per-partition ``bincount`` of the positions, tree-summed).
     Without, the row counts of the groups present, in no particular order
     (a distributed ``value_counts``; only the counts come back, not the ids).
+
+    Parameters
+    ----------
+    values : dask.dataframe.Series
+        Group id of every row.
+    ids : pandas.Index or None
+        The public group ids, or None.
+    split_every : int
+        Fan-in of the reduction tree.
+
+    Returns
+    -------
+    numpy.ndarray
+        int64 counts, equal (up to order when ``ids`` is None) to the pandas
+        engine's ``group_counts``.
     """
     dask = _dask()
     if ids is not None:
