@@ -125,7 +125,12 @@ def test_choose_method_rules():
     assert choose_method((cells,), epsilon=0.1, workload="bins")[0] == "identity"
     # range workload: the tree when it predicts a smaller average range variance than flat
     assert choose_method((cells,), epsilon=1.0, expected_total=low_total)[0] == "hierarchical"
-    assert choose_method((256, 256), epsilon=1.0)[0] == "hierarchical"
+    assert choose_method((cells,), epsilon=1.0)[0] == "hierarchical"
+    # d >= 2 range workload: DPCube with uniform estimation, unless the signal is very high
+    choice = choose_method((256, 256), epsilon=1.0)
+    assert choice.method == "dpcube" and choice.params == {"estimate": "uniform"}
+    assert choose_method((256, 256), epsilon=1.0, expected_total=1e5)[0] == "dpcube"
+    assert choose_method((256, 256), epsilon=1.0, expected_total=1e9)[0] == "hierarchical"
     assert choose_method((8,), epsilon=1.0)[0] == "identity"      # b = 8: the flat histogram
     assert choose_method((1,), epsilon=1.0)[0] == "identity"
 
@@ -134,12 +139,20 @@ def test_auto_records_choice_and_charges_once(ages):
     with pdp.budget(1.0) as b:
         h = ages.dp.histogram("age", bins=64, range=(0, 128), epsilon=0.3, method="auto",
                               expected_total=500, rng=np.random.default_rng(5))
-    expected, reason = choose_method((64,), epsilon=0.3, expected_total=500)
+    expected, _, reason = choose_method((64,), epsilon=0.3, expected_total=500)
     assert expected == "hierarchical"
     assert h.method == expected and h.params["chosen_by"] == "auto"
     assert h.params["auto_reason"] == reason
     assert b.spent == pytest.approx(0.3, abs=0) and len(b.ledger) == 1
     assert b.ledger.loc[0, "method"] == "histogram:auto"
+
+
+def test_auto_two_dimensional_picks_dpcube_uniform(grid_frame):
+    with pdp.budget(1.0):
+        h = grid_frame.dp.histogram(["x", "y"], bins=[40, 10], range=[(0, 40), (0, 10)],
+                                    epsilon=0.5, method="auto", rng=np.random.default_rng(8))
+    assert isinstance(h, pdp.DPCubeHistogram) and h.params["estimate"] == "uniform"
+    assert h.params["chosen_by"] == "auto" and not h.variance_exact
 
 
 def test_auto_choice_uses_public_information_only(ages):

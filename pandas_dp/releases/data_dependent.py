@@ -14,7 +14,7 @@ import math
 import numbers
 from dataclasses import replace
 from fractions import Fraction
-from typing import Any, Mapping
+from typing import Any, Mapping, NamedTuple
 
 import numpy as np
 
@@ -27,12 +27,24 @@ from ..results.histogram import Histogram, as_series
 from ._common import check_choice
 from .flat import METHODS, HistogramMethod, register_method
 
-__all__ = ["ahp_release", "dpcube_release", "auto_release", "choose_method", "AUTO_BINS_SIGNAL"]
+__all__ = ["ahp_release", "dpcube_release", "auto_release", "choose_method", "AutoChoice",
+           "AUTO_BINS_SIGNAL", "AUTO_DPCUBE_MAX_SIGNAL"]
 
 #: For ``workload="bins"``, ``"auto"`` picks AHP when the expected count per cell in units of
 #: the noise scale, ``expected_total * epsilon / cells``, is below this (docs/methods/auto.md:
 #: DPBench signal sweep, benchmarks/bench_data_dependent.py --sweep).
 AUTO_BINS_SIGNAL = 20.0
+#: For range workloads on d >= 2 grids, ``"auto"`` picks DPCube (uniform) unless the signal is
+#: known to exceed this, the largest signal of the DPBench 2-D evidence (GOWALLA at epsilon 1).
+AUTO_DPCUBE_MAX_SIGNAL = 100.0
+
+
+class AutoChoice(NamedTuple):
+    """What ``method="auto"`` releases: a method, its knobs, and why."""
+
+    method: str
+    params: dict
+    reason: str
 
 
 def _number(value: Any, name: str, *, low: float, high: float | None = None,
@@ -149,7 +161,7 @@ def dpcube_release(counts: np.ndarray, grid: Grid, *, epsilon: Fraction, rng: np
 # ----------------------------------------------------------------------------------------- auto
 
 def choose_method(shape: tuple[int, ...], *, epsilon: float, expected_total: float | None = None,
-                  workload: str = "ranges") -> tuple[str, str]:
+                  workload: str = "ranges") -> AutoChoice:
     """The method ``"auto"`` uses, from public information only (no budget is spent).
 
     Parameters
@@ -165,41 +177,50 @@ def choose_method(shape: tuple[int, ...], *, epsilon: float, expected_total: flo
 
     Returns
     -------
-    method, reason : str
-        The chosen method name and a one-line reason recorded on the result.
+    AutoChoice
+        ``(method, params, reason)``; the reason is recorded on the result.
 
     Notes
     -----
-    Ranges: the hierarchical tree when its predicted average range variance (exact
-    V_Avg / Qardaji Eq. 3 via :func:`~pandas_dp.algorithms.branching.choose_branching`)
-    beats the flat histogram's, else identity. On the DPBench sweep the tree won 78 of 80
-    1-D cases and 14 of 20 2-D cases at every signal level, and no data-dependent method
-    was better on average (docs/methods/auto.md).
+    With ``signal = expected_total * epsilon / cells`` (expected count per cell in units of
+    the noise scale). Evidence: DPBench at natural scale and a signal sweep
+    (benchmarks/bench_data_dependent.py, docs/methods/auto.md).
 
-    Bins: with ``signal = expected_total * epsilon / cells`` (expected count per cell in
-    noise-scale units), AHP below :data:`AUTO_BINS_SIGNAL` (0.13-0.77 x identity's
-    per-bin error on the sweep), identity otherwise (the flat histogram is optimal among
-    data-independent methods for single bins; without ``expected_total`` the signal is
-    unknown and identity is the safe choice).
+    * Bins: AHP if ``signal < AUTO_BINS_SIGNAL`` (0.13-0.73 x identity's per-bin error up to
+      signal 15 on the sweep), else identity (optimal for single bins among the
+      data-independent methods, and the choice when the signal is unknown).
+    * Ranges, 1-D: the hierarchical tree when its predicted average range variance (exact
+      V_Avg / Qardaji Eq. 3, :func:`~pandas_dp.algorithms.branching.choose_branching`) beats
+      the flat histogram's, else identity. The tree won all 40 natural-scale 1-D cases and 78
+      of 80 sweep cases; no data-dependent method was better on average at any signal.
+    * Ranges, d >= 2: DPCube with uniform estimation (0.34-0.47 x identity's rectangle
+      error at every signal of the sweep, 8 of 10 natural-scale wins; the tree 0.77 x)
+      unless ``signal > AUTO_DPCUBE_MAX_SIGNAL``, beyond the evidence, where the tree is used.
     """
     cells = int(np.prod(shape))
+    signal = None if expected_total is None else float(expected_total) * float(epsilon) / max(cells, 1)
     if workload == "bins":
-        if expected_total is not None and cells > 1:
-            signal = float(expected_total) * float(epsilon) / cells
+        if signal is not None and cells > 1:
             if signal < AUTO_BINS_SIGNAL:
-                return "ahp", (f"per-bin workload with expected count per cell x epsilon = {signal:.3g} "
-                               f"< {AUTO_BINS_SIGNAL:g}: AHP clustering beats per-bin noise")
-            return "identity", (f"per-bin workload with expected count per cell x epsilon = {signal:.3g} "
-                                f">= {AUTO_BINS_SIGNAL:g}: the flat histogram")
-        return "identity", "per-bin workload without expected_total: the flat histogram"
+                return AutoChoice("ahp", {}, f"per-bin workload with expected count per cell x epsilon = "
+                                  f"{signal:.3g} < {AUTO_BINS_SIGNAL:g}: AHP clustering beats per-bin noise")
+            return AutoChoice("identity", {}, f"per-bin workload with expected count per cell x epsilon = "
+                              f"{signal:.3g} >= {AUTO_BINS_SIGNAL:g}: the flat histogram")
+        return AutoChoice("identity", {}, "per-bin workload without expected_total: the flat histogram")
+    if len(shape) >= 2 and cells > 1 and (signal is None or signal <= AUTO_DPCUBE_MAX_SIGNAL):
+        known = "unknown" if signal is None else f"{signal:.3g} <= {AUTO_DPCUBE_MAX_SIGNAL:g}"
+        return AutoChoice("dpcube", {"estimate": "uniform"},
+                          f"{len(shape)}-D range workload, expected count per cell x epsilon {known}: "
+                          f"DPCube kd-tree partitions with uniform estimation")
     if "hierarchical" in METHODS and cells > 1:
         from ..algorithms.branching import choose_branching
         choice = choose_branching(shape, epsilon=float(epsilon))
         if choice.branching < max(shape) and choice.predicted_variance < choice.flat_variance:
-            return "hierarchical", (f"range workload: tree b={choice.branching} predicts average range "
-                                    f"variance {choice.predicted_variance:.4g} < flat "
-                                    f"{choice.flat_variance:.4g}")
-    return "identity", "range workload: the flat histogram predicts the smallest average range variance"
+            return AutoChoice("hierarchical", {"branching": "auto"},
+                              f"range workload: tree b={choice.branching} predicts average range "
+                              f"variance {choice.predicted_variance:.4g} < flat {choice.flat_variance:.4g}")
+    return AutoChoice("identity", {}, "range workload: the flat histogram predicts the smallest "
+                      "average range variance")
 
 
 def _validate_auto(grid: Grid, kwargs: Mapping[str, Any]) -> dict:
@@ -215,10 +236,9 @@ def auto_release(counts: np.ndarray, grid: Grid, *, epsilon: Fraction, rng: np.r
                  nonnegative: bool, expected_total: float | None = None,
                  workload: str = "ranges") -> Histogram:
     """Release with the method :func:`choose_method` picks; the choice is in ``params``."""
-    name, reason = choose_method(grid.shape, epsilon=float(epsilon), expected_total=expected_total,
-                                 workload=workload)
+    name, extra, reason = choose_method(grid.shape, epsilon=float(epsilon),
+                                        expected_total=expected_total, workload=workload)
     spec = METHODS[name]
-    extra = {"branching": "auto"} if name == "hierarchical" else {}
     params = spec.validate(grid, extra)
     result = spec.release(counts, grid, epsilon=epsilon, rng=rng, nonnegative=nonnegative, **params)
     return replace(result, params={**result.params, "chosen_by": "auto", "auto_reason": reason,
