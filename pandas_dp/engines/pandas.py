@@ -14,7 +14,7 @@ import pandas as pd
 
 from ..domain import BinDomain, Grid
 
-__all__ = ["bin_counts", "column_values", "group_counts"]
+__all__ = ["bin_counts", "column_values", "group_counts", "prepare_groups"]
 
 
 def column_values(series: pd.Series, dim: Any) -> Any:
@@ -64,3 +64,13 @@ def group_counts(values: pd.Series, ids: pd.Index | None) -> np.ndarray:
         codes = ids.get_indexer(values)
         return np.bincount(codes + 1, minlength=len(ids) + 1)[1:].astype(np.int64, copy=False)
     return values.value_counts(dropna=True, sort=False).to_numpy(dtype=np.int64)
+
+
+def prepare_groups(*args: Any, **kwargs: Any) -> Any:
+    """Validate the count-of-counts tables and count per region (see :mod:`.pandas_groups`).
+
+    Imported on first use: the validation loads pandera, which is slow to import.
+    """
+    from .pandas_groups import prepare_groups as prepare
+
+    return prepare(*args, **kwargs)

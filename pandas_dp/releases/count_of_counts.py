@@ -91,11 +91,8 @@ def count_of_counts(frame: pd.DataFrame, group: str, location: Any, *, epsilon: 
     k_public = _check_max_size(max_size)
     if progress is not None and not isinstance(progress, bool):
         raise ParameterError(f"The 'progress' parameter must be True, False or None. Got {progress!r}.")
-    # Imported here: the pandas engine's validation loads pandera, which is slow to import.
-    from ..engines.pandas_groups import prepare_groups, runs_to_frame
-
-    # A Dask frame is validated and counted by the Dask engine's distributed twin of prepare_groups.
-    prepare = getattr(engine_for(frame), "prepare_groups", prepare_groups)
+    # Validation and counting happen in the frame's engine (pandas, or its distributed Dask twin).
+    prepare = engine_for(frame).prepare_groups
     tables = prepare(frame, group, location, groups=groups, hierarchy=hierarchy)
     budget = active_budget()
     n_levels = len(tables.level_names)
@@ -134,6 +131,8 @@ def count_of_counts(frame: pd.DataFrame, group: str, location: Any, *, epsilon: 
         finally:
             if bar is not None:
                 bar.close()
+    from ..engines.pandas_groups import runs_to_frame  # loads pandera; by now it is loaded anyway
+
     result_params = dict(params, max_size=k if k is not None else "not used")
     post = ("isotonic regression" if method != "naive" else "projection on {x >= 0, sum x = G}",
             "rounding", "top-down matching and merging (Kuo et al. Algorithm 1-2)")
