@@ -1,12 +1,13 @@
 """Accuracy and speed of the data-dependent histograms (AHP, DPCube) on DPBench.
 
-Run: ``python -m benchmarks.bench_data_dependent [--trials 20] [--out results.md]``.
+Run: ``python -m benchmarks.bench_data_dependent [--trials 20] [--sweep] [--out results.md]``.
 
 Accuracy: DPBench scaled L2 error (Hay et al. 2016), mean over trials, in units
-of 1e-6, for identity, hierarchical (``branching="auto"``, exact GLS inference),
-AHP (greedy) and DPCube (least squares
-and uniform), at epsilon in {0.1, 1}. 1-D: Prefix1D and 2000 random ranges;
-2-D: 2000 random rectangles. Datasets that are absent are skipped.
+of 1e-6, for identity, hierarchical (``branching="auto"``, exact GLS
+inference), AHP (greedy) and DPCube (least squares and uniform), at epsilon in
+{0.1, 1}. 1-D: Prefix1D and 2000 random ranges; 2-D: 2000 random rectangles.
+Datasets that are absent are skipped. ``--sweep`` adds the signal sweep behind
+``method="auto"`` (datasets resampled to 1e3..1e6 rows; single bins too).
 
 Speed: AHP at 2^20 bins (target < 5 s) and DPCube at 1000 x 1000 cells
 (target < 10 s), on data built by tiling / upsampling DPBench histograms.
