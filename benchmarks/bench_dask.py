@@ -36,11 +36,12 @@ import resource
 import subprocess
 import sys
 import time
-import tracemalloc
 from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
+
+from benchmarks._timing import best_of, traced_peak
 
 DATA = Path(__file__).resolve().parent / "_data"
 FLAT_BINS = 2**16
@@ -72,26 +73,6 @@ def data_dir(rows: int, files: int) -> Path:
     (path / "_done").write_text(str(rows))
     print(f"generated {rows:,} rows in {files} Parquet files in {time.perf_counter() - start:.1f} s")
     return path
-
-
-def best_of(fn: Callable[[], Any], repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
-
-
-def traced_peak(fn: Callable[[], Any]) -> float:
-    """Peak bytes allocated (tracemalloc, numpy included) in this process while ``fn`` runs, in MiB."""
-    tracemalloc.start()
-    try:
-        fn()
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
-    return peak / 2**20
 
 
 def jobs(path: Path) -> dict[str, tuple[Callable[[], Any], Callable[[], Any]]]:

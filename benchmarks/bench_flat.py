@@ -1,6 +1,6 @@
 """Speed of the flat histogram against plain pandas/numpy in the same run.
 
-Run: ``python benchmarks/bench_flat.py [--rows 10000000] [--repeat 5]``
+Run: ``python -m benchmarks.bench_flat [--rows 10000000] [--repeat 5]``
 
 For 10^7 rows of an int64 column, prints the best-of-``repeat`` time of
 ``df.dp.histogram`` (secure noise, the production default) against
@@ -11,31 +11,12 @@ and the ratio. Target (DESIGN.md section 5): <= 1.5x value_counts at 2^16 bins.
 from __future__ import annotations
 
 import argparse
-import time
-import tracemalloc
-from typing import Callable
 
 import numpy as np
 import pandas as pd
 
 import pandas_dp as pdp
-
-
-def best_of(fn: Callable[[], object], repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
-
-
-def peak_memory(fn: Callable[[], object]) -> float:
-    tracemalloc.start()
-    fn()
-    _, peak = tracemalloc.get_traced_memory()
-    tracemalloc.stop()
-    return peak / 2**20
+from benchmarks._timing import best_of, traced_peak
 
 
 def main() -> None:
@@ -59,7 +40,7 @@ def main() -> None:
                 return df.dp.histogram("x", bins=bins, range=(0, bins), epsilon=1.0)
 
         t_dp = best_of(release, args.repeat)
-        mem = peak_memory(release)
+        mem = traced_peak(release)
         print(f"{bins:>9,} {t_vc:>12.3f}s {t_bc:>9.3f}s {t_dp:>12.3f}s {t_dp / t_vc:>8.2f}x {t_dp / t_bc:>8.2f}x "
               f"{mem:>9.1f}")
     print(f"(input column: {args.rows * 8 / 2**20:.0f} MiB)")

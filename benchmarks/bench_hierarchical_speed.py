@@ -14,34 +14,15 @@ Run: ``python -m benchmarks.bench_hierarchical_speed [--rows 10000000] [--repeat
 from __future__ import annotations
 
 import argparse
-import time
-import tracemalloc
-from typing import Callable
 
 import numpy as np
 import pandas as pd
 
 import pandas_dp as pdp
 from benchmarks import dpbench
+from benchmarks._timing import best_of, traced_peak
 from pandas_dp.algorithms.branching import choose_branching
 from pandas_dp.algorithms.tree import release_tree
-
-
-def best_of(fn: Callable[[], object], repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
-
-
-def peak_memory(fn: Callable[[], object]) -> float:
-    tracemalloc.start()
-    fn()
-    _, peak = tracemalloc.get_traced_memory()
-    tracemalloc.stop()
-    return peak / 2**20
 
 
 def main() -> None:
@@ -76,7 +57,7 @@ def main() -> None:
                                          consistent=False), args.repeat)
     print(f"  choose_branching         {t_choice * 1e3:8.1f} ms")
     print(f"  release_tree (GLS)       {t_tree * 1e3:8.1f} ms   (no inference: {t_raw * 1e3:.1f} ms)")
-    mem = peak_memory(release)
+    mem = traced_peak(release)
     print(f"  peak traced memory       {mem:8.1f} MiB   (input column {args.rows * 8 / 2**20:.0f} MiB, "
           f"{h.detail.layout.n_nodes:,} nodes)")
 

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import html
 from dataclasses import dataclass, field
-from types import MappingProxyType
 from typing import Any, Mapping
 
 import numpy as np
 import pandas as pd
 
 from .._optional import import_optional
+from ._base import FrozenRelease
 from ..errors import ParameterError
 
 __all__ = ["CountOfCounts", "emd_per_region"]
@@ -19,7 +19,7 @@ _COLUMNS = ["level", "region", "size", "groups"]
 
 
 @dataclass(frozen=True, repr=False)
-class CountOfCounts:
+class CountOfCounts(FrozenRelease):
     """Differentially private count-of-counts histograms of every region of a hierarchy.
 
     For every region and size ``i``: the estimated number of groups (e.g.
@@ -54,9 +54,6 @@ class CountOfCounts:
     method: str
     params: Mapping[str, Any]
     post_processing: tuple[str, ...] = ()
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "params", MappingProxyType(dict(self.params)))
 
     # -- views ---------------------------------------------------------------
     def to_frame(self) -> pd.DataFrame:

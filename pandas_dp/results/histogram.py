@@ -3,28 +3,18 @@
 from __future__ import annotations
 
 import html
-from statistics import NormalDist
 from dataclasses import dataclass, field
-from types import MappingProxyType
 from typing import Any, Mapping
 
 import numpy as np
 import pandas as pd
 
 from .._optional import import_optional
+from ._base import EstimatesView, FrozenRelease, normal_quantile
 from ..domain import BinDomain, Grid
 from ..errors import DomainError, ParameterError
 
 __all__ = ["Histogram", "RangeAnswer"]
-
-
-def normal_quantile(confidence_level: float) -> float:
-    """Two-sided normal quantile ``z`` of a confidence level, validated."""
-    if isinstance(confidence_level, bool) or not isinstance(confidence_level, (int, float)) \
-            or not 0 < confidence_level < 1:
-        raise ParameterError(f"The 'confidence_level' parameter must be a number in (0, 1). "
-                             f"Got {confidence_level!r}; pass e.g. confidence_level=0.95.")
-    return NormalDist().inv_cdf(0.5 + confidence_level / 2)
 
 
 @dataclass(frozen=True)
@@ -55,7 +45,7 @@ class RangeAnswer:
 
 
 @dataclass(frozen=True, repr=False)
-class Histogram:
+class Histogram(FrozenRelease, EstimatesView):
     """A differentially private histogram over a public domain.
 
     Attributes
@@ -88,35 +78,6 @@ class Histogram:
     domain: Grid = field(compare=False)
     post_processing: tuple[str, ...] = ()
     variance_exact: bool = True
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "params", MappingProxyType(dict(self.params)))
-
-    # A release is immutable: copies may share it (pandas deep-copies ``DataFrame.attrs``).
-    def __copy__(self) -> "Histogram":
-        return self
-
-    def __deepcopy__(self, memo: dict) -> "Histogram":
-        return self
-
-    # -- pandas views ----------------------------------------------------
-    @property
-    def std_error(self) -> pd.Series:
-        """Per-bin standard error, ``sqrt(variance)``."""
-        return np.sqrt(self.variance).rename("std_error")
-
-    def to_series(self) -> pd.Series:
-        """The released estimates as a new Series."""
-        return self.counts.copy()
-
-    def to_frame(self) -> pd.DataFrame:
-        """One row per bin: ``estimate``, ``variance``, ``std_error``."""
-        return pd.DataFrame({"estimate": self.counts, "variance": self.variance, "std_error": self.std_error})
-
-    def confidence_interval(self, confidence_level: float = 0.95) -> pd.DataFrame:
-        """Per-bin normal-approximation intervals: columns ``lower``, ``upper``."""
-        half = normal_quantile(confidence_level) * self.std_error
-        return pd.DataFrame({"lower": self.counts - half, "upper": self.counts + half})
 
     # -- range queries ---------------------------------------------------
     def _bin_domain(self) -> BinDomain:

@@ -4,20 +4,19 @@ from __future__ import annotations
 
 import html
 from dataclasses import dataclass
-from types import MappingProxyType
 from typing import Any, Mapping
 
 import numpy as np
 import pandas as pd
 
 from .._optional import import_optional
-from .histogram import normal_quantile
+from ._base import EstimatesView, FrozenRelease
 
 __all__ = ["UnattributedHistogram"]
 
 
 @dataclass(frozen=True, repr=False)
-class UnattributedHistogram:
+class UnattributedHistogram(FrozenRelease, EstimatesView):
     """Hay et al.'s S-bar: per-group counts in ascending order, without the group labels.
 
     Attributes
@@ -45,31 +44,10 @@ class UnattributedHistogram:
     params: Mapping[str, Any]
     post_processing: tuple[str, ...] = ()
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "params", MappingProxyType(dict(self.params)))
-
-    @property
-    def std_error(self) -> pd.Series:
-        """Per-position standard error, ``sqrt(variance)``."""
-        return np.sqrt(self.variance).rename("std_error")
-
-    def to_series(self) -> pd.Series:
-        """The sorted estimates as a new Series."""
-        return self.counts.copy()
-
-    def to_frame(self) -> pd.DataFrame:
-        """One row per position: ``estimate``, ``variance``, ``std_error``."""
-        return pd.DataFrame({"estimate": self.counts, "variance": self.variance, "std_error": self.std_error})
-
     def to_count_of_counts(self) -> pd.Series:
         """Number of groups per count (Series indexed by ``size``)."""
         sizes, groups = np.unique(self.counts.to_numpy(), return_counts=True)
         return pd.Series(groups.astype(np.int64), index=pd.Index(sizes, name="size"), name="groups")
-
-    def confidence_interval(self, confidence_level: float = 0.95) -> pd.DataFrame:
-        """Per-position normal-approximation error bars ``estimate ± z * std_error``."""
-        half = normal_quantile(confidence_level) * self.std_error
-        return pd.DataFrame({"lower": self.counts - half, "upper": self.counts + half})
 
     def plot(self, ax: Any = None, *, confidence_level: float = 0.95, **kwargs: Any) -> Any:
         """Sorted counts with error bars; returns the matplotlib Axes."""
