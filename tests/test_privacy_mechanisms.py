@@ -239,3 +239,11 @@ def test_public_count_of_counts_is_dp_on_every_neighbour(variant, epsilon, case)
     report = assert_dp(coc_public(epsilon, **COC_VARIANTS[variant]), PERSONS, COC_CASES[case], epsilon=epsilon,
                        trials=600, statistic=coc_vector, rng=16)
     assert report.charged_per_run == epsilon
+
+
+def test_secure_randomness_path_is_dp():
+    # rng=None: noise from the AES-CTR source, not reproducible. The test's false-failure probability
+    # is at most 1 - confidence = 1e-3 (conservative: 0 of 200 correct runs failed at 0.8, see the docs).
+    mech = lambda df, rng: df.dp.histogram("x", bins=EDGES, epsilon=1.0)  # noqa: E731  (ignores rng)
+    report = assert_dp(mech, D, QUICK, epsilon=1.0, trials=QUICK_TRIALS)
+    assert report.charged_per_run == 1.0
