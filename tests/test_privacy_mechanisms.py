@@ -273,3 +273,21 @@ def test_identity_with_1e5_vectorized_trials(epsilon):
                            vectorized=True, rng=17)
         # 70,000 test runs a side: the tester reaches the true epsilon within about 0.1 from below
         assert epsilon - 0.12 < report.epsilon_lower_bound <= epsilon, (case, report.epsilon_lower_bound)
+
+
+DASK_MECHANISMS = {
+    "identity": (lambda e: histogram_method("identity", e), None),
+    "hierarchical": (lambda e: hierarchical(e), tree_outputs),
+    "ahp": (lambda e: histogram_method("ahp", e), None),
+}
+
+
+@pytest.mark.parametrize("name", list(DASK_MECHANISMS))
+def test_dask_frames_are_dp(name):
+    dask = pytest.importorskip("dask")
+    dd = pytest.importorskip("dask.dataframe")
+    make, statistic = DASK_MECHANISMS[name]
+    with dask.config.set(scheduler="synchronous"):
+        report = assert_dp(make(1.0), dd.from_pandas(D, npartitions=2), dd.from_pandas(QUICK.frame, npartitions=2),
+                           epsilon=1.0, trials=QUICK_TRIALS, statistic=statistic, rng=18)
+    assert report.charged_per_run == 1.0
