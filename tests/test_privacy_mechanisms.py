@@ -291,3 +291,36 @@ def test_dask_frames_are_dp(name):
         report = assert_dp(make(1.0), dd.from_pandas(D, npartitions=2), dd.from_pandas(QUICK.frame, npartitions=2),
                            epsilon=1.0, trials=QUICK_TRIALS, statistic=statistic, rng=18)
     assert report.charged_per_run == 1.0
+
+
+# ---------------------------------------------------------------- 2-D grids (DPCube's home ground)
+D2 = pd.DataFrame({"x": [0, 1, 1, 2, 3, 3, 3, 0], "y": [0, 0, 1, 3, 3, 3, 2, 0]})
+BINS2 = [[0, 1, 2, 3, 4], [0, 1, 2, 3, 4]]  # 4 x 4 cells
+CASES2 = {n.name: n for n in neighbours(D2, ["x", "y"], bins=BINS2)}
+GRID_MECHANISMS = {
+    "identity": (lambda e: lambda df, rng: df.dp.histogram(["x", "y"], bins=BINS2, epsilon=e, rng=rng), None),
+    "dpcube": (lambda e: lambda df, rng: df.dp.histogram(["x", "y"], bins=BINS2, epsilon=e, method="dpcube",
+                                                         rng=rng), None),
+    "dpcube uniform": (lambda e: lambda df, rng: df.dp.histogram(["x", "y"], bins=BINS2, epsilon=e,
+                                                                 method="dpcube", estimate="uniform", rng=rng), None),
+    "hierarchical": (lambda e: lambda df, rng: df.dp.hierarchical_histogram(["x", "y"], bins=BINS2, epsilon=e,
+                                                                             branching=2, rng=rng), tree_outputs),
+}
+
+
+@pytest.mark.parametrize("epsilon", EPSILONS)
+@pytest.mark.parametrize("name", list(GRID_MECHANISMS))
+def test_grid_methods_are_dp(name, epsilon):
+    make, statistic = GRID_MECHANISMS[name]
+    report = assert_dp(make(epsilon), D2, CASES2["add to largest cell"], epsilon=epsilon, trials=QUICK_TRIALS,
+                       statistic=statistic, rng=19)
+    assert report.charged_per_run == epsilon
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", list(CASES2))
+@pytest.mark.parametrize("epsilon", EPSILONS)
+@pytest.mark.parametrize("name", list(GRID_MECHANISMS))
+def test_grid_methods_are_dp_on_every_neighbour(name, epsilon, case):
+    make, statistic = GRID_MECHANISMS[name]
+    assert_dp(make(epsilon), D2, CASES2[case], epsilon=epsilon, trials=SLOW_TRIALS, statistic=statistic, rng=20)
