@@ -115,6 +115,11 @@ def _histogram_cases(df: pd.DataFrame, columns: list[str], grid: Grid) -> list[N
             out.append(Neighbour("add outside domain", _append(df, outside),
                                  f"added a row on the excluded upper edge of {dim.column!r} (dropped)"))
             break
+        if not isinstance(df[dim.column].dtype, pd.CategoricalDtype):
+            outside[dim.column] = "__not_a_category__"
+            out.append(Neighbour("add outside domain", _append(df, outside),
+                                 f"added a row with a label of {dim.column!r} outside the categories (dropped)"))
+            break
     missing = dict(template)
     col = columns[0]
     if df[col].dtype.kind in "fO" or isinstance(df[col].dtype, pd.CategoricalDtype):
