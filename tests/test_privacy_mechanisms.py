@@ -21,9 +21,9 @@ import pandas_dp as pdp
 from pandas_dp._rational import to_fraction
 from pandas_dp.algorithms.count_of_counts import consistent_group_totals, estimate_level, estimate_max_size
 from pandas_dp.algorithms.count_of_counts_matching import top_down
-from pandas_dp.engines.pandas_groups import prepare_groups
 from pandas_dp.domain import make_grid
 from pandas_dp.engines.pandas import bin_counts
+from pandas_dp.engines.pandas_groups import prepare_groups
 from pandas_dp.noise import discrete_laplace, noise_scale
 from pandas_dp.releases.count_of_counts import budget_split
 from pandas_dp.testing import assert_dp, neighbours
@@ -247,7 +247,7 @@ def test_public_count_of_counts_is_dp_on_every_neighbour(variant, epsilon, case)
 def test_secure_randomness_path_is_dp():
     # rng=None: noise from the AES-CTR source, not reproducible. The test's false-failure probability
     # is at most 1 - confidence = 1e-3 (conservative: 0 of 200 correct runs failed at 0.8, see the docs).
-    mech = lambda df, rng: df.dp.histogram("x", bins=EDGES, epsilon=1.0)  # noqa: E731  (ignores rng)
+    mech = lambda df, rng: df.dp.histogram("x", bins=EDGES, epsilon=1.0)
     report = assert_dp(mech, D, QUICK, epsilon=1.0, trials=QUICK_TRIALS)
     assert report.charged_per_run == 1.0
 
@@ -267,7 +267,8 @@ def test_identity_with_1e5_vectorized_trials(epsilon):
     # The batched twin is the public release: same output for the same seed (n = 1).
     with pdp.budget(1):
         public = D.dp.histogram("x", bins=EDGES, epsilon=epsilon, rng=np.random.default_rng(3))
-    np.testing.assert_array_equal(public.counts.to_numpy(), batched_identity(epsilon)(D, np.random.default_rng(3), 1)[0])
+    batched = batched_identity(epsilon)(D, np.random.default_rng(3), 1)[0]
+    np.testing.assert_array_equal(public.counts.to_numpy(), batched)
     for case in ("add to largest cell", "add to empty cell", "empty a cell", "add to last cell"):
         report = assert_dp(batched_identity(epsilon), D, CASES[case], epsilon=epsilon, trials=100_000,
                            vectorized=True, rng=17)

@@ -15,8 +15,7 @@ import pytest
 from scipy import stats
 
 import pandas_dp as pdp
-from pandas_dp.algorithms.ahp import (DEFAULT_EPSILON_SPLIT, ahp, ahp_clusters, split_epsilon,
-                                      _noisy_cluster_sums)
+from pandas_dp.algorithms.ahp import DEFAULT_EPSILON_SPLIT, _noisy_cluster_sums, ahp, ahp_clusters, split_epsilon
 from pandas_dp.algorithms.count_of_counts import Runs, estimate_level
 from pandas_dp.algorithms.tree import release_tree
 from pandas_dp.noise import discrete_laplace, discrete_laplace_variance, noise_scale
@@ -86,7 +85,7 @@ def test_type_one_error_is_at_most_alpha():
 
 
 def test_deterministic_release_is_caught_with_unbounded_epsilon():
-    mech = lambda df, rng, n: np.tile(np.histogram(df["x"], bins=EDGES)[0], (n, 1))  # noqa: E731
+    mech = lambda df, rng, n: np.tile(np.histogram(df["x"], bins=EDGES)[0], (n, 1))
     # With m = 700 test runs, p_lo = (alpha')^(1/m) and q_hi = 1 - (alpha')^(1/m) (no run of D' in S):
     # the provable bound is log(p_lo / q_hi) ~ 4.2 for alpha' = 0.001 / 40, so claim 3.
     report = assert_dp(mech, D, D_NEIGHBOUR, epsilon=3.0, trials=1000, vectorized=True, rng=0, raises=False)
@@ -235,7 +234,7 @@ def test_failure_report_is_readable():
 
 
 def test_public_method_runs_in_its_own_budget():
-    mech = lambda df, rng: df.dp.histogram("x", bins=EDGES, epsilon=0.5, rng=rng)  # noqa: E731
+    mech = lambda df, rng: df.dp.histogram("x", bins=EDGES, epsilon=0.5, rng=rng)
     with pdp.budget(epsilon=1.0) as outer:
         report = assert_dp(mech, D, D_NEIGHBOUR, epsilon=0.5, trials=600, rng=0)
     assert report.passed
@@ -245,12 +244,12 @@ def test_public_method_runs_in_its_own_budget():
 
 
 def test_statistic_argument_and_length_checks():
-    mech = lambda df, rng: {"n": len(df) + int(discrete_laplace(1, 1, rng=rng)[0])}  # noqa: E731
+    mech = lambda df, rng: {"n": len(df) + int(discrete_laplace(1, 1, rng=rng)[0])}
     report = assert_dp(mech, D, D_NEIGHBOUR, epsilon=1.0, trials=500, statistic=lambda r: [r["n"]], rng=0)
     assert report.passed
     with pytest.raises(TypeError, match="statistic="):
         assert_dp(mech, D, D_NEIGHBOUR, epsilon=1.0, trials=50)
-    ragged = lambda df, rng: np.zeros(len(df))  # noqa: E731
+    ragged = lambda df, rng: np.zeros(len(df))
     with pytest.raises(ValueError, match="different lengths"):
         assert_dp(ragged, D, D_NEIGHBOUR, epsilon=1.0, trials=50)
 
@@ -265,7 +264,7 @@ def test_invalid_arguments(kwargs):
 
 
 def test_testing_budget_is_configurable():
-    mech = lambda df, rng: df.dp.histogram("x", bins=EDGES, epsilon=1.0, rng=rng)  # noqa: E731
+    mech = lambda df, rng: df.dp.histogram("x", bins=EDGES, epsilon=1.0, rng=rng)
     with pytest.raises(pdp.BudgetExceededError):
         assert_dp(mech, D, D_NEIGHBOUR, epsilon=1.0, trials=100, budget_epsilon=Fraction(50))
 
@@ -275,7 +274,7 @@ def _one_row_apart(a: pd.DataFrame, b: pd.DataFrame) -> bool:
     big, small = (a, b) if len(a) > len(b) else (b, a)
     if len(big) != len(small) + 1:
         return False
-    rows = lambda f: pd.Series([tuple(map(str, r)) for r in f.itertuples(index=False)]).value_counts()  # noqa: E731
+    rows = lambda f: pd.Series([tuple(map(str, r)) for r in f.itertuples(index=False)]).value_counts()
     diff = rows(big).sub(rows(small), fill_value=0)
     return int(diff.sum()) == 1 and (diff >= 0).all()
 

@@ -13,4 +13,4 @@ from ._neighbours import Neighbour, neighbours
 from ._report import DPTestFailure, DPTestReport, EventResult
 from ._tester import assert_dp
 
-__all__ = ["assert_dp", "neighbours", "Neighbour", "DPTestReport", "EventResult", "DPTestFailure"]
+__all__ = ["DPTestFailure", "DPTestReport", "EventResult", "Neighbour", "assert_dp", "neighbours"]

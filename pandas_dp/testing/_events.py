@@ -13,7 +13,7 @@ import numpy as np
 
 from ._binomial import lower_bound, upper_bound
 
-__all__ = ["Statistic", "Event", "statistics", "candidate_events", "count_in", "select_events"]
+__all__ = ["Event", "Statistic", "candidate_events", "count_in", "select_events", "statistics"]
 
 TAIL_LEVELS = np.array([0.001, 0.003, 0.01, 0.03, 0.06, 0.1, 0.2, 0.3, 0.4, 0.5,
                         0.6, 0.7, 0.8, 0.9, 0.94, 0.97, 0.99, 0.997, 0.999])

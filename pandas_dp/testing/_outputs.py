@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Sequence
 from contextvars import Context
 from fractions import Fraction
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from ..budget import Budget
 
-__all__ = ["as_vector", "RunResult", "run_mechanism"]
+__all__ = ["RunResult", "as_vector", "run_mechanism"]
 
 #: Budget opened around the trials when the caller gives none: large enough for any test run.
 DEFAULT_TEST_BUDGET = Fraction(10**9)

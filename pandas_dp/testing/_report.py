@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-__all__ = ["EventResult", "DPTestReport", "DPTestFailure"]
+__all__ = ["DPTestFailure", "DPTestReport", "EventResult"]
 
 
 @dataclass(frozen=True)
