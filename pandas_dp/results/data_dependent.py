@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from ..algorithms.ahp import AHPRelease
-from ..algorithms.dpcube import DPCubeRelease
+from ..algorithms.dpcube import DPCubeRelease, box_sums
 from .histogram import Histogram
 
 __all__ = ["AHPHistogram", "DPCubeHistogram"]
@@ -107,7 +107,6 @@ class DPCubeHistogram(Histogram):
         for ax in range(grid.ndim):
             inner = np.cumsum(inner, axis=ax)
         sat[tuple(slice(1, None) for _ in grid.shape)] = inner
-        from ..algorithms.dpcube import box_sums
         return pd.DataFrame({"estimate": box_sums(sat, lo, hi),
                              "std_error": np.sqrt(self.detail.box_variance(lo, hi))})
 
