@@ -144,7 +144,9 @@ def test_auto_records_choice_and_charges_once(ages):
     assert h.method == expected and h.params["chosen_by"] == "auto"
     assert h.params["auto_reason"] == reason
     assert b.spent == pytest.approx(0.3, abs=0) and len(b.ledger) == 1
-    assert b.ledger.loc[0, "method"] == "histogram:auto"
+    # the choice is made before the charge, from public information, so the ledger names it
+    assert b.ledger.loc[0, "method"] == "histogram:hierarchical"
+    assert reason in b.ledger.loc[0, "params"]
 
 
 def test_auto_two_dimensional_picks_dpcube_uniform(grid_frame):

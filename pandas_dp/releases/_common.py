@@ -20,7 +20,7 @@ from ..budget import Budget, active_budget
 from ..errors import ParameterError
 from ..noise import SecureRandom
 
-__all__ = ["check_epsilon", "check_rng", "check_columns", "check_flag", "check_choice", "charging",
+__all__ = ["check_epsilon", "check_noise_scale", "check_rng", "check_columns", "check_flag", "check_choice", "charging",
            "active_budget"]
 
 
@@ -41,6 +41,21 @@ def check_epsilon(epsilon: Any) -> Fraction:
             f"(about {float(MIN_EPSILON):.1e}); noise that large would hide every count. Pass a larger epsilon."
         )
     return value
+
+
+#: Largest noise scale the sampler accepts (int64 noise must not overflow).
+MAX_NOISE_SCALE = Fraction(1 << 50)
+
+
+def check_noise_scale(epsilon_part: Fraction, *, sensitivity: int = 1, what: str) -> None:
+    """Raise ParameterError (before any charge) when a share of epsilon needs a noise scale above 2**50."""
+    from ..noise import noise_scale
+
+    if epsilon_part <= 0 or noise_scale(sensitivity, epsilon_part) > MAX_NOISE_SCALE:
+        raise ParameterError(
+            f"The 'epsilon' parameter is too small for {what}: its share {float(epsilon_part):.3g} needs a "
+            f"noise scale above 2**50. Pass a larger epsilon or change the split."
+        )
 
 
 def check_rng(rng: Any) -> np.random.Generator | SecureRandom | None:

@@ -24,7 +24,7 @@ from ..domain import Grid
 from ..errors import ParameterError
 from ..results.data_dependent import AHPHistogram, DPCubeHistogram
 from ..results.histogram import Histogram, as_series
-from ._common import check_choice
+from ._common import check_noise_scale, check_choice
 from .flat import METHODS, HistogramMethod, register_method
 
 __all__ = ["ahp_release", "dpcube_release", "auto_release", "choose_method", "AutoChoice",
@@ -66,9 +66,15 @@ def _unknown(method: str, kwargs: Mapping[str, Any], known: tuple[str, ...]) -> 
         raise ParameterError(f"method={method!r} does not take {extra}. Its parameters are {list(known)}.")
 
 
+def _check_phases(epsilon: Fraction, split: Any, method: str) -> None:
+    first = epsilon * Fraction(split)
+    check_noise_scale(first, what=f"{method}'s first phase")
+    check_noise_scale(epsilon - first, what=f"{method}'s second phase")
+
+
 # ------------------------------------------------------------------------------------------ AHP
 
-def _validate_ahp(grid: Grid, kwargs: Mapping[str, Any]) -> dict:
+def _validate_ahp(grid: Grid, kwargs: Mapping[str, Any], epsilon: Fraction) -> dict:
     _unknown("ahp", kwargs, ("epsilon_split", "eta", "clustering"))
     split = _number(kwargs.get("epsilon_split", _ahp.DEFAULT_EPSILON_SPLIT), "epsilon_split",
                     low=0.0, high=1.0, low_open=True)
@@ -80,6 +86,7 @@ def _validate_ahp(grid: Grid, kwargs: Mapping[str, Any]) -> dict:
         raise ParameterError(
             f"clustering={clustering!r} is limited to {limit} bins; this domain has {grid.size}. "
             f"Use clustering='greedy' (the default) for large domains.")
+    _check_phases(epsilon, split, "AHP")
     return {"epsilon_split": split, "eta": eta, "clustering": clustering}
 
 
@@ -115,7 +122,7 @@ def ahp_release(counts: np.ndarray, grid: Grid, *, epsilon: Fraction, rng: np.ra
 
 # --------------------------------------------------------------------------------------- DPCube
 
-def _validate_dpcube(grid: Grid, kwargs: Mapping[str, Any]) -> dict:
+def _validate_dpcube(grid: Grid, kwargs: Mapping[str, Any], epsilon: Fraction) -> dict:
     _unknown("dpcube", kwargs, ("epsilon_split", "threshold", "estimate"))
     split = _number(kwargs.get("epsilon_split", _dpcube.DEFAULT_EPSILON_SPLIT), "epsilon_split",
                     low=0.0, high=1.0, low_open=True)
@@ -124,6 +131,7 @@ def _validate_dpcube(grid: Grid, kwargs: Mapping[str, Any]) -> dict:
         threshold = float(_number(threshold, "threshold", low=0.0, allow_inf=True))
     estimate = check_choice(kwargs.get("estimate", "least_squares"), "estimate",
                             ("least_squares", "uniform"))
+    _check_phases(epsilon, split, "DPCube")
     return {"epsilon_split": split, "threshold": threshold, "estimate": estimate}
 
 
@@ -223,26 +231,28 @@ def choose_method(shape: tuple[int, ...], *, epsilon: float, expected_total: flo
                       "average range variance")
 
 
-def _validate_auto(grid: Grid, kwargs: Mapping[str, Any]) -> dict:
+def _validate_auto(grid: Grid, kwargs: Mapping[str, Any], epsilon: Fraction) -> dict:
+    """Check the knobs and make the choice now, from public information, so the ledger records it."""
     _unknown("auto", kwargs, ("expected_total", "workload"))
     total = kwargs.get("expected_total")
     if total is not None:
         total = float(_number(total, "expected_total", low=0.0))
     workload = check_choice(kwargs.get("workload", "ranges"), "workload", ("ranges", "bins"))
-    return {"expected_total": total, "workload": workload}
+    name, extra, reason = choose_method(grid.shape, epsilon=float(epsilon), expected_total=total,
+                                        workload=workload)
+    chosen = METHODS[name].validate(grid, extra, epsilon)
+    return {"method": name, "chosen_params": chosen, "auto_reason": reason, "auto_workload": workload,
+            "auto_expected_total": total}
 
 
 def auto_release(counts: np.ndarray, grid: Grid, *, epsilon: Fraction, rng: np.random.Generator | None,
-                 nonnegative: bool, expected_total: float | None = None,
-                 workload: str = "ranges") -> Histogram:
-    """Release with the method :func:`choose_method` picks; the choice is in ``params``."""
-    name, extra, reason = choose_method(grid.shape, epsilon=float(epsilon),
-                                        expected_total=expected_total, workload=workload)
-    spec = METHODS[name]
-    params = spec.validate(grid, extra)
-    result = spec.release(counts, grid, epsilon=epsilon, rng=rng, nonnegative=nonnegative, **params)
-    return replace(result, params={**result.params, "chosen_by": "auto", "auto_reason": reason,
-                                   "auto_workload": workload, "auto_expected_total": expected_total})
+                 nonnegative: bool, method: str, chosen_params: Mapping[str, Any], auto_reason: str,
+                 auto_workload: str, auto_expected_total: float | None) -> Histogram:
+    """Release with the method :func:`choose_method` picked during validation; the choice is in ``params``."""
+    result = METHODS[method].release(counts, grid, epsilon=epsilon, rng=rng, nonnegative=nonnegative,
+                                     **chosen_params)
+    return replace(result, params={**result.params, "chosen_by": "auto", "auto_reason": auto_reason,
+                                   "auto_workload": auto_workload, "auto_expected_total": auto_expected_total})
 
 
 register_method(HistogramMethod("ahp", _validate_ahp, ahp_release))

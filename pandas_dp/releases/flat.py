@@ -24,7 +24,7 @@ from ._common import active_budget, charging, check_columns, check_epsilon, chec
 
 __all__ = ["HistogramMethod", "METHODS", "register_method", "histogram", "identity_release"]
 
-Validator = Callable[[Grid, Mapping[str, Any]], dict]
+Validator = Callable[[Grid, Mapping[str, Any], Fraction], dict]
 Releaser = Callable[..., Histogram]
 
 
@@ -32,9 +32,12 @@ Releaser = Callable[..., Histogram]
 class HistogramMethod:
     """A histogram method: argument validation (free) and the release (after the charge).
 
-    ``validate(grid, kwargs)`` returns the normalized method parameters or
-    raises; ``release(counts, grid, *, epsilon, rng, nonnegative, **params)``
-    draws the noise and returns the result.
+    ``validate(grid, kwargs, epsilon)`` returns the normalized method
+    parameters or raises (it sees only public information: the domain, the
+    knobs and epsilon); ``release(counts, grid, *, epsilon, rng, nonnegative,
+    **params)`` draws the noise and returns the result. A validator may
+    return ``method`` to name the method actually run (``"auto"`` does); it
+    is what the ledger records.
     """
 
     name: str
@@ -54,7 +57,7 @@ def register_method(method: HistogramMethod) -> HistogramMethod:
 def no_extra_arguments(method: str) -> Validator:
     """A validator for methods without knobs: any extra keyword is an error."""
 
-    def validate(grid: Grid, kwargs: Mapping[str, Any]) -> dict:
+    def validate(grid: Grid, kwargs: Mapping[str, Any], epsilon: Fraction) -> dict:
         if kwargs:
             raise ParameterError(f"method={method!r} takes no parameters {sorted(kwargs)}. "
                                  f"Remove them or choose a method that uses them.")
@@ -112,11 +115,12 @@ def histogram(frame: pd.DataFrame, columns: Any, *, bins: Any = None, range: Any
                              f"Got {method!r}.")
     spec = METHODS[method]
     grid = make_grid(frame, cols, bins=bins, range=range, categories=categories)
-    params = spec.validate(grid, method_params)
+    params = spec.validate(grid, method_params, eps)
     budget = active_budget()
     counts = engine_for(frame).bin_counts(frame, grid)
     ledger_params = {"shape": list(grid.shape), "nonnegative": nonneg, **params}
-    with charging(eps, method=f"histogram:{method}", columns=cols, params=ledger_params, budget=budget):
+    label = f"histogram:{params.get('method', method)}"
+    with charging(eps, method=label, columns=cols, params=ledger_params, budget=budget):
         return spec.release(counts, grid, epsilon=eps, rng=generator, nonnegative=nonneg, **params)
 
 

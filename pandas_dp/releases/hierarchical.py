@@ -24,14 +24,13 @@ from ..algorithms.tree_budget import level_shares, split_epsilon
 from ..algorithms.tree_layout import tree_layout
 from ..domain import Grid, make_grid
 from ..errors import ParameterError
-from ..noise import noise_scale
 from ..results.hierarchical import HierarchicalHistogram
 from ..results.histogram import as_series
-from ._common import check_choice, check_columns, check_epsilon, check_flag
+from ._common import check_choice, check_columns, check_epsilon, check_flag, check_noise_scale
 from .flat import METHODS, HistogramMethod, histogram, register_method
 
 __all__ = ["hierarchical_release", "hierarchical_histogram", "range_query", "check_level_scales",
-           "BUDGET_SPLITS", "MAX_NOISE_SCALE"]
+           "BUDGET_SPLITS"]
 
 BUDGET_SPLITS = ("uniform", "geometric", "optimal")
 _KNOBS = ("branching", "budget_split", "include_root", "consistent")
@@ -47,16 +46,18 @@ def _check_branching(value: Any) -> int | str:
     return int(value)
 
 
-def _validate(grid: Grid, kwargs: Mapping[str, Any]) -> dict:
+def _validate(grid: Grid, kwargs: Mapping[str, Any], epsilon: Fraction) -> dict:
     extra = sorted(set(kwargs) - set(_KNOBS))
     if extra:
         raise ParameterError(f"method='hierarchical' does not take {extra}. Its parameters are "
                              f"{list(_KNOBS)}.")
-    return {"branching": _check_branching(kwargs.get("branching", "auto")),
-            "budget_split": check_choice(kwargs.get("budget_split", "uniform"), "budget_split",
-                                         BUDGET_SPLITS),
-            "include_root": check_flag(kwargs.get("include_root", False), "include_root"),
-            "consistent": check_flag(kwargs.get("consistent", True), "consistent")}
+    knobs = {"branching": _check_branching(kwargs.get("branching", "auto")),
+             "budget_split": check_choice(kwargs.get("budget_split", "uniform"), "budget_split",
+                                          BUDGET_SPLITS),
+             "include_root": check_flag(kwargs.get("include_root", False), "include_root"),
+             "consistent": check_flag(kwargs.get("consistent", True), "consistent")}
+    check_level_scales(grid, epsilon, knobs)
+    return knobs
 
 
 def hierarchical_release(counts: np.ndarray, grid: Grid, *, epsilon: Fraction,
@@ -104,10 +105,6 @@ def hierarchical_release(counts: np.ndarray, grid: Grid, *, epsilon: Fraction,
 register_method(HistogramMethod("hierarchical", _validate, hierarchical_release))
 
 
-#: Largest noise scale the sampler accepts (int64 noise must not overflow).
-MAX_NOISE_SCALE = Fraction(1 << 50)
-
-
 def check_level_scales(grid: Grid, epsilon: Fraction, knobs: Mapping[str, Any]) -> None:
     """Raise ParameterError (before any charge) if a level's budget is too small to noise.
 
@@ -123,11 +120,8 @@ def check_level_scales(grid: Grid, epsilon: Fraction, knobs: Mapping[str, Any]) 
     shares = level_shares(layout, budget_split=knobs["budget_split"],
                           include_root=knobs["include_root"], consistent=knobs["consistent"])
     smallest = min(e for e in split_epsilon(epsilon, shares) if e > 0)
-    if noise_scale(1, smallest) > MAX_NOISE_SCALE:
-        raise ParameterError(
-            f"The 'epsilon' parameter is too small for this tree: epsilon={float(epsilon)!r} split over "
-            f"{int((shares > 0).sum())} levels leaves {float(smallest):.3g} for one level, a noise scale "
-            f"above 2**50. Pass a larger epsilon (or a smaller tree: larger branching).")
+    check_noise_scale(smallest, what=f"one level of this {int((shares > 0).sum())}-level tree "
+                                     f"(a larger branching gives fewer levels)")
 
 
 def hierarchical_histogram(frame: pd.DataFrame, columns: Any, *, bins: Any = None, range: Any = None,
@@ -136,12 +130,6 @@ def hierarchical_histogram(frame: pd.DataFrame, columns: Any, *, bins: Any = Non
                            include_root: bool = False, consistent: bool = True,
                            nonnegative: bool = False, rng: Any = None) -> HierarchicalHistogram:
     """Release a hierarchical histogram (see ``DataFrame.dp.hierarchical_histogram``)."""
-    cols = check_columns(frame, columns)
-    eps = check_epsilon(epsilon)
-    grid = make_grid(frame, cols, bins=bins, range=range, categories=categories)
-    knobs = _validate(grid, {"branching": branching, "budget_split": budget_split,
-                             "include_root": include_root, "consistent": consistent})
-    check_level_scales(grid, eps, knobs)
     return histogram(frame, columns, bins=bins, range=range, categories=categories, epsilon=epsilon,
                      method="hierarchical", rng=rng, nonnegative=nonnegative, branching=branching,
                      budget_split=budget_split, include_root=include_root, consistent=consistent)
@@ -182,11 +170,10 @@ def range_query(frame: pd.DataFrame, column: Any, ranges: Any, *, bins: Any = No
     grid.dims[0].align(lows, highs)   # DomainError before any charge
     params = dict(method_params)
     name = method
-    if method == "hierarchical":
-        check_level_scales(grid, eps, _validate(grid, params))
     if method == "auto":
-        knobs = _validate(grid, {k: v for k, v in params.items() if k != "branching"})
-        check_level_scales(grid, eps, {**knobs, "branching": "auto"})
+        # The tree's knobs (other than branching) are checked, then the same choice as
+        # ``choose_branching`` decides between the tree and the flat histogram.
+        knobs = _validate(grid, {k: v for k, v in params.items() if k != "branching"}, eps)
         choice = choose_branching(grid.shape, epsilon=float(eps), budget_split=knobs["budget_split"],
                                   include_root=knobs["include_root"], consistent=knobs["consistent"])
         if choice.is_flat:
