@@ -11,17 +11,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import pandas_dp.algorithms.ahp as ahp_mod
-from pandas_dp.algorithms.ahp import (
+from pandas_dp.algorithms.ahp import ahp, split_epsilon
+from pandas_dp.algorithms.ahp_clustering import (
     EMPIRICAL_MAX_BINS,
     OPTIMAL_MAX_BINS,
     _best_lookahead,
     _empirical_ks,
-    ahp,
     clustering_error,
     empirical_clustering,
     greedy_clustering,
     optimal_clustering,
-    split_epsilon,
 )
 from pandas_dp.errors import ParameterError
 from pandas_dp.noise import discrete_laplace_variance, noise_scale
