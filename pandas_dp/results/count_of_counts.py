@@ -45,6 +45,9 @@ class CountOfCounts(FrozenRelease):
         Budget shares, the maximum size ``K`` used, merge rule, ...
     post_processing : tuple of str
         Steps applied after the noise (free of privacy cost).
+    parents : tuple, optional
+        ``parents[l][i]``: position in level ``l-1`` of the parent of region
+        ``i`` of level ``l`` (public hierarchy; used by :meth:`sample`).
     """
 
     frame: pd.DataFrame = field(compare=False)
@@ -54,6 +57,7 @@ class CountOfCounts(FrozenRelease):
     method: str
     params: Mapping[str, Any]
     post_processing: tuple[str, ...] = ()
+    parents: tuple[Any, ...] | None = field(default=None, compare=False)
 
     # -- views ---------------------------------------------------------------
     def to_frame(self) -> pd.DataFrame:
@@ -115,18 +119,128 @@ class CountOfCounts(FrozenRelease):
         other = truth.frame if isinstance(truth, CountOfCounts) else truth
         return emd_per_region(self.frame, other, self.levels, self.regions)
 
+    # -- synthetic rows ------------------------------------------------------
+    def _region_columns(self, hierarchy: pd.DataFrame | None) -> dict[str, np.ndarray]:
+        """Label of every leaf region's ancestor at each level below the root."""
+        names, leaf = self.levels[1:], self.regions[-1]
+        if len(self.levels) <= 2:
+            return {names[0]: leaf.to_numpy(dtype=object)} if names else {}
+        if self.parents is not None:
+            from ._sampling import ancestors
+
+            pos = ancestors(self.parents, self.regions)
+            return {name: self.regions[lvl].to_numpy(dtype=object)[pos[lvl]]
+                    for lvl, name in enumerate(self.levels) if lvl >= 1}
+        if hierarchy is None:
+            raise ParameterError(
+                f"sample() needs the public hierarchy to label regions above the finest level "
+                f"{self.levels[-1]!r}: this release does not carry it. Pass hierarchy= a DataFrame with "
+                f"columns {list(names)} (one row per finest region, e.g. the public Groups table).")
+        missing = [c for c in names if c not in hierarchy.columns]
+        if missing:
+            raise ParameterError(f"The 'hierarchy' table lacks columns {missing}; it needs {list(names)}.")
+        table = hierarchy[list(names)].drop_duplicates(names[-1]).set_index(names[-1])
+        table = table.reindex(leaf)
+        if table.isna().any().any():
+            raise ParameterError(f"The 'hierarchy' table does not place every {names[-1]!r} region of the "
+                                 f"release under a parent; give one row per region.")
+        out = {name: table[name].to_numpy(dtype=object) for name in names[:-1]}
+        out[names[-1]] = leaf.to_numpy(dtype=object)
+        return out
+
+    def sample(self, n: int | None = None, rng: Any = None, *,
+               hierarchy: pd.DataFrame | None = None) -> pd.DataFrame:
+        """A synthetic Persons table consistent with this release (post-processing: no budget).
+
+        Parameters
+        ----------
+        n : int, optional
+            Number of groups. ``None`` reproduces the release exactly: every
+            finest region gets the released number of groups of each size, so
+            every level's histograms (which sum up the hierarchy) are matched.
+            An integer draws ``n`` groups independently, each a (finest region,
+            size) pair with probability proportional to its released count.
+        rng : numpy.random.Generator, optional
+            ``None`` uses ``numpy.random.default_rng()`` seeded from OS entropy;
+            the draws only post-process public output, so predictability is harmless.
+        hierarchy : DataFrame, optional
+            Public table with one column per level (coarse to fine), needed only
+            when the release does not carry its hierarchy (``parents``).
+
+        Returns
+        -------
+        DataFrame
+            One row per person: ``group`` (synthetic id ``0..G-1``) and one
+            column per level below ``"national"``. Groups of size 0 have no row.
+
+        Examples
+        --------
+        >>> import numpy as np, pandas_dp as pdp
+        >>> from pandas_dp.data import load_persons, load_households
+        >>> persons, households = load_persons(), load_households()
+        >>> with pdp.budget(epsilon=1.0):
+        ...     coc = persons.dp.count_of_counts("household_id", ["state", "county"], epsilon=0.5,
+        ...                                      groups=households, rng=np.random.default_rng(0))
+        >>> synth = coc.sample(rng=np.random.default_rng(0), hierarchy=households)
+        >>> list(synth.columns)
+        ['group', 'state', 'county']
+        """
+        from ._sampling import persons_rows
+
+        columns = self._region_columns(hierarchy)
+        leaf = self._level(self.levels[-1])
+        position = pd.Index(self.regions[-1]).get_indexer(leaf["region"])
+        table = pd.DataFrame({"region": position, "size": leaf["size"].to_numpy(),
+                              "groups": leaf["groups"].to_numpy()})
+        return persons_rows(table, columns, n, rng)
+
     # -- display -------------------------------------------------------------
-    def plot(self, level: str = "national", region: Any = None, ax: Any = None, **kwargs: Any) -> Any:
-        """Bar chart of the number of groups per size in one region; returns the matplotlib Axes."""
+    def plot(self, level: str = "national", region: Any = None, ax: Any = None, *,
+             max_regions: int = 8, **kwargs: Any) -> Any:
+        """Size distribution per region on log-log axes; returns the matplotlib Axes.
+
+        Parameters
+        ----------
+        level : str
+            Level to draw (default ``"national"``).
+        region : label, optional
+            One region of ``level``; by default every region of the level
+            (the ``max_regions`` largest by number of groups), one line each.
+        ax : matplotlib Axes, optional
+        max_regions : int
+            Most regions drawn when ``region`` is None.
+        **kwargs
+            Passed to ``Axes.plot``.
+
+        Notes
+        -----
+        Sizes of 0 cannot sit on a log axis: groups of size 0 are left out of
+        the picture (they remain in :meth:`at`). The estimates are integral
+        and exact after post-processing; no per-size error bars are drawn
+        (the release's error is measured by the EMD, Kuo et al. section 3.1).
+        """
         plt = import_optional("matplotlib.pyplot", extra="plot", purpose="CountOfCounts.plot()")
-        s = self.at(level, region)
-        if isinstance(s.index, pd.MultiIndex):
-            raise ParameterError(f"Level {level!r} has several regions; pass region=.")
+        part = self._level(level)
+        if region is not None:
+            if region not in self.regions[self.levels.index(level)]:
+                raise ParameterError(f"Unknown region {region!r} at level {level!r}; "
+                                     f"see result.regions[{self.levels.index(level)}].")
+            part = part[part["region"] == region]
+        part = part[part["size"] > 0]
+        top = part.groupby("region", sort=False)["groups"].sum().sort_values(ascending=False)
+        names = list(top.index[:max_regions])
         if ax is None:
             _, ax = plt.subplots(figsize=(8, 4))
-        ax.bar(s.index.to_numpy(), s.to_numpy(), **kwargs)
+        for name in names:
+            sel = part[part["region"] == name]
+            ax.plot(sel["size"].to_numpy(), sel["groups"].to_numpy(), marker="o", ms=3,
+                    label=str(name), **kwargs)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
         ax.set_xlabel("group size")
         ax.set_ylabel("number of groups")
+        if len(names) > 1:
+            ax.legend(title=level, fontsize="small")
         where = level if region is None else f"{level} = {region}"
         ax.set_title(f"count-of-counts ({self.method}), {where}, ε = {self.epsilon:g}")
         return ax

@@ -133,6 +133,49 @@ class Histogram(FrozenRelease, EstimatesView):
         return RangeAnswer(float(dim.edges[i[0]]), float(dim.edges[j[0]]), float(est[0]),
                            float(np.sqrt(var[0])), self.variance_exact)
 
+    # -- synthetic rows ----------------------------------------------------
+    def sample(self, n: int | None = None, rng: Any = None) -> pd.DataFrame:
+        """Synthetic rows drawn from this release (post-processing: no budget is spent).
+
+        Parameters
+        ----------
+        n : int, optional
+            Number of rows. ``None`` gives the released table itself: every
+            cell appears ``round(max(estimate, 0))`` times. An integer draws
+            ``n`` rows independently with cell probabilities proportional to
+            those clipped, rounded counts.
+        rng : numpy.random.Generator, optional
+            Source of the draws; ``None`` uses ``numpy.random.default_rng()``
+            seeded from operating-system entropy. The draws only post-process
+            the public release, so their predictability is not a privacy issue.
+
+        Returns
+        -------
+        DataFrame
+            One column per dimension: numeric bins give values uniform in
+            ``[low, high)`` of their bin, categories give their labels (a
+            ``Categorical`` with the public categories), in random order.
+
+        Notes
+        -----
+        Only the released estimates and the public domain are read, so the
+        rows inherit the release's epsilon-DP guarantee (post-processing).
+
+        Examples
+        --------
+        >>> import numpy as np, pandas as pd, pandas_dp as pdp
+        >>> df = pd.DataFrame({"age": [23, 35, 35, 61, 17]})
+        >>> with pdp.budget(epsilon=1.0):
+        ...     h = df.dp.histogram("age", bins=4, range=(0, 80), epsilon=1.0,
+        ...                         rng=np.random.default_rng(0))
+        >>> rows = h.sample(n=1000, rng=np.random.default_rng(1))
+        >>> rows.shape, bool(rows["age"].between(0, 80).all())
+        ((1000, 1), True)
+        """
+        from ._sampling import grid_rows
+
+        return grid_rows(self.counts.to_numpy(), self.domain, n, rng)
+
     # -- display -----------------------------------------------------------
     def plot(self, ax: Any = None, *, confidence_level: float = 0.95, **kwargs: Any) -> Any:
         """Bar chart of the estimates with confidence error bars; returns the matplotlib Axes.

@@ -49,6 +49,38 @@ class UnattributedHistogram(FrozenRelease, EstimatesView):
         sizes, groups = np.unique(self.counts.to_numpy(), return_counts=True)
         return pd.Series(groups.astype(np.int64), index=pd.Index(sizes, name="size"), name="groups")
 
+    def sample(self, n: int | None = None, rng: Any = None) -> pd.DataFrame:
+        """Synthetic groups drawn from this release (post-processing: no budget is spent).
+
+        Parameters
+        ----------
+        n : int, optional
+            Number of groups. ``None`` gives every released group once (in
+            random order); an integer draws groups uniformly with replacement.
+        rng : numpy.random.Generator, optional
+            ``None`` uses ``numpy.random.default_rng()`` seeded from OS entropy
+            (the draws post-process public output: predictability is harmless).
+
+        Returns
+        -------
+        DataFrame
+            Columns ``group`` (synthetic id ``0..n-1``) and ``size`` (rows in
+            the group, a released count).
+
+        Examples
+        --------
+        >>> import numpy as np, pandas as pd, pandas_dp as pdp
+        >>> edges = pd.DataFrame({"src": [1, 1, 2, 3, 3, 3]})
+        >>> with pdp.budget(epsilon=1.0):
+        ...     u = edges.dp.unattributed_histogram("src", epsilon=1.0, groups=[1, 2, 3, 4],
+        ...                                         rng=np.random.default_rng(0))
+        >>> list(u.sample(rng=np.random.default_rng(0)).columns)
+        ['group', 'size']
+        """
+        from ._sampling import group_sizes_rows
+
+        return group_sizes_rows(self.counts.to_numpy(), n, rng)
+
     def plot(self, ax: Any = None, *, confidence_level: float = 0.95, **kwargs: Any) -> Any:
         """Sorted counts with error bars; returns the matplotlib Axes."""
         plt = import_optional("matplotlib.pyplot", extra="plot", purpose="UnattributedHistogram.plot()")
