@@ -1,4 +1,4 @@
-"""Command line: ``python -m pandas_dp demo``."""
+"""Command line: ``python -m pandas_dp demo`` and ``python -m pandas_dp release SPEC.toml``."""
 
 from __future__ import annotations
 
@@ -69,9 +69,26 @@ def main(argv: Sequence[str] | None = None) -> int:
                             description="Release DP tables from the bundled synthetic census.")
     p_demo.add_argument("--seed", type=int, default=None,
                         help="seed a numpy Generator for reproducible output (experiments only, not production)")
+    p_release = sub.add_parser(
+        "release", help="run the releases a TOML spec lists (ETL); write tables and a JSON manifest",
+        description="Run the releases listed in a TOML spec under one budget with a ledger file, write each "
+                    "as CSV/Parquet plus manifest.json. The whole spec is validated before the data is read; "
+                    "an invalid spec exits with status 2 and charges nothing. Spec format: see "
+                    "pandas_dp.cli_release or the docs' Command line page.")
+    p_release.add_argument("spec", help="path of the TOML spec")
+    p_release.add_argument("--check", action="store_true",
+                           help="validate the spec (and the ledger's remaining budget) without reading the data")
     args = parser.parse_args(argv)
     if args.command == "demo":
         return demo(args.seed)
+    if args.command == "release":
+        from .cli_release import SpecError, run_release
+
+        try:
+            return run_release(args.spec, check_only=args.check)
+        except SpecError as err:
+            print(f"error: {err}", file=sys.stderr)
+            return 2
     parser.error(f"unknown command {args.command!r}")  # pragma: no cover
     return 2
 
