@@ -208,8 +208,13 @@ class Histogram(FrozenRelease, EstimatesView):
 
     def _summary_rows(self, n: int = 10) -> pd.DataFrame:
         frame = self.to_frame().head(n)
-        frame.index = frame.index.astype(str)
+        frame.index = pd.Index([", ".join(map(str, v)) if isinstance(v, tuple) else str(v) for v in frame.index],
+                               name=", ".join(map(str, self.domain.columns)))
         return frame
+
+    def _html_rows(self, n: int = 10) -> str:
+        """The first ``n`` bins as an HTML table: ``estimate ± std_error`` per bin."""
+        return html_estimates(self._summary_rows(n), self.variance_exact)
 
     def __repr__(self) -> str:
         head = (f"{type(self).__name__}(method={self.method!r}, epsilon={self.epsilon:g}, "
@@ -218,12 +223,21 @@ class Histogram(FrozenRelease, EstimatesView):
 
     def _repr_html_(self) -> str:
         params = ", ".join(f"{html.escape(str(k))}={html.escape(str(v))}" for k, v in self.params.items())
-        table = self._summary_rows().to_html(float_format=lambda v: f"{v:.4g}")
+        table = self._html_rows()
         more = f"<p>… {self.domain.size - 10} more bins</p>" if self.domain.size > 10 else ""
         return (f"<div><strong>{html.escape(type(self).__name__)}</strong> — method "
                 f"<code>{html.escape(self.method)}</code>, ε = {self.epsilon:g}, "
                 f"{self.domain.size} bins over {html.escape(str(list(self.domain.columns)))}"
                 f"<br><small>{params}</small>{table}{more}</div>")
+
+
+def html_estimates(frame: pd.DataFrame, exact: bool = True) -> str:
+    """HTML table of ``estimate ± std_error`` rows (from a frame with those two columns)."""
+    shown = pd.DataFrame({"estimate ± std_error": [f"{e:,.4g} ± {s:.3g}" for e, s in
+                                                   zip(frame["estimate"], frame["std_error"])]},
+                         index=frame.index)
+    note = "" if exact else "<br><small>± covers the noise only (see variance_exact)</small>"
+    return shown.to_html() + note
 
 
 def as_series(values: np.ndarray, grid: Grid, name: str) -> pd.Series:

@@ -101,6 +101,10 @@ class UnattributedHistogram(FrozenRelease, EstimatesView):
 
     def _repr_html_(self) -> str:
         params = ", ".join(f"{html.escape(str(k))}={html.escape(str(v))}" for k, v in self.params.items())
+        from .histogram import html_estimates
+
         table = self.to_count_of_counts().head(10).to_frame().to_html()
-        return (f"<div><strong>UnattributedHistogram</strong> (S-bar), ε = {self.epsilon:g}, "
-                f"{len(self.counts)} groups<br><small>{params}</small>{table}</div>")
+        ranks = html_estimates(self.to_frame().tail(5).rename_axis("rank (largest)"))
+        return (f"<div><strong>UnattributedHistogram</strong> — method <code>{html.escape(self.method)}</code> "
+                f"(S-bar), ε = {self.epsilon:g}, {len(self.counts)} groups<br><small>{params}</small>"
+                f"<p>groups per size (first sizes):</p>{table}<p>largest counts:</p>{ranks}</div>")
