@@ -45,7 +45,8 @@ def test_docs_have_examples():
 @pytest.mark.parametrize("page", _pages())
 def test_examples_run(page, tmp_path, monkeypatch):
     if page in RUN_ELSEWHERE:
-        pytest.skip(f"{page}: illustrative fragments (names D, D2, EDGES come from the prose); page owned by the privacy tester")
+        pytest.skip(f"{page}: illustrative fragments (D, D2, EDGES are defined in the prose); "
+                    f"page owned by the privacy tester's author")
     if page in NEEDS:
         pytest.importorskip(NEEDS[page])
     import matplotlib

@@ -97,7 +97,7 @@ def check_columns(frame: pd.DataFrame, columns: Any, *, name: str = "columns") -
     missing = [c for c in cols if c not in frame.columns]
     if missing:
         raise ParameterError(
-            f"Column(s) {missing} not found in the frame. Available columns: {list(frame.columns)[:20]}."
+            f"Column(s) {missing} of '{name}' not in the frame; check spelling. Columns: {list(frame.columns)[:20]}."
         )
     if len(set(map(repr, cols))) != len(cols):
         raise ParameterError(f"The '{name}' parameter repeats a column: {cols}. Pass each column once.")

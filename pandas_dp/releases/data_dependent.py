@@ -63,7 +63,7 @@ def _number(value: Any, name: str, *, low: float, high: float | None = None,
 def _unknown(method: str, kwargs: Mapping[str, Any], known: tuple[str, ...]) -> None:
     extra = sorted(set(kwargs) - set(known))
     if extra:
-        raise ParameterError(f"method={method!r} does not take {extra}. Its parameters are {list(known)}.")
+        raise ParameterError(f"method={method!r} does not take {extra}; remove them. Its parameters: {list(known)}.")
 
 
 def _check_phases(epsilon: Fraction, split: Any, method: str) -> None:

@@ -50,7 +50,7 @@ def _validate(grid: Grid, kwargs: Mapping[str, Any], epsilon: Fraction) -> dict:
     extra = sorted(set(kwargs) - set(_KNOBS))
     if extra:
         raise ParameterError(f"method='hierarchical' does not take {extra}. Its parameters are "
-                             f"{list(_KNOBS)}.")
+                             f"{list(_KNOBS)}; remove or rename the others.")
     knobs = {"branching": _check_branching(kwargs.get("branching", "auto")),
              "budget_split": check_choice(kwargs.get("budget_split", "uniform"), "budget_split",
                                           BUDGET_SPLITS),
