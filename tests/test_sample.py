@@ -154,3 +154,26 @@ def test_unattributed_sample_gives_group_sizes():
     assert every["group"].tolist() == list(range(50))
     some = u.sample(n=1000, rng=_rng(2))
     assert len(some) == 1000 and set(some["size"]) <= set(u.counts.tolist())
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.floats(min_value=-50, max_value=50) | st.just(float("nan")), min_size=1, max_size=30),
+       st.integers(min_value=0, max_value=2**32 - 1))
+def test_n_none_draws_exactly_the_clipped_rounded_counts(estimates, seed):
+    counts = cell_counts(estimates)
+    assert (counts >= 0).all()
+    codes = draw_cells(counts, None, np.random.default_rng(seed))
+    assert np.bincount(codes, minlength=len(estimates)).tolist() == counts.tolist()
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(min_value=0, max_value=20), min_size=1, max_size=30).filter(lambda c: sum(c) > 0),
+       st.integers(min_value=0, max_value=200), st.integers(min_value=0, max_value=2**32 - 1))
+def test_n_draws_only_cells_with_positive_counts(counts, n, seed):
+    counts = np.asarray(counts, dtype=np.int64)
+    codes = draw_cells(counts, n, np.random.default_rng(seed))
+    assert codes.size == n and (counts[codes] > 0).all()
