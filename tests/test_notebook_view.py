@@ -92,6 +92,13 @@ def test_count_of_counts_plot_is_log_log_per_region(results, tmp_path):
         np.testing.assert_array_equal(line.get_xdata(), want.index.to_numpy())
         np.testing.assert_array_equal(line.get_ydata(), want.to_numpy())
     assert _png(ax, tmp_path / "coc.png") > 5_000
+    cum = coc.plot("state", cumulative=True)
+    assert cum.get_ylabel() == "groups of at least this size"
+    for line in cum.get_lines():  # N(>= i) starts at the region's number of non-empty groups, decreasing
+        y = line.get_ydata()
+        want = coc.at("state", line.get_label())
+        assert y[0] == want[want.index > 0].sum() and np.all(np.diff(y) <= 0)
+    plt.close(cum.figure)
     one = coc.plot("county", region=coc.regions[2][0])
     assert len(one.get_lines()) == 1 and one.get_legend() is None
     plt.close(one.figure)

@@ -196,7 +196,7 @@ class CountOfCounts(FrozenRelease):
 
     # -- display -------------------------------------------------------------
     def plot(self, level: str = "national", region: Any = None, ax: Any = None, *,
-             max_regions: int = 8, **kwargs: Any) -> Any:
+             max_regions: int = 8, cumulative: bool = False, **kwargs: Any) -> Any:
         """Size distribution per region on log-log axes; returns the matplotlib Axes.
 
         Parameters
@@ -209,6 +209,10 @@ class CountOfCounts(FrozenRelease):
         ax : matplotlib Axes, optional
         max_regions : int
             Most regions drawn when ``region`` is None.
+        cumulative : bool
+            Draw ``N(>= i)``, the number of groups of size at least ``i`` (a
+            smooth, decreasing step line: easier to compare heavy tails)
+            instead of the number of groups of each size (markers).
         **kwargs
             Passed to ``Axes.plot``.
 
@@ -233,12 +237,15 @@ class CountOfCounts(FrozenRelease):
             _, ax = plt.subplots(figsize=(8, 4))
         for name in names:
             sel = part[part["region"] == name]
-            ax.plot(sel["size"].to_numpy(), sel["groups"].to_numpy(), marker="o", ms=3,
-                    label=str(name), **kwargs)
+            size, groups = sel["size"].to_numpy(), sel["groups"].to_numpy()
+            if cumulative:
+                ax.step(size, np.cumsum(groups[::-1])[::-1], where="post", label=str(name), **kwargs)
+            else:
+                ax.plot(size, groups, marker="o", ms=3, linestyle="none", label=str(name), **kwargs)
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel("group size")
-        ax.set_ylabel("number of groups")
+        ax.set_ylabel("groups of at least this size" if cumulative else "number of groups")
         if len(names) > 1:
             ax.legend(title=level, fontsize="small")
         where = level if region is None else f"{level} = {region}"
