@@ -307,7 +307,20 @@ def _blank(spec: Spec) -> pd.DataFrame:
 
 
 def release_table(result: Any) -> pd.DataFrame:
-    """A flat, file-friendly table of a release (bins become ``<column>_low`` / ``<column>_high``)."""
+    """A flat, file-friendly table of a release.
+
+    Parameters
+    ----------
+    result : Histogram, CountOfCounts or UnattributedHistogram
+
+    Returns
+    -------
+    DataFrame
+        Histograms: one row per cell, numeric bins as ``<column>_low`` /
+        ``<column>_high``, categories as their label, then ``estimate``,
+        ``variance``, ``std_error``. Count-of-counts: ``level, region, size,
+        groups``. Unattributed: ``rank, estimate, variance, std_error``.
+    """
     from .domain import BinDomain
     from .results import CountOfCounts, Histogram
 
@@ -333,7 +346,34 @@ def _jsonable(value: Any) -> Any:
 
 
 def run_release(spec_path: str | Path, *, check_only: bool = False) -> int:
-    """Validate the spec, read the input, run every release, write tables and ``manifest.json``."""
+    """Validate the spec, read the input, run every release, write tables and ``manifest.json``.
+
+    Parameters
+    ----------
+    spec_path : str or Path
+        The TOML spec (see the module documentation).
+    check_only : bool
+        Validate the spec and the ledger's remaining budget, read no data.
+
+    Returns
+    -------
+    int
+        The process exit status (0).
+
+    Raises
+    ------
+    SpecError
+        For an invalid spec, a missing input or column, or a ledger without
+        enough budget left: before anything is charged.
+
+    Notes
+    -----
+    Order of work: static checks of the spec; a rehearsal of every release
+    on an empty table (the library's own domain and knob checks); the ledger's
+    remaining budget; the input's column names and dtypes (a rehearsal on its
+    zero-row slice); then the releases, each charged to the ledger before its
+    noise is drawn, written, and recorded in the manifest with its ledger id.
+    """
     import pandas_dp as pdp
 
     spec = load_spec(spec_path)
