@@ -49,7 +49,7 @@ def test_examples_run(page, tmp_path, monkeypatch):
                     f"page owned by the privacy tester's author")
     if page in NEEDS:
         pytest.importorskip(NEEDS[page])
-    import matplotlib
+    matplotlib = pytest.importorskip("matplotlib")
 
     matplotlib.use("Agg")
     monkeypatch.chdir(tmp_path)
