@@ -405,6 +405,9 @@ def run_release(spec_path: str | Path, *, check_only: bool = False) -> int:
     frame = _read(spec.input, spec.input_format, needed)
     _rehearse(spec, frame.iloc[:0], "data")
     rng = np.random.default_rng(spec.seed) if spec.seed is not None else None
+    if rng is not None:
+        print(f"note: seed = {spec.seed} makes the noise predictable: for experiments, not for production.",
+              file=sys.stderr)
     spec.output_dir.mkdir(parents=True, exist_ok=True)
     entries = []
     with budget:
