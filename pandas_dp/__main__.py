@@ -83,12 +83,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         return demo(args.seed)
     if args.command == "release":
         from .cli_release import SpecError, run_release
+        from .errors import PandasDPError
 
         try:
             return run_release(args.spec, check_only=args.check)
         except SpecError as err:
             print(f"error: {err}", file=sys.stderr)
             return 2
+        except PandasDPError as err:  # e.g. another process sharing the ledger spent the budget meanwhile
+            print(f"error: {type(err).__name__}: {err}\nReleases written before this one are listed in the "
+                  f"ledger; see its 'status' column.", file=sys.stderr)
+            return 1
     parser.error(f"unknown command {args.command!r}")  # pragma: no cover
     return 2
 
