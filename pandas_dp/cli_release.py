@@ -409,7 +409,17 @@ def run_release(spec_path: str | Path, *, check_only: bool = False) -> int:
         print(f"note: seed = {spec.seed} makes the noise predictable: for experiments, not for production.",
               file=sys.stderr)
     spec.output_dir.mkdir(parents=True, exist_ok=True)
-    entries = []
+    entries: list[dict[str, Any]] = []
+    manifest_path = spec.output_dir / "manifest.json"
+
+    def write_manifest() -> None:  # after every release, so a run stopped midway still documents its outputs
+        manifest = {"library": "pandas_dp", "version": pdp.__version__, "spec": str(spec.path),
+                    "input": str(spec.input), "budget": {"name": spec.budget_name, "epsilon": spec.epsilon,
+                                                         "spent": budget.spent, "ledger": str(spec.ledger)},
+                    "seeded": spec.seed is not None, "complete": len(entries) == len(spec.releases),
+                    "releases": entries}
+        manifest_path.write_text(json.dumps(manifest, indent=2), encoding="utf-8")
+
     with budget:
         for r in spec.releases:
             result = _call(frame, r, rng)
@@ -424,11 +434,7 @@ def run_release(spec_path: str | Path, *, check_only: bool = False) -> int:
                             "parameters": _jsonable(dict(result.params)), "spec": _jsonable(r.args),
                             "epsilon": result.epsilon, "ledger_id": ledger_id,
                             "post_processing": list(result.post_processing)})
+            write_manifest()
             print(f"released {r.name!r} ({result.method}, epsilon = {result.epsilon:g}) -> {out}")
-    manifest = {"library": "pandas_dp", "version": pdp.__version__, "spec": str(spec.path),
-                "input": str(spec.input), "budget": {"name": spec.budget_name, "epsilon": spec.epsilon,
-                                                     "spent": budget.spent, "ledger": str(spec.ledger)},
-                "seeded": spec.seed is not None, "releases": entries}
-    (spec.output_dir / "manifest.json").write_text(json.dumps(manifest, indent=2), encoding="utf-8")
-    print(f"Spent epsilon = {budget.spent:g} of {spec.epsilon:g}; manifest: {spec.output_dir / 'manifest.json'}")
+    print(f"Spent epsilon = {budget.spent:g} of {spec.epsilon:g}; manifest: {manifest_path}")
     return 0

@@ -121,6 +121,7 @@ def test_release_writes_tables_manifest_and_ledger(workdir):
     import pandas_dp
 
     assert manifest["version"] == pandas_dp.__version__ and manifest["budget"]["spent"] == 2.0
+    assert manifest["complete"] is True and manifest["seeded"] is True
     assert [r["name"] for r in manifest["releases"]] == ["ages", "state_age", "income", "households", "sizes"]
     assert [r["method"] for r in manifest["releases"]] == ["identity", "dpcube", "hierarchical", "hc", "sbar"]
     assert [r["ledger_id"] for r in manifest["releases"]] == [1, 2, 3, 4, 5]
