@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+import json
+import sqlite3
 import subprocess
 import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
@@ -32,13 +38,6 @@ def test_help_and_bad_command():
 
 
 # -- python -m pandas_dp release SPEC.toml ------------------------------------------------------------
-
-import json  # noqa: E402
-import sqlite3  # noqa: E402
-from pathlib import Path  # noqa: E402
-
-import pandas as pd  # noqa: E402
-import pytest  # noqa: E402
 
 SPEC = """
 seed = 3

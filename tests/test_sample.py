@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import pandas_dp as pdp
 from pandas_dp.data import load_households, load_persons
@@ -154,10 +156,6 @@ def test_unattributed_sample_gives_group_sizes():
     assert every["group"].tolist() == list(range(50))
     some = u.sample(n=1000, rng=_rng(2))
     assert len(some) == 1000 and set(some["size"]) <= set(u.counts.tolist())
-
-
-from hypothesis import given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
 
 
 @settings(max_examples=60, deadline=None)

@@ -11,7 +11,8 @@ predictable generator would reveal nothing beyond the release itself.
 from __future__ import annotations
 
 import numbers
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
