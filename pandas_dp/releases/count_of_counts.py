@@ -144,4 +144,5 @@ def count_of_counts(frame: pd.DataFrame, group: str, location: Any, *, epsilon: 
         method=method,
         params=result_params,
         post_processing=post,
+        parents=tuple(tables.parents),
     )
