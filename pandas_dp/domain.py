@@ -21,7 +21,10 @@ import pandas as pd
 
 from .errors import DomainError, ParameterError
 
-__all__ = ["BinDomain", "CategoryDomain", "Grid", "make_grid"]
+__all__ = ["BinDomain", "CategoryDomain", "Grid", "make_grid", "MAX_CELLS"]
+
+#: Largest number of cells of a release: each cell holds a count and draws noise (2**26 int64 = 512 MiB).
+MAX_CELLS = 2**26
 
 
 @dataclass(frozen=True, eq=False)
@@ -229,6 +232,9 @@ def _bin_dimension(column: str, bins: Any, rng: Any) -> BinDomain:
             )
         if bins < 1:
             raise ParameterError(f"The 'bins' parameter for column {column!r} must be at least 1. Got {int(bins)}.")
+        if bins > MAX_CELLS:
+            raise DomainError(f"bins={int(bins):,} for column {column!r} is above the limit of {MAX_CELLS:,} "
+                              f"cells (2**26): every cell gets its own noisy count. Use coarser bins.")
         try:
             low, high = (float(rng[0]), float(rng[1]))
             if len(rng) != 2:
@@ -328,4 +334,10 @@ def make_grid(frame: pd.DataFrame, columns: Sequence[str], *, bins: Any = None, 
                 f"every possible label, or give the column a pandas Categorical dtype whose categories are "
                 f"public; the library never derives the domain from the data."
             )
-    return Grid(tuple(dims))
+    grid = Grid(tuple(dims))
+    if grid.size > MAX_CELLS:
+        raise DomainError(
+            f"The domain has {grid.size:,} cells ({' x '.join(f'{n:,}' for n in grid.shape)}); the limit is "
+            f"{MAX_CELLS:,} (2**26), as every cell gets its own noisy count. Use coarser bins."
+        )
+    return grid

@@ -270,3 +270,15 @@ def test_statistical_dp_remove_one_person(method: str) -> None:
         return np.bincount(codes.to_numpy(dtype=np.int64), weights=f["groups"], minlength=12)
 
     assert_dp(mech, persons, neighbour, epsilon=1.0, trials=1500, rng=0, statistic=statistic)
+
+
+def test_max_size_above_the_limit_is_refused_before_the_charge():
+    from pandas_dp.data import load_households, load_persons
+    from pandas_dp.releases.count_of_counts import MAX_SIZE_LIMIT
+
+    persons, households = load_persons(), load_households()
+    with pdp.budget(1.0) as b:
+        with pytest.raises(pdp.ParameterError, match="max_size"):
+            persons.dp.count_of_counts("household_id", ["state", "county"], epsilon=0.5, groups=households,
+                                       max_size=MAX_SIZE_LIMIT + 1)
+    assert b.spent == 0 and len(b.ledger) == 0

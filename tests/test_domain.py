@@ -123,3 +123,14 @@ def test_align_ranges_on_edges():
         dim.align(25, 50)
     with pytest.raises(pdp.DomainError, match="above"):
         dim.align(50, 20)
+
+
+def test_domains_above_the_cell_limit_are_refused_before_allocating():
+    from pandas_dp.domain import MAX_CELLS
+
+    frame = pd.DataFrame({"x": [1.0], "y": [2.0]})
+    with pytest.raises(pdp.DomainError, match="coarser bins"):
+        make_grid(frame, ["x"], bins=2**31, range=(0, 1))
+    with pytest.raises(pdp.DomainError, match="coarser bins"):
+        make_grid(frame, ["x", "y"], bins=[2**14, 2**13], range=[(0, 1), (0, 1)])
+    assert MAX_CELLS == 2**26

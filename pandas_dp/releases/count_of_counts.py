@@ -69,12 +69,22 @@ def _interactive() -> bool:
     return bool(stream is not None and hasattr(stream, "isatty") and stream.isatty()) or "ipykernel" in sys.modules
 
 
+#: Largest group size ``K`` the hc and naive estimators work up to: they draw one noise value per
+#: size and region, so K sets the work. A larger caller-given K is refused before the charge; a
+#: larger privately estimated K is clamped to it (a public cap: bigger groups count as K).
+MAX_SIZE_LIMIT = 2**20
+
+
 def _check_max_size(max_size: Any) -> int | None:
     if max_size is None:
         return None
     if isinstance(max_size, bool) or not isinstance(max_size, numbers.Integral) or int(max_size) < 1:
         raise ParameterError(f"The 'max_size' parameter must be a positive integer (a public upper bound on "
                              f"the group size) or None to estimate it privately. Got {max_size!r}.")
+    if int(max_size) > MAX_SIZE_LIMIT:
+        raise ParameterError(f"The 'max_size' parameter is at most {MAX_SIZE_LIMIT:,} (the estimators draw "
+                             f"noise for every size up to it). Got {int(max_size):,}. Pass a tighter public "
+                             f"bound; larger groups are counted at max_size.")
     return int(max_size)
 
 
@@ -113,7 +123,8 @@ def count_of_counts(frame: pd.DataFrame, group: str, location: Any, *, epsilon: 
         try:
             k = k_public
             if estimate_max:
-                k = estimate_max_size(tables.max_size, epsilon=split["max_size"], rng=generator)
+                k = min(estimate_max_size(tables.max_size, epsilon=split["max_size"], rng=generator),
+                        MAX_SIZE_LIMIT)
             n_nodes = [len(r) for r in tables.regions]
             if tables.groups_public:
                 totals = tables.totals
