@@ -70,9 +70,7 @@ mechanisms" (geometric mechanism).
 from __future__ import annotations
 
 import math
-import numbers
 import operator
-from decimal import Decimal
 from fractions import Fraction
 from functools import lru_cache
 from typing import Union
@@ -80,6 +78,7 @@ from typing import Union
 import numpy as np
 
 from pandas_dp._csprng import SecureRandom, default_source
+from pandas_dp._rational import to_fraction
 from pandas_dp.errors import ParameterError
 
 from ._exact_cdf import _CDF, _GeometricCDF, _LaplaceCDF, _TruncatedGeometricCDF
@@ -109,31 +108,6 @@ _SLOW = np.int64(1 << 62)  # guess value marking buckets for the exact search
 
 
 # ---------------------------------------------------------------- scale ----
-def _to_fraction(x: object, name: str) -> Fraction:
-    """Exact rational value of a positive finite number (floats via their repr)."""
-    if isinstance(x, bool) or not isinstance(x, (numbers.Real, Decimal)):
-        raise ParameterError(
-            f"{name} must be a positive real number (int, float or Fraction); "
-            f"got {x!r} of type {type(x).__name__}."
-        )
-    if isinstance(x, numbers.Integral):
-        value = Fraction(int(x))
-    elif isinstance(x, Fraction):
-        value = x
-    elif isinstance(x, Decimal):
-        if not x.is_finite():
-            raise ParameterError(f"{name} must be finite; got {x!r}. Pass a positive finite number.")
-        value = Fraction(x)
-    else:
-        f = float(x)
-        if not math.isfinite(f):
-            raise ParameterError(f"{name} must be finite; got {x!r}. Pass a positive finite number.")
-        value = Fraction(repr(f))  # shortest repr: 0.1 means 1/10 exactly
-    if value <= 0:
-        raise ParameterError(f"{name} must be > 0; got {x!r}. Pass a positive finite number.")
-    return value
-
-
 def _round_up_denominator(x: Fraction, max_denominator: int) -> Fraction:
     """Smallest fraction >= ``x`` whose denominator is at most ``max_denominator``.
 
@@ -189,14 +163,14 @@ def noise_scale(sensitivity: float | int | Fraction, epsilon: float | int | Frac
     >>> noise_scale(2, 0.3)
     Fraction(20, 3)
     """
-    s = _to_fraction(sensitivity, "sensitivity")
-    e = _to_fraction(epsilon, "epsilon")
+    s = to_fraction(sensitivity, name="sensitivity")
+    e = to_fraction(epsilon, name="epsilon")
     return _round_up_denominator(s / e, _MAX_DENOMINATOR)
 
 
 def _as_scale(scale: object) -> Fraction:
     """Validated scale; denominators above ``2**32`` are rounded up as in :func:`noise_scale`."""
-    t = _round_up_denominator(_to_fraction(scale, "scale"), _MAX_DENOMINATOR)
+    t = _round_up_denominator(to_fraction(scale, name="scale"), _MAX_DENOMINATOR)
     if t > _MAX_SCALE:
         raise ParameterError(
             f"scale must be at most 2**50 so that int64 noise cannot overflow; got {scale!r}. "

@@ -21,6 +21,7 @@ from typing import Literal
 
 import numpy as np
 
+from pandas_dp._rational import to_fraction
 from pandas_dp.errors import ParameterError
 from pandas_dp.noise import discrete_laplace, discrete_laplace_variance, noise_scale
 
@@ -56,10 +57,6 @@ DEFAULT_ETA = 0.1
 Clustering = Literal["greedy", "empirical", "optimal"]
 
 
-def _to_fraction(x: float | int | Fraction) -> Fraction:
-    return Fraction(repr(x)) if isinstance(x, float) else Fraction(x)
-
-
 def split_epsilon(epsilon: float | Fraction, share: float | Fraction) -> tuple[Fraction, Fraction]:
     """Split ``epsilon`` into exact rationals ``(epsilon_1, epsilon_2)`` summing to ``epsilon``.
 
@@ -76,8 +73,8 @@ def split_epsilon(epsilon: float | Fraction, share: float | Fraction) -> tuple[F
         ``epsilon_1 = share * epsilon`` and ``epsilon_2 = epsilon - epsilon_1``, so that
         ``epsilon_1 + epsilon_2 == epsilon`` exactly (sequential composition).
     """
-    eps = _to_fraction(epsilon)
-    s = _to_fraction(share)
+    eps = to_fraction(epsilon, name="epsilon")
+    s = to_fraction(share, name="epsilon_split")
     if not 0 < s < 1:
         raise ParameterError(
             f"epsilon_split must be strictly between 0 and 1 (the share of epsilon spent on the "

@@ -30,13 +30,10 @@ from pandas_dp.algorithms.tree_budget import BudgetSplit, level_shares, split_ep
 from pandas_dp.algorithms.tree_inference import (TreeVariances, constrained_inference,
                                                  nonnegative_tree)
 from pandas_dp.algorithms.tree_layout import TreeLayout, tree_layout
+from pandas_dp._rational import to_fraction
 from pandas_dp.noise import discrete_laplace, discrete_laplace_variance, noise_scale
 
 __all__ = ["TreeRelease", "release_tree"]
-
-
-def _as_fraction(x: float | int | Fraction) -> Fraction:
-    return Fraction(repr(x)) if isinstance(x, float) else Fraction(x)
 
 
 @dataclass(frozen=True)
@@ -194,7 +191,7 @@ def release_tree(counts: np.ndarray, *, epsilon: float | Fraction,
     (2, (Fraction(1, 2), Fraction(1, 2), Fraction(0, 1)))
     """
     counts = np.asarray(counts)
-    eps = _as_fraction(epsilon)
+    eps = to_fraction(epsilon, name="epsilon")
     choice = None
     if isinstance(branching, str):
         choice = choose_branching(counts.shape, epsilon=float(eps), budget_split=budget_split,
