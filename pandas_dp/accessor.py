@@ -185,9 +185,10 @@ class DPAccessorBase:
             Column of group ids.
         epsilon : float
             Privacy loss charged to the active budget.
-        groups : Series, Index or array, optional
+        groups : Series, Index, array or DataFrame, optional
             All group ids (public), including groups with no rows; rows of other
-            ids are dropped. Without it the number of groups is estimated with
+            ids are dropped. A DataFrame (a public groups table) gives them in
+            its column named like ``group``. Without it the number of groups is estimated with
             1/10 of ``epsilon``.
         rng : numpy.random.Generator, optional
             Reproducible experiments only.

@@ -282,3 +282,16 @@ def test_max_size_above_the_limit_is_refused_before_the_charge():
             persons.dp.count_of_counts("household_id", ["state", "county"], epsilon=0.5, groups=households,
                                        max_size=MAX_SIZE_LIMIT + 1)
     assert b.spent == 0 and len(b.ledger) == 0
+
+
+def test_unattributed_groups_may_be_a_public_table():
+    edges = pd.DataFrame({"src": [1, 1, 2, 3, 3, 3]})
+    hosts = pd.DataFrame({"src": [1, 2, 3, 4], "name": list("abcd")})
+    with pdp.budget(2.0) as b:
+        a = edges.dp.unattributed_histogram(group="src", epsilon=0.5, groups=hosts, rng=np.random.default_rng(3))
+        c = edges.dp.unattributed_histogram(group="src", epsilon=0.5, groups=hosts["src"],
+                                            rng=np.random.default_rng(3))
+        with pytest.raises(pdp.ParameterError, match="no column 'src'"):
+            edges.dp.unattributed_histogram(group="src", epsilon=0.5, groups=hosts[["name"]])
+    pd.testing.assert_series_equal(a.counts, c.counts)
+    assert len(a.counts) == 4 and len(b.ledger) == 2

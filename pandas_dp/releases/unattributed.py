@@ -23,10 +23,13 @@ __all__ = ["unattributed_histogram", "GROUP_COUNT_SHARE"]
 GROUP_COUNT_SHARE = Fraction(1, 10)
 
 
-def _group_ids(groups: Any) -> pd.Index:
+def _group_ids(groups: Any, column: Any) -> pd.Index:
     if isinstance(groups, pd.DataFrame):
-        raise ParameterError("The 'groups' parameter of unattributed_histogram is the list of all group ids "
-                             "(a Series, Index or array), not a DataFrame. Pass e.g. hosts['src'].")
+        # A public groups table: its column named like the group column holds the ids.
+        if column not in groups.columns:
+            raise ParameterError(f"The 'groups' table has no column {column!r} (the group column). Pass a table "
+                                 f"with a {column!r} column of all group ids, or the ids themselves as a Series.")
+        groups = groups[column]
     try:
         ids = pd.Index(groups)
     except (TypeError, ValueError) as err:
@@ -48,7 +51,7 @@ def unattributed_histogram(frame: pd.DataFrame, group: Any, *, epsilon: Any, gro
         raise ParameterError(f"The 'group' parameter names one column. Got {group!r}.")
     eps = check_epsilon(epsilon)
     generator = check_rng(rng)
-    ids = _group_ids(groups) if groups is not None else None
+    ids = _group_ids(groups, col[0]) if groups is not None else None
     budget = active_budget()
     # Rows of groups outside the public ids are outside the domain: dropped.
     counts = engine_for(frame).group_counts(frame[col[0]], ids)
