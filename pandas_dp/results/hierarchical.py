@@ -124,17 +124,12 @@ class HierarchicalHistogram(Histogram):
                 f"columns={list(self.domain.columns)}, bins={self.domain.size})")
         return head + "\n" + self._summary_rows().to_string(float_format=lambda v: f"{v:.4g}")
 
-    def _repr_html_(self) -> str:
+    def _html_title(self) -> str:
+        return f"b = {self.branching}, height = {self.height}, ε = {self.epsilon:g}"
+
+    def _html_notes(self) -> str:
         d = self.detail
-        split = html.escape(str(d.budget_split))
         flags = ", ".join(name for name, on in (("consistent (GLS)", d.consistent),
                                                   ("non-negative", d.nonnegative),
                                                   ("root noised", d.include_root)) if on) or "raw H_b"
-        params = ", ".join(f"{html.escape(str(k))}={html.escape(str(v))}" for k, v in self.params.items())
-        table = self._html_rows()
-        more = f"<p>… {self.domain.size - 10} more bins</p>" if self.domain.size > 10 else ""
-        return (f"<div><strong>HierarchicalHistogram</strong> — method "
-                f"<code>{html.escape(self.method)}</code>, b = {self.branching}, "
-                f"height = {self.height}, ε = {self.epsilon:g}, {self.domain.size} bins over "
-                f"{html.escape(str(list(self.domain.columns)))}<br><small>budget split {split}; "
-                f"{html.escape(flags)}<br>{params}</small>{table}{more}</div>")
+        return f"budget split {html.escape(str(d.budget_split))}; {html.escape(flags)}<br>"

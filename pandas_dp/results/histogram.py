@@ -221,14 +221,22 @@ class Histogram(FrozenRelease, EstimatesView):
                 f"columns={list(self.domain.columns)}, bins={self.domain.size})")
         return head + "\n" + self._summary_rows().to_string(float_format=lambda v: f"{v:.4g}")
 
+    def _html_title(self) -> str:
+        """The method's facts shown after the method name (subclasses add theirs)."""
+        return f"ε = {self.epsilon:g}"
+
+    def _html_notes(self) -> str:
+        """Escaped HTML shown above the parameters (subclasses add theirs)."""
+        return ""
+
     def _repr_html_(self) -> str:
         params = ", ".join(f"{html.escape(str(k))}={html.escape(str(v))}" for k, v in self.params.items())
         table = self._html_rows()
         more = f"<p>… {self.domain.size - 10} more bins</p>" if self.domain.size > 10 else ""
         return (f"<div><strong>{html.escape(type(self).__name__)}</strong> — method "
-                f"<code>{html.escape(self.method)}</code>, ε = {self.epsilon:g}, "
+                f"<code>{html.escape(self.method)}</code>, {self._html_title()}, "
                 f"{self.domain.size} bins over {html.escape(str(list(self.domain.columns)))}"
-                f"<br><small>{params}</small>{table}{more}</div>")
+                f"<br><small>{self._html_notes()}{params}</small>{table}{more}</div>")
 
 
 def html_estimates(frame: pd.DataFrame, exact: bool = True) -> str:
