@@ -1,0 +1,396 @@
+"""Privacy loss as a type, and the calibrated noise it buys.
+
+A release states its privacy loss once, as a small frozen object, and hands it
+down the release pipeline. The object is the only code that knows its
+*measure* (pure epsilon-DP today); everything else asks it questions:
+
+* accounting: losses of one measure add, subtract and compare exactly
+  (rationals), and split into exact shares whose sum never exceeds the whole;
+* calibration: ``loss.noise(sensitivity)`` returns the noise that makes a
+  query of that :class:`Sensitivity` satisfy this loss, as a :class:`Noise`
+  object with ``add(counts, rng)``, ``variance()`` and ``describe()``.
+
+Algorithms receive :class:`Noise` objects (or the per-part losses to make
+them), never an epsilon, and never import the samplers.
+
+Sensitivity
+-----------
+A :class:`Sensitivity` records how far one privacy unit can move a vector of
+counts, in L1 and in squared L2 (both exact rationals). A histogram where a
+unit adds at most ``r`` rows to each of at most ``c`` cells has
+``L1 = c r`` and ``L2**2 = c r**2``; the default (one row per unit) is
+``L1 = L2 = 1``.
+
+Pure DP and zCDP
+----------------
+:class:`PureDP` ``(epsilon)`` calibrates exact discrete Laplace noise of scale
+``t = L1 / epsilon`` (rounded *up* to an exact rational,
+:func:`pandas_dp.noise.noise_scale`); adding ``Z`` with
+``P(Z = z) ∝ exp(-|z| / t)`` to a query of L1 sensitivity ``L1`` is
+``epsilon``-DP (Ghosh, Roughgarden, Sundararajan 2012; Canonne, Kamath,
+Steinke 2020, Section 2).
+
+:class:`ZCDP` ``(rho)`` calibrates exact discrete Gaussian noise with
+``sigma**2 = L2**2 / (2 rho)`` (exact rational, never rounded down); adding it
+to a query of L2 sensitivity ``L2`` is ``rho``-zCDP (Canonne, Kamath, Steinke
+2020, Theorem 14). A pure ``epsilon`` release implies ``epsilon**2 / 2``-zCDP
+(Bun and Steinke 2016, Proposition 1.4), which is what it costs under a zCDP
+budget; a zCDP release implies no pure guarantee and is refused by an
+epsilon budget.
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any, ClassVar, Sequence
+
+import numpy as np
+
+from ._rational import to_fraction
+from .errors import ParameterError
+
+__all__ = ["Sensitivity", "PrivacyLoss", "PureDP", "ZCDP", "Noise", "DiscreteLaplace", "DiscreteGaussian",
+           "loss_from", "MAX_NOISE_SCALE", "MAX_GAUSSIAN_SIGMA2", "SHARE_GRID"]
+
+#: Largest discrete Laplace scale the sampler accepts (int64 noise must not overflow).
+MAX_NOISE_SCALE = Fraction(1 << 50)
+#: Largest discrete Gaussian variance (sigma at most 2**50, as for the Laplace scale).
+MAX_GAUSSIAN_SIGMA2 = Fraction(1 << 100)
+#: Float shares are rounded down to multiples of ``1 / SHARE_GRID`` so that exact parts never exceed the whole.
+SHARE_GRID = 1 << 40
+
+
+@dataclass(frozen=True)
+class Sensitivity:
+    """How far one privacy unit can move a released vector: ``l1`` and ``l2_squared`` (exact).
+
+    Examples
+    --------
+    >>> Sensitivity.cells(cells=3, per_cell=2)
+    Sensitivity(l1=Fraction(6, 1), l2_squared=Fraction(12, 1))
+    """
+
+    l1: Fraction = Fraction(1)
+    l2_squared: Fraction = Fraction(1)
+
+    @classmethod
+    def cells(cls, *, cells: int | Fraction = 1, per_cell: int | Fraction = 1) -> "Sensitivity":
+        """A unit changes at most ``cells`` cells by at most ``per_cell`` each."""
+        c, r = Fraction(cells), Fraction(per_cell)
+        return cls(c * r, c * r * r)
+
+    def scaled(self, factor: int | Fraction) -> "Sensitivity":
+        """Every change multiplied by ``factor`` (L1 times ``factor``, squared L2 times ``factor**2``)."""
+        f = Fraction(factor)
+        return Sensitivity(self.l1 * f, self.l2_squared * f * f)
+
+    @property
+    def l2(self) -> float:
+        """The L2 sensitivity (a float; the exact value is ``sqrt(l2_squared)``)."""
+        return math.sqrt(self.l2_squared)
+
+    def describe(self) -> dict[str, Any]:
+        """JSON-friendly record for results and the ledger."""
+        return {"l1": _text(self.l1), "l2_squared": _text(self.l2_squared)}
+
+
+UNIT = Sensitivity()
+
+
+def _text(value: Fraction) -> str:
+    return str(value.numerator) if value.denominator == 1 else f"{value.numerator}/{value.denominator}"
+
+
+class Noise(ABC):
+    """Integer noise calibrated for one query; frozen, comparable, described for the record."""
+
+    #: Name shown in results and the ledger (``"discrete Laplace"``).
+    name: ClassVar[str]
+
+    @abstractmethod
+    def sample(self, shape: int | tuple[int, ...], rng: Any) -> np.ndarray:
+        """``int64`` noise of the given shape from ``rng`` (``None``: the secure source)."""
+
+    def add(self, counts: np.ndarray, rng: Any) -> np.ndarray:
+        """``counts`` plus fresh noise (a new ``int64`` array of the same shape)."""
+        counts = np.asarray(counts)
+        return counts + self.sample(counts.shape, rng)
+
+    @abstractmethod
+    def variance(self) -> float:
+        """Exact variance of one noise value (as a float)."""
+
+    @abstractmethod
+    def quantile(self, q: float) -> int:
+        """Exact quantile: the smallest integer ``z`` with ``P(Z <= z) >= q``."""
+
+    def interval_radius(self, confidence_level: float) -> int:
+        """Smallest integer ``c`` with ``P(|Z| <= c) >= confidence_level`` (exact, symmetric noise).
+
+        ``P(|Z| <= c) = 2 F(c) - 1`` for noise symmetric about 0, so ``c`` is the
+        ``(1 + confidence_level) / 2`` quantile.
+        """
+        return self.quantile((1.0 + confidence_level) / 2.0)
+
+    @abstractmethod
+    def describe(self) -> dict[str, Any]:
+        """JSON-friendly record: ``{"noise": name, ...its exact parameters}``."""
+
+
+@dataclass(frozen=True)
+class DiscreteLaplace(Noise):
+    """Exact discrete Laplace noise ``P(z) ∝ exp(-|z| / scale)`` (two-sided geometric)."""
+
+    scale: Fraction
+    name: ClassVar[str] = "discrete Laplace"
+
+    def sample(self, shape: int | tuple[int, ...], rng: Any) -> np.ndarray:
+        from .noise import discrete_laplace
+
+        return discrete_laplace(self.scale, shape, rng=rng)
+
+    def variance(self) -> float:
+        from .noise import discrete_laplace_variance
+
+        return discrete_laplace_variance(self.scale)
+
+    def quantile(self, q: float) -> int:
+        from .noise import discrete_laplace_quantile
+
+        return discrete_laplace_quantile(self.scale, q)
+
+    def describe(self) -> dict[str, Any]:
+        return {"noise": self.name, "noise_scale": _text(self.scale)}
+
+
+@dataclass(frozen=True)
+class DiscreteGaussian(Noise):
+    """Exact discrete Gaussian noise ``P(z) ∝ exp(-z**2 / (2 sigma2))`` (Canonne, Kamath, Steinke 2020)."""
+
+    sigma2: Fraction
+    name: ClassVar[str] = "discrete Gaussian"
+
+    def sample(self, shape: int | tuple[int, ...], rng: Any) -> np.ndarray:
+        from ._discrete_gaussian import discrete_gaussian
+
+        return discrete_gaussian(self.sigma2, shape, rng=rng)
+
+    def variance(self) -> float:
+        from ._discrete_gaussian import discrete_gaussian_variance
+
+        return discrete_gaussian_variance(self.sigma2)
+
+    def quantile(self, q: float) -> int:
+        from ._discrete_gaussian import discrete_gaussian_quantile
+
+        return discrete_gaussian_quantile(self.sigma2, q)
+
+    def describe(self) -> dict[str, Any]:
+        return {"noise": self.name, "sigma2": _text(self.sigma2)}
+
+
+class PrivacyLoss(ABC):
+    """A privacy loss of one measure: exact amount, exact arithmetic, noise calibration.
+
+    Subclasses are frozen dataclasses with one field, ``amount`` (a positive
+    or zero :class:`~fractions.Fraction`).
+    """
+
+    #: ``"pure"`` or ``"zcdp"``: what the ledger records.
+    measure: ClassVar[str]
+    #: The keyword users pass: ``"epsilon"`` or ``"rho"``.
+    parameter: ClassVar[str]
+    #: Smallest positive amount a release may ask for (its noise would overflow the sampler below it).
+    minimum: ClassVar[Fraction]
+    amount: Fraction
+
+    # -- exact arithmetic (same measure only) --------------------------------
+    def _same(self, other: object) -> "PrivacyLoss":
+        if type(other) is not type(self):
+            raise TypeError(f"cannot combine {type(self).__name__} with {type(other).__name__}")
+        return other  # type: ignore[return-value]
+
+    def __add__(self, other: "PrivacyLoss") -> "PrivacyLoss":
+        return type(self)(self.amount + self._same(other).amount)  # type: ignore[call-arg]
+
+    def __sub__(self, other: "PrivacyLoss") -> "PrivacyLoss":
+        return type(self)(self.amount - self._same(other).amount)  # type: ignore[call-arg]
+
+    def __lt__(self, other: "PrivacyLoss") -> bool:
+        return self.amount < self._same(other).amount
+
+    def __le__(self, other: "PrivacyLoss") -> bool:
+        return self.amount <= self._same(other).amount
+
+    def __gt__(self, other: "PrivacyLoss") -> bool:
+        return self.amount > self._same(other).amount
+
+    def __ge__(self, other: "PrivacyLoss") -> bool:
+        return self.amount >= self._same(other).amount
+
+    def zero(self) -> "PrivacyLoss":
+        """The zero loss of this measure."""
+        return type(self)(Fraction(0))  # type: ignore[call-arg]
+
+    def part(self, share: Fraction | int) -> "PrivacyLoss":
+        """The exact part ``share * amount`` (``share`` a rational in ``[0, 1]``)."""
+        return type(self)(self.amount * Fraction(share))  # type: ignore[call-arg]
+
+    def split(self, shares: Sequence[float | Fraction] | np.ndarray) -> tuple["PrivacyLoss", ...]:
+        """Exact parts for ``shares`` (summing to 1); the parts never add up to more than the whole.
+
+        Equal positive shares are kept exact (``amount / m`` each); rational
+        shares are used as given; other float shares are rounded down to
+        multiples of ``2**-40``.
+        """
+        values = list(shares)
+        positive = [s for s in values if s > 0]
+        if positive and all(s == positive[0] for s in positive):
+            m = len(positive)
+            return tuple(self.part(Fraction(1, m)) if s > 0 else self.zero() for s in values)
+        if all(isinstance(s, (Fraction, int)) for s in values):
+            if sum(Fraction(s) for s in values) > 1:
+                raise ValueError("shares must sum to at most 1")
+            return tuple(self.part(Fraction(s)) for s in values)
+        return tuple(self.part(Fraction(int(math.floor(float(s) * SHARE_GRID)), SHARE_GRID)) for s in values)
+
+    # -- measure ---------------------------------------------------------------
+    def charged_as(self, measure: str) -> "PrivacyLoss":
+        """This loss as charged to a budget of ``measure`` (an implied guarantee of that measure).
+
+        Raises
+        ------
+        ParameterError
+            When this loss implies no guarantee of ``measure``.
+        """
+        if measure == self.measure:
+            return self
+        implied = self._implies(measure)
+        if implied is not None:
+            return implied
+        raise ParameterError(
+            f"A release with {self.parameter}= ({self.measure}) cannot be charged to a {measure} budget: it "
+            f"gives no guarantee in that measure. Pass the budget's own parameter instead.")
+
+    def _implies(self, measure: str) -> "PrivacyLoss | None":
+        return None
+
+    # -- calibration -----------------------------------------------------------
+    @abstractmethod
+    def noise(self, sensitivity: Sensitivity = UNIT, *, what: str = "this release") -> Noise:
+        """Noise that makes a query of ``sensitivity`` satisfy this loss.
+
+        Raises
+        ------
+        ParameterError
+            When the loss is too small for the sampler's range (named by ``what``);
+            release plans call this before any charge.
+        """
+
+    def describe(self) -> dict[str, Any]:
+        """JSON-friendly record: ``{"measure": ..., parameter: exact text}``."""
+        return {"measure": self.measure, self.parameter: _text(self.amount)}
+
+    def __float__(self) -> float:
+        return float(self.amount)
+
+
+@dataclass(frozen=True, eq=True)
+class PureDP(PrivacyLoss):
+    """Pure epsilon-differential privacy: ``PureDP(Fraction(1, 2))`` is epsilon = 0.5.
+
+    Examples
+    --------
+    >>> loss = PureDP(Fraction(1, 2))
+    >>> loss.noise(Sensitivity.cells(cells=2)).describe()
+    {'noise': 'discrete Laplace', 'noise_scale': '4'}
+    >>> [str(p.amount) for p in loss.split([0.5, 0.5])]
+    ['1/4', '1/4']
+    """
+
+    amount: Fraction
+    measure: ClassVar[str] = "pure"
+    parameter: ClassVar[str] = "epsilon"
+    minimum: ClassVar[Fraction] = Fraction(1, 2**40)
+
+    @property
+    def epsilon(self) -> Fraction:
+        """The epsilon of this loss (exact)."""
+        return self.amount
+
+    def noise(self, sensitivity: Sensitivity = UNIT, *, what: str = "this release") -> DiscreteLaplace:
+        from .noise import noise_scale
+
+        if self.amount <= 0 or noise_scale(sensitivity.l1, self.amount) > MAX_NOISE_SCALE:
+            raise ParameterError(
+                f"The 'epsilon' parameter is too small for {what}: its share {float(self.amount):.3g} needs "
+                f"a noise scale above 2**50. Pass a larger epsilon or change the split.")
+        return DiscreteLaplace(noise_scale(sensitivity.l1, self.amount))
+
+    def _implies(self, measure: str) -> PrivacyLoss | None:
+        # Pure epsilon-DP implies (epsilon**2 / 2)-zCDP (Bun and Steinke 2016, Proposition 1.4).
+        return ZCDP(self.amount * self.amount / 2) if measure == ZCDP.measure else None
+
+
+@dataclass(frozen=True, eq=True)
+class ZCDP(PrivacyLoss):
+    """Zero-concentrated differential privacy: ``ZCDP(Fraction(1, 8))`` is rho = 0.125.
+
+    Examples
+    --------
+    >>> ZCDP(Fraction(1, 2)).noise(Sensitivity.cells(cells=4)).describe()
+    {'noise': 'discrete Gaussian', 'sigma2': '4'}
+    >>> PureDP(Fraction(1, 2)).charged_as("zcdp")
+    ZCDP(amount=Fraction(1, 8))
+    """
+
+    amount: Fraction
+    measure: ClassVar[str] = "zcdp"
+    parameter: ClassVar[str] = "rho"
+    minimum: ClassVar[Fraction] = Fraction(1, 2**80)
+
+    @property
+    def rho(self) -> Fraction:
+        """The rho of this loss (exact)."""
+        return self.amount
+
+    def noise(self, sensitivity: Sensitivity = UNIT, *, what: str = "this release") -> DiscreteGaussian:
+        if self.amount <= 0 or sensitivity.l2_squared / (2 * self.amount) > MAX_GAUSSIAN_SIGMA2:
+            raise ParameterError(
+                f"The 'rho' parameter is too small for {what}: its share {float(self.amount):.3g} needs a "
+                f"noise standard deviation above 2**50. Pass a larger rho or change the split.")
+        return DiscreteGaussian(sensitivity.l2_squared / (2 * self.amount))
+
+
+_MEASURES: dict[str, type[PrivacyLoss]] = {"epsilon": PureDP, "rho": ZCDP}
+
+
+def loss_from(*, epsilon: Any = None, **others: Any) -> PrivacyLoss:
+    """The loss a caller asked for: exactly one of ``epsilon=`` (pure DP) or ``rho=`` (zCDP).
+
+    Raises
+    ------
+    ParameterError
+        When none or several are given, or the value is not a positive finite
+        number at least the measure's minimum.
+    """
+    given = {"epsilon": epsilon, **others}
+    unknown = sorted(set(given) - set(_MEASURES))
+    if unknown:
+        raise ParameterError(f"Unknown privacy parameter(s) {unknown}; pass one of {sorted(_MEASURES)}.")
+    chosen = [(k, v) for k, v in given.items() if v is not None]
+    if len(chosen) != 1:
+        names = " or ".join(f"{k}=" for k in _MEASURES)
+        got = ", ".join(f"{k}={v!r}" for k, v in chosen) or "none"
+        raise ParameterError(f"Pass exactly one privacy parameter ({names}) to every release. Got {got}.")
+    key, value = chosen[0]
+    cls = _MEASURES[key]
+    amount = to_fraction(value, name=key)
+    if amount < cls.minimum:
+        raise ParameterError(
+            f"The '{key}' parameter is too small: got {value!r}, the minimum is {float(cls.minimum):.1e}; "
+            f"noise that large would hide every count. Pass a larger {key}.")
+    return cls(amount)  # type: ignore[call-arg]
