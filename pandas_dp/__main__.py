@@ -35,7 +35,7 @@ def demo(seed: int | None = None) -> int:
         print(f"\nPersons aged [20, 70): {working.estimate:,.0f} (95% CI {lo:,.0f} .. {hi:,.0f}), "
               f"no extra budget spent")
 
-        states = persons.dp.histogram("state", epsilon=0.1, rng=rng)
+        states = persons.dp.histogram("state", categories="dtype", epsilon=0.1, rng=rng)
         frame = states.to_frame()
         frame["± 95%"] = 1.96 * frame["std_error"]
         _show("Persons by state (public categories, ε = 0.1)", frame[["estimate", "± 95%"]])

@@ -1,10 +1,20 @@
 """Public domains: numeric bins, categories and d-dimensional grids.
 
-A domain always comes from the caller (or from a pandas ``Categorical``
-dtype, whose declared categories are public), never from the data. Values are
-mapped to bin codes with vectorized arithmetic (equal-width bins) or
-``searchsorted`` (arbitrary edges); values outside the domain and missing
-values get code ``-1`` and are dropped without revealing how many there were.
+A domain always comes from the caller's arguments, never from the data: not
+from its values and not from its dtype (a stray token turns a numeric column
+into an ``object`` one; ``astype("category")`` builds categories from the
+values). A pandas ``Categorical`` column's own categories are used only when
+the caller says so with ``categories="dtype"`` (for a dtype built from a public
+codebook, ``pd.CategoricalDtype(codebook)``).
+
+Values are mapped to bin codes with vectorized arithmetic (equal-width bins)
+or ``searchsorted`` (arbitrary edges). Mapping never raises or warns because of
+a value: numeric bins read any column through a coercion that turns anything
+that is not a real number (strings that do not parse, unhashable objects,
+dates, ``NaN``, ``inf``) into a missing value, and label domains look values up
+without requiring them to be hashable. Values outside the domain and missing
+values get code ``-1`` and are dropped without revealing how many there were
+(the boundary rule, DESIGN section 6).
 
 Bins are half-open, ``[low, high)``, including the last one: with
 ``bins=120, range=(0, 120)`` the value 120 is outside the domain.
@@ -13,6 +23,8 @@ Bins are half-open, ``[low, high)``, including the last one: with
 from __future__ import annotations
 
 import math
+import warnings
+from collections.abc import Hashable
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
@@ -21,7 +33,7 @@ import pandas as pd
 
 from .errors import DomainError, ParameterError
 
-__all__ = ["BinDomain", "CategoryDomain", "Grid", "make_grid", "MAX_CELLS"]
+__all__ = ["BinDomain", "CategoryDomain", "Grid", "make_grid", "numeric_values", "MAX_CELLS"]
 
 #: Largest number of cells of a release: each cell holds a count and draws noise (2**26 int64 = 512 MiB).
 MAX_CELLS = 2**26
@@ -44,8 +56,16 @@ class BinDomain:
         return pd.IntervalIndex.from_breaks(self.edges, closed="left", name=self.column)
 
     def codes(self, values: np.ndarray) -> np.ndarray:
-        """Bin code of every value, ``-1`` outside ``[edges[0], edges[-1])`` or missing."""
-        values = np.asarray(values)
+        """Bin code of every value, ``-1`` outside ``[edges[0], edges[-1])`` or missing.
+
+        ``values`` is a numeric array (see :func:`numeric_values`); no value makes
+        this warn (over/underflow and invalid operations are ignored: their
+        results fall outside the domain).
+        """
+        with np.errstate(all="ignore"):
+            return self._codes(np.asarray(values))
+
+    def _codes(self, values: np.ndarray) -> np.ndarray:
         lo, hi, n = self.edges[0], self.edges[-1], self.size
         if values.dtype.kind in "iu" and self.equal_width and _integral(self.edges):
             width = int(self.edges[1] - self.edges[0])
@@ -122,15 +142,30 @@ class CategoryDomain:
         return pd.CategoricalIndex(self.categories, categories=self.categories, ordered=False, name=self.column)
 
     def codes(self, values: Any) -> np.ndarray:
-        """Position of every value among the categories, ``-1`` for unknown or missing labels."""
+        """Position of every value among the categories, ``-1`` for unknown, missing or unhashable values."""
         if isinstance(getattr(values, "dtype", None), pd.CategoricalDtype):
             cat = pd.Categorical(values)
             raw = cat.codes.astype(np.int64)
             if cat.categories.equals(self.categories):
                 return raw
-            mapping = np.asarray(self.categories.get_indexer(cat.categories), dtype=np.int64)
+            mapping = np.asarray(self._lookup(cat.categories), dtype=np.int64)
             return np.where(raw >= 0, mapping[raw], -1)
-        return np.asarray(self.categories.get_indexer(pd.Index(values)), dtype=np.int64)
+        return self._lookup(values)
+
+    def _lookup(self, values: Any) -> np.ndarray:
+        """``categories.get_indexer(values)`` that never raises or warns on a value."""
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                return np.asarray(self.categories.get_indexer(pd.Index(values)), dtype=np.int64)
+            except (TypeError, ValueError):
+                # An unhashable value (a list, a dict...) in an object column: it matches no label.
+                arr = np.asarray(pd.Series(values, dtype=object).to_numpy(), dtype=object)
+                ok = np.frompyfunc(_hashable, 1, 1)(arr).astype(bool) if arr.size else np.zeros(0, bool)
+                out = np.full(arr.size, -1, dtype=np.int64)
+                if ok.any():
+                    out[ok] = self.categories.get_indexer(pd.Index(arr[ok], dtype=object))
+                return out
 
     def align(self, low: Any, high: Any) -> tuple[int, int]:
         raise DomainError(
@@ -158,7 +193,7 @@ class Grid:
 
     @property
     def size(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64))
+        return math.prod(self.shape)
 
     @property
     def ndim(self) -> int:
@@ -178,6 +213,77 @@ class Grid:
             valid = (codes >= 0) & (sub >= 0)
             codes = np.where(valid, codes * dim.size + sub, -1)
         return codes
+
+
+def _hashable(value: Any) -> bool:
+    if not isinstance(value, Hashable):
+        return False
+    try:
+        hash(value)
+    except Exception:  # noqa: BLE001 - a private value's __hash__ may raise anything
+        return False
+    return True
+
+
+def numeric_values(series: Any) -> np.ndarray:
+    """A column's values as an int64 or float64 numpy array, ``NaN`` where a value is not a real number.
+
+    Never raises and never warns, whatever the values: numeric dtypes are read
+    as they are (booleans as 0/1, unsigned integers above ``2**63 - 1`` as
+    floats, complex numbers with a non-zero imaginary part as ``NaN``); dates,
+    durations and categoricals are not numbers (all ``NaN``); any other column
+    goes through ``pandas.to_numeric(errors="coerce")`` (so the strings of a CSV
+    column that pandas could not read as numbers still count where they parse).
+
+    Parameters
+    ----------
+    series : pandas.Series
+        The column (private data).
+
+    Returns
+    -------
+    numpy.ndarray
+        ``int64`` or ``float64`` values aligned with the rows.
+    """
+    dtype = series.dtype
+    if isinstance(dtype, np.dtype):
+        kind = dtype.kind
+        if kind in "if":
+            return series.to_numpy(copy=False)
+        if kind == "b":
+            return series.to_numpy(dtype=np.int64)
+        if kind == "u":
+            arr = series.to_numpy(copy=False)
+            return arr.astype(np.int64) if dtype.itemsize < 8 else arr.astype(np.float64)
+        if kind == "c":
+            arr = series.to_numpy(copy=False)
+            return np.where(arr.imag == 0, arr.real, np.nan)
+        if kind in "mM":
+            return np.full(len(series), np.nan)
+    elif isinstance(dtype, pd.CategoricalDtype):
+        return np.full(len(series), np.nan)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            converted = pd.to_numeric(series, errors="coerce")
+        except Exception:  # noqa: BLE001 - a private value may break the converter: element by element
+            converted = pd.Series([_real_or_nan(v) for v in series.to_numpy(dtype=object)], dtype=np.float64)
+        if isinstance(converted.dtype, np.dtype):
+            if converted.dtype.kind in "mMO":
+                return np.full(len(series), np.nan)
+            return numeric_values(converted)
+        try:
+            return converted.to_numpy(dtype=np.float64, na_value=np.nan)
+        except Exception:  # noqa: BLE001
+            return np.full(len(series), np.nan)
+
+
+def _real_or_nan(value: Any) -> float:
+    try:
+        out = float(value) if isinstance(value, (int, float, np.number, str, bytes)) else math.nan
+    except Exception:  # noqa: BLE001
+        return math.nan
+    return out
 
 
 def _integral(edges: np.ndarray) -> bool:
@@ -289,8 +395,8 @@ def make_grid(frame: pd.DataFrame, columns: Sequence[str], *, bins: Any = None, 
     Parameters
     ----------
     frame : DataFrame
-        Only its column names and dtypes are read (a ``Categorical`` dtype's
-        categories are public).
+        Only its column labels are read, and whether a column is ``Categorical``
+        (its categories are used only with ``categories="dtype"``).
     columns : sequence of str
         Columns released, one dimension each.
     bins, range, categories
@@ -303,36 +409,35 @@ def make_grid(frame: pd.DataFrame, columns: Sequence[str], *, bins: Any = None, 
     """
     bins_per = _per_column(bins, columns, "bins", _is_bins_spec)
     range_per = _per_column(range, columns, "range", _is_sequence)
-    cats_per = _per_column(categories, columns, "categories", _is_sequence)
+    cats_per = _per_column(categories, columns, "categories",
+                           lambda v: (isinstance(v, str) and v == "dtype") or _is_sequence(v))
     dims: list[Dimension] = []
     for column, b, r, c in zip(columns, bins_per, range_per, cats_per):
-        series = frame[column]
-        if c is not None:
+        categorical = _is_categorical(frame[column])
+        if isinstance(c, str) and c == "dtype":
+            if b is not None or r is not None:
+                raise ParameterError(f"Column {column!r}: pass either categories= or bins=/range=, not both.")
+            if not categorical:
+                raise DomainError(
+                    f"categories='dtype' for column {column!r} needs a pandas Categorical column whose "
+                    f"categories are a public codebook (pd.CategoricalDtype(codebook)). Pass categories=[...] "
+                    f"with every possible label instead.")
+            dims.append(_category_dimension(column, frame[column].dtype.categories))
+        elif c is not None:
             if b is not None or r is not None:
                 raise ParameterError(f"Column {column!r}: pass either categories= or bins=/range=, not both.")
             dims.append(_category_dimension(column, c))
         elif b is not None:
-            if _is_categorical(series):
+            if categorical:
                 raise ParameterError(f"Column {column!r} is Categorical: its categories are its domain. "
                                      f"Drop bins=/range= (or pass categories= to override).")
-            if series.dtype.kind not in "iufb" and not pd.api.types.is_numeric_dtype(series.dtype):
-                raise DomainError(f"Column {column!r} has dtype {series.dtype}, which bins cannot cut. "
-                                  f"Pass categories=[...] with the public list of labels instead.")
             dims.append(_bin_dimension(column, b, r))
-        elif _is_categorical(series):
-            if r is not None:
-                raise ParameterError(f"Column {column!r} is Categorical; range= does not apply to it.")
-            dims.append(_category_dimension(column, series.dtype.categories))
-        elif pd.api.types.is_numeric_dtype(series.dtype) and not pd.api.types.is_bool_dtype(series.dtype):
-            raise DomainError(
-                f"Column {column!r} needs a public domain. Pass bins= (edges, or an int with range=(low, high)) "
-                f"from public knowledge; the library never derives the domain from the data."
-            )
         else:
             raise DomainError(
-                f"Column {column!r} (dtype {series.dtype}) needs a public domain. Pass categories=[...] with "
-                f"every possible label, or give the column a pandas Categorical dtype whose categories are "
-                f"public; the library never derives the domain from the data."
+                f"Column {column!r} needs a public domain: pass bins= (edges, or an int with range=(low, high)) "
+                f"for numbers, or categories=[...] with every possible label (categories='dtype' uses a "
+                f"Categorical column's own categories, when its dtype was built from a public codebook). "
+                f"The library never derives the domain from the data."
             )
     grid = Grid(tuple(dims))
     if grid.size > MAX_CELLS:

@@ -80,9 +80,10 @@ HISTOGRAM_CASES = [
     pytest.param(["age"], dict(bins=64, range=(0, 128)), id="int-equal-width"),
     pytest.param(["income"], dict(bins=[0, 1e4, 2.5e4, 5e4, 1e5, 1e6]), id="float-edges-nan"),
     pytest.param(["state"], dict(categories=["CA", "NY", "TX", "OR"]), id="string-categories"),
-    pytest.param(["sex"], {}, id="known-categorical"),
+    pytest.param(["sex"], dict(categories="dtype"), id="known-categorical"),
     pytest.param(["age", "state", "sex"], dict(bins={"age": 8}, range={"age": (0, 120)},
-                                               categories={"state": ["CA", "NY", "TX", "WA"]}), id="3-d"),
+                                               categories={"state": ["CA", "NY", "TX", "WA"], "sex": "dtype"}),
+                 id="3-d"),
 ]
 
 
@@ -127,7 +128,7 @@ def test_accessor_is_the_pandas_accessor(people):
 def test_tree_reduction_exact(people, sync, split_every):
     """Summing 23 partitions' counts in trees of any fan-in equals the single-pass pandas count."""
     ddf = dd.from_pandas(people, npartitions=23)
-    grid = make_grid(people, ["age", "sex"], bins={"age": 16}, range={"age": (0, 128)})
+    grid = make_grid(people, ["age", "sex"], bins={"age": 16}, range={"age": (0, 128)}, categories={"sex": "dtype"})
     expected = pandas_engine.bin_counts(people, grid)
     got = dask_engine.bin_counts(ddf, grid, split_every=split_every)
     assert got.dtype == np.int64 and got.shape == (16, 3)
@@ -166,6 +167,8 @@ def test_unknown_categories_need_categories(people, sync):
             unknown.dp.histogram("state", epsilon=0.5)
         with pytest.raises(pdp.DomainError, match="categories="):
             unknown["sex"].cat.as_unknown().dp.histogram(epsilon=0.5)
+        with pytest.raises(pdp.DomainError, match="categories="):
+            unknown["sex"].cat.as_unknown().dp.histogram(categories="dtype", epsilon=0.5)
         assert b.spent == 0 and len(b.ledger) == 0
         cats = ["CA", "NY", "TX", "WA"]
         a = people.dp.histogram("state", categories=cats, epsilon=0.5, rng=seeded())

@@ -21,7 +21,8 @@ def results() -> dict[str, object]:
     with pdp.budget(epsilon=10.0):
         out = {
             "identity": persons.dp.histogram("age", bins=range(0, 101, 10), epsilon=1.0, rng=rng),
-            "grid": persons.dp.histogram(["state", "age"], bins={"age": range(0, 101, 20)}, epsilon=1.0, rng=rng),
+            "grid": persons.dp.histogram(["state", "age"], bins={"age": range(0, 101, 20)},
+                                         categories={"state": "dtype"}, epsilon=1.0, rng=rng),
             "hierarchical": persons.dp.hierarchical_histogram("income", bins=64, range=(0, 512_000),
                                                               epsilon=1.0, rng=rng),
             "ahp": persons.dp.histogram("age", bins=range(0, 101), epsilon=1.0, method="ahp", rng=rng),

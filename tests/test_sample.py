@@ -72,7 +72,8 @@ def test_uniform_within_bins_statistically():
 
 def test_categories_and_two_dimensions(persons):
     with pdp.budget(epsilon=1.0):
-        h = persons.dp.histogram(["state", "age"], bins={"age": range(0, 101, 25)}, epsilon=1.0, rng=_rng())
+        h = persons.dp.histogram(["state", "age"], bins={"age": range(0, 101, 25)},
+                                 categories={"state": "dtype"}, epsilon=1.0, rng=_rng())
     rows = h.sample(n=2000, rng=_rng(5))
     assert list(rows.columns) == ["state", "age"]
     assert isinstance(rows["state"].dtype, pd.CategoricalDtype)

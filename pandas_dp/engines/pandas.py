@@ -1,8 +1,9 @@
 """The pandas engine: exact counts of a frame's rows on a public domain.
 
-This is the only place (with the accessor) where rows are read. Values that
-fall outside the domain, and missing values, are dropped here; how many were
-dropped is never returned.
+This is the only place where pandas rows are read. Values that fall outside
+the domain, missing values and values that are not of the domain's kind (a
+stray string in a numeric column, an unhashable object) are dropped here,
+without an error or a warning; how many were dropped is never returned.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..domain import BinDomain, Grid
+from ..domain import BinDomain, Grid, numeric_values
 
 __all__ = ["bin_counts", "column_values", "group_counts", "prepare_groups"]
 
@@ -20,17 +21,13 @@ __all__ = ["bin_counts", "column_values", "group_counts", "prepare_groups"]
 def column_values(series: pd.Series, dim: Any) -> Any:
     """The values of one column in the form the dimension's ``codes`` expects.
 
-    Numeric bins get a plain numpy array (nullable dtypes become float with
-    NaN for missing); categories get the Series itself (a Categorical keeps
-    its codes, so no label is hashed).
+    Numeric bins get a plain int64/float64 numpy array from
+    :func:`~pandas_dp.domain.numeric_values` (anything that is not a real
+    number becomes NaN, never an error); categories get the Series itself (a
+    Categorical keeps its codes, so no label is hashed).
     """
     if isinstance(dim, BinDomain):
-        dtype = series.dtype
-        if isinstance(dtype, np.dtype) and dtype.kind in "iuf":
-            return series.to_numpy(copy=False)
-        if isinstance(dtype, np.dtype) and dtype.kind == "b":
-            return series.to_numpy(dtype=np.int64)
-        return series.to_numpy(dtype=np.float64, na_value=np.nan)
+        return numeric_values(series)
     return series
 
 
