@@ -25,6 +25,7 @@ from benchmarks.bench_data_dependent import to_markdown, workload_errors
 from pandas_dp.algorithms.ahp import ahp
 from pandas_dp.algorithms.dpcube import dpcube
 from pandas_dp.noise import discrete_laplace_variance, noise_scale
+from pandas_dp.loss import pure
 
 EPSILONS = (0.1, 1.0)
 AHP_SPLITS = (0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9)
@@ -72,14 +73,14 @@ def rank(errors: pd.DataFrame) -> pd.DataFrame:
 
 def ahp_release(x, eps, setting, rng):
     split, eta = setting
-    return ahp(x.ravel(), epsilon=eps, epsilon_split=split, eta=eta, rng=rng).estimates.reshape(x.shape)
+    return ahp(x.ravel(), loss=pure(eps), epsilon_split=split, eta=eta, rng=rng).estimates.reshape(x.shape)
 
 
 def cube_release(x, eps, setting, rng):
     factor, split, estimate = setting
     eps1 = eps * split
     threshold = factor * discrete_laplace_variance(noise_scale(1, eps1))
-    return dpcube(x, epsilon=eps, epsilon_split=split, threshold=threshold, estimate=estimate,
+    return dpcube(x, loss=pure(eps), epsilon_split=split, threshold=threshold, estimate=estimate,
                   rng=rng).estimates
 
 

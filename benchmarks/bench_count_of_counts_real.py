@@ -31,6 +31,8 @@ from pandas_dp.algorithms.count_of_counts import estimate_level
 from pandas_dp.algorithms.count_of_counts_matching import aggregate_up
 from pandas_dp.engines.pandas_groups import exact_count_of_counts, prepare_groups, runs_to_frame
 from pandas_dp.results.count_of_counts import emd_per_region
+from pandas_dp.algorithms.count_of_counts import SENSITIVITY
+from pandas_dp.loss import pure
 
 
 def load_datasets() -> dict[str, tuple[pd.DataFrame, str, list[str], pd.DataFrame, int]]:
@@ -68,7 +70,7 @@ def load_datasets() -> dict[str, tuple[pd.DataFrame, str, list[str], pd.DataFram
 def leaf_only(tables, method: str, epsilon: float, k: int, rng: np.random.Generator) -> pd.DataFrame:
     """Estimate only the leaves with the whole epsilon, aggregate up (the paper's baseline)."""
     leaves = tables.exact[-1]
-    est = estimate_level(leaves, leaves.totals(), method=method, epsilon=epsilon, max_size=k, rng=rng)
+    est = estimate_level(leaves, leaves.totals(), method=method, noise=pure(epsilon).noise(SENSITIVITY[method]), max_size=k, rng=rng)
     levels = aggregate_up(est, tables.parents, [len(r) for r in tables.regions])
     return runs_to_frame(levels, tables.level_names, tables.regions)
 

@@ -26,6 +26,7 @@ from benchmarks import dpbench
 from pandas_dp.algorithms.ahp import ahp
 from pandas_dp.algorithms.dpcube import dpcube
 from pandas_dp.noise import discrete_laplace, noise_scale
+from pandas_dp.loss import pure
 
 Estimator = Callable[[np.ndarray, float, np.random.Generator], np.ndarray]
 
@@ -37,19 +38,19 @@ def identity(x: np.ndarray, eps: float, rng: np.random.Generator) -> np.ndarray:
 def hierarchical(x: np.ndarray, eps: float, rng: np.random.Generator) -> np.ndarray:
     """Hierarchical H_b^c with branching="auto" (Qardaji et al.), exact GLS inference."""
     from pandas_dp.algorithms.tree import release_tree
-    return release_tree(x, epsilon=eps, branching="auto", rng=rng).leaf_estimates()
+    return release_tree(x, loss=pure(eps), branching="auto", rng=rng).leaf_estimates()
 
 
 def ahp_greedy(x: np.ndarray, eps: float, rng: np.random.Generator) -> np.ndarray:
-    return ahp(x.ravel(), epsilon=eps, rng=rng).estimates.reshape(x.shape)
+    return ahp(x.ravel(), loss=pure(eps), rng=rng).estimates.reshape(x.shape)
 
 
 def dpcube_ls(x: np.ndarray, eps: float, rng: np.random.Generator) -> np.ndarray:
-    return dpcube(x, epsilon=eps, estimate="least_squares", rng=rng).estimates
+    return dpcube(x, loss=pure(eps), estimate="least_squares", rng=rng).estimates
 
 
 def dpcube_uniform(x: np.ndarray, eps: float, rng: np.random.Generator) -> np.ndarray:
-    return dpcube(x, epsilon=eps, estimate="uniform", rng=rng).estimates
+    return dpcube(x, loss=pure(eps), estimate="uniform", rng=rng).estimates
 
 
 METHODS: dict[str, Callable] = {
@@ -156,7 +157,7 @@ def speed_checks() -> pd.DataFrame:
     x1 = np.tile(base, 2 ** 20 // base.size)
     for eps in (0.1, 1.0):
         t0 = time.perf_counter()
-        r = ahp(x1, epsilon=eps, rng=np.random.default_rng(1))
+        r = ahp(x1, loss=pure(eps), rng=np.random.default_rng(1))
         rows.append({"job": "AHP greedy, 2^20 bins", "epsilon": eps,
                      "seconds": time.perf_counter() - t0, "target_s": 5.0,
                      "structure": f"{r.cluster_sizes.size} clusters"})
@@ -166,7 +167,7 @@ def speed_checks() -> pd.DataFrame:
     for eps in (0.1, 1.0):
         for est in ("least_squares", "uniform"):
             t0 = time.perf_counter()
-            r = dpcube(x2, epsilon=eps, estimate=est, rng=np.random.default_rng(1))
+            r = dpcube(x2, loss=pure(eps), estimate=est, rng=np.random.default_rng(1))
             rows.append({"job": f"DPCube {est}, 1000x1000", "epsilon": eps,
                          "seconds": time.perf_counter() - t0, "target_s": 10.0,
                          "structure": f"{r.lo.shape[0]} partitions"})

@@ -32,6 +32,7 @@ from benchmarks import dpbench
 from pandas_dp.algorithms.branching import choose_branching
 from pandas_dp.algorithms.tree import release_tree
 from pandas_dp.noise import discrete_laplace, noise_scale
+from pandas_dp.loss import pure
 
 Estimator = Callable[[np.ndarray, float, np.random.Generator], np.ndarray]
 
@@ -53,7 +54,7 @@ def tree(*, branching: int | str, split: str, root: bool, nonnegative: bool) -> 
             if key not in choices:
                 choices[key] = choose_branching(x.size, epsilon=eps, budget_split=split).branching
             b = choices[key]
-        return release_tree(x, epsilon=eps, branching=b, budget_split=split, include_root=root,
+        return release_tree(x, loss=pure(eps), branching=b, budget_split=split, include_root=root,
                             nonnegative=nonnegative, rng=rng).leaf_estimates()
     return run
 
@@ -88,7 +89,7 @@ def exact_rms(n: int, eps: float, workloads: dict) -> dict[str, dict[str, float]
                                                          budget_split="optimal").branching,
                               budget_split="optimal", include_root=False)}
     for label, kw in configs.items():
-        rel = release_tree(zeros, epsilon=eps, rng=np.random.default_rng(0), **kw)
+        rel = release_tree(zeros, loss=pure(eps), rng=np.random.default_rng(0), **kw)
         out[label] = {w: float(np.sqrt(rel.range_variance(r[:, 0], r[:, 1]).sum()) / len(r))
                       for w, r in workloads.items()}
     return out

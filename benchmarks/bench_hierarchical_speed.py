@@ -23,6 +23,7 @@ from benchmarks import dpbench
 from benchmarks._timing import best_of, traced_peak
 from pandas_dp.algorithms.branching import choose_branching
 from pandas_dp.algorithms.tree import release_tree
+from pandas_dp.loss import pure
 
 
 def main() -> None:
@@ -52,8 +53,8 @@ def main() -> None:
 
     counts = np.bincount(df["x"].to_numpy(), minlength=bins)
     t_choice = best_of(lambda: choose_branching(bins), args.repeat)
-    t_tree = best_of(lambda: release_tree(counts, epsilon=1.0, branching=h.branching), args.repeat)
-    t_raw = best_of(lambda: release_tree(counts, epsilon=1.0, branching=h.branching,
+    t_tree = best_of(lambda: release_tree(counts, loss=pure(1.0), branching=h.branching), args.repeat)
+    t_raw = best_of(lambda: release_tree(counts, loss=pure(1.0), branching=h.branching,
                                          consistent=False), args.repeat)
     print(f"  choose_branching         {t_choice * 1e3:8.1f} ms")
     print(f"  release_tree (GLS)       {t_tree * 1e3:8.1f} ms   (no inference: {t_raw * 1e3:.1f} ms)")
@@ -65,11 +66,11 @@ def main() -> None:
     t_rq = best_of(lambda: h.detail.range_variance(ranges[:, 0], ranges[:, 1]), args.repeat)
     print(f"2000 exact range variances at {bins:,} bins: {t_rq * 1e3:.1f} ms")
     for b in (2, 16):
-        rel = release_tree(np.zeros(4096, dtype=np.int64), epsilon=1.0, branching=b)
+        rel = release_tree(np.zeros(4096, dtype=np.int64), loss=pure(1.0), branching=b)
         t_avg = best_of(rel.average_range_variance, args.repeat)
         print(f"average_range_variance() N = 4096, b = {b:2d}: {t_avg * 1e3:.2f} ms "
               f"(V_Avg = {rel.average_range_variance():.3f})")
-    rel = release_tree(np.zeros(bins, dtype=np.int64), epsilon=1.0, branching=h.branching)
+    rel = release_tree(np.zeros(bins, dtype=np.int64), loss=pure(1.0), branching=h.branching)
     t_big = best_of(rel.average_range_variance, args.repeat)
     print(f"average_range_variance() N = {bins:,}: {t_big * 1e3:.1f} ms")
 

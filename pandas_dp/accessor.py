@@ -1,21 +1,27 @@
 """The ``.dp`` accessor on pandas DataFrames and Series.
 
-Thin and stateless: each method picks the columns, then calls the public
-release function in :mod:`pandas_dp.releases`, which validates, charges the
-active budget and wraps the result. The Series accessor has the same methods
-without the column argument.
+Thin and stateless: each method passes its arguments to the release function
+of :mod:`pandas_dp.releases` (which runs the one release pipeline: validate,
+check the budget, count, charge, noise, wrap). The ``Series.dp`` methods are
+derived from the ``DataFrame.dp`` ones of the registry
+(:data:`pandas_dp.releases.registry.ENTRIES`): same signatures without the
+column argument, the Series being that column.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
+import functools
+import inspect
+from typing import Any, Callable, Literal
 
 import pandas as pd
 
-from .releases import flat
-from .releases import count_of_counts as _coc
-from .releases import unattributed as _unattr
-from .releases import hierarchical as _hier
+from .releases.count_of_counts import count_of_counts as _count_of_counts
+from .releases.hierarchical import hierarchical_histogram as _hierarchical_histogram
+from .releases.hierarchical import range_query as _range_query
+from .releases.histogram import histogram as _histogram
+from .releases.registry import ENTRIES
+from .releases.unattributed import unattributed_histogram as _unattributed_histogram
 from .results.hierarchical import HierarchicalHistogram
 from .results.count_of_counts import CountOfCounts
 from .results.histogram import Histogram
@@ -27,7 +33,7 @@ HistogramMethodName = Literal["identity", "hierarchical", "ahp", "dpcube", "auto
 
 
 class DPAccessorBase:
-    """Methods shared by ``DataFrame.dp`` and ``Series.dp``; they take the column(s) first."""
+    """The releases of ``DataFrame.dp``; each takes the column(s) first."""
 
     def __init__(self, obj: pd.DataFrame | pd.Series) -> None:
         self._obj = obj
@@ -36,7 +42,8 @@ class DPAccessorBase:
         return self._obj  # type: ignore[return-value]
 
     def histogram(self, columns: Any, *, bins: Any = None, range: Any = None, categories: Any = None,
-                  epsilon: float, method: HistogramMethodName = "identity", rng: Any = None,
+                  epsilon: float | None = None, rho: float | None = None,
+                  method: HistogramMethodName = "identity", rng: Any = None,
                   nonnegative: bool = False, **method_params: Any) -> Histogram:
         """Release a differentially private histogram of one or more columns.
 
@@ -50,11 +57,17 @@ class DPAccessorBase:
             columns: a list aligned with ``columns`` or a dict keyed by column.
         range : (low, high), optional
             Public bounds for ``bins=int``; never derived from the data.
-        categories : list of labels, optional
-            The public list of labels of a categorical column. A pandas
-            ``Categorical`` column uses its declared categories.
+        categories : list of labels or "dtype", optional
+            The public list of every possible label of a column. ``"dtype"``
+            uses a pandas ``Categorical`` column's own categories: only when
+            the dtype was built from a public codebook
+            (``pd.CategoricalDtype(codebook)``), never after
+            ``astype("category")``, which builds them from the data.
         epsilon : float
-            Privacy loss charged to the active budget (required).
+            Privacy loss (pure DP) charged to the active budget. Pass exactly
+            one of ``epsilon`` and ``rho``.
+        rho : float
+            Privacy loss in zero-concentrated DP, where the method supports it.
         method : {"identity", "hierarchical", "ahp", "dpcube", "auto"}
             Release method; ``"identity"`` adds one discrete Laplace draw per cell.
             ``"ahp"`` clusters bins by noisy counts (returns ``AHPHistogram``);
@@ -89,8 +102,10 @@ class DPAccessorBase:
 
         Notes
         -----
-        Rows outside the domain and missing values are dropped; how many is
-        never revealed. Adding or removing one row changes one cell by one.
+        Rows outside the domain, missing values and values that are not of the
+        domain's kind (a stray string in a numeric column, an unknown label)
+        are dropped; how many is never revealed. Adding or removing one row
+        changes one cell by one.
 
         Examples
         --------
@@ -102,12 +117,13 @@ class DPAccessorBase:
         >>> h.counts.index[0]
         Interval(0.0, 20.0, closed='left')
         """
-        return flat.histogram(self._frame(), columns, bins=bins, range=range, categories=categories,
-                              epsilon=epsilon, method=method, rng=rng, nonnegative=nonnegative,
-                              **method_params)
+        return _histogram(self._frame(), columns, bins=bins, range=range, categories=categories,
+                          epsilon=epsilon, rho=rho, method=method, rng=rng, nonnegative=nonnegative,
+                          **method_params)
 
 
-    def count_of_counts(self, group: str, location: Any, *, epsilon: float, groups: pd.DataFrame | None = None,
+    def count_of_counts(self, group: str, location: Any, *, epsilon: float | None = None, rho: float | None = None,
+                        groups: pd.DataFrame | None = None,
                         hierarchy: pd.DataFrame | None = None, max_size: int | None = None,
                         method: Literal["hc", "hg", "naive"] = "hc",
                         merge: Literal["weighted", "average"] = "weighted", rng: Any = None,
@@ -171,12 +187,12 @@ class DPAccessorBase:
         >>> int(coc.at("national").sum()) == len(households)
         True
         """
-        return _coc.count_of_counts(self._frame(), group, location, epsilon=epsilon, groups=groups,
-                                    hierarchy=hierarchy, max_size=max_size, method=method, merge=merge,
-                                    rng=rng, progress=progress)
+        return _count_of_counts(self._frame(), group, location, epsilon=epsilon, rho=rho, groups=groups,
+                                hierarchy=hierarchy, max_size=max_size, method=method, merge=merge,
+                                rng=rng, progress=progress)
 
-    def unattributed_histogram(self, group: str, *, epsilon: float, groups: Any = None,
-                               rng: Any = None) -> UnattributedHistogram:
+    def unattributed_histogram(self, group: str, *, epsilon: float | None = None, rho: float | None = None,
+                               groups: Any = None, rng: Any = None) -> UnattributedHistogram:
         """Release the sorted number of rows per group (Hay et al.'s S-bar), e.g. a degree sequence.
 
         Parameters
@@ -208,10 +224,11 @@ class DPAccessorBase:
         >>> len(u.counts)
         4
         """
-        return _unattr.unattributed_histogram(self._frame(), group, epsilon=epsilon, groups=groups, rng=rng)
+        return _unattributed_histogram(self._frame(), group, epsilon=epsilon, rho=rho, groups=groups, rng=rng)
 
     def hierarchical_histogram(self, columns: Any, *, bins: Any = None, range: Any = None,
-                               categories: Any = None, epsilon: float, branching: int | str = "auto",
+                               categories: Any = None, epsilon: float | None = None, rho: float | None = None,
+                               branching: int | str = "auto",
                                budget_split: Literal["uniform", "geometric", "optimal"] = "uniform",
                                include_root: bool = False, consistent: bool = True,
                                nonnegative: bool = False, rng: Any = None) -> HierarchicalHistogram:
@@ -263,13 +280,14 @@ class DPAccessorBase:
         >>> t.branching, t.height
         (16, 2)
         """
-        return _hier.hierarchical_histogram(self._frame(), columns, bins=bins, range=range,
-                                            categories=categories, epsilon=epsilon, branching=branching,
-                                            budget_split=budget_split, include_root=include_root,
-                                            consistent=consistent, nonnegative=nonnegative, rng=rng)
+        return _hierarchical_histogram(self._frame(), columns, bins=bins, range=range,
+                                       categories=categories, epsilon=epsilon, rho=rho, branching=branching,
+                                       budget_split=budget_split, include_root=include_root,
+                                       consistent=consistent, nonnegative=nonnegative, rng=rng)
 
     def range_query(self, column: Any, ranges: Any, *, bins: Any = None, range: Any = None,
-                    categories: Any = None, epsilon: float, method: str = "auto", rng: Any = None,
+                    categories: Any = None, epsilon: float | None = None, rho: float | None = None,
+                    method: str = "auto", rng: Any = None,
                     nonnegative: bool = False, **method_params: Any) -> pd.DataFrame:
         """Release the histogram best suited to range queries and answer ``ranges`` from it.
 
@@ -306,9 +324,27 @@ class DPAccessorBase:
         >>> list(ans.columns), ans.attrs["release"].method
         (['low', 'high', 'estimate', 'std_error'], 'hierarchical')
         """
-        return _hier.range_query(self._frame(), column, ranges, bins=bins, range=range,
-                                 categories=categories, epsilon=epsilon, method=method, rng=rng,
-                                 nonnegative=nonnegative, **method_params)
+        return _range_query(self._frame(), column, ranges, bins=bins, range=range,
+                            categories=categories, epsilon=epsilon, rho=rho, method=method, rng=rng,
+                            nonnegative=nonnegative, **method_params)
+
+def _series_method(name: str) -> Callable[..., Any]:
+    """``Series.dp.<name>``: the DataFrame method with the Series as its column argument."""
+    frame_method = getattr(DPAccessorBase, name)
+    signature = inspect.signature(frame_method)
+    params = list(signature.parameters.values())
+    column = params[1]
+
+    @functools.wraps(frame_method)
+    def method(self: SeriesDPAccessor, *args: Any, **kwargs: Any) -> Any:
+        return frame_method(self, self._name(), *args, **kwargs)
+
+    method.__signature__ = signature.replace(parameters=[params[0], *params[2:]])  # type: ignore[attr-defined]
+    method.__doc__ = (f"{(frame_method.__doc__ or '').strip().splitlines()[0]}\n\n"
+                      f"Same parameters as :meth:`DataFrameDPAccessor.{name}` without ``{column.name}``: the "
+                      f"Series is that column (a Series without a name is called ``\"value\"``).")
+    return method
+
 
 @pd.api.extensions.register_dataframe_accessor("dp")
 class DataFrameDPAccessor(DPAccessorBase):
@@ -316,8 +352,22 @@ class DataFrameDPAccessor(DPAccessorBase):
 
 
 @pd.api.extensions.register_series_accessor("dp")
-class SeriesDPAccessor(DPAccessorBase):
-    """``Series.dp``: the same releases as ``DataFrame.dp`` without the column argument."""
+class SeriesDPAccessor:
+    """``Series.dp``: the releases of ``DataFrame.dp`` that read one column, without the column argument.
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd, pandas_dp as pdp
+    >>> s = pd.Series(["a", "b", "a"], name="letter")
+    >>> with pdp.budget(epsilon=1.0):
+    ...     h = s.dp.histogram(categories=["a", "b", "c"], epsilon=1.0,
+    ...                        rng=np.random.default_rng(0))
+    >>> list(h.counts.index)
+    ['a', 'b', 'c']
+    """
+
+    def __init__(self, obj: pd.Series) -> None:
+        self._obj = obj
 
     def _name(self) -> Any:
         return self._obj.name if self._obj.name is not None else "value"
@@ -325,55 +375,7 @@ class SeriesDPAccessor(DPAccessorBase):
     def _frame(self) -> pd.DataFrame:
         return self._obj.to_frame(name=self._name())
 
-    def histogram(self, *, bins: Any = None, range: Any = None, categories: Any = None,  # type: ignore[override]
-                  epsilon: float, method: HistogramMethodName = "identity", rng: Any = None,
-                  nonnegative: bool = False, **method_params: Any) -> Histogram:
-        """Release a differentially private histogram of this Series.
 
-        Same parameters as :meth:`DataFrameDPAccessor.histogram` without ``columns``.
-
-        Examples
-        --------
-        >>> import numpy as np, pandas as pd, pandas_dp as pdp
-        >>> s = pd.Series(["a", "b", "a"], name="letter")
-        >>> with pdp.budget(epsilon=1.0):
-        ...     h = s.dp.histogram(categories=["a", "b", "c"], epsilon=1.0,
-        ...                        rng=np.random.default_rng(0))
-        >>> list(h.counts.index)
-        ['a', 'b', 'c']
-        """
-        return super().histogram(self._name(), bins=bins, range=range, categories=categories, epsilon=epsilon,
-                                 method=method, rng=rng, nonnegative=nonnegative, **method_params)
-
-    def unattributed_histogram(self, *, epsilon: float, groups: Any = None,  # type: ignore[override]
-                               rng: Any = None) -> UnattributedHistogram:
-        """Sorted number of occurrences of each value of this Series (S-bar).
-
-        Same parameters as :meth:`DataFrameDPAccessor.unattributed_histogram` without ``group``.
-        """
-        return super().unattributed_histogram(self._name(), epsilon=epsilon, groups=groups, rng=rng)
-
-    def hierarchical_histogram(self, *, bins: Any = None, range: Any = None,  # type: ignore[override]
-                               categories: Any = None, epsilon: float, branching: int | str = "auto",
-                               budget_split: Literal["uniform", "geometric", "optimal"] = "uniform",
-                               include_root: bool = False, consistent: bool = True,
-                               nonnegative: bool = False, rng: Any = None) -> HierarchicalHistogram:
-        """Hierarchical histogram of this Series.
-
-        Same parameters as :meth:`DataFrameDPAccessor.hierarchical_histogram` without ``columns``.
-        """
-        return super().hierarchical_histogram(self._name(), bins=bins, range=range, categories=categories,
-                                              epsilon=epsilon, branching=branching,
-                                              budget_split=budget_split, include_root=include_root,
-                                              consistent=consistent, nonnegative=nonnegative, rng=rng)
-
-    def range_query(self, ranges: Any, *, bins: Any = None, range: Any = None,  # type: ignore[override]
-                    categories: Any = None, epsilon: float, method: str = "auto", rng: Any = None,
-                    nonnegative: bool = False, **method_params: Any) -> pd.DataFrame:
-        """Range answers from a DP release of this Series.
-
-        Same parameters as :meth:`DataFrameDPAccessor.range_query` without ``column``.
-        """
-        return super().range_query(self._name(), ranges, bins=bins, range=range, categories=categories,
-                                   epsilon=epsilon, method=method, rng=rng, nonnegative=nonnegative,
-                                   **method_params)
+for _entry in ENTRIES.values():
+    if _entry.on_series:
+        setattr(SeriesDPAccessor, _entry.name, _series_method(_entry.name))

@@ -19,12 +19,25 @@ Examples
 
 from __future__ import annotations
 
+from typing import Any
+
 from ._optional import import_optional
 from .accessor import DataFrameDPAccessor, SeriesDPAccessor
+from .engines import register_engine
 
 __all__ = ["DaskDataFrameDPAccessor", "DaskSeriesDPAccessor"]
 
 _extensions = import_optional("dask.dataframe.extensions", extra="dask", purpose="The .dp accessor on Dask frames")
+_dd = import_optional("dask.dataframe", extra="dask", purpose="The .dp accessor on Dask frames")
+
+
+def _dask_engine() -> Any:
+    from .engines import dask as dask_engine
+
+    return dask_engine
+
+
+register_engine(_dd.DataFrame, _dask_engine)
 
 
 @_extensions.register_dataframe_accessor("dp")

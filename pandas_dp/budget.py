@@ -263,7 +263,7 @@ class Budget:
         Library methods call this after validating their input and before
         drawing any noise.
         """
-        eps = to_fraction(epsilon, name="epsilon")
+        eps = epsilon.amount if hasattr(epsilon, "measure") else to_fraction(epsilon, name="epsilon")
         chain: list[Budget] = []
         node: Budget | None = self
         while node is not None:
@@ -309,6 +309,22 @@ class Budget:
                     if conn is not None:
                         conn.close()
         return Charge(tuple(entries), eps)
+
+    def check(self, loss: Any) -> None:
+        """Raise what :meth:`spend` would raise for ``loss`` without recording anything."""
+        eps = loss.amount if hasattr(loss, "measure") else to_fraction(loss, name="epsilon")
+        node: Budget | None = self
+        while node is not None:
+            remaining = node.remaining_exact
+            if eps > remaining:
+                label = f"budget {node.name!r}" if node.name else "the active budget"
+                raise BudgetExceededError(
+                    f"Requested epsilon={float(eps)!r} but {label} has only "
+                    f"remaining={float(remaining)!r} of epsilon={float(node._total)!r} "
+                    f"(spent {float(node.spent_exact)!r}). Nothing was charged. Lower epsilon or "
+                    f"open a larger budget."
+                )
+            node = node._parent
 
     def _set_status(self, charge_id: int, status: str) -> None:
         for entry in self._entries:

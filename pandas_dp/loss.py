@@ -52,7 +52,7 @@ import numpy as np
 from ._rational import to_fraction
 from .errors import ParameterError
 
-__all__ = ["Sensitivity", "PrivacyLoss", "PureDP", "ZCDP", "Noise", "DiscreteLaplace", "DiscreteGaussian",
+__all__ = ["Sensitivity", "PrivacyLoss", "PureDP", "ZCDP", "Noise", "DiscreteLaplace", "DiscreteGaussian", "pure", "zcdp",
            "loss_from", "MAX_NOISE_SCALE", "MAX_GAUSSIAN_SIGMA2", "SHARE_GRID"]
 
 #: Largest discrete Laplace scale the sampler accepts (int64 noise must not overflow).
@@ -239,6 +239,18 @@ class PrivacyLoss(ABC):
         """The exact part ``share * amount`` (``share`` a rational in ``[0, 1]``)."""
         return type(self)(self.amount * Fraction(share))  # type: ignore[call-arg]
 
+    def phases(self, share: float | Fraction) -> tuple["PrivacyLoss", "PrivacyLoss"]:
+        """Two sequential phases: ``share`` of this loss, and exactly the rest.
+
+        ``share`` (strictly between 0 and 1) is read exactly (a float through
+        its shortest repr), so the two parts add up to the whole exactly.
+        """
+        s = to_fraction(share, name="share")
+        if not 0 < s < 1:
+            raise ParameterError(f"A phase share must be strictly between 0 and 1. Got {share!r}.")
+        first = self.part(s)
+        return first, self - first
+
     def split(self, shares: Sequence[float | Fraction] | np.ndarray) -> tuple["PrivacyLoss", ...]:
         """Exact parts for ``shares`` (summing to 1); the parts never add up to more than the whole.
 
@@ -394,3 +406,13 @@ def loss_from(*, epsilon: Any = None, **others: Any) -> PrivacyLoss:
             f"The '{key}' parameter is too small: got {value!r}, the minimum is {float(cls.minimum):.1e}; "
             f"noise that large would hide every count. Pass a larger {key}.")
     return cls(amount)  # type: ignore[call-arg]
+
+
+def pure(epsilon: Any) -> PureDP:
+    """``PureDP`` of an epsilon given as any real number (read exactly, as releases read it)."""
+    return loss_from(epsilon=epsilon)  # type: ignore[return-value]
+
+
+def zcdp(rho: Any) -> ZCDP:
+    """``ZCDP`` of a rho given as any real number (read exactly, as releases read it)."""
+    return loss_from(rho=rho)  # type: ignore[return-value]

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import pandas_dp.algorithms.ahp as ahp_mod
-from pandas_dp.algorithms.ahp import ahp, split_epsilon
+from pandas_dp.algorithms.ahp import ahp
 from pandas_dp.algorithms.ahp_clustering import (
     EMPIRICAL_MAX_BINS,
     OPTIMAL_MAX_BINS,
@@ -23,6 +23,8 @@ from pandas_dp.algorithms.ahp_clustering import (
     optimal_clustering,
 )
 from pandas_dp.errors import ParameterError
+from pandas_dp.loss import pure
+import pandas_dp.noise as noise_module
 from pandas_dp.noise import discrete_laplace_variance, noise_scale
 
 EXAMPLE = np.array([1, 1, 3, 3, 4, 6, 7])
@@ -144,26 +146,26 @@ def test_size_limits_refused_with_clear_error():
 
 def test_budget_split_sums_exactly():
     for eps, share in [(0.1, 0.85), (1.0, 0.3), (Fraction(1, 3), 0.5), (0.7, Fraction(2, 7))]:
-        e1, e2 = split_epsilon(eps, share)
+        e1, e2 = pure(eps).phases(share)
         total = Fraction(repr(eps)) if isinstance(eps, float) else eps
-        assert e1 + e2 == total and e1 > 0 and e2 > 0
-    with pytest.raises(ParameterError, match="epsilon_split"):
-        split_epsilon(1.0, 1.0)
+        assert e1.amount + e2.amount == total and e1.amount > 0 and e2.amount > 0
+    with pytest.raises(ParameterError, match="share"):
+        pure(1.0).phases(1.0)
 
 
 def test_release_is_consistent_with_clusters():
     rng = np.random.default_rng(5)
     x = np.concatenate([np.zeros(200, dtype=np.int64), rng.poisson(50, 100), rng.poisson(5, 50)])
-    r = ahp(x, epsilon=0.5, rng=rng)
+    r = ahp(x, loss=pure(0.5), rng=rng)
     k = r.cluster_sizes.size
     assert r.estimates.shape == x.shape
     # every bin of a cluster carries the cluster's released sum / size
     np.testing.assert_allclose(np.bincount(r.labels, weights=r.estimates, minlength=k),
                                r.cluster_sums)
-    var2 = discrete_laplace_variance(noise_scale(1, r.epsilon_2))
+    var2 = discrete_laplace_variance(noise_scale(1, r.plan.loss_2.amount))
     np.testing.assert_allclose(r.variances, var2 / r.cluster_sizes[r.labels] ** 2)
-    assert r.epsilon_1 + r.epsilon_2 == Fraction("0.5")
-    assert r.theta == pytest.approx(ahp_mod.DEFAULT_ETA * np.log(x.size) / float(r.epsilon_1))
+    assert r.plan.loss_1.amount + r.plan.loss_2.amount == Fraction("0.5")
+    assert r.theta == pytest.approx(ahp_mod.DEFAULT_ETA * np.log(x.size) / float(r.plan.loss_1.amount))
 
 
 def test_structure_depends_only_on_phase1_noisy_counts(monkeypatch):
@@ -173,7 +175,7 @@ def test_structure_depends_only_on_phase1_noisy_counts(monkeypatch):
     x2 = x + rng.integers(-5, 6, 300)
     base_noise = rng.integers(-3, 4, 300)
     target = x + base_noise                          # the phase-1 noisy counts of both runs
-    real = ahp_mod.discrete_laplace
+    real = noise_module.discrete_laplace
 
     def run(true):
         calls = []
@@ -184,8 +186,8 @@ def test_structure_depends_only_on_phase1_noisy_counts(monkeypatch):
                 return (target - true).astype(np.int64)
             return real(scale, size, rng=np.random.default_rng(0))
 
-        monkeypatch.setattr(ahp_mod, "discrete_laplace", fake)
-        return ahp(true, epsilon=1.0)
+        monkeypatch.setattr(noise_module, "discrete_laplace", fake)
+        return ahp(true, loss=pure(1.0))
 
     r1, r2 = run(x), run(x2)
     np.testing.assert_array_equal(r1.labels, r2.labels)
@@ -195,7 +197,7 @@ def test_structure_depends_only_on_phase1_noisy_counts(monkeypatch):
 def test_range_variance_matches_dense_linear_form():
     rng = np.random.default_rng(7)
     x = rng.poisson(10, 40)
-    r = ahp(x, epsilon=0.3, rng=rng)
+    r = ahp(x, loss=pure(0.3), rng=rng)
     k = r.cluster_sizes.size
     a = np.zeros((x.size, k))                       # bins = A @ cluster noise
     a[np.arange(x.size), r.labels] = 1.0 / r.cluster_sizes[r.labels]
@@ -214,7 +216,7 @@ def test_noise_unbiased_for_cluster_sums():
     rng = np.random.default_rng(8)
     errs, ks = [], []
     for _ in range(400):
-        r = ahp(x, epsilon=1.0, rng=rng)
+        r = ahp(x, loss=pure(1.0), rng=rng)
         errs.append(r.estimates.sum() - x.sum())
         ks.append(r.cluster_sizes.size)
     eps2 = Fraction(1) - Fraction(repr(ahp_mod.DEFAULT_EPSILON_SPLIT))
@@ -233,7 +235,7 @@ def test_degenerate_inputs(n, kind, clustering, eps, seed):
         x[rng.integers(n)] = 1000
     elif kind == "random":
         x = rng.integers(0, 50, n)
-    r = ahp(x, epsilon=eps, clustering=clustering, rng=rng)
+    r = ahp(x, loss=pure(eps), clustering=clustering, rng=rng)
     assert r.estimates.shape == (n,) and np.all(np.isfinite(r.estimates))
     assert r.labels.min() == 0 and r.labels.max() == r.cluster_sizes.size - 1
     assert r.cluster_sizes.sum() == n and np.all(r.cluster_sizes > 0)

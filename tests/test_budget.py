@@ -121,12 +121,12 @@ def test_each_thread_has_its_own_active_budget():
 
 
 def test_failed_release_keeps_charge_and_is_marked(ages, monkeypatch):
-    from pandas_dp.releases import flat
+    from pandas_dp.loss import DiscreteLaplace
 
     def boom(*args, **kwargs):
         raise RuntimeError("noise source failed")
 
-    monkeypatch.setattr(flat, "discrete_laplace", boom)
+    monkeypatch.setattr(DiscreteLaplace, "sample", boom)
     with pdp.budget(1.0) as b:
         with pytest.raises(RuntimeError):
             ages.dp.histogram("age", bins=10, range=(0, 100), epsilon=0.4)
@@ -156,17 +156,17 @@ def test_sqlite_ledger_resumes_after_restart(tmp_path, ages):
 
 def test_sqlite_charge_is_committed_before_noise(tmp_path, ages, monkeypatch):
     """When the noise is drawn, another connection already sees the charge."""
-    from pandas_dp.releases import flat
+    from pandas_dp.loss import DiscreteLaplace
 
     path = tmp_path / "ledger.sqlite"
     seen = []
-    real = flat.discrete_laplace
+    real = DiscreteLaplace.sample
 
     def spy(*args, **kwargs):
         seen.append(pdp.budget(1.0, ledger=path, name="x").spent)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(flat, "discrete_laplace", spy)
+    monkeypatch.setattr(DiscreteLaplace, "sample", spy)
     with pdp.budget(1.0, ledger=path, name="x"):
         ages.dp.histogram("age", bins=10, range=(0, 100), epsilon=0.25)
     assert seen == [0.25]

@@ -9,12 +9,14 @@ from hypothesis import strategies as st
 from scipy.optimize import minimize
 
 from pandas_dp.algorithms.count_of_counts import (
+    SENSITIVITY,
     Runs,
     estimate_level,
     estimate_max_size,
     largest_remainder_round,
     project_to_simplex,
 )
+from pandas_dp.loss import Sensitivity, pure
 from pandas_dp.metrics import emd, mse
 
 
@@ -48,7 +50,7 @@ node_sizes = st.lists(st.lists(st.integers(0, 12), max_size=25), min_size=1, max
 def test_estimates_integral_nonnegative_with_public_totals(sizes, method, seed) -> None:
     exact = _level(sizes)
     g = exact.totals()
-    est = estimate_level(exact, g, method=method, epsilon=0.3, max_size=10,
+    est = estimate_level(exact, g, method=method, noise=pure(0.3).noise(SENSITIVITY[method]), max_size=10,
                          rng=np.random.default_rng(seed))
     assert est.groups.dtype == np.int64 and est.size.dtype == np.int64
     assert est.groups.min(initial=1) > 0 and est.size.min(initial=0) >= 0
@@ -59,7 +61,7 @@ def test_estimates_integral_nonnegative_with_public_totals(sizes, method, seed) 
 @pytest.mark.parametrize("method", ["naive", "hg", "hc"])
 def test_huge_epsilon_recovers_truth(method: str) -> None:
     exact = _level([[1, 1, 2, 5, 5, 5], [0, 3], [], [7]])
-    est = estimate_level(exact, exact.totals(), method=method, epsilon=1e9, max_size=8,
+    est = estimate_level(exact, exact.totals(), method=method, noise=pure(1e9).noise(SENSITIVITY[method]), max_size=8,
                          rng=np.random.default_rng(0))
     np.testing.assert_array_equal(est.dense(9), exact.dense(9))
 
@@ -67,7 +69,7 @@ def test_huge_epsilon_recovers_truth(method: str) -> None:
 def test_min_size_one_never_outputs_empty_groups() -> None:
     exact = _level([[1, 1, 2, 5], [3, 3, 3]])
     for method in ("naive", "hg", "hc"):
-        est = estimate_level(exact, np.array([5, 2]), method=method, epsilon=0.2, max_size=6,
+        est = estimate_level(exact, np.array([5, 2]), method=method, noise=pure(0.2).noise(SENSITIVITY[method]), max_size=6,
                              min_size=1, rng=np.random.default_rng(2))
         assert est.size.min() >= 1
         np.testing.assert_array_equal(est.totals(), [5, 2])
@@ -75,7 +77,7 @@ def test_min_size_one_never_outputs_empty_groups() -> None:
 
 def test_hc_truncates_at_max_size() -> None:
     exact = _level([[1, 50, 80]])
-    est = estimate_level(exact, exact.totals(), method="hc", epsilon=1e9, max_size=10,
+    est = estimate_level(exact, exact.totals(), method="hc", noise=pure(1e9).noise(), max_size=10,
                          rng=np.random.default_rng(0))
     np.testing.assert_array_equal(est.size, [1, 10])
     np.testing.assert_array_equal(est.groups, [1, 2])
@@ -86,7 +88,7 @@ def test_hc_variance_heuristic() -> None:
     from pandas_dp.noise import discrete_laplace_variance, noise_scale
 
     exact = _level([[2] * 40])
-    est = estimate_level(exact, exact.totals(), method="hc", epsilon=1e9, max_size=5,
+    est = estimate_level(exact, exact.totals(), method="hc", noise=pure(1e9).noise(), max_size=5,
                          rng=np.random.default_rng(0))
     v = discrete_laplace_variance(noise_scale(1, 1e9))
     np.testing.assert_allclose(est.var, [2 * v / 40])
@@ -99,7 +101,7 @@ def test_hc_beats_naive_in_emd() -> None:
     exact = _level([list(sizes)])
     res = {}
     for method in ("naive", "hc"):
-        errs = [emd(estimate_level(exact, exact.totals(), method=method, epsilon=0.5, max_size=200,
+        errs = [emd(estimate_level(exact, exact.totals(), method=method, noise=pure(0.5).noise(SENSITIVITY[method]), max_size=200,
                                    rng=np.random.default_rng(s)).dense(201)[0],
                     exact.dense(201)[0]) for s in range(3)]
         res[method] = np.mean(errs)
@@ -109,7 +111,7 @@ def test_hc_beats_naive_in_emd() -> None:
 def test_max_size_estimate_covers_truth() -> None:
     # margin of 5 sd: P(K < max) = P(Z < -5 sd) ~ exp(-5 sqrt 2)/2 < 1e-3 per draw.
     rng = np.random.default_rng(0)
-    ks = [estimate_max_size(40, epsilon=0.5, rng=rng) for _ in range(200)]
+    ks = [estimate_max_size(40, noise=pure(0.5).noise(), rng=rng) for _ in range(200)]
     assert min(ks) >= 40
     assert np.median(ks) < 40 + 30
 
@@ -144,7 +146,7 @@ def test_consistent_group_totals_invariants_and_accuracy() -> None:
     leaf = np.array([500, 0, 20, 3000, 1, 0, 77])
     errs = []
     for seed in range(20):
-        out = consistent_group_totals(leaf, parents, [1, 3, 7], epsilon=1.0, rng=np.random.default_rng(seed))
+        out = consistent_group_totals(leaf, parents, [1, 3, 7], noise=pure(1.0).noise(Sensitivity.cells(cells=3)), rng=np.random.default_rng(seed))
         assert all(o.dtype == np.int64 and o.min() >= 0 for o in out)
         np.testing.assert_array_equal(np.bincount(parents[2], out[2], 3), out[1])
         assert out[0][0] == out[1].sum()
@@ -152,5 +154,5 @@ def test_consistent_group_totals_invariants_and_accuracy() -> None:
     # Noise scale 3 per node (3 levels, epsilon 1): sd 4.2; least squares over 11 noisy totals
     # cannot do worse on average than the 3-sd bound below.
     assert np.mean(errs) < 13
-    huge = consistent_group_totals(leaf, parents, [1, 3, 7], epsilon=1e9, rng=np.random.default_rng(0))
+    huge = consistent_group_totals(leaf, parents, [1, 3, 7], noise=pure(1e9).noise(Sensitivity.cells(cells=3)), rng=np.random.default_rng(0))
     np.testing.assert_array_equal(huge[2], leaf)

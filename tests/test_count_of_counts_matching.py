@@ -8,7 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.optimize import linear_sum_assignment
 
-from pandas_dp.algorithms.count_of_counts import Runs, estimate_level
+from pandas_dp.algorithms.count_of_counts import SENSITIVITY, Runs, estimate_level
+from pandas_dp.loss import pure
 from pandas_dp.algorithms.count_of_counts_matching import (
     aggregate_up,
     match_runs,
@@ -115,7 +116,7 @@ def test_four_invariants_on_random_hierarchies(h) -> None:
     leaves = Runs.exact(node, size, np.ones(node.size, dtype=int), parent2.size)
     parents = [None, np.zeros(n1, dtype=int), parent2]
     exact = aggregate_up(leaves, parents, [1, n1, parent2.size])
-    est = [estimate_level(e, e.totals(), method=method, epsilon=0.4, max_size=8, rng=rng) for e in exact]
+    est = [estimate_level(e, e.totals(), method=method, noise=pure(0.4).noise(SENSITIVITY[method]), max_size=8, rng=rng) for e in exact]
     out = top_down(est, parents, merge=merge)
     for lvl, (got, truth) in enumerate(zip(out, exact)):
         assert got.groups.dtype == np.int64 and got.size.dtype == np.int64      # integral

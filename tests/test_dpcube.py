@@ -18,6 +18,8 @@ from pandas_dp.algorithms.dpcube import (
     summed_area,
 )
 from pandas_dp.errors import ParameterError
+from pandas_dp.loss import pure
+import pandas_dp.noise as noise_module
 from pandas_dp.noise import discrete_laplace_variance, noise_scale
 
 
@@ -44,7 +46,7 @@ def test_least_squares_equals_dense_gls_solve(eps, split):
     rng = np.random.default_rng(0)
     x = rng.poisson(4, (6, 5))
     x[:3, :2] = 40
-    r = dpcube(x, epsilon=eps, epsilon_split=split, estimate="least_squares", rng=rng)
+    r = dpcube(x, loss=pure(eps), epsilon_split=split, estimate="least_squares", rng=rng)
     h, var = dense_design(r)
     y = np.r_[r.noisy_cells.ravel(), r.partition_counts]
     wts = 1 / np.sqrt(var)
@@ -68,7 +70,7 @@ def test_equal_budgets_give_the_papers_h_plus():
     # [1/(n_p+1), n_p/(n_p+1) on the own cell, -1/(n_p+1) elsewhere].
     rng = np.random.default_rng(1)
     x = rng.poisson(3, 12)
-    r = dpcube(x, epsilon=1.0, epsilon_split=0.5, threshold=np.inf, rng=rng)
+    r = dpcube(x, loss=pure(1.0), epsilon_split=0.5, threshold=np.inf, rng=rng)
     assert r.lo.shape[0] == 1
     n_p = 12
     hplus = np.full((n_p, n_p + 1), -1 / (n_p + 1))
@@ -81,10 +83,10 @@ def test_equal_budgets_give_the_papers_h_plus():
 def test_uniform_estimate_and_noise_variance():
     rng = np.random.default_rng(2)
     x = rng.poisson(6, (8, 8))
-    r = dpcube(x, epsilon=0.5, estimate="uniform", rng=rng)
+    r = dpcube(x, loss=pure(0.5), estimate="uniform", rng=rng)
     sizes = r.partition_sizes
     np.testing.assert_allclose(r.estimates, r.partition_counts[r.labels] / sizes[r.labels])
-    var2 = discrete_laplace_variance(noise_scale(1, r.epsilon_2))
+    var2 = discrete_laplace_variance(noise_scale(1, r.plan.loss_2.amount))
     np.testing.assert_allclose(r.variances, var2 / sizes[r.labels] ** 2)
     whole = r.box_variance(np.array([[0, 0]]), np.array([[8, 8]]))
     assert whole[0] == pytest.approx(var2 * r.lo.shape[0])
@@ -99,7 +101,7 @@ def test_kd_tree_reads_only_phase1_noisy_counts(monkeypatch):
     x[5:12, 3:20] += 60
     x2 = rng.poisson(10, (20, 30))
     target = x + rng.integers(-2, 3, x.shape)
-    real = dpc.discrete_laplace
+    real = noise_module.discrete_laplace
 
     def run(true):
         calls = []
@@ -110,8 +112,8 @@ def test_kd_tree_reads_only_phase1_noisy_counts(monkeypatch):
                 return (target - true).astype(np.int64)
             return real(scale, size, rng=np.random.default_rng(0))
 
-        monkeypatch.setattr(dpc, "discrete_laplace", fake)
-        return dpcube(true, epsilon=1.0)
+        monkeypatch.setattr(noise_module, "discrete_laplace", fake)
+        return dpcube(true, loss=pure(1.0))
 
     r1, r2 = run(x), run(x2)
     np.testing.assert_array_equal(r1.lo, r2.lo)
@@ -165,7 +167,7 @@ def test_box_sums_any_dimension():
 def test_three_dimensional_release():
     rng = np.random.default_rng(6)
     x = rng.poisson(2, (5, 6, 4))
-    r = dpcube(x, epsilon=1.0, rng=rng)
+    r = dpcube(x, loss=pure(1.0), rng=rng)
     assert r.estimates.shape == x.shape
     assert r.partition_sizes.sum() == x.size
     truth = box_sums(summed_area(x), r.lo, r.hi)
@@ -173,15 +175,15 @@ def test_three_dimensional_release():
 
 
 def test_budget_split_exact_and_parameter_errors():
-    r = dpcube(np.ones((3, 3), dtype=np.int64), epsilon=0.3, epsilon_split=0.7,
+    r = dpcube(np.ones((3, 3), dtype=np.int64), loss=pure(0.3), epsilon_split=0.7,
                rng=np.random.default_rng(0))
-    assert r.epsilon_1 + r.epsilon_2 == Fraction("0.3")
+    assert r.plan.loss_1.amount + r.plan.loss_2.amount == Fraction("0.3")
     with pytest.raises(ParameterError, match="estimate"):
-        dpcube(np.ones(3, dtype=np.int64), epsilon=1.0, estimate="median")
+        dpcube(np.ones(3, dtype=np.int64), loss=pure(1.0), estimate="median")
 
 
 def test_default_threshold_tied_to_noise_level():
-    r = dpcube(np.zeros(10, dtype=np.int64), epsilon=0.2, rng=np.random.default_rng(0))
+    r = dpcube(np.zeros(10, dtype=np.int64), loss=pure(0.2), rng=np.random.default_rng(0))
     assert r.threshold == pytest.approx(dpc.DEFAULT_THRESHOLD_FACTOR * r.noise_variance_1)
 
 
@@ -197,7 +199,7 @@ def test_degenerate_inputs(shape, kind, estimate, eps, seed):
         x[tuple(rng.integers(k) for k in shape)] = 500
     elif kind == "random":
         x = rng.integers(0, 30, shape)
-    r = dpcube(x, epsilon=eps, estimate=estimate, rng=rng)
+    r = dpcube(x, loss=pure(eps), estimate=estimate, rng=rng)
     assert r.estimates.shape == x.shape and np.all(np.isfinite(r.estimates))
     assert r.partition_sizes.sum() == x.size
     assert np.array_equal(np.bincount(r.labels.ravel(), minlength=r.lo.shape[0]),
@@ -219,7 +221,7 @@ def test_least_squares_variance_matches_simulation():
     # standard error about sqrt(2/4000) * 1.2 = 2.7%; 12% is > 4 standard errors.
     x = np.array([5, 0, 3, 9, 2, 2, 7, 1, 0, 4])
     rng = np.random.default_rng(9)
-    runs = [dpcube(x, epsilon=0.7, epsilon_split=0.4, threshold=np.inf, rng=rng)
+    runs = [dpcube(x, loss=pure(0.7), epsilon_split=0.4, threshold=np.inf, rng=rng)
             for _ in range(4000)]
     est = np.array([r.estimates for r in runs])
     r0 = runs[0]

@@ -15,9 +15,10 @@ import pytest
 from scipy import stats
 
 import pandas_dp as pdp
-from pandas_dp.algorithms.ahp import DEFAULT_EPSILON_SPLIT, _noisy_cluster_sums, ahp, ahp_clusters, split_epsilon
-from pandas_dp.algorithms.count_of_counts import Runs, estimate_level
+from pandas_dp.algorithms.ahp import _noisy_cluster_sums, ahp, ahp_clusters, plan_ahp
+from pandas_dp.algorithms.count_of_counts import SENSITIVITY, Runs, estimate_level
 from pandas_dp.algorithms.tree import release_tree
+from pandas_dp.loss import pure
 from pandas_dp.noise import discrete_laplace, discrete_laplace_variance, noise_scale
 from pandas_dp.testing import DPTestFailure, DPTestReport, Neighbour, assert_dp, neighbours
 from pandas_dp.testing._binomial import lower_bound, upper_bound
@@ -104,9 +105,9 @@ def tree_mechanism(epsilon: float, *, broken: bool, budget_split: str = "uniform
     levels = 3
 
     def mech(counts: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        rel = release_tree(counts, epsilon=epsilon * levels if broken else epsilon, branching=2,
+        rel = release_tree(counts, loss=pure(epsilon * levels if broken else epsilon), branching=2,
                            budget_split=budget_split, rng=rng)
-        assert len([e for e in rel.level_epsilons if e > 0]) == levels
+        assert len([e for e in rel.level_losses if e.amount > 0]) == levels
         return np.concatenate([np.ravel(e) for e in rel.estimates])
     return mech
 
@@ -128,9 +129,8 @@ def test_tree_with_sensitivity_one_is_caught():
 
 # ---------------------------------------------------------------- AHP
 def _true_clusters(x: np.ndarray, epsilon: float = 1.0) -> np.ndarray:
-    eps1, eps2 = split_epsilon(epsilon, DEFAULT_EPSILON_SPLIT)
-    var2 = discrete_laplace_variance(noise_scale(1, eps2))
-    return ahp_clusters(np.asarray(x, dtype=np.int64), epsilon_1=eps1, noise_variance=var2)[0]
+    plan = plan_ahp(np.size(x), loss=pure(epsilon))
+    return ahp_clusters(np.asarray(x, dtype=np.int64), theta=plan.theta, noise_variance=plan.noise_2.variance())
 
 
 def _clustering_change() -> tuple[np.ndarray, np.ndarray]:
@@ -156,11 +156,10 @@ AHP_COUNTS, AHP_NEIGHBOUR = _clustering_change()
 def ahp_true_clustering(counts: np.ndarray, *, epsilon: float, rng: np.random.Generator) -> np.ndarray:
     """Broken AHP: clusters built from the TRUE counts (the cluster structure leaks them)."""
     x = np.asarray(counts, dtype=np.int64)
-    eps1, eps2 = split_epsilon(epsilon, DEFAULT_EPSILON_SPLIT)
-    var2 = discrete_laplace_variance(noise_scale(1, eps2))
-    labels, _ = ahp_clusters(x, epsilon_1=eps1, noise_variance=var2)
+    plan = plan_ahp(x.size, loss=pure(epsilon))
+    labels = ahp_clusters(x, theta=plan.theta, noise_variance=plan.noise_2.variance())
     k = int(labels.max()) + 1
-    sums = _noisy_cluster_sums(x, labels, k, eps2, rng)
+    sums = _noisy_cluster_sums(x, labels, k, plan.noise_2, rng)
     return sums[labels] / np.bincount(labels, minlength=k)[labels]
 
 
@@ -171,7 +170,7 @@ def test_ahp_pair_changes_true_clustering():
 
 
 def test_correct_ahp_passes():
-    report = assert_dp(lambda c, rng: ahp(c, epsilon=1.0, rng=rng).estimates, AHP_COUNTS, AHP_NEIGHBOUR,
+    report = assert_dp(lambda c, rng: ahp(c, loss=pure(1.0), rng=rng).estimates, AHP_COUNTS, AHP_NEIGHBOUR,
                        epsilon=1.0, trials=2500, rng=2)
     assert report.passed
 
@@ -195,7 +194,8 @@ def coc_naive(sensitivity_two: bool, epsilon: float):
     """Naive count-of-counts; broken = noise calibrated to sensitivity 1 (scale 1/eps, not 2/eps)."""
     def mech(runs: Runs, rng: np.random.Generator) -> np.ndarray:
         level_eps = epsilon if sensitivity_two else 2 * epsilon
-        est = estimate_level(runs, np.array([10]), method="naive", epsilon=level_eps, max_size=MAX_SIZE, rng=rng)
+        est = estimate_level(runs, np.array([10]), method="naive", noise=pure(level_eps).noise(SENSITIVITY["naive"]),
+                             max_size=MAX_SIZE, rng=rng)
         return est.dense(MAX_SIZE + 1)[0]
     return mech
 

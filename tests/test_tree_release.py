@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from pandas_dp.algorithms.tree import release_tree
+from pandas_dp.loss import pure
 from pandas_dp.noise import discrete_laplace_variance
 
 
@@ -23,12 +24,13 @@ PAPER = [(16, 2, False, 79.53), (16, 2, True, 34.46), (64, 8, True, 37.07),
 
 @pytest.mark.parametrize("n,b,consistent,paper", PAPER)
 def test_average_variance_is_paper_times_discrete_ratio(n, b, consistent, paper) -> None:
-    rel = release_tree(np.zeros(n, dtype=np.int64), epsilon=1.0, branching=b,
+    rel = release_tree(np.zeros(n, dtype=np.int64), loss=pure(1.0), branching=b,
                        consistent=consistent, rng=np.random.default_rng(0))
     h = rel.height
     # Uniform split: every noised level has epsilon 1/h, scale t = h exactly.
-    assert rel.level_scales[:h] == (Fraction(h),) * h
-    assert rel.level_scales[h] is None
+    scales = [None if n is None else n.scale for n in rel.level_noise]
+    assert scales[:h] == [Fraction(h)] * h
+    assert scales[h] is None
     # All levels share one scale, so GLS weights are unchanged and V_Avg scales by the
     # ratio of the discrete to the continuous variance.
     ratio = discrete_over_continuous(h)
@@ -45,7 +47,7 @@ def test_monte_carlo_confirms_exact_average_variance(n, b, consistent, trials) -
     truth = cum[hi] - cum[lo]
     per_trial = np.empty(trials)
     for t in range(trials):
-        rel = release_tree(x, epsilon=1.0, branching=b, consistent=consistent, rng=rng)
+        rel = release_tree(x, loss=pure(1.0), branching=b, consistent=consistent, rng=rng)
         per_trial[t] = np.mean((rel.range_estimate(lo, hi) - truth) ** 2)
     exact = rel.average_range_variance()
     # The trial means are i.i.d. with finite variance: by the CLT their average is within
@@ -64,7 +66,7 @@ def test_monte_carlo_per_range_variance() -> None:
     trials = 4000
     est = np.empty((trials, lo.size))
     for t in range(trials):
-        rel = release_tree(x, epsilon=0.5, branching=3, budget_split="geometric", rng=rng)
+        rel = release_tree(x, loss=pure(0.5), branching=3, budget_split="geometric", rng=rng)
         est[t] = rel.range_estimate(lo, hi)
     cum = np.concatenate([[0], np.cumsum(x)])
     err = est - (cum[hi] - cum[lo])
@@ -80,23 +82,25 @@ def test_monte_carlo_per_range_variance() -> None:
 @pytest.mark.parametrize("root", [False, True])
 def test_level_budgets_sum_to_at_most_epsilon(split, root) -> None:
     eps = Fraction(3, 10)
-    rel = release_tree(np.ones(1000, dtype=np.int64), epsilon=0.3, branching=4,
+    rel = release_tree(np.ones(1000, dtype=np.int64), loss=pure(0.3), branching=4,
                        budget_split=split, include_root=root, rng=np.random.default_rng(1))
-    assert sum(rel.level_epsilons) <= eps
-    assert rel.epsilon == sum(rel.level_epsilons)
-    assert eps - rel.epsilon < Fraction(1, 10 ** 9)
-    for e, t, v in zip(rel.level_epsilons, rel.level_scales, rel.level_variances):
+    level_epsilons = [part.amount for part in rel.level_losses]
+    level_scales = [None if n is None else n.scale for n in rel.level_noise]
+    assert sum(level_epsilons) <= eps
+    assert rel.loss.amount == sum(level_epsilons)
+    assert eps - rel.loss.amount < Fraction(1, 10 ** 9)
+    for e, t, v in zip(level_epsilons, level_scales, rel.level_variances):
         if e > 0:
             assert t >= 1 / e                          # scale rounded up: never less noise
             assert v == discrete_laplace_variance(t)   # variance of the noise drawn
         else:
             assert t is None and np.isinf(v)
     if split != "optimal":   # the optimal split may drop a level GLS would ignore anyway
-        assert (rel.level_scales[-1] is not None) == root
+        assert (level_scales[-1] is not None) == root
 
 
 def test_noisy_counts_are_integers_and_estimates_consistent() -> None:
-    rel = release_tree(np.arange(100), epsilon=1.0, branching=5, rng=np.random.default_rng(2))
+    rel = release_tree(np.arange(100), loss=pure(1.0), branching=5, rng=np.random.default_rng(2))
     for k, noisy in enumerate(rel.noisy[:-1]):
         assert noisy.dtype == np.int64
         if k > 0:
@@ -106,7 +110,7 @@ def test_noisy_counts_are_integers_and_estimates_consistent() -> None:
 
 
 def test_consistent_false_answers_with_fewest_noisy_nodes() -> None:
-    rel = release_tree(np.arange(16), epsilon=1.0, branching=4, consistent=False,
+    rel = release_tree(np.arange(16), loss=pure(1.0), branching=4, consistent=False,
                        rng=np.random.default_rng(3))
     n0, n1 = rel.noisy[0], rel.noisy[1]
     # [2, 12) = leaves 2, 3 + nodes 1, 2 of level 1.
@@ -119,7 +123,7 @@ def test_consistent_false_answers_with_fewest_noisy_nodes() -> None:
 def test_nonnegative_release() -> None:
     x = np.zeros(200, dtype=np.int64)
     x[50:60] = 30
-    rel = release_tree(x, epsilon=0.5, branching=8, nonnegative=True, rng=np.random.default_rng(4))
+    rel = release_tree(x, loss=pure(0.5), branching=8, nonnegative=True, rng=np.random.default_rng(4))
     assert np.all(rel.leaf_estimates() >= 0)
     assert not rel.variance_exact
     for k in range(1, rel.layout.n_levels):
@@ -134,8 +138,8 @@ def test_nonnegative_reduces_error_on_sparse_data() -> None:
     x[100:110] = 50
     e_gls = e_nn = 0.0
     for seed in range(20):
-        a = release_tree(x, epsilon=0.5, branching=8, rng=np.random.default_rng(seed))
-        b = release_tree(x, epsilon=0.5, branching=8, nonnegative=True,
+        a = release_tree(x, loss=pure(0.5), branching=8, rng=np.random.default_rng(seed))
+        b = release_tree(x, loss=pure(0.5), branching=8, nonnegative=True,
                          rng=np.random.default_rng(seed))
         e_gls += np.sum((a.leaf_estimates() - x) ** 2)
         e_nn += np.sum((b.leaf_estimates() - x) ** 2)
@@ -143,10 +147,10 @@ def test_nonnegative_reduces_error_on_sparse_data() -> None:
 
 
 def test_auto_branching_and_ddim_release() -> None:
-    rel = release_tree(np.ones(4096, dtype=np.int64), epsilon=1.0, rng=np.random.default_rng(0))
+    rel = release_tree(np.ones(4096, dtype=np.int64), loss=pure(1.0), rng=np.random.default_rng(0))
     assert rel.choice is not None and rel.branching == rel.choice.branching == 16
     grid = np.arange(64 * 48).reshape(64, 48)
-    rel2 = release_tree(grid, epsilon=1.0, branching=4, rng=np.random.default_rng(0))
+    rel2 = release_tree(grid, loss=pure(1.0), branching=4, rng=np.random.default_rng(0))
     assert rel2.leaf_estimates().shape == (64, 48)
     assert rel2.estimates[-1].shape == (1, 1)
     assert rel2.leaf_variance().shape == (64, 48)
@@ -155,12 +159,12 @@ def test_auto_branching_and_ddim_release() -> None:
 
 
 def test_csprng_default() -> None:
-    rel = release_tree(np.arange(10), epsilon=1.0, branching=2)
+    rel = release_tree(np.arange(10), loss=pure(1.0), branching=2)
     assert rel.leaf_estimates().shape == (10,)
 
 
 def test_invalid_ranges() -> None:
-    rel = release_tree(np.arange(10), epsilon=1.0, branching=2, rng=np.random.default_rng(0))
+    rel = release_tree(np.arange(10), loss=pure(1.0), branching=2, rng=np.random.default_rng(0))
     for lo, hi in [([3], [3]), ([-1], [2]), ([0], [11])]:
         with pytest.raises(ValueError):
             rel.range_estimate(lo, hi)

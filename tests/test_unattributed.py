@@ -12,6 +12,7 @@ from pandas_dp.algorithms.unattributed import (
     top_n_sorted,
     unattributed_histogram,
 )
+from pandas_dp.loss import pure
 from pandas_dp.noise import discrete_laplace_variance, noise_scale
 
 
@@ -38,7 +39,7 @@ def test_top_n_sensitivity_one(counts: list[int], n: int, where: int) -> None:
 def test_sbar_output_is_sorted_nonnegative_integral() -> None:
     rng = np.random.default_rng(0)
     s = np.sort(rng.integers(0, 5, size=300))
-    est = unattributed_histogram(s, epsilon=0.5, rng=rng)
+    est = unattributed_histogram(s, noise=pure(0.5).noise(), rng=rng)
     assert est.counts.dtype == np.int64
     assert np.all(np.diff(est.counts) >= 0) and est.counts.min() >= 0
     assert est.counts.size == s.size
@@ -55,7 +56,7 @@ def test_sbar_error_ten_times_lower_on_concentrated_sequence() -> None:
     raw, inferred = [], []
     for seed in range(5):
         rng = np.random.default_rng(seed)
-        est = unattributed_histogram(s, epsilon=1.0, rng=np.random.default_rng(seed))
+        est = unattributed_histogram(s, noise=pure(1.0).noise(), rng=np.random.default_rng(seed))
         noisy = s + (rng.geometric(1 - np.exp(-1.0), s.size) - rng.geometric(1 - np.exp(-1.0), s.size))
         raw.append(np.sum((noisy - s) ** 2))
         inferred.append(np.sum((est.counts - s) ** 2))
@@ -64,7 +65,7 @@ def test_sbar_error_ten_times_lower_on_concentrated_sequence() -> None:
 
 def test_noisy_group_count_nonnegative() -> None:
     rng = np.random.default_rng(1)
-    vals = [noisy_group_count(0, epsilon=0.1, rng=rng) for _ in range(50)]
+    vals = [noisy_group_count(0, noise=pure(0.1).noise(), limit=10**6, rng=rng) for _ in range(50)]
     assert min(vals) >= 0
 
 

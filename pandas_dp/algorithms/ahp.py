@@ -1,9 +1,10 @@
 """AHP: accurate histogram publication by clustering sorted noisy counts.
 
-Pure numpy. Only two functions read the true counts, and they are the two
-noising steps: :func:`_noisy_counts` (phase 1, epsilon_1) and
-:func:`_noisy_cluster_sums` (phase 2, epsilon_2). Everything in between
-(thresholding, sorting, clustering) sees only the phase-1 noisy counts, see
+Pure numpy. :func:`plan_ahp` splits the privacy loss into the two phases and
+asks each for its noise (public inputs only). Only two steps read the true
+counts, and they are the two noising steps: phase 1 (every bin plus noise) and
+:func:`_noisy_cluster_sums` (phase 2). Everything in between (thresholding,
+sorting, clustering) sees only the phase-1 noisy counts, see
 :func:`ahp_clusters`.
 
 References
@@ -17,13 +18,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 
-from pandas_dp._rational import to_fraction
-from pandas_dp.errors import ParameterError
-from pandas_dp.noise import discrete_laplace, discrete_laplace_variance, noise_scale
+from pandas_dp.loss import Noise, PrivacyLoss
 
 from .ahp_clustering import (
     EMPIRICAL_MAX_BINS,
@@ -35,10 +34,11 @@ from .ahp_clustering import (
 )
 
 __all__ = [
+    "AHPPlan",
     "AHPRelease",
+    "plan_ahp",
     "ahp",
     "ahp_clusters",
-    "split_epsilon",
     "greedy_clustering",
     "empirical_clustering",
     "optimal_clustering",
@@ -57,30 +57,52 @@ DEFAULT_ETA = 0.1
 Clustering = Literal["greedy", "empirical", "optimal"]
 
 
-def split_epsilon(epsilon: float | Fraction, share: float | Fraction) -> tuple[Fraction, Fraction]:
-    """Split ``epsilon`` into exact rationals ``(epsilon_1, epsilon_2)`` summing to ``epsilon``.
+@dataclass(frozen=True)
+class AHPPlan:
+    """The public part of an AHP release: the two phases' losses and noise, and the threshold.
 
-    Parameters
+    Attributes
     ----------
-    epsilon : float or Fraction
-        Total privacy parameter (> 0).
-    share : float or Fraction
-        Share of ``epsilon`` given to phase 1, strictly between 0 and 1.
-
-    Returns
-    -------
-    tuple of Fraction
-        ``epsilon_1 = share * epsilon`` and ``epsilon_2 = epsilon - epsilon_1``, so that
-        ``epsilon_1 + epsilon_2 == epsilon`` exactly (sequential composition).
+    loss_1, loss_2 : PrivacyLoss
+        Phase losses (noisy counts, noisy cluster sums), adding up exactly to the release's loss.
+    noise_1, noise_2 : Noise
+        Each phase's noise (sensitivity 1: one row changes one bin, or one cluster's sum, by 1).
+    theta : float
+        Threshold applied to the phase-1 noisy counts, ``eta * ln(n) / epsilon_1``.
+    eta : float
+        Threshold multiplier.
+    clustering : {"greedy", "empirical", "optimal"}
+        Clustering strategy.
     """
-    eps = to_fraction(epsilon, name="epsilon")
-    s = to_fraction(share, name="epsilon_split")
-    if not 0 < s < 1:
-        raise ParameterError(
-            f"epsilon_split must be strictly between 0 and 1 (the share of epsilon spent on the "
-            f"first phase). Got {float(s)!r}. Pass e.g. epsilon_split={DEFAULT_EPSILON_SPLIT}.")
-    eps1 = eps * s
-    return eps1, eps - eps1
+
+    loss_1: PrivacyLoss
+    loss_2: PrivacyLoss
+    noise_1: Noise
+    noise_2: Noise
+    theta: float
+    eta: float
+    clustering: str
+
+
+def plan_ahp(n_bins: int, *, loss: PrivacyLoss, epsilon_split: float | Fraction = DEFAULT_EPSILON_SPLIT,
+             eta: float = DEFAULT_ETA, clustering: Clustering = "greedy") -> AHPPlan:
+    """Plan an AHP release from public information (the number of bins, the loss, the knobs).
+
+    ``loss_1 = epsilon_split * loss`` and ``loss_2 = loss - loss_1`` exactly
+    (sequential composition). The threshold is the paper's
+    ``theta = eta * ln(n) / epsilon_1``: AHP is a pure-DP method, defined with
+    the phase-1 epsilon.
+
+    Raises
+    ------
+    ParameterError
+        When a phase's share is too small for the noise sampler.
+    """
+    loss_1, loss_2 = loss.phases(epsilon_split)
+    noise_1 = loss_1.noise(what="AHP's first phase")
+    noise_2 = loss_2.noise(what="AHP's second phase")
+    theta = float(eta) * math.log(n_bins) / float(loss_1.amount) if n_bins > 0 else 0.0
+    return AHPPlan(loss_1, loss_2, noise_1, noise_2, theta, float(eta), clustering)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -102,10 +124,8 @@ class AHPRelease:
         Cluster id of every bin (original order); clusters numbered in sorted order.
     cluster_sizes, cluster_sums : ndarray
         Size and released noisy sum of every cluster.
-    epsilon_1, epsilon_2 : Fraction
-        Phase budgets, summing exactly to the total epsilon.
-    theta : float
-        Threshold applied to the phase-1 noisy counts.
+    plan : AHPPlan
+        The phases' losses and noise, and the threshold.
     noise_variance : float
         Variance of the one phase-2 noise draw per cluster.
     """
@@ -115,10 +135,13 @@ class AHPRelease:
     labels: np.ndarray
     cluster_sizes: np.ndarray
     cluster_sums: np.ndarray
-    epsilon_1: Fraction
-    epsilon_2: Fraction
-    theta: float
+    plan: AHPPlan
     noise_variance: float
+
+    @property
+    def theta(self) -> float:
+        """Threshold applied to the phase-1 noisy counts."""
+        return self.plan.theta
 
     def range_variance(self, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
         """Noise-only variance of half-open bin ranges [lo, hi) (bias not included).
@@ -144,37 +167,27 @@ class AHPRelease:
         return out
 
 
-def _noisy_counts(counts: np.ndarray, epsilon_1: Fraction, rng: np.random.Generator | None
-                  ) -> np.ndarray:
-    """Phase 1 (reads the TRUE counts): counts + discrete Laplace(1/epsilon_1)."""
-    return counts + discrete_laplace(noise_scale(1, epsilon_1), counts.size, rng=rng)
-
-
-def _noisy_cluster_sums(counts: np.ndarray, labels: np.ndarray, k: int, epsilon_2: Fraction,
-                        rng: np.random.Generator | None) -> np.ndarray:
-    """Phase 2 (reads the TRUE counts): each cluster's true sum + one discrete Laplace draw.
+def _noisy_cluster_sums(counts: np.ndarray, labels: np.ndarray, k: int, noise: Noise, rng: Any) -> np.ndarray:
+    """Phase 2 (reads the TRUE counts): each cluster's true sum + one noise draw.
 
     Clusters are disjoint, so the k sums have L1 sensitivity 1 together.
     """
     sums = np.bincount(labels, weights=counts, minlength=k).astype(np.int64)
-    return sums + discrete_laplace(noise_scale(1, epsilon_2), k, rng=rng)
+    return noise.add(sums, rng)
 
 
-def ahp_clusters(noisy: np.ndarray, *, epsilon_1: float | Fraction, noise_variance: float,
-                 eta: float = DEFAULT_ETA, clustering: Clustering = "greedy"
-                 ) -> tuple[np.ndarray, float]:
+def ahp_clusters(noisy: np.ndarray, *, theta: float, noise_variance: float,
+                 clustering: Clustering = "greedy") -> np.ndarray:
     """Cluster bins from their phase-1 noisy counts only (threshold, sort, cluster).
 
     Parameters
     ----------
     noisy : ndarray of int64
         Phase-1 noisy counts (original order).
-    epsilon_1 : float or Fraction
-        Phase-1 budget (public), used by the threshold.
+    theta : float
+        Threshold (public, :attr:`AHPPlan.theta`): noisy counts below it become 0.
     noise_variance : float
         Variance of one phase-2 noise draw.
-    eta : float
-        Threshold multiplier.
     clustering : {"greedy", "empirical", "optimal"}
         Clustering strategy.
 
@@ -182,11 +195,8 @@ def ahp_clusters(noisy: np.ndarray, *, epsilon_1: float | Fraction, noise_varian
     -------
     labels : ndarray of int64
         Cluster id of every bin, original order.
-    theta : float
-        Threshold used: ``eta * ln(n) / epsilon_1``; noisy counts below it become 0.
     """
     n = noisy.size
-    theta = float(eta) * math.log(n) / float(epsilon_1) if n > 0 else 0.0
     h = np.where(noisy >= theta, noisy, 0).astype(np.int64)
     order = np.argsort(h, kind="stable")
     fn = {"greedy": greedy_clustering, "empirical": empirical_clustering,
@@ -197,26 +207,22 @@ def ahp_clusters(noisy: np.ndarray, *, epsilon_1: float | Fraction, noise_varian
     np.cumsum(sorted_labels, out=sorted_labels)
     labels = np.empty(n, dtype=np.int64)
     labels[order] = sorted_labels
-    return labels, theta
+    return labels
 
 
-def ahp(counts: np.ndarray, *, epsilon: float | Fraction,
-        epsilon_split: float = DEFAULT_EPSILON_SPLIT, eta: float = DEFAULT_ETA,
-        clustering: Clustering = "greedy", rng: np.random.Generator | None = None) -> AHPRelease:
+def ahp(counts: np.ndarray, plan: AHPPlan | None = None, *, loss: PrivacyLoss | None = None,
+        rng: Any = None, **knobs: Any) -> AHPRelease:
     """Release a histogram with AHP (Algorithm 1 of Zhang et al.).
 
     Parameters
     ----------
     counts : ndarray of int
         True bin counts (1-D; d-dim grids are flattened by the caller).
-    epsilon : float or Fraction
-        Total privacy parameter; ``epsilon_1 + epsilon_2 == epsilon`` exactly.
-    epsilon_split : float
-        Share of ``epsilon`` spent on the phase-1 noisy counts.
-    eta : float
-        Threshold multiplier, ``theta = eta * ln(n) / epsilon_1``.
-    clustering : {"greedy", "empirical", "optimal"}
-        Clustering strategy (Algorithm 3, Algorithm 2, exact DP).
+    plan : AHPPlan, optional
+        From :func:`plan_ahp`; without it one is made from ``loss`` and ``knobs``
+        (``epsilon_split``, ``eta``, ``clustering``).
+    loss : PrivacyLoss, optional
+        The release's loss when no plan is given.
     rng : numpy.random.Generator, optional
         None means a cryptographically secure source.
 
@@ -226,9 +232,9 @@ def ahp(counts: np.ndarray, *, epsilon: float | Fraction,
 
     Notes
     -----
-    epsilon_1-DP noisy counts (sensitivity 1), thresholded, sorted and clustered (no
-    privacy cost); then each cluster's true sum plus one discrete Laplace draw at
-    epsilon_2 (disjoint clusters: sensitivity 1), spread evenly over its bins. Per-bin
+    Phase-1 noisy counts (sensitivity 1), thresholded, sorted and clustered (no
+    privacy cost); then each cluster's true sum plus one phase-2 noise draw
+    (disjoint clusters: sensitivity 1), spread evenly over its bins. Per-bin
     error (Theorem 4.2): (H_j - mean(C))**2 + Var(Z)/|C|**2; only the second (noise) part
     is reported in ``variances``.
 
@@ -237,16 +243,18 @@ def ahp(counts: np.ndarray, *, epsilon: float | Fraction,
     Zhang et al., SDM 2014, Algorithm 1 and Theorems 4.2, 5.1.
     """
     x = np.asarray(counts, dtype=np.int64).ravel()
-    eps1, eps2 = split_epsilon(epsilon, epsilon_split)
-    var2 = discrete_laplace_variance(noise_scale(1, eps2))
-    noisy = _noisy_counts(x, eps1, rng)                                # reads true counts
-    labels, theta = ahp_clusters(noisy, epsilon_1=eps1, noise_variance=var2, eta=eta,
-                                 clustering=clustering)                # noisy values only
+    if plan is None:
+        if loss is None:
+            raise TypeError("ahp needs a plan or a loss")
+        plan = plan_ahp(x.size, loss=loss, **knobs)
+    var2 = plan.noise_2.variance()
+    noisy = plan.noise_1.add(x, rng)                                   # reads true counts
+    labels = ahp_clusters(noisy, theta=plan.theta, noise_variance=var2,
+                          clustering=plan.clustering)                  # noisy values only
     k = int(labels.max()) + 1 if labels.size else 0
-    sums = _noisy_cluster_sums(x, labels, k, eps2, rng)                 # reads true counts
+    sums = _noisy_cluster_sums(x, labels, k, plan.noise_2, rng)         # reads true counts
     sizes = np.bincount(labels, minlength=k)
     estimates = sums[labels] / sizes[labels]
     variances = var2 / sizes[labels].astype(np.float64) ** 2
     return AHPRelease(estimates=estimates, variances=variances, labels=labels,
-                      cluster_sizes=sizes, cluster_sums=sums, epsilon_1=eps1, epsilon_2=eps2,
-                      theta=theta, noise_variance=var2)
+                      cluster_sizes=sizes, cluster_sums=sums, plan=plan, noise_variance=var2)

@@ -5,10 +5,11 @@ histogram is held as runs ``(node, size, groups, variance)`` sorted by node
 then size, so memory follows the number of distinct sizes, not of groups.
 All nodes of a level are estimated together (parallel composition).
 
-Estimators (``epsilon`` is the level budget ``epsilon_l``):
+Estimators (each receives the noise its level's share of the loss calibrates
+for the estimator's sensitivity; the release plans it):
 
-* ``naive``: ``H`` truncated at ``K``, noise of sensitivity 2, projection on
-  ``{x >= 0, sum x = G}``, largest-remainder rounding.
+* ``naive``: ``H`` truncated at ``K``, noise of sensitivity 2 (L1; L2 is
+  ``sqrt 2``), projection on ``{x >= 0, sum x = G}``, largest-remainder rounding.
 * ``hg``: sorted group sizes (unattributed histogram), sensitivity 1, PAV,
   rounding.
 * ``hc``: tail-cumulative histogram ``T[i] = #groups of size >= i`` for
@@ -21,12 +22,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 
 from pandas_dp.algorithms.isotonic import segmented_isotonic_regression
-from pandas_dp.noise import discrete_laplace, discrete_laplace_variance, noise_scale
+from pandas_dp.loss import Noise, Sensitivity
 
 __all__ = [
     "Runs",
@@ -35,9 +36,16 @@ __all__ = [
     "estimate_max_size",
     "largest_remainder_round",
     "project_to_simplex",
+    "SENSITIVITY",
 ]
 
 Method = Literal["naive", "hg", "hc"]
+
+#: How far one entity (person) moves each estimator's noised vector: ``hc`` and ``hg`` 1 (one
+#: cumulative cell / one sorted size changes by one), ``naive`` 2 (one size class loses a group,
+#: another gains one: L1 = 2, L2 = sqrt 2). Kuo et al. section 4.
+SENSITIVITY: dict[str, Sensitivity] = {"hc": Sensitivity(), "hg": Sensitivity(),
+                                       "naive": Sensitivity.cells(cells=2)}
 _CHUNK_CELLS = 1 << 20
 
 
@@ -107,22 +115,19 @@ class Runs:
         return Runs(p, self.size, self.groups, np.zeros(p.size), n_parents).normalized()
 
 
-def estimate_max_size(
-    true_max: int, *, epsilon: float, margin_sd: float = 5.0, rng: np.random.Generator | None = None
-) -> int:
+def estimate_max_size(true_max: int, *, noise: Noise, margin_sd: float = 5.0, rng: Any = None) -> int:
     """Public upper bound ``K`` on the group size from a noisy maximum.
 
     Notes
     -----
     The largest group size has sensitivity 1 (one person changes one group
-    by one), so ``K = ceil(max + Z + margin_sd * sd(Z))`` with ``Z`` discrete
-    Laplace of scale ``1/epsilon`` exceeds the true maximum unless ``Z`` falls
+    by one), so ``K = ceil(max + Z + margin_sd * sd(Z))`` with ``Z`` the noise
+    of that sensitivity exceeds the true maximum unless ``Z`` falls
     ``margin_sd`` standard deviations low (Kuo et al. section 4.3 uses 5).
     ``hc`` is insensitive to an over-estimated ``K``.
     """
-    t = noise_scale(1, epsilon)
-    z = int(discrete_laplace(t, 1, rng=rng)[0])
-    sd = math.sqrt(discrete_laplace_variance(t))
+    z = int(noise.sample(1, rng)[0])
+    sd = math.sqrt(noise.variance())
     return max(1, math.ceil(int(true_max) + z + margin_sd * sd))
 
 
@@ -131,10 +136,10 @@ def estimate_level(
     totals: np.ndarray,
     *,
     method: Method,
-    epsilon: float,
+    noise: Noise,
     max_size: int | None = None,
     min_size: int = 0,
-    rng: np.random.Generator | None = None,
+    rng: Any = None,
 ) -> Runs:
     """Private count-of-counts histogram of every node of one level.
 
@@ -147,8 +152,9 @@ def estimate_level(
         Every output node has exactly ``G`` groups.
     method : {"naive", "hg", "hc"}
         Per-node estimator (see module docstring).
-    epsilon : float
-        Budget of this level (parallel composition across its nodes).
+    noise : Noise
+        The level's noise, calibrated for the estimator's sensitivity
+        (:data:`SENSITIVITY`; parallel composition across the level's nodes).
     max_size : int, optional
         Public upper bound ``K`` (required for ``naive`` and ``hc``); larger
         sizes are truncated to ``K``.
@@ -175,14 +181,14 @@ def estimate_level(
     """
     totals = np.asarray(totals, dtype=np.int64)
     if method == "hg":
-        return _hg(exact, totals, epsilon=epsilon, min_size=min_size, rng=rng)
+        return _hg(exact, totals, noise=noise, min_size=min_size, rng=rng)
     if max_size is None:
         raise ValueError("max_size is required for the naive and hc estimators")
     k = max(int(max_size), min_size)
     if method == "hc":
-        return _hc(exact, totals, epsilon=epsilon, k=k, min_size=min_size, rng=rng)
+        return _hc(exact, totals, noise=noise, k=k, min_size=min_size, rng=rng)
     if method == "naive":
-        return _naive(exact, totals, epsilon=epsilon, k=k, min_size=min_size, rng=rng)
+        return _naive(exact, totals, noise=noise, k=k, min_size=min_size, rng=rng)
     raise ValueError(f"unknown count-of-counts method {method!r}")
 
 
@@ -204,10 +210,8 @@ def _runs_from_dense(h: np.ndarray, var: np.ndarray, lo: int) -> tuple[np.ndarra
     return r.astype(np.int64) + lo, c.astype(np.int64), h[r, c].astype(np.int64), var[r, c]
 
 
-def _hc(exact: Runs, totals: np.ndarray, *, epsilon: float, k: int, min_size: int,
-        rng: np.random.Generator | None) -> Runs:
-    t = noise_scale(1, epsilon)
-    v = discrete_laplace_variance(t)
+def _hc(exact: Runs, totals: np.ndarray, *, noise: Noise, k: int, min_size: int, rng: Any) -> Runs:
+    v = noise.variance()
     width = k - min_size  # noisy cells T[m+1..K]
     parts = []
     for lo, hi in _row_chunks(exact.n_nodes, width + 1):
@@ -215,7 +219,7 @@ def _hc(exact: Runs, totals: np.ndarray, *, epsilon: float, k: int, min_size: in
         g = totals[lo:hi]
         if width:
             tail = np.cumsum(h[:, ::-1], axis=1)[:, ::-1][:, 1:]  # T[m+1..K]
-            noisy = tail + discrete_laplace(t, tail.shape, rng=rng)
+            noisy = noise.add(tail, rng)
             starts = np.arange(hi - lo, dtype=np.int64) * width
             fit = segmented_isotonic_regression(
                 noisy.ravel().astype(np.float64), starts, lower=0.0, upper=g.astype(np.float64),
@@ -235,14 +239,12 @@ def _hc(exact: Runs, totals: np.ndarray, *, epsilon: float, k: int, min_size: in
     return _concat_runs(parts, exact.n_nodes)
 
 
-def _naive(exact: Runs, totals: np.ndarray, *, epsilon: float, k: int, min_size: int,
-           rng: np.random.Generator | None) -> Runs:
-    t = noise_scale(2, epsilon)
-    v = discrete_laplace_variance(t)
+def _naive(exact: Runs, totals: np.ndarray, *, noise: Noise, k: int, min_size: int, rng: Any) -> Runs:
+    v = noise.variance()
     parts = []
     for lo, hi in _row_chunks(exact.n_nodes, k + 1):
         h = _dense_block(exact, lo, hi, k)[:, min_size:]
-        noisy = h + discrete_laplace(t, h.shape, rng=rng)
+        noisy = noise.add(h, rng)
         g = totals[lo:hi]
         est = largest_remainder_round(project_to_simplex(noisy.astype(np.float64), g), g)
         var = v / np.maximum(est, 1).astype(np.float64)
@@ -251,10 +253,8 @@ def _naive(exact: Runs, totals: np.ndarray, *, epsilon: float, k: int, min_size:
     return _concat_runs(parts, exact.n_nodes)
 
 
-def _hg(exact: Runs, totals: np.ndarray, *, epsilon: float, min_size: int,
-        rng: np.random.Generator | None) -> Runs:
-    t = noise_scale(1, epsilon)
-    v = discrete_laplace_variance(t)
+def _hg(exact: Runs, totals: np.ndarray, *, noise: Noise, min_size: int, rng: Any) -> Runs:
+    v = noise.variance()
     n = exact.n_nodes
     # Keep the G largest groups of each node, pad with groups of size min_size.
     true_g = exact.totals()
@@ -273,7 +273,7 @@ def _hg(exact: Runs, totals: np.ndarray, *, epsilon: float, min_size: int,
     sizes = np.repeat(size, cnt)
     if sizes.size == 0:
         return Runs(*(np.zeros(0, dtype=np.int64),) * 3, np.zeros(0), n)
-    noisy = (sizes + discrete_laplace(t, sizes.size, rng=rng)).astype(np.float64)
+    noisy = noise.add(sizes, rng).astype(np.float64)
     del sizes
     seg_starts = np.concatenate([[0], np.cumsum(totals)[:-1]])[totals > 0]
     fit = segmented_isotonic_regression(noisy, seg_starts, lower=float(min_size))
@@ -338,8 +338,8 @@ def consistent_group_totals(
     parents: list[np.ndarray | None],
     n_nodes: list[int],
     *,
-    epsilon: float,
-    rng: np.random.Generator | None = None,
+    noise: Noise,
+    rng: Any = None,
 ) -> list[np.ndarray]:
     """Private, consistent numbers of groups per region (Kuo et al. footnote 5).
 
@@ -349,8 +349,9 @@ def consistent_group_totals(
         True number of groups per leaf region.
     parents, n_nodes : list
         The region tree (``parents[l][i]`` is the parent in level ``l-1``).
-    epsilon : float
-        Budget of the whole step, split equally over the levels.
+    noise : Noise
+        Noise calibrated for the whole vector of totals of every level:
+        sensitivity ``L`` in L1 (``sqrt L`` in L2) for ``L`` levels.
 
     Returns
     -------
@@ -360,9 +361,10 @@ def consistent_group_totals(
 
     Notes
     -----
-    One entity changes one group count by at most one per level
-    (sensitivity 1 per level), so each level gets ``epsilon / L`` and
-    discrete Laplace noise of scale ``L / epsilon``. The leaf totals
+    One entity changes one group count by at most one per level (a new
+    group appears in its leaf and every ancestor), so the vector of all
+    levels' totals has L1 sensitivity ``L`` (for pure epsilon: discrete
+    Laplace of scale ``L / epsilon``, the same as ``epsilon / L`` per level). The leaf totals
     ``x >= 0`` then minimize ``sum_nodes (sum_{leaves under node} x - y_node)^2``
     (non-negative least squares, sparse), are rounded by largest remainder
     to the rounded overall sum, and are aggregated upwards.
@@ -371,7 +373,6 @@ def consistent_group_totals(
     from scipy.optimize import lsq_linear
 
     levels = len(n_nodes)
-    t = noise_scale(levels, epsilon)
     ancestors = [np.arange(n_nodes[-1], dtype=np.int64)]
     for lvl in range(levels - 1, 0, -1):
         ancestors.append(np.asarray(parents[lvl], dtype=np.int64)[ancestors[-1]])
@@ -381,7 +382,7 @@ def consistent_group_totals(
     cols = np.tile(np.arange(n_nodes[-1]), levels)
     a = sparse.csr_matrix((np.ones(rows.size), (rows, cols)), shape=(int(sum(n_nodes)), n_nodes[-1]))
     truth = a @ np.asarray(leaf_totals, dtype=np.float64)
-    noisy = truth + discrete_laplace(t, truth.size, rng=rng)
+    noisy = noise.add(truth, rng)
     x = lsq_linear(a, noisy, bounds=(0.0, np.inf), lsmr_tol="auto").x if n_nodes[-1] else np.zeros(0)
     x = np.maximum(x, 0.0)
     total = int(np.floor(x.sum() + 0.5))

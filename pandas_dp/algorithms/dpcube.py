@@ -1,9 +1,10 @@
 """DPCube: two-phase kd-tree partitioning of a d-dimensional cell histogram.
 
-Pure numpy. Only the two noising steps read the true counts:
-:func:`_noisy_cells` (phase 1, epsilon_1) and :func:`_noisy_partition_counts`
-(phase 2, epsilon_2). The kd-tree (:func:`kd_partition`) and the estimators
-see only noisy values and public parameters.
+Pure numpy. :func:`plan_dpcube` splits the privacy loss into the two phases
+and asks each for its noise (public inputs only). Only the two noising steps
+read the true counts: phase 1 (every cell plus noise) and
+:func:`_noisy_partition_counts` (phase 2). The kd-tree (:func:`kd_partition`)
+and the estimators see only noisy values and public parameters.
 
 References
 ----------
@@ -17,16 +18,17 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 
-from pandas_dp.algorithms.ahp import split_epsilon
 from pandas_dp.errors import ParameterError
-from pandas_dp.noise import discrete_laplace, discrete_laplace_variance, noise_scale
+from pandas_dp.loss import Noise, PrivacyLoss
 
 __all__ = [
+    "DPCubePlan",
     "DPCubeRelease",
+    "plan_dpcube",
     "dpcube",
     "kd_partition",
     "partition_labels",
@@ -162,6 +164,54 @@ def partition_labels(shape: tuple[int, ...], lo: np.ndarray, hi: np.ndarray) -> 
 
 
 @dataclass(frozen=True)
+class DPCubePlan:
+    """The public part of a DPCube release: the two phases' losses and noise, the threshold, the estimator.
+
+    Attributes
+    ----------
+    loss_1, loss_2 : PrivacyLoss
+        Phase losses (cell histogram, partition counts), adding up exactly to the release's loss.
+    noise_1, noise_2 : Noise
+        Each phase's noise (sensitivity 1: cells and partitions are disjoint).
+    threshold : float
+        xi_0 of the kd-tree.
+    estimate : {"uniform", "least_squares"}
+        Cell estimator.
+    """
+
+    loss_1: PrivacyLoss
+    loss_2: PrivacyLoss
+    noise_1: Noise
+    noise_2: Noise
+    threshold: float
+    estimate: str
+
+
+def plan_dpcube(*, loss: PrivacyLoss, epsilon_split: float | Fraction = DEFAULT_EPSILON_SPLIT,
+                threshold: float | None = None, estimate: Estimate = "least_squares") -> DPCubePlan:
+    """Plan a DPCube release from public information (the loss and the knobs).
+
+    The default threshold is ``DEFAULT_THRESHOLD_FACTOR * Var(phase-1 noise)``:
+    the noisy cells of a perfectly uniform partition already have variance about
+    Var(noise), so xi_0 must be tied to the noise level.
+
+    Raises
+    ------
+    ParameterError
+        For an unknown estimator, or a phase share too small for the noise sampler.
+    """
+    if estimate not in ("uniform", "least_squares"):
+        raise ParameterError(
+            f"The 'estimate' parameter of dpcube must be 'uniform' or 'least_squares'. "
+            f"Got {estimate!r}.")
+    loss_1, loss_2 = loss.phases(epsilon_split)
+    noise_1 = loss_1.noise(what="DPCube's first phase")
+    noise_2 = loss_2.noise(what="DPCube's second phase")
+    xi0 = DEFAULT_THRESHOLD_FACTOR * noise_1.variance() if threshold is None else float(threshold)
+    return DPCubePlan(loss_1, loss_2, noise_1, noise_2, xi0, estimate)
+
+
+@dataclass(frozen=True)
 class DPCubeRelease:
     """Output of :func:`dpcube` (all fields are differentially private or public).
 
@@ -179,12 +229,10 @@ class DPCubeRelease:
         Partition boxes; ``partition_counts`` their released phase-2 noisy counts.
     labels : ndarray of int64
         Partition id of every cell.
-    estimate : {"uniform", "least_squares"}
-    epsilon_1, epsilon_2 : Fraction
-    threshold : float
-        xi_0 used by the kd-tree.
+    plan : DPCubePlan
+        The phases' losses and noise, the threshold xi_0 and the estimator.
     noise_variance_1, noise_variance_2 : float
-        Variances of the phase-1 and phase-2 discrete Laplace noise.
+        Variances of the phase-1 and phase-2 noise.
     """
 
     estimates: np.ndarray
@@ -194,12 +242,19 @@ class DPCubeRelease:
     hi: np.ndarray
     partition_counts: np.ndarray
     labels: np.ndarray
-    estimate: str
-    epsilon_1: Fraction
-    epsilon_2: Fraction
-    threshold: float
+    plan: DPCubePlan
     noise_variance_1: float
     noise_variance_2: float
+
+    @property
+    def estimate(self) -> str:
+        """The cell estimator, ``"uniform"`` or ``"least_squares"``."""
+        return self.plan.estimate
+
+    @property
+    def threshold(self) -> float:
+        """xi_0 used by the kd-tree."""
+        return self.plan.threshold
 
     @property
     def partition_sizes(self) -> np.ndarray:
@@ -240,39 +295,25 @@ class DPCubeRelease:
         return out
 
 
-def _noisy_cells(counts: np.ndarray, epsilon_1: Fraction, rng: np.random.Generator | None
-                 ) -> np.ndarray:
-    """Phase 1 (reads the TRUE counts): every cell + discrete Laplace(1/epsilon_1)."""
-    return counts + discrete_laplace(noise_scale(1, epsilon_1), counts.shape, rng=rng)
+def _noisy_partition_counts(counts: np.ndarray, lo: np.ndarray, hi: np.ndarray, noise: Noise,
+                            rng: Any) -> np.ndarray:
+    """Phase 2 (reads the TRUE counts): disjoint partitions' true sums + noise."""
+    return noise.add(box_sums(summed_area(counts), lo, hi), rng)
 
 
-def _noisy_partition_counts(counts: np.ndarray, lo: np.ndarray, hi: np.ndarray,
-                            epsilon_2: Fraction, rng: np.random.Generator | None) -> np.ndarray:
-    """Phase 2 (reads the TRUE counts): disjoint partitions' true sums + discrete Laplace."""
-    true = box_sums(summed_area(counts), lo, hi)
-    return true + discrete_laplace(noise_scale(1, epsilon_2), lo.shape[0], rng=rng)
-
-
-def dpcube(counts: np.ndarray, *, epsilon: float | Fraction,
-           epsilon_split: float = DEFAULT_EPSILON_SPLIT, threshold: float | None = None,
-           estimate: Estimate = "least_squares", rng: np.random.Generator | None = None
-           ) -> DPCubeRelease:
+def dpcube(counts: np.ndarray, plan: DPCubePlan | None = None, *, loss: PrivacyLoss | None = None,
+           rng: Any = None, **knobs: Any) -> DPCubeRelease:
     """Release a d-dimensional histogram with DPCube (Algorithm 2 of Xiao et al.).
 
     Parameters
     ----------
     counts : ndarray of int
         True cell counts, any number of dimensions.
-    epsilon : float or Fraction
-        Total privacy parameter; ``epsilon_1 + epsilon_2 == epsilon`` exactly.
-    epsilon_split : float
-        Share of ``epsilon`` spent on the phase-1 cell histogram.
-    threshold : float, optional
-        Variance threshold xi_0. Default ``DEFAULT_THRESHOLD_FACTOR * Var(phase-1 noise)``:
-        the noisy cells of a perfectly uniform partition already have variance about
-        Var(noise), so xi_0 must be tied to the noise level.
-    estimate : {"least_squares", "uniform"}
-        Cell estimator (see Notes).
+    plan : DPCubePlan, optional
+        From :func:`plan_dpcube`; without it one is made from ``loss`` and ``knobs``
+        (``epsilon_split``, ``threshold``, ``estimate``).
+    loss : PrivacyLoss, optional
+        The release's loss when no plan is given.
     rng : numpy.random.Generator, optional
         None means a cryptographically secure source.
 
@@ -282,8 +323,8 @@ def dpcube(counts: np.ndarray, *, epsilon: float | Fraction,
 
     Notes
     -----
-    Phase 1: y1 = x + N1 (epsilon_1, sensitivity 1, parallel composition over cells).
-    Kd-tree on y1 only. Phase 2: y_p = sum_{i in p} x_i + N2 (epsilon_2; partitions are
+    Phase 1: y1 = x + N1 (sensitivity 1, parallel composition over cells).
+    Kd-tree on y1 only. Phase 2: y_p = sum_{i in p} x_i + N2 (partitions are
     disjoint). Uniform: x_hat_i = y_p / n_p. Least squares: per partition, the
     generalized least-squares solution of [I; 1^T] x = [y1; y_p] with noise variances
     sigma1^2, sigma2^2 is x_hat_i = y1_i + w_p (y_p - sum_{j in p} y1_j),
@@ -295,21 +336,19 @@ def dpcube(counts: np.ndarray, *, epsilon: float | Fraction,
     ----------
     Xiao et al., DPCube, Algorithms 2-3, Theorems 4.3-4.6.
     """
-    if estimate not in ("uniform", "least_squares"):
-        raise ParameterError(
-            f"The 'estimate' parameter of dpcube must be 'uniform' or 'least_squares'. "
-            f"Got {estimate!r}.")
+    if plan is None:
+        if loss is None:
+            raise TypeError("dpcube needs a plan or a loss")
+        plan = plan_dpcube(loss=loss, **knobs)
     x = np.asarray(counts, dtype=np.int64)
-    eps1, eps2 = split_epsilon(epsilon, epsilon_split)
-    var1 = discrete_laplace_variance(noise_scale(1, eps1))
-    var2 = discrete_laplace_variance(noise_scale(1, eps2))
-    xi0 = DEFAULT_THRESHOLD_FACTOR * var1 if threshold is None else float(threshold)
-    y1 = _noisy_cells(x, eps1, rng)                                     # reads true counts
-    lo, hi = kd_partition(y1, threshold=xi0)                            # noisy values only
-    yp = _noisy_partition_counts(x, lo, hi, eps2, rng)                  # reads true counts
+    var1 = plan.noise_1.variance()
+    var2 = plan.noise_2.variance()
+    y1 = plan.noise_1.add(x, rng)                                       # reads true counts
+    lo, hi = kd_partition(y1, threshold=plan.threshold)                 # noisy values only
+    yp = _noisy_partition_counts(x, lo, hi, plan.noise_2, rng)          # reads true counts
     labels = partition_labels(x.shape, lo, hi)
     sizes = np.prod(hi - lo, axis=1)
-    if estimate == "uniform":
+    if plan.estimate == "uniform":
         est = yp[labels] / sizes[labels]
         variances = var2 / sizes[labels].astype(np.float64) ** 2
     else:
@@ -318,6 +357,5 @@ def dpcube(counts: np.ndarray, *, epsilon: float | Fraction,
         est = y1 + (w * resid)[labels]
         variances = var1 * (1.0 - w[labels])
     return DPCubeRelease(estimates=est, variances=variances, noisy_cells=y1, lo=lo, hi=hi,
-                         partition_counts=yp, labels=labels, estimate=estimate,
-                         epsilon_1=eps1, epsilon_2=eps2, threshold=xi0,
+                         partition_counts=yp, labels=labels, plan=plan,
                          noise_variance_1=var1, noise_variance_2=var2)

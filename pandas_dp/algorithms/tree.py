@@ -1,12 +1,16 @@
 """Hierarchical histograms: Hay et al.'s H-bar and Qardaji et al.'s H_b^c.
 
-:func:`release_tree` takes exact leaf counts, builds the tree of fan-out ``b``
-(``b**d`` in d dims), splits ``epsilon`` across the noised levels, adds
-integer discrete-Laplace noise of scale ``1 / epsilon_k`` to every node of
-level ``k`` (each level is a partition, sensitivity 1; levels compose
-sequentially), and post-processes: exact GLS constrained inference
-(``consistent=True``), optionally non-negativity.  The returned
-:class:`TreeRelease` answers 1-D range queries with exact error variances.
+:func:`plan_tree` works from public inputs only (the domain's shape, the
+privacy loss and the knobs): it builds the tree of fan-out ``b`` (``b**d`` in
+d dims), splits the loss exactly across the noised levels and asks each
+level's part for the noise of one partition of the domain (each level is a
+flat histogram of sensitivity 1; levels compose sequentially). The release
+layer calls it before the charge, so a loss too small for some level is
+refused before anything is spent. :func:`release_tree` then adds the planned
+integer noise to every node of every noised level and post-processes: exact
+GLS constrained inference (``consistent=True``), optionally non-negativity.
+The returned :class:`TreeRelease` answers 1-D range queries with exact error
+variances.
 
 References
 ----------
@@ -19,36 +23,122 @@ References
 from __future__ import annotations
 
 from dataclasses import dataclass
-from fractions import Fraction
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 
 from pandas_dp.algorithms import tree_variance as tvar
 from pandas_dp.algorithms.branching import BranchingChoice, choose_branching
-from pandas_dp.algorithms.tree_budget import BudgetSplit, level_shares, split_epsilon
+from pandas_dp.algorithms.tree_budget import BudgetSplit, level_shares
 from pandas_dp.algorithms.tree_inference import (TreeVariances, constrained_inference,
                                                  nonnegative_tree)
 from pandas_dp.algorithms.tree_layout import TreeLayout, tree_layout
-from pandas_dp._rational import to_fraction
-from pandas_dp.noise import discrete_laplace, discrete_laplace_variance, noise_scale
+from pandas_dp.loss import UNIT, Noise, PrivacyLoss, Sensitivity
 
-__all__ = ["TreeRelease", "release_tree"]
+__all__ = ["TreePlan", "TreeRelease", "plan_tree", "release_tree"]
 
 
 @dataclass(frozen=True)
-class TreeRelease:
-    """A released tree: layout, per-level budgets and noise, node estimates.
+class TreePlan:
+    """The public part of a tree release: layout, per-level losses and the noise each level gets.
 
     Attributes
     ----------
     layout : TreeLayout
-        The tree (``layout.branching``, ``layout.height``).
-    epsilon : Fraction
-        Total budget spent (sum of ``level_epsilons``, at most the request).
-    level_epsilons, level_scales : tuple
-        Per level (index 0 = leaves): budget and discrete-Laplace scale
-        (``Fraction(0)`` / ``None`` on a level that is not noised).
+        The tree.
+    loss : PrivacyLoss
+        What the release spends: the sum of ``level_losses`` (at most the loss asked for).
+    level_losses : tuple of PrivacyLoss
+        Per level (index 0 = leaves); zero on a level that is not noised.
+    level_noise : tuple of Noise or None
+        The noise of each noised level (``None`` on the others).
+    budget_split, include_root, consistent
+        The knobs the plan was made with.
+    choice : BranchingChoice or None
+        The automatic choice of ``b`` when ``branching="auto"``.
+    """
+
+    layout: TreeLayout
+    loss: PrivacyLoss
+    level_losses: tuple[PrivacyLoss, ...]
+    level_noise: tuple[Noise | None, ...]
+    budget_split: str
+    include_root: bool
+    consistent: bool
+    choice: BranchingChoice | None
+
+    @property
+    def level_variances(self) -> np.ndarray:
+        """Variance of one noise value per level (``inf`` where a level is not noised)."""
+        return np.array([np.inf if n is None else n.variance() for n in self.level_noise])
+
+
+def plan_tree(shape: int | tuple[int, ...], *, loss: PrivacyLoss, branching: int | Literal["auto"] = "auto",
+              budget_split: BudgetSplit = "uniform", include_root: bool = False, consistent: bool = True,
+              sensitivity: Sensitivity = UNIT) -> TreePlan:
+    """Plan a hierarchical release from public information only (no data, no budget).
+
+    Parameters
+    ----------
+    shape : int or tuple of int
+        The public domain's shape (leaf count, or grid shape).
+    loss : PrivacyLoss
+        The whole release's privacy loss, split across the noised levels.
+    branching : int or "auto"
+        Fan-out per axis; ``"auto"`` minimises the predicted average range
+        variance (:func:`~pandas_dp.algorithms.branching.choose_branching`).
+    budget_split : {"uniform", "geometric", "optimal"}
+        Split of the loss across levels.
+    include_root : bool
+        Also noise the root (Hay et al.'s tree); Qardaji's ``H_b`` does not.
+    consistent : bool
+        Whether constrained inference will run (it changes the optimal split).
+    sensitivity : Sensitivity
+        How far one privacy unit moves one level's counts (default: one row, 1).
+
+    Returns
+    -------
+    TreePlan
+
+    Raises
+    ------
+    ParameterError
+        When a level's share of the loss is too small for the noise sampler.
+
+    Notes
+    -----
+    Level ``k`` gets the exact part ``share_k * loss`` (rationals; the parts
+    never add up to more than the loss) and the noise that part calibrates for
+    ``sensitivity``: discrete Laplace of scale ``L1 / epsilon_k`` for a pure
+    loss, rounded up to an exact rational.
+    """
+    dims = (int(shape),) if np.isscalar(shape) else tuple(int(s) for s in shape)  # type: ignore[arg-type]
+    choice = None
+    if isinstance(branching, str):
+        choice = choose_branching(dims, epsilon=float(loss.amount), budget_split=budget_split,
+                                  include_root=include_root, consistent=consistent)
+        branching = choice.branching
+    layout = tree_layout(dims if len(dims) > 1 else dims[0], int(branching))
+    shares = level_shares(layout, budget_split=budget_split, include_root=include_root, consistent=consistent)
+    parts = loss.split(shares)
+    n_noised = int((shares > 0).sum())
+    what = (f"one level of this {n_noised}-level tree (a larger branching gives fewer levels)")
+    noise = tuple(part.noise(sensitivity, what=what) if part.amount > 0 else None for part in parts)
+    total = loss.zero()
+    for part in parts:
+        total = total + part
+    return TreePlan(layout=layout, loss=total, level_losses=parts, level_noise=noise, budget_split=budget_split,
+                    include_root=include_root, consistent=consistent, choice=choice)
+
+
+@dataclass(frozen=True)
+class TreeRelease:
+    """A released tree: its plan (layout, per-level losses and noise) and node estimates.
+
+    Attributes
+    ----------
+    plan : TreePlan
+        Layout, per-level losses and noise, knobs, the branching choice.
     level_variances : ndarray
         Variance of the noise actually drawn per level (``inf`` if not noised).
     noisy : tuple of ndarray or None
@@ -58,31 +148,60 @@ class TreeRelease:
         ``consistent=False`` the noisy counts).
     variances : tuple of ndarray
         Error variance of every node estimate (exact unless ``nonnegative``).
-    consistent, nonnegative, include_root : bool
-        Post-processing flags.
-    budget_split : str
-        How epsilon was split.
-    choice : BranchingChoice or None
-        The automatic choice of ``b`` when ``branching="auto"``.
+    nonnegative : bool
+        Whether the non-negative post-processing ran.
     structure : TreeVariances or None
         Variance structure of the GLS estimator (``V^down``, ``VS``, node
         variances) used for exact range variances; ``None`` without inference.
     """
 
-    layout: TreeLayout
-    epsilon: Fraction
-    level_epsilons: tuple[Fraction, ...]
-    level_scales: tuple[Fraction | None, ...]
+    plan: TreePlan
     level_variances: np.ndarray
     noisy: tuple[np.ndarray | None, ...]
     estimates: tuple[np.ndarray, ...]
     variances: tuple[np.ndarray, ...]
-    consistent: bool
     nonnegative: bool
-    include_root: bool
-    budget_split: str
-    choice: BranchingChoice | None
     structure: TreeVariances | None
+
+    @property
+    def layout(self) -> TreeLayout:
+        """The tree (``layout.branching``, ``layout.height``)."""
+        return self.plan.layout
+
+    @property
+    def loss(self) -> PrivacyLoss:
+        """The loss spent (sum of the levels' losses)."""
+        return self.plan.loss
+
+    @property
+    def level_losses(self) -> tuple[PrivacyLoss, ...]:
+        """Per-level losses (zero on a level that is not noised)."""
+        return self.plan.level_losses
+
+    @property
+    def level_noise(self) -> tuple[Noise | None, ...]:
+        """Per-level noise (``None`` on a level that is not noised)."""
+        return self.plan.level_noise
+
+    @property
+    def consistent(self) -> bool:
+        """Whether constrained inference ran (``H_b^c``)."""
+        return self.plan.consistent
+
+    @property
+    def include_root(self) -> bool:
+        """Whether the root was noised."""
+        return self.plan.include_root
+
+    @property
+    def budget_split(self) -> str:
+        """How the loss was split across levels."""
+        return self.plan.budget_split
+
+    @property
+    def choice(self) -> BranchingChoice | None:
+        """The automatic choice of ``b``, if any."""
+        return self.plan.choice
 
     @property
     def branching(self) -> int:
@@ -143,29 +262,20 @@ class TreeRelease:
         return tvar.raw_average_range_variance(self.layout, self.level_variances)
 
 
-def release_tree(counts: np.ndarray, *, epsilon: float | Fraction,
-                 branching: int | Literal["auto"] = "auto",
-                 budget_split: BudgetSplit = "uniform", include_root: bool = False,
-                 consistent: bool = True, nonnegative: bool = False,
-                 rng: np.random.Generator | None = None) -> TreeRelease:
-    """Release a hierarchical histogram of ``counts`` under ``epsilon``-DP.
+def release_tree(counts: np.ndarray, plan: TreePlan | None = None, *, loss: PrivacyLoss | None = None,
+                 nonnegative: bool = False, rng: Any = None, **knobs: Any) -> TreeRelease:
+    """Release a hierarchical histogram of ``counts`` with the noise of ``plan``.
 
     Parameters
     ----------
     counts : ndarray of int
         Exact counts on a public domain (1-D, or a d-dim grid).
-    epsilon : float or Fraction
-        Total budget; split across the noised levels (sequential composition).
-    branching : int or "auto"
-        Fan-out per axis; ``"auto"`` minimises the predicted average range
-        variance (:func:`~pandas_dp.algorithms.branching.choose_branching`).
-    budget_split : {"uniform", "geometric", "optimal"}
-        Split of epsilon across levels.
-    include_root : bool
-        Also noise the root (Hay et al.'s tree); Qardaji's ``H_b`` does not.
-    consistent : bool
-        Apply exact GLS constrained inference (``H_b^c``); otherwise ranges use
-        the fewest noisy nodes (``H_b``).
+    plan : TreePlan, optional
+        From :func:`plan_tree` on ``counts.shape``; without it, one is made here
+        from ``loss`` and ``knobs`` (``branching``, ``budget_split``,
+        ``include_root``, ``consistent``, ``sensitivity``).
+    loss : PrivacyLoss, optional
+        The release's loss when no plan is given.
     nonnegative : bool
         Post-process to non-negative estimates that stay consistent up the
         tree (then the reported variances are the GLS ones, approximate).
@@ -178,48 +288,36 @@ def release_tree(counts: np.ndarray, *, epsilon: float | Fraction,
 
     Notes
     -----
-    Level ``k`` gets ``epsilon_k = share_k * epsilon`` (exact rationals,
-    ``sum_k epsilon_k <= epsilon``) and noise ``DLap(t_k)`` with
-    ``t_k = noise_scale(1, epsilon_k)``, of variance ``2p/(1-p)^2``,
-    ``p = exp(-1/t_k)``.
+    Every node of noised level ``k`` gets an independent draw of the level's
+    noise (discrete Laplace of scale ``t_k`` and variance ``2p/(1-p)^2``,
+    ``p = exp(-1/t_k)``, for a pure loss); the levels' variances drive the
+    exact GLS inference and the reported error bars.
 
     Examples
     --------
-    >>> rel = release_tree(np.arange(16), epsilon=1.0, branching=4,
+    >>> from fractions import Fraction
+    >>> from pandas_dp.loss import PureDP
+    >>> rel = release_tree(np.arange(16), loss=PureDP(Fraction(1)), branching=4,
     ...                    rng=np.random.default_rng(0))
-    >>> rel.height, rel.level_epsilons
-    (2, (Fraction(1, 2), Fraction(1, 2), Fraction(0, 1)))
+    >>> rel.height, [str(part.amount) for part in rel.level_losses]
+    (2, ['1/2', '1/2', '0'])
     """
     counts = np.asarray(counts)
-    eps = to_fraction(epsilon, name="epsilon")
-    choice = None
-    if isinstance(branching, str):
-        choice = choose_branching(counts.shape, epsilon=float(eps), budget_split=budget_split,
-                                  include_root=include_root, consistent=consistent)
-        branching = choice.branching
-    layout = tree_layout(counts.shape if counts.ndim > 1 else counts.size, int(branching))
+    if plan is None:
+        if loss is None:
+            raise TypeError("release_tree needs a plan or a loss")
+        plan = plan_tree(counts.shape if counts.ndim > 1 else counts.size, loss=loss, **knobs)
+    layout = plan.layout
     counts = counts.reshape(layout.shape).astype(np.int64)
-    shares = level_shares(layout, budget_split=budget_split, include_root=include_root,
-                          consistent=consistent)
-    level_eps = split_epsilon(eps, shares)
-    noised = [e > 0 for e in level_eps]
-    scales: list[Fraction | None] = []
-    sigma2 = np.full(layout.n_levels, np.inf)
+    sigma2 = plan.level_variances
     noisy: list[np.ndarray | None] = []
     true = counts
-    for k in range(layout.n_levels):
+    for k, noise in enumerate(plan.level_noise):
         if k > 0:
             true = layout.aggregate(true, k - 1)
-        if not noised[k]:
-            scales.append(None)
-            noisy.append(None)
-            continue
-        t = noise_scale(1, level_eps[k])
-        scales.append(t)
-        sigma2[k] = discrete_laplace_variance(t)
-        noisy.append(true + discrete_laplace(t, true.shape, rng=rng))
+        noisy.append(None if noise is None else noise.add(true, rng))
     structure = None
-    if consistent:
+    if plan.consistent:
         inf = constrained_inference(layout, noisy, sigma2)
         structure = TreeVariances(vdown=inf.vdown, child_var=inf.child_var,
                                   variances=inf.variances)
@@ -228,17 +326,14 @@ def release_tree(counts: np.ndarray, *, epsilon: float | Fraction,
     else:
         est, var = [], []
         for k in range(layout.n_levels):
-            if noised[k]:
-                value = noisy[k].astype(np.float64)
+            level_noisy = noisy[k]
+            if level_noisy is not None:
+                value = level_noisy.astype(np.float64)
                 est.append(np.maximum(value, 0.0) if nonnegative else value)
                 var.append(np.full(layout.level_shapes[k], sigma2[k]))
             else:
                 est.append(layout.aggregate(est[k - 1], k - 1))
                 var.append(layout.aggregate(var[k - 1], k - 1))
         estimates, variances = tuple(est), tuple(var)
-    return TreeRelease(layout=layout, epsilon=sum(level_eps, Fraction(0)),
-                       level_epsilons=level_eps, level_scales=tuple(scales),
-                       level_variances=sigma2, noisy=tuple(noisy), estimates=tuple(estimates),
-                       variances=tuple(variances), consistent=consistent,
-                       nonnegative=nonnegative, include_root=include_root,
-                       budget_split=budget_split, choice=choice, structure=structure)
+    return TreeRelease(plan=plan, level_variances=sigma2, noisy=tuple(noisy), estimates=tuple(estimates),
+                       variances=tuple(variances), nonnegative=nonnegative, structure=structure)

@@ -7,12 +7,12 @@ integral private estimate out, with per-position variance estimates.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from fractions import Fraction
+from typing import Any
 
 import numpy as np
 
 from pandas_dp.algorithms.isotonic import IsotonicFit, segmented_isotonic_regression
-from pandas_dp.noise import discrete_laplace, discrete_laplace_variance, noise_scale
+from pandas_dp.loss import Noise
 
 __all__ = [
     "UnattributedEstimate",
@@ -36,14 +36,14 @@ class UnattributedEstimate:
         length of the isotonic block containing the position.
     block_lengths : numpy.ndarray
         Length of the block containing each position.
-    scale : Fraction
-        Discrete Laplace scale ``t`` of the noise that was drawn.
+    noise : Noise
+        The noise that was drawn (one value per position).
     """
 
     counts: np.ndarray
     variances: np.ndarray
     block_lengths: np.ndarray
-    scale: Fraction
+    noise: Noise
 
 
 def top_n_sorted(counts: np.ndarray, n: int) -> np.ndarray:
@@ -77,8 +77,8 @@ def top_n_sorted(counts: np.ndarray, n: int) -> np.ndarray:
 def unattributed_histogram(
     sorted_counts: np.ndarray,
     *,
-    epsilon: float,
-    rng: np.random.Generator | None = None,
+    noise: Noise,
+    rng: Any = None,
 ) -> UnattributedEstimate:
     """Hay et al.'s S-bar: noisy sorted counts, isotonic regression, rounding.
 
@@ -86,11 +86,10 @@ def unattributed_histogram(
     ----------
     sorted_counts : numpy.ndarray
         True counts sorted ascending (the query ``S``), length ``n``.
-    epsilon : float
-        Privacy budget of this release.
+    noise : Noise
+        Noise calibrated for sensitivity 1 (one value per position).
     rng : numpy.random.Generator, optional
-        Randomness for tests; ``None`` uses the secure default of
-        :func:`pandas_dp.noise.discrete_laplace`.
+        Randomness for tests; ``None`` uses the secure source.
 
     Returns
     -------
@@ -100,8 +99,8 @@ def unattributed_histogram(
     Notes
     -----
     ``S`` has L1 sensitivity 1 (adding a row changes one count by one and the
-    sorted order can be kept), so ``S~ = S + Z`` with ``Z_i`` discrete Laplace
-    of scale ``t = 1/epsilon``. ``S-bar = argmin_{x_1 <= ... <= x_n, x >= 0}
+    sorted order can be kept), so ``S~ = S + Z`` with ``Z_i`` the noise of
+    sensitivity 1 (discrete Laplace of scale ``t = 1/epsilon`` for pure DP). ``S-bar = argmin_{x_1 <= ... <= x_n, x >= 0}
     ||x - S~||_2`` (pool-adjacent-violators), rounded to the nearest integer
     (rounding keeps the order). Error of S-bar is
     ``O(sum_i log^3(n_i) / epsilon^2)`` over the ``d`` distinct counts of
@@ -115,31 +114,40 @@ def unattributed_histogram(
     Hay, Rastogi, Miklau, Suciu. PVLDB 2010, section 3 and appendix A.
     """
     s = np.asarray(sorted_counts, dtype=np.int64)
-    t = noise_scale(1, epsilon)
-    noisy = s + discrete_laplace(t, s.size, rng=rng)
+    noisy = noise.add(s, rng)
     fit = segmented_isotonic_regression(
         noisy.astype(np.float64), np.zeros(1 if s.size else 0, dtype=np.int64), lower=0.0
     )
-    return _round_fit(fit, t)
+    return _round_fit(fit, noise)
 
 
-def _round_fit(fit: IsotonicFit, t: Fraction) -> UnattributedEstimate:
+def _round_fit(fit: IsotonicFit, noise: Noise) -> UnattributedEstimate:
     counts = np.floor(fit.values + 0.5).astype(np.int64)
     m = fit.block_length_per_position()
-    var = discrete_laplace_variance(t) / m
-    return UnattributedEstimate(counts, var, m, t)
+    var = noise.variance() / m
+    return UnattributedEstimate(counts, var, m, noise)
 
 
-def noisy_group_count(true_count: int, *, epsilon: float, rng: np.random.Generator | None = None) -> int:
-    """Privately estimated number of groups: ``max(0, n + Z)``, ``Z`` discrete Laplace(1/epsilon).
+def noisy_group_count(true_count: int, *, noise: Noise, limit: int, rng: Any = None) -> int:
+    """Privately estimated number of groups: ``n + Z`` clamped to ``[0, limit]``.
+
+    Parameters
+    ----------
+    true_count : int
+        The true number of groups (private).
+    noise : Noise
+        Noise of sensitivity 1.
+    limit : int
+        Public cap on the estimate (clamping is post-processing): the release
+        allocates one position per estimated group.
 
     Notes
     -----
     Adding or removing one row changes the number of non-empty groups by at
     most one (sensitivity 1).
     """
-    z = discrete_laplace(noise_scale(1, epsilon), 1, rng=rng)
-    return max(0, int(true_count) + int(z[0]))
+    z = noise.sample(1, rng)
+    return min(max(0, int(true_count) + int(z[0])), int(limit))
 
 
 def sorted_to_count_of_counts(sorted_counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

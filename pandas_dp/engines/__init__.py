@@ -1,23 +1,70 @@
-"""Engines: where exact counting happens (pandas by default, Dask for larger-than-memory frames).
+"""Engines: the only code that reads rows (pandas by default, Dask for larger-than-memory frames).
 
-Release functions ask :func:`engine_for` for the engine of the frame they got;
-algorithms, the budget and results never see the engine.
+An engine turns a private frame into exact aggregates on a *public* domain
+(counts per cell of a :class:`~pandas_dp.domain.Grid`, rows per public group)
+and nothing else. It never raises, warns or reports because of a private value:
+a value that does not fit the domain is out of domain, dropped and uncounted.
+
+Engines are registered by frame type (:func:`register_engine`); the release
+pipeline asks :func:`engine_for` for the engine of the frame it got. The pandas
+engine serves ``pandas.DataFrame``; the Dask engine registers itself for Dask
+collections when ``dask.dataframe`` is imported. Algorithms, the budget and
+results never see an engine.
 """
 
 from __future__ import annotations
 
-from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any, Callable, Protocol
 
-__all__ = ["engine_for"]
+import numpy as np
+import pandas as pd
+
+from ..errors import ParameterError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..domain import Grid
+
+__all__ = ["Engine", "engine_for", "register_engine"]
 
 
-def engine_for(frame: Any) -> ModuleType:
-    """The engine module that counts the rows of ``frame`` (``engines.pandas`` or ``engines.dask``)."""
-    if type(frame).__module__.split(".")[0] == "dask":
-        from . import dask as dask_engine
+class Engine(Protocol):
+    """What every engine provides (modules implement it)."""
 
-        return dask_engine
+    def bin_counts(self, frame: Any, grid: Grid) -> np.ndarray:
+        """Exact int64 counts of ``frame``'s rows in every cell of ``grid`` (shape ``grid.shape``)."""
+
+    def group_counts(self, values: Any, ids: pd.Index | None) -> np.ndarray:
+        """Rows per public group id (aligned with ``ids``), or per group present when ``ids`` is None."""
+
+
+_REGISTRY: dict[type, Callable[[], Engine]] = {}
+
+
+def register_engine(frame_type: type, load: Callable[[], Engine]) -> None:
+    """Serve frames of ``frame_type`` (and its subclasses) with the engine ``load()`` returns."""
+    _REGISTRY[frame_type] = load
+
+
+def _pandas() -> Engine:
     from . import pandas as pandas_engine
 
-    return pandas_engine
+    return pandas_engine  # type: ignore[return-value]
+
+
+register_engine(pd.DataFrame, _pandas)
+
+
+def engine_for(frame: Any) -> Engine:
+    """The engine that counts the rows of ``frame``.
+
+    Raises
+    ------
+    ParameterError
+        When no engine serves the frame's type.
+    """
+    for cls in type(frame).__mro__:
+        load = _REGISTRY.get(cls)
+        if load is not None:
+            return load()
+    raise ParameterError(f"pandas_dp releases read a pandas or Dask DataFrame; got {type(frame).__name__}. "
+                         f"Convert it first (e.g. pd.DataFrame(...)).")

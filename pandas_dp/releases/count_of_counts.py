@@ -14,38 +14,162 @@ Budget split, recorded in the ledger entry's parameters:
 
 from __future__ import annotations
 
+import numbers
 import sys
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Callable, Literal
 
-import numbers
-
 import pandas as pd
 
-from ..algorithms.count_of_counts import consistent_group_totals, estimate_level, estimate_max_size
+from ..algorithms.count_of_counts import (SENSITIVITY, Runs, consistent_group_totals, estimate_level,
+                                          estimate_max_size)
 from ..algorithms.count_of_counts_matching import top_down
-from ..engines import engine_for
 from ..errors import ParameterError
+from ..loss import Noise, PrivacyLoss, Sensitivity
 from ..results.count_of_counts import CountOfCounts
-from ._common import active_budget, charging, check_choice, check_epsilon, check_rng
+from .params import Options, Param, ParamTable, check_rng
+from .pipeline import Release, check_measure, privacy_loss, run
 
-__all__ = ["count_of_counts", "MAX_SIZE_SHARE", "GROUP_TOTALS_SHARE", "budget_split", "progress_callback"]
+__all__ = ["count_of_counts", "MAX_SIZE_SHARE", "GROUP_TOTALS_SHARE", "CountOfCountsPlan",
+           "plan_count_of_counts", "estimate_count_of_counts", "progress_callback", "COUNT_OF_COUNTS_PARAMS"]
 
 MAX_SIZE_SHARE = Fraction(1, 20)
 GROUP_TOTALS_SHARE = Fraction(1, 10)
 METHODS = ("hc", "hg", "naive")
 MERGES = ("weighted", "average")
 
+#: Largest group size ``K`` the hc and naive estimators work up to: they draw one noise value per
+#: size and region, so K sets the work. A larger caller-given K is refused before the charge; a
+#: larger privately estimated K is clamped to it (a public cap: bigger groups count as K).
+MAX_SIZE_LIMIT = 2**20
 
-def budget_split(epsilon: Fraction, n_levels: int, *, estimate_max: bool, estimate_totals: bool
-                 ) -> dict[str, Fraction]:
-    """Exact shares of ``epsilon``: ``max_size``, ``group_totals`` and ``per_level`` (x ``n_levels``).
 
-    The shares add up to ``epsilon`` exactly (rational arithmetic).
+def _check_max_size(max_size: Any, name: str = "max_size") -> int | None:
+    if max_size is None:
+        return None
+    if isinstance(max_size, bool) or not isinstance(max_size, numbers.Integral) or int(max_size) < 1:
+        raise ParameterError(f"The 'max_size' parameter must be a positive integer (a public upper bound on "
+                             f"the group size) or None to estimate it privately. Got {max_size!r}.")
+    if int(max_size) > MAX_SIZE_LIMIT:
+        raise ParameterError(f"The 'max_size' parameter is at most {MAX_SIZE_LIMIT:,} (the estimators draw "
+                             f"noise for every size up to it). Got {int(max_size):,}. Pass a tighter public "
+                             f"bound; larger groups are counted at max_size.")
+    return int(max_size)
+
+
+class _MaxSize:
+    """Constraint of ``max_size``: None or a positive integer up to :data:`MAX_SIZE_LIMIT`."""
+
+    def check(self, value: Any, name: str) -> int | None:
+        return _check_max_size(value, name)
+
+    def describe(self) -> str:
+        return f"None | int in [1, {MAX_SIZE_LIMIT}]"
+
+
+class _Progress:
+    def check(self, value: Any, name: str) -> bool | None:
+        if value is not None and not isinstance(value, bool):
+            raise ParameterError(f"The 'progress' parameter must be True, False or None. Got {value!r}.")
+        return value
+
+    def describe(self) -> str:
+        return "None | bool"
+
+
+#: The knobs of count_of_counts (the tables, columns and loss are its other arguments).
+COUNT_OF_COUNTS_PARAMS = ParamTable("count_of_counts", (
+    Param("max_size", _MaxSize(), None, "public upper bound K on the group size (None: estimated)"),  # type: ignore[arg-type]
+    Param("method", Options(METHODS), "hc", "per-region estimator"),
+    Param("merge", Options(MERGES), "weighted", "how a region's and its parent's size estimates merge"),
+    Param("progress", _Progress(), None, "progress bar (default: only on a terminal)"),  # type: ignore[arg-type]
+))
+
+
+@dataclass(frozen=True)
+class CountOfCountsPlan:
+    """The public part of a count-of-counts release: the loss split and the noise of every step.
+
+    Attributes
+    ----------
+    method, merge : str
+        Estimator and merge rule.
+    max_size : int or None
+        The public ``K``, or None when it is estimated (``max_size_noise``) or unused (``hg``).
+    groups_public : bool
+        Whether the Groups table was given (its per-region totals are then public).
+    n_levels : int
+        Levels of the region tree, the root included.
+    losses : dict
+        Exact parts of the loss: ``max_size``, ``group_totals``, ``per_level`` (each level gets one).
+    max_size_noise, totals_noise : Noise or None
+        Noise of the noisy maximum (sensitivity 1) and of the group totals of every level
+        (sensitivity ``n_levels``), when those are estimated.
+    level_noise : Noise
+        Noise of every level's estimator (sensitivity :data:`SENSITIVITY[method]`).
     """
-    eps_k = epsilon * MAX_SIZE_SHARE if estimate_max else Fraction(0)
-    eps_g = epsilon * GROUP_TOTALS_SHARE if estimate_totals else Fraction(0)
-    return {"max_size": eps_k, "group_totals": eps_g, "per_level": (epsilon - eps_k - eps_g) / n_levels}
+
+    method: str
+    merge: str
+    max_size: int | None
+    groups_public: bool
+    n_levels: int
+    losses: dict[str, PrivacyLoss]
+    max_size_noise: Noise | None
+    totals_noise: Noise | None
+    level_noise: Noise
+
+    @property
+    def estimate_max(self) -> bool:
+        return self.max_size_noise is not None
+
+
+def plan_count_of_counts(loss: PrivacyLoss, *, n_levels: int, method: str, max_size: int | None,
+                         groups_public: bool) -> CountOfCountsPlan:
+    """Split the loss and calibrate every step's noise (public inputs only; before any charge).
+
+    ``max_size`` not given (``hc``/``naive``): 1/20 of the loss for a noisy maximum; ``groups`` not
+    given: 1/10 for the numbers of groups per region; the rest split equally over the ``L``
+    levels (root included). The parts add up to the loss exactly.
+    """
+    estimate_max = max_size is None and method != "hg"
+    zero = loss.zero()
+    loss_k = loss.part(MAX_SIZE_SHARE) if estimate_max else zero
+    loss_g = loss.part(GROUP_TOTALS_SHARE) if not groups_public else zero
+    per_level = (loss - loss_k - loss_g).part(Fraction(1, n_levels))
+    return CountOfCountsPlan(
+        method=method, merge="weighted", max_size=max_size, groups_public=groups_public, n_levels=n_levels,
+        losses={"max_size": loss_k, "group_totals": loss_g, "per_level": per_level},
+        max_size_noise=loss_k.noise(what="the noisy maximum group size") if estimate_max else None,
+        totals_noise=(loss_g.noise(Sensitivity.cells(cells=n_levels), what="the numbers of groups per region")
+                      if not groups_public else None),
+        level_noise=per_level.noise(SENSITIVITY[method], what=f"one of the {n_levels} levels"))
+
+
+def estimate_count_of_counts(tables: Any, plan: CountOfCountsPlan, *, merge: str = "weighted", rng: Any = None,
+                             tick: Callable[[], None] | None = None) -> tuple[list[Runs], int | None]:
+    """The mechanism on exact tables: K and group totals if private, every level's estimate, top-down.
+
+    Returns the consistent per-level runs and the ``K`` used.
+    """
+    k = plan.max_size
+    if plan.max_size_noise is not None:
+        k = min(estimate_max_size(tables.max_size, noise=plan.max_size_noise, rng=rng), MAX_SIZE_LIMIT)
+    n_nodes = [len(r) for r in tables.regions]
+    if plan.groups_public:
+        totals = tables.totals
+    else:
+        totals = consistent_group_totals(tables.exact[-1].totals(), tables.parents, n_nodes,
+                                         noise=plan.totals_noise, rng=rng)
+    min_size = 0 if plan.groups_public else 1
+    estimates = []
+    for exact, g in zip(tables.exact, totals):
+        estimates.append(estimate_level(exact, g, method=plan.method, noise=plan.level_noise,  # type: ignore[arg-type]
+                                        max_size=k, min_size=min_size, rng=rng))
+        if tick:
+            tick()
+    return top_down(estimates, tables.parents, merge=merge, progress=tick), k  # type: ignore[arg-type]
 
 
 def progress_callback(progress: Any, total: int, desc: str) -> tuple[Callable[[], None] | None, Any]:
@@ -69,91 +193,68 @@ def _interactive() -> bool:
     return bool(stream is not None and hasattr(stream, "isatty") and stream.isatty()) or "ipykernel" in sys.modules
 
 
-#: Largest group size ``K`` the hc and naive estimators work up to: they draw one noise value per
-#: size and region, so K sets the work. A larger caller-given K is refused before the charge; a
-#: larger privately estimated K is clamped to it (a public cap: bigger groups count as K).
-MAX_SIZE_LIMIT = 2**20
+def _level_names(frame: Any, group: Any, location: Any, hierarchy: Any) -> list[str]:
+    """The location levels, coarse to fine, from the arguments (public; the tables are validated later)."""
+    from ..engines.pandas_groups import _levels
+
+    if not isinstance(group, str) or group not in frame.columns:
+        raise ParameterError(f"The 'group' parameter must name a column of the frame. Got {group!r}; "
+                             f"columns are {list(frame.columns)[:20]}.")
+    if hierarchy is not None and not isinstance(hierarchy, pd.DataFrame):
+        raise ParameterError(f"The 'hierarchy' parameter must be a pandas DataFrame. Got {type(hierarchy).__name__}.")
+    return _levels(location, hierarchy)
 
 
-def _check_max_size(max_size: Any) -> int | None:
-    if max_size is None:
-        return None
-    if isinstance(max_size, bool) or not isinstance(max_size, numbers.Integral) or int(max_size) < 1:
-        raise ParameterError(f"The 'max_size' parameter must be a positive integer (a public upper bound on "
-                             f"the group size) or None to estimate it privately. Got {max_size!r}.")
-    if int(max_size) > MAX_SIZE_LIMIT:
-        raise ParameterError(f"The 'max_size' parameter is at most {MAX_SIZE_LIMIT:,} (the estimators draw "
-                             f"noise for every size up to it). Got {int(max_size):,}. Pass a tighter public "
-                             f"bound; larger groups are counted at max_size.")
-    return int(max_size)
-
-
-def count_of_counts(frame: pd.DataFrame, group: str, location: Any, *, epsilon: Any,
+def count_of_counts(frame: pd.DataFrame, group: str, location: Any, *, epsilon: Any = None, rho: Any = None,
                     groups: pd.DataFrame | None = None, hierarchy: pd.DataFrame | None = None,
                     max_size: int | None = None, method: Literal["hc", "hg", "naive"] = "hc",
                     merge: Literal["weighted", "average"] = "weighted", rng: Any = None,
                     progress: bool | None = None) -> CountOfCounts:
     """Release consistent count-of-counts histograms of every region (see ``DataFrame.dp.count_of_counts``)."""
-    eps = check_epsilon(epsilon)
+    loss = privacy_loss(epsilon, rho)
     generator = check_rng(rng)
-    method = check_choice(method, "method", METHODS)  # type: ignore[assignment]
-    merge = check_choice(merge, "merge", MERGES)  # type: ignore[assignment]
-    k_public = _check_max_size(max_size)
-    if progress is not None and not isinstance(progress, bool):
-        raise ParameterError(f"The 'progress' parameter must be True, False or None. Got {progress!r}.")
-    # Validation and counting happen in the frame's engine (pandas, or its distributed Dask twin).
-    prepare = engine_for(frame).prepare_groups
-    tables = prepare(frame, group, location, groups=groups, hierarchy=hierarchy)
-    budget = active_budget()
-    n_levels = len(tables.level_names)
-    estimate_max = k_public is None and method != "hg"
-    split = budget_split(eps, n_levels, estimate_max=estimate_max, estimate_totals=not tables.groups_public)
+    knobs = COUNT_OF_COUNTS_PARAMS.validate({"max_size": max_size, "method": method, "merge": merge,
+                                             "progress": progress})
+    check_measure(loss, frozenset({"pure"}), "count_of_counts")
+    levels = _level_names(frame, group, location, hierarchy)
+    plan = plan_count_of_counts(loss, n_levels=len(levels) + 1, method=knobs["method"], max_size=knobs["max_size"],
+                                groups_public=groups is not None)
     params = {
-        "method": method, "merge": merge, "levels": list(tables.level_names),
-        "regions_per_level": [len(r) for r in tables.regions],
-        "max_size": k_public if k_public is not None else ("estimated" if estimate_max else "not used"),
-        "groups_public": tables.groups_public,
-        "epsilon_per_level": str(split["per_level"]),
-        "epsilon_max_size": str(split["max_size"]),
-        "epsilon_group_totals": str(split["group_totals"]),
+        "method": plan.method, "merge": knobs["merge"], "levels": ["national", *levels],
+        "max_size": plan.max_size if plan.max_size is not None else (
+            "estimated" if plan.estimate_max else "not used"),
+        "groups_public": plan.groups_public,
+        f"{loss.parameter}_per_level": str(plan.losses["per_level"].amount),
+        f"{loss.parameter}_max_size": str(plan.losses["max_size"].amount),
+        f"{loss.parameter}_group_totals": str(plan.losses["group_totals"].amount),
     }
-    with charging(eps, method=f"count_of_counts:{method}", columns=[group, *tables.level_names[1:]],
-                  params=params, budget=budget):
-        tick, bar = progress_callback(progress, 2 * n_levels, "count-of-counts")
+
+    def mechanism(tables: Any) -> CountOfCounts:
+        tick, bar = progress_callback(knobs["progress"], 2 * plan.n_levels, "count-of-counts")
         try:
-            k = k_public
-            if estimate_max:
-                k = min(estimate_max_size(tables.max_size, epsilon=split["max_size"], rng=generator),
-                        MAX_SIZE_LIMIT)
-            n_nodes = [len(r) for r in tables.regions]
-            if tables.groups_public:
-                totals = tables.totals
-            else:
-                totals = consistent_group_totals(tables.exact[-1].totals(), tables.parents, n_nodes,
-                                                 epsilon=split["group_totals"], rng=generator)
-            min_size = 0 if tables.groups_public else 1
-            estimates = []
-            for exact, g in zip(tables.exact, totals):
-                estimates.append(estimate_level(exact, g, method=method, epsilon=split["per_level"],
-                                                max_size=k, min_size=min_size, rng=generator))
-                if tick:
-                    tick()
-            out = top_down(estimates, tables.parents, merge=merge, progress=tick)
+            out, k = estimate_count_of_counts(tables, plan, merge=knobs["merge"], rng=generator, tick=tick)
         finally:
             if bar is not None:
                 bar.close()
-    from ..engines.pandas_groups import runs_to_frame  # loads pandera; by now it is loaded anyway
+        from ..engines.pandas_groups import runs_to_frame  # loads pandera; by now it is loaded anyway
 
-    result_params = dict(params, max_size=k if k is not None else "not used")
-    post = ("isotonic regression" if method != "naive" else "projection on {x >= 0, sum x = G}",
-            "rounding", "top-down matching and merging (Kuo et al. Algorithm 1-2)")
-    return CountOfCounts(
-        frame=runs_to_frame(out, tables.level_names, tables.regions),
-        levels=tables.level_names,
-        regions=tables.regions,
-        epsilon=float(eps),
-        method=method,
-        params=result_params,
-        post_processing=post,
-        parents=tuple(tables.parents),
-    )
+        result_params = dict(params, regions_per_level=[len(r) for r in tables.regions],
+                             max_size=k if k is not None else "not used")
+        post = ("isotonic regression" if plan.method != "naive" else "projection on {x >= 0, sum x = G}",
+                "rounding", "top-down matching and merging (Kuo et al. Algorithm 1-2)")
+        return CountOfCounts(
+            frame=runs_to_frame(out, tables.level_names, tables.regions),
+            levels=tables.level_names,
+            regions=tables.regions,
+            epsilon=float(loss.amount),
+            method=plan.method,
+            params=result_params,
+            post_processing=post,
+            parents=tuple(tables.parents),
+        )
+
+    return run(frame, Release(
+        loss=loss, method=f"count_of_counts:{plan.method}", columns=[group, *levels], params=params,
+        count=lambda engine: engine.prepare_groups(frame, group, location, groups=groups,  # type: ignore[attr-defined]
+                                                   hierarchy=hierarchy),
+        mechanism=mechanism))

@@ -10,11 +10,8 @@ exactly what the chosen method spends.
 
 from __future__ import annotations
 
-import math
-import numbers
 from dataclasses import replace
-from fractions import Fraction
-from typing import Any, Mapping, NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -22,13 +19,13 @@ from ..algorithms import ahp as _ahp
 from ..algorithms import dpcube as _dpcube
 from ..domain import Grid
 from ..errors import ParameterError
+from ..loss import PrivacyLoss
 from ..results.data_dependent import AHPHistogram, DPCubeHistogram
 from ..results.histogram import Histogram, as_series
-from ._common import check_noise_scale, check_choice
-from .flat import METHODS, HistogramMethod, register_method
+from .histogram import METHODS, HistogramMethod, Planned, clip_at_zero, plan_method, register_method
+from .params import Options, Param, ParamTable, Real
 
-__all__ = ["ahp_release", "dpcube_release", "auto_release", "choose_method", "AutoChoice",
-           "AUTO_BINS_SIGNAL", "AUTO_DPCUBE_MAX_SIGNAL"]
+__all__ = ["choose_method", "AutoChoice", "AUTO_BINS_SIGNAL", "AUTO_DPCUBE_MAX_SIGNAL"]
 
 #: For ``workload="bins"``, ``"auto"`` picks AHP when the expected count per cell in units of
 #: the noise scale, ``expected_total * epsilon / cells``, is below this (docs/methods/auto.md:
@@ -37,6 +34,8 @@ AUTO_BINS_SIGNAL = 20.0
 #: For range workloads on d >= 2 grids, ``"auto"`` picks DPCube (uniform) unless the signal is
 #: known to exceed this, the largest signal of the DPBench 2-D evidence (GOWALLA at epsilon 1).
 AUTO_DPCUBE_MAX_SIGNAL = 100.0
+
+_SPLIT = Real(0.0, 1.0, low_open=True)
 
 
 class AutoChoice(NamedTuple):
@@ -47,97 +46,77 @@ class AutoChoice(NamedTuple):
     reason: str
 
 
-def _number(value: Any, name: str, *, low: float, high: float | None = None,
-            low_open: bool = False, allow_inf: bool = False) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise ParameterError(f"The '{name}' parameter must be a number. Got {value!r}.")
-    v = float(value)
-    bad = math.isnan(v) or (math.isinf(v) and not allow_inf) or v < low or (low_open and v == low) \
-        or (high is not None and v >= high)
-    if bad:
-        rng = f"({low}, {high})" if high is not None else (f"> {low}" if low_open else f">= {low}")
-        raise ParameterError(f"The '{name}' parameter must be a finite number {rng}. Got {value!r}.")
-    return value if isinstance(value, Fraction) else v
-
-
-def _unknown(method: str, kwargs: Mapping[str, Any], known: tuple[str, ...]) -> None:
-    extra = sorted(set(kwargs) - set(known))
-    if extra:
-        raise ParameterError(f"method={method!r} does not take {extra}; remove them. Its parameters: {list(known)}.")
-
-
-def _check_phases(epsilon: Fraction, split: Any, method: str) -> None:
-    first = epsilon * Fraction(split)
-    check_noise_scale(first, what=f"{method}'s first phase")
-    check_noise_scale(epsilon - first, what=f"{method}'s second phase")
-
-
 # ------------------------------------------------------------------------------------------ AHP
 
-def _validate_ahp(grid: Grid, kwargs: Mapping[str, Any], epsilon: Fraction) -> dict:
-    _unknown("ahp", kwargs, ("epsilon_split", "eta", "clustering"))
-    split = _number(kwargs.get("epsilon_split", _ahp.DEFAULT_EPSILON_SPLIT), "epsilon_split",
-                    low=0.0, high=1.0, low_open=True)
-    eta = _number(kwargs.get("eta", _ahp.DEFAULT_ETA), "eta", low=0.0)
-    clustering = check_choice(kwargs.get("clustering", "greedy"), "clustering",
-                              ("greedy", "empirical", "optimal"))
+AHP_PARAMS = ParamTable("method='ahp'", (
+    Param("epsilon_split", _SPLIT, _ahp.DEFAULT_EPSILON_SPLIT, "share of the loss spent on the noisy counts"),
+    Param("eta", Real(0.0), _ahp.DEFAULT_ETA, "threshold multiplier, theta = eta * ln(n) / epsilon_1"),
+    Param("clustering", Options(("greedy", "empirical", "optimal")), "greedy", "clustering strategy"),
+))
+
+
+def _plan_ahp(grid: Grid, loss: PrivacyLoss, knobs: dict[str, Any]) -> Planned:
+    clustering = knobs["clustering"]
     limit = {"optimal": _ahp.OPTIMAL_MAX_BINS, "empirical": _ahp.EMPIRICAL_MAX_BINS}.get(clustering)
     if limit is not None and grid.size > limit:
         raise ParameterError(
             f"clustering={clustering!r} is limited to {limit} bins; this domain has {grid.size}. "
             f"Use clustering='greedy' (the default) for large domains.")
-    _check_phases(epsilon, split, "AHP")
-    return {"epsilon_split": split, "eta": eta, "clustering": clustering}
+    plan = _ahp.plan_ahp(grid.size, loss=loss, epsilon_split=knobs["epsilon_split"], eta=knobs["eta"],
+                         clustering=clustering)
+    return Planned("ahp", plan, knobs)
 
 
-def ahp_release(counts: np.ndarray, grid: Grid, *, epsilon: Fraction, rng: np.random.Generator | None,
-                nonnegative: bool, epsilon_split: float = _ahp.DEFAULT_EPSILON_SPLIT,
-                eta: float = _ahp.DEFAULT_ETA, clustering: str = "greedy") -> AHPHistogram:
+def _release_ahp(counts: np.ndarray, grid: Grid, planned: Planned, *, rng: Any, nonnegative: bool,
+                 loss: PrivacyLoss) -> AHPHistogram:
     """AHP (Zhang et al. 2014): cluster bins by noisy counts, one noisy sum per cluster.
 
     Notes
     -----
-    epsilon_1 = epsilon_split * epsilon on noisy counts, epsilon_2 = epsilon - epsilon_1 on
-    the cluster sums (sequential composition, exact rationals). The reported variance of
-    a bin of cluster C is Var(Z)/|C|^2: noise only, the approximation error is excluded.
+    The loss splits into the noisy-counts phase (``epsilon_split``) and the
+    cluster sums (the rest), exactly (sequential composition). The reported
+    variance of a bin of cluster C is Var(Z)/|C|^2: noise only, the
+    approximation error is excluded.
     """
-    r = _ahp.ahp(counts.reshape(-1), epsilon=epsilon, epsilon_split=epsilon_split, eta=eta,
-                 clustering=clustering, rng=rng)
+    r = _ahp.ahp(counts.reshape(-1), planned.plan, rng=rng)
     est = r.estimates
     post: tuple[str, ...] = ()
     if nonnegative:
-        est = np.maximum(est, 0.0)
+        est = clip_at_zero(est)
         post = ("clip at 0",)
+    knobs = planned.knobs
     return AHPHistogram(
         counts=as_series(est, grid, "estimate"),
         variance=as_series(r.variances, grid, "variance"),
-        epsilon=float(epsilon), method="ahp",
-        params={"epsilon_split": epsilon_split, "epsilon_1": str(r.epsilon_1),
-                "epsilon_2": str(r.epsilon_2), "eta": eta, "threshold": r.theta,
-                "clustering": clustering, "n_clusters": int(r.cluster_sizes.size),
-                "noise": "discrete Laplace", "sensitivity": 1, "nonnegative": nonnegative,
+        epsilon=float(loss.amount), method="ahp",
+        params={"epsilon_split": knobs["epsilon_split"], "epsilon_1": str(r.plan.loss_1.amount),
+                "epsilon_2": str(r.plan.loss_2.amount), "eta": knobs["eta"], "threshold": r.theta,
+                "clustering": knobs["clustering"], "n_clusters": int(r.cluster_sizes.size),
+                "noise": r.plan.noise_1.name, "sensitivity": 1, "nonnegative": nonnegative,
                 "variance": "noise only: excludes the approximation (bias) error of cluster means"},
         domain=grid, post_processing=post, variance_exact=False, detail=r)
 
 
 # --------------------------------------------------------------------------------------- DPCube
 
-def _validate_dpcube(grid: Grid, kwargs: Mapping[str, Any], epsilon: Fraction) -> dict:
-    _unknown("dpcube", kwargs, ("epsilon_split", "threshold", "estimate"))
-    split = _number(kwargs.get("epsilon_split", _dpcube.DEFAULT_EPSILON_SPLIT), "epsilon_split",
-                    low=0.0, high=1.0, low_open=True)
-    threshold = kwargs.get("threshold")
-    if threshold is not None:
-        threshold = float(_number(threshold, "threshold", low=0.0, allow_inf=True))
-    estimate = check_choice(kwargs.get("estimate", "least_squares"), "estimate",
-                            ("least_squares", "uniform"))
-    _check_phases(epsilon, split, "DPCube")
-    return {"epsilon_split": split, "threshold": threshold, "estimate": estimate}
+DPCUBE_PARAMS = ParamTable("method='dpcube'", (
+    Param("epsilon_split", _SPLIT, _dpcube.DEFAULT_EPSILON_SPLIT, "share of the loss spent on the cell histogram"),
+    Param("threshold", Real(0.0, allow_inf=True), None, "kd-tree variance threshold xi_0 (default: from the noise)",
+          optional=True),
+    Param("estimate", Options(("least_squares", "uniform")), "least_squares", "cell estimator"),
+))
 
 
-def dpcube_release(counts: np.ndarray, grid: Grid, *, epsilon: Fraction, rng: np.random.Generator | None,
-                   nonnegative: bool, epsilon_split: float = _dpcube.DEFAULT_EPSILON_SPLIT,
-                   threshold: float | None = None, estimate: str = "least_squares") -> DPCubeHistogram:
+def _plan_dpcube(grid: Grid, loss: PrivacyLoss, knobs: dict[str, Any]) -> Planned:
+    threshold = None if knobs["threshold"] is None else float(knobs["threshold"])
+    knobs = dict(knobs, threshold=threshold)
+    plan = _dpcube.plan_dpcube(loss=loss, epsilon_split=knobs["epsilon_split"], threshold=threshold,
+                               estimate=knobs["estimate"])
+    return Planned("dpcube", plan, knobs)
+
+
+def _release_dpcube(counts: np.ndarray, grid: Grid, planned: Planned, *, rng: Any, nonnegative: bool,
+                    loss: PrivacyLoss) -> DPCubeHistogram:
     """DPCube (Xiao et al.): noisy cells, kd-tree on them, noisy partition counts.
 
     Notes
@@ -145,21 +124,21 @@ def dpcube_release(counts: np.ndarray, grid: Grid, *, epsilon: Fraction, rng: np
     ``least_squares`` variances are exact (GLS per partition); ``uniform`` ones cover the
     noise only. ``nonnegative=True`` clips at 0 and makes every variance noise-only.
     """
-    r = _dpcube.dpcube(counts, epsilon=epsilon, epsilon_split=epsilon_split, threshold=threshold,
-                       estimate=estimate, rng=rng)
+    r = _dpcube.dpcube(counts, planned.plan, rng=rng)
     est = r.estimates.reshape(-1)
     post: tuple[str, ...] = ()
     if nonnegative:
-        est = np.maximum(est, 0.0)
+        est = clip_at_zero(est)
         post = ("clip at 0",)
+    estimate = planned.knobs["estimate"]
     exact = estimate == "least_squares" and not nonnegative
     return DPCubeHistogram(
         counts=as_series(est, grid, "estimate"),
         variance=as_series(r.variances.reshape(-1), grid, "variance"),
-        epsilon=float(epsilon), method="dpcube",
-        params={"epsilon_split": epsilon_split, "epsilon_1": str(r.epsilon_1),
-                "epsilon_2": str(r.epsilon_2), "threshold": r.threshold, "estimate": estimate,
-                "n_partitions": int(r.lo.shape[0]), "noise": "discrete Laplace", "sensitivity": 1,
+        epsilon=float(loss.amount), method="dpcube",
+        params={"epsilon_split": planned.knobs["epsilon_split"], "epsilon_1": str(r.plan.loss_1.amount),
+                "epsilon_2": str(r.plan.loss_2.amount), "threshold": r.threshold, "estimate": estimate,
+                "n_partitions": int(r.lo.shape[0]), "noise": r.plan.noise_1.name, "sensitivity": 1,
                 "nonnegative": nonnegative,
                 "variance": "exact (generalized least squares)" if exact else
                 "noise only: excludes the approximation (bias) error of the uniform assumption"},
@@ -231,30 +210,37 @@ def choose_method(shape: tuple[int, ...], *, epsilon: float, expected_total: flo
                       "average range variance")
 
 
-def _validate_auto(grid: Grid, kwargs: Mapping[str, Any], epsilon: Fraction) -> dict:
-    """Check the knobs and make the choice now, from public information, so the ledger records it."""
-    _unknown("auto", kwargs, ("expected_total", "workload"))
-    total = kwargs.get("expected_total")
-    if total is not None:
-        total = float(_number(total, "expected_total", low=0.0))
-    workload = check_choice(kwargs.get("workload", "ranges"), "workload", ("ranges", "bins"))
-    name, extra, reason = choose_method(grid.shape, epsilon=float(epsilon), expected_total=total,
-                                        workload=workload)
-    chosen = METHODS[name].validate(grid, extra, epsilon)
-    return {"method": name, "chosen_params": chosen, "auto_reason": reason, "auto_workload": workload,
-            "auto_expected_total": total}
+AUTO_PARAMS = ParamTable("method='auto'", (
+    Param("expected_total", Real(0.0), None, "a public guess of the number of rows", optional=True),
+    Param("workload", Options(("ranges", "bins")), "ranges", "what the release will mostly answer"),
+))
 
 
-def auto_release(counts: np.ndarray, grid: Grid, *, epsilon: Fraction, rng: np.random.Generator | None,
-                 nonnegative: bool, method: str, chosen_params: Mapping[str, Any], auto_reason: str,
-                 auto_workload: str, auto_expected_total: float | None) -> Histogram:
-    """Release with the method :func:`choose_method` picked during validation; the choice is in ``params``."""
-    result = METHODS[method].release(counts, grid, epsilon=epsilon, rng=rng, nonnegative=nonnegative,
-                                     **chosen_params)
-    return replace(result, params={**result.params, "chosen_by": "auto", "auto_reason": auto_reason,
-                                   "auto_workload": auto_workload, "auto_expected_total": auto_expected_total})
+def _plan_auto(grid: Grid, loss: PrivacyLoss, knobs: dict[str, Any]) -> Planned:
+    """Make the choice now, from public information, so the ledger records the method actually run."""
+    total = None if knobs["expected_total"] is None else float(knobs["expected_total"])
+    name, extra, reason = choose_method(grid.shape, epsilon=float(loss.amount), expected_total=total,
+                                        workload=knobs["workload"])
+    chosen = plan_method(name, grid, loss, extra)
+    return Planned("auto", chosen, {"method": name, "chosen_params": chosen.knobs, "auto_reason": reason,
+                                    "auto_workload": knobs["workload"], "auto_expected_total": total},
+                   label=name)
 
 
-register_method(HistogramMethod("ahp", _validate_ahp, ahp_release))
-register_method(HistogramMethod("dpcube", _validate_dpcube, dpcube_release))
-register_method(HistogramMethod("auto", _validate_auto, auto_release))
+def _release_auto(counts: np.ndarray, grid: Grid, planned: Planned, *, rng: Any, nonnegative: bool,
+                  loss: PrivacyLoss) -> Histogram:
+    """Release with the method :func:`choose_method` picked during planning; the choice is in ``params``."""
+    chosen: Planned = planned.plan
+    result = METHODS[chosen.method].release(counts, grid, chosen, rng=rng, nonnegative=nonnegative, loss=loss)
+    knobs = planned.knobs
+    return replace(result, params={**result.params, "chosen_by": "auto", "auto_reason": knobs["auto_reason"],
+                                   "auto_workload": knobs["auto_workload"],
+                                   "auto_expected_total": knobs["auto_expected_total"]})
+
+
+register_method(HistogramMethod("ahp", AHP_PARAMS, _plan_ahp, _release_ahp,
+                                summary="clusters bins by noisy counts, one noisy sum per cluster"))
+register_method(HistogramMethod("dpcube", DPCUBE_PARAMS, _plan_dpcube, _release_dpcube,
+                                summary="kd-tree partitions of the noisy cell grid"))
+register_method(HistogramMethod("auto", AUTO_PARAMS, _plan_auto, _release_auto,
+                                summary="picks a method from public information only"))

@@ -1,8 +1,10 @@
 """``unattributed_histogram``: the sorted per-group row counts (Hay et al. S-bar).
 
-Order: check arguments -> count rows per group (public group ids, or all
-groups present) -> charge -> (private number of groups) -> noise, isotonic
-regression, rounding -> wrap.
+Plan (public): the loss split between the number of groups (estimated with
+1/10 of it when no public ids are given) and the sorted counts, and their
+noise. Pipeline: count rows per group (public group ids, or all groups present)
+-> charge -> (private number of groups) -> noise, isotonic regression,
+rounding -> wrap.
 """
 
 from __future__ import annotations
@@ -13,14 +15,18 @@ from typing import Any
 import pandas as pd
 
 from ..algorithms.unattributed import noisy_group_count, top_n_sorted, unattributed_histogram as sbar
-from ..engines import engine_for
+from ..domain import MAX_CELLS
 from ..errors import ParameterError
 from ..results.unattributed import UnattributedHistogram
-from ._common import active_budget, charging, check_columns, check_epsilon, check_rng
+from .params import check_columns, check_rng
+from .pipeline import Release, check_measure, privacy_loss, run
 
-__all__ = ["unattributed_histogram", "GROUP_COUNT_SHARE"]
+__all__ = ["unattributed_histogram", "GROUP_COUNT_SHARE", "MAX_GROUPS"]
 
 GROUP_COUNT_SHARE = Fraction(1, 10)
+#: Largest number of groups released: one noisy count each. A privately estimated number of
+#: groups is clamped to it (post-processing); more public group ids than this are refused.
+MAX_GROUPS = MAX_CELLS
 
 
 def _group_ids(groups: Any, column: Any) -> pd.Index:
@@ -43,31 +49,42 @@ def _group_ids(groups: Any, column: Any) -> pd.Index:
     return ids
 
 
-def unattributed_histogram(frame: pd.DataFrame, group: Any, *, epsilon: Any, groups: Any = None,
-                           rng: Any = None) -> UnattributedHistogram:
+def unattributed_histogram(frame: pd.DataFrame, group: Any, *, epsilon: Any = None, rho: Any = None,
+                           groups: Any = None, rng: Any = None) -> UnattributedHistogram:
     """Release the sorted row counts per group (see ``DataFrame.dp.unattributed_histogram``)."""
     col = check_columns(frame, group, name="group")
     if len(col) != 1:
         raise ParameterError(f"The 'group' parameter names one column. Got {group!r}.")
-    eps = check_epsilon(epsilon)
+    loss = privacy_loss(epsilon, rho)
+    check_measure(loss, frozenset({"pure"}), "unattributed_histogram")
     generator = check_rng(rng)
     ids = _group_ids(groups, col[0]) if groups is not None else None
-    budget = active_budget()
+    if ids is not None and len(ids) > MAX_GROUPS:
+        raise ParameterError(f"The 'groups' parameter lists {len(ids):,} groups; the limit is {MAX_GROUPS:,} "
+                             f"(one noisy count each).")
+    loss_n = loss.zero() if ids is not None else loss.part(GROUP_COUNT_SHARE)
+    loss_s = loss - loss_n
+    noise_n = loss_n.noise(what="the number of groups") if ids is None else None
+    noise_s = loss_s.noise(what="the sorted counts")
+    params = {"groups_public": ids is not None, f"{loss.parameter}_group_count": str(loss_n.amount),
+              f"{loss.parameter}_counts": str(loss_s.amount), "sensitivity": 1}
+
+    def mechanism(counts: Any) -> UnattributedHistogram:
+        n = len(ids) if ids is not None else noisy_group_count(counts.size, noise=noise_n, limit=MAX_GROUPS,
+                                                               rng=generator)
+        est = sbar(top_n_sorted(counts, n), noise=noise_s, rng=generator)
+        index = pd.RangeIndex(est.counts.size, name="rank")
+        described = est.noise.describe()
+        return UnattributedHistogram(
+            counts=pd.Series(est.counts, index=index, name="estimate"),
+            variance=pd.Series(est.variances, index=index, name="variance"),
+            epsilon=float(loss.amount),
+            method="sbar",
+            params=dict(params, **{k: v for k, v in described.items() if k != "noise"}, groups=int(n)),
+            post_processing=("isotonic regression (PAV, >= 0)", "rounding"),
+        )
+
     # Rows of groups outside the public ids are outside the domain: dropped.
-    counts = engine_for(frame).group_counts(frame[col[0]], ids)
-    eps_n = Fraction(0) if ids is not None else eps * GROUP_COUNT_SHARE
-    eps_s = eps - eps_n
-    params = {"groups_public": ids is not None, "epsilon_group_count": str(eps_n),
-              "epsilon_counts": str(eps_s), "sensitivity": 1}
-    with charging(eps, method="unattributed_histogram", columns=col, params=params, budget=budget):
-        n = len(ids) if ids is not None else noisy_group_count(counts.size, epsilon=eps_n, rng=generator)
-        est = sbar(top_n_sorted(counts, n), epsilon=eps_s, rng=generator)
-    index = pd.RangeIndex(est.counts.size, name="rank")
-    return UnattributedHistogram(
-        counts=pd.Series(est.counts, index=index, name="estimate"),
-        variance=pd.Series(est.variances, index=index, name="variance"),
-        epsilon=float(eps),
-        method="sbar",
-        params=dict(params, noise_scale=str(est.scale), groups=int(n)),
-        post_processing=("isotonic regression (PAV, >= 0)", "rounding"),
-    )
+    return run(frame, Release(loss=loss, method="unattributed_histogram", columns=col, params=params,
+                              count=lambda engine: engine.group_counts(frame[col[0]], ids),
+                              mechanism=mechanism))

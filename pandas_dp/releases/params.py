@@ -1,0 +1,270 @@
+"""Parameter rules as data: what every release method accepts, checked in one place.
+
+Each release method declares its knobs as a :class:`ParamTable` of :class:`Param`
+entries (name, constraint, default, one-line help), in the spirit of
+scikit-learn's parameter-constraint tables. The table checks a call's keyword
+arguments (unknown names, types, ranges) before any budget is charged, and the
+same table is read by the command line (allowed keys per method), the
+documentation and the conformance suite, so a knob is declared once.
+
+The shared checks of every release (columns, rng, flags, choices) live here too.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any, Callable, Iterator, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from ..errors import ParameterError
+from .._csprng import SecureRandom
+
+__all__ = ["Constraint", "Options", "Flag", "Integer", "Real", "AutoOr", "Param", "ParamTable",
+           "check_rng", "check_flag", "check_choice", "check_columns"]
+
+
+class Constraint:
+    """A rule for one parameter's value; ``check`` returns the normalised value or raises."""
+
+    def check(self, value: Any, name: str) -> Any:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def describe(self) -> str:  # pragma: no cover - interface
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class Options(Constraint):
+    """One of a fixed set of strings."""
+
+    choices: tuple[str, ...]
+
+    def check(self, value: Any, name: str) -> str:
+        return check_choice(value, name, self.choices)
+
+    def describe(self) -> str:
+        return " | ".join(repr(c) for c in self.choices)
+
+
+@dataclass(frozen=True)
+class Flag(Constraint):
+    """``True`` or ``False`` (numpy booleans accepted)."""
+
+    def check(self, value: Any, name: str) -> bool:
+        return check_flag(value, name)
+
+    def describe(self) -> str:
+        return "bool"
+
+
+@dataclass(frozen=True)
+class Integer(Constraint):
+    """An integer (not a bool) of at least ``low`` (and at most ``high``)."""
+
+    low: int
+    high: int | None = None
+    hint: str = ""
+
+    def check(self, value: Any, name: str) -> int:
+        bad = isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral) or value < self.low \
+            or (self.high is not None and value > self.high)
+        if bad:
+            span = f">= {self.low}" if self.high is None else f"in [{self.low}, {self.high}]"
+            raise ParameterError(f"The '{name}' parameter must be an integer {span}. Got {value!r}.{self.hint}")
+        return int(value)
+
+    def describe(self) -> str:
+        return f"int >= {self.low}" if self.high is None else f"int in [{self.low}, {self.high}]"
+
+
+@dataclass(frozen=True)
+class Real(Constraint):
+    """A real number in a range; exact rationals are kept, other numbers become floats."""
+
+    low: float
+    high: float | None = None
+    low_open: bool = False
+    allow_inf: bool = False
+
+    def check(self, value: Any, name: str) -> float | Fraction:
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+            raise ParameterError(f"The '{name}' parameter must be a number. Got {value!r}.")
+        try:
+            v = float(value)
+        except (OverflowError, ValueError) as err:
+            raise ParameterError(f"The '{name}' parameter must be a finite number. Got {value!r}.") from err
+        bad = math.isnan(v) or (math.isinf(v) and not self.allow_inf) or v < self.low \
+            or (self.low_open and v == self.low) or (self.high is not None and v >= self.high)
+        if bad:
+            raise ParameterError(f"The '{name}' parameter must be a finite number {self.describe()}. "
+                                 f"Got {value!r}.")
+        return value if isinstance(value, Fraction) else v
+
+    def describe(self) -> str:
+        if self.high is not None:
+            return f"({self.low}, {self.high})"
+        return f"> {self.low}" if self.low_open else f">= {self.low}"
+
+
+@dataclass(frozen=True)
+class AutoOr(Constraint):
+    """The string ``"auto"`` or a value of another constraint (whose message is replaced by ``message``)."""
+
+    inner: Constraint
+    message: str = ""
+
+    def check(self, value: Any, name: str) -> Any:
+        if isinstance(value, str) and value == "auto":
+            return "auto"
+        try:
+            return self.inner.check(value, name)
+        except ParameterError as err:
+            if not self.message:
+                raise
+            raise ParameterError(self.message.format(name=name, value=value)) from err
+
+    def describe(self) -> str:
+        return f"'auto' | {self.inner.describe()}"
+
+
+_NO_DEFAULT = object()
+
+
+@dataclass(frozen=True)
+class Param:
+    """One keyword parameter: its name, rule, default and a one-line help."""
+
+    name: str
+    constraint: Constraint | None
+    default: Any = _NO_DEFAULT
+    help: str = ""
+    #: Checked against the public domain afterwards (``None``: accepted as is).
+    optional: bool = False
+
+    @property
+    def required(self) -> bool:
+        return self.default is _NO_DEFAULT
+
+    def check(self, value: Any) -> Any:
+        if value is None and self.optional:
+            return None
+        return value if self.constraint is None else self.constraint.check(value, self.name)
+
+
+@dataclass(frozen=True)
+class ParamTable:
+    """The knobs of one release method, in order."""
+
+    owner: str
+    params: tuple[Param, ...] = ()
+
+    def __iter__(self) -> Iterator[Param]:
+        return iter(self.params)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(p.name for p in self.params)
+
+    def defaults(self) -> dict[str, Any]:
+        return {p.name: p.default for p in self.params if not p.required}
+
+    def validate(self, kwargs: Mapping[str, Any]) -> dict[str, Any]:
+        """The checked knobs with defaults filled in; unknown names raise first."""
+        extra = sorted(set(kwargs) - set(self.names), key=str)
+        if extra:
+            if not self.params:
+                raise ParameterError(f"{self.owner} takes no parameters {extra}. "
+                                     f"Remove them or choose a method that uses them.")
+            raise ParameterError(f"{self.owner} does not take {extra}; remove them. Its parameters: "
+                                 f"{list(self.names)}.")
+        out: dict[str, Any] = {}
+        for p in self.params:
+            if p.name in kwargs:
+                out[p.name] = p.check(kwargs[p.name])
+            elif p.required:
+                raise ParameterError(f"{self.owner} needs the '{p.name}' parameter ({p.help}).")
+            else:
+                out[p.name] = p.default
+        return out
+
+
+# ----------------------------------------------------------------------- shared checks
+
+def check_rng(rng: Any) -> np.random.Generator | SecureRandom | None:
+    """``None`` or a :class:`~pandas_dp.noise.SecureRandom` (cryptographically secure noise), or a numpy
+    Generator (reproducible, not for production)."""
+    if rng is None or isinstance(rng, (np.random.Generator, SecureRandom)):
+        return rng
+    hint = " Pass rng=np.random.default_rng(seed) for a reproducible experiment." if isinstance(
+        rng, (int, np.integer)) else ""
+    raise ParameterError(
+        f"The 'rng' parameter must be None or a pandas_dp.noise.SecureRandom (secure randomness, for production), "
+        f"or a numpy.random.Generator "
+        f"(reproducible experiments only). Got {rng!r}.{hint}"
+    )
+
+
+def check_flag(value: Any, name: str) -> bool:
+    """A strict boolean keyword argument."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise ParameterError(f"The '{name}' parameter must be True or False. Got {value!r}.")
+    return bool(value)
+
+
+def check_choice(value: Any, name: str, choices: Sequence[str]) -> str:
+    """One of a fixed set of string options."""
+    if not isinstance(value, str) or value not in choices:
+        raise ParameterError(f"The '{name}' parameter must be one of {list(choices)}. Got {value!r}.")
+    return value
+
+
+def _label_ok(label: Any) -> bool:
+    try:
+        hash(label)
+    except TypeError:
+        return False
+    return True
+
+
+def check_columns(frame: Any, columns: Any, *, name: str = "columns") -> list[Any]:
+    """The released column labels: one label or a non-empty list of distinct labels present in ``frame``.
+
+    Only the frame's column labels are read (public); a frame whose labels repeat cannot be released
+    from, since a label would not name one column.
+    """
+    if isinstance(columns, (list, tuple)):
+        cols = list(columns)
+        if not cols:
+            raise ParameterError(f"The '{name}' parameter is empty; pass at least one column of the frame.")
+    else:
+        cols = [columns]
+    bad = [c for c in cols if not _label_ok(c)]
+    if bad:
+        raise ParameterError(f"The '{name}' parameter must name columns by their labels. Got {bad[0]!r}, "
+                             f"which is not a valid column label.")
+    labels = pd.Index(frame.columns)
+    missing = [c for c in cols if c not in labels]
+    if missing:
+        raise ParameterError(
+            f"Column(s) {missing} of '{name}' not in the frame; check spelling. Columns: {list(frame.columns)[:20]}."
+        )
+    if len(set(map(repr, cols))) != len(cols):
+        raise ParameterError(f"The '{name}' parameter repeats a column: {cols}. Pass each column once.")
+    repeated = [c for c in cols if int((labels == c).sum()) > 1] if not labels.is_unique else []
+    if repeated:
+        raise ParameterError(f"Column label(s) {repeated} appear more than once in the frame, so '{name}' is "
+                             f"ambiguous. Rename the duplicate columns (frame.columns) first.")
+    return cols
+
+
+def table_of(owner: str, *params: Param) -> ParamTable:
+    """Shorthand for a :class:`ParamTable`."""
+    return ParamTable(owner, tuple(params))
+
+
+Validator = Callable[..., Any]

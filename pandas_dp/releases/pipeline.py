@@ -1,0 +1,103 @@
+"""The one release pipeline: every release runs the same steps in the same order.
+
+1. **Validate public inputs** (the release kind's entry function): arguments,
+   parameter tables, the public domain and public tables, the privacy loss,
+   and the *plan* of the mechanism (how the loss is split and which noise each
+   part buys; a loss too small for the sampler is refused here).
+2. **Check the budget**: a budget is active and can pay (nothing is recorded).
+3. **Count** (the engine): the only step that reads private rows; it never
+   raises, warns or reports because of a private value.
+4. **Charge** the whole loss, atomically and durably, before any noise exists.
+5. **Noise, post-process and wrap** (the mechanism). The ledger row is marked
+   ``ok`` once the result object exists, ``failed`` if this step raises (the
+   charge stays).
+
+Steps 1 and 5 are the release kind's; 2-4 and the charge semantics belong to
+:func:`run` alone. This module is the boundary rule's home (DESIGN section 6):
+nothing a caller can observe depends on private rows except through step 5's
+noisy output.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+
+from ..budget import Budget, active_budget
+from ..engines import Engine, engine_for
+from ..errors import ParameterError
+from ..loss import PrivacyLoss, loss_from
+
+__all__ = ["Release", "run", "privacy_loss", "check_measure"]
+
+
+@dataclass(frozen=True)
+class Release:
+    """A release whose public inputs are checked and whose mechanism is planned.
+
+    Attributes
+    ----------
+    loss : PrivacyLoss
+        What the release charges (the caller's whole loss).
+    method : str
+        The ledger label (``"histogram:identity"``, ``"count_of_counts:hc"``...).
+    columns : sequence of str
+        The columns read, for the ledger.
+    params : Mapping
+        Public parameters recorded in the ledger row.
+    count : callable
+        ``count(engine) -> exact aggregate``: reads the private rows through the engine.
+    mechanism : callable
+        ``mechanism(exact) -> result``: draws the noise, post-processes and wraps.
+    """
+
+    loss: PrivacyLoss
+    method: str
+    columns: Sequence[Any]
+    params: Mapping[str, Any]
+    count: Callable[[Engine], Any]
+    mechanism: Callable[[Any], Any]
+    budget: Budget | None = field(default=None, compare=False)
+
+
+def run(frame: Any, release: Release) -> Any:
+    """Run a planned release on ``frame``: check the budget, count, charge, then noise and wrap."""
+    budget = release.budget if release.budget is not None else active_budget()
+    budget.check(release.loss)
+    engine = engine_for(frame)
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        # Counting reads private values: nothing it does may warn (the boundary rule).
+        warnings.simplefilter("ignore")
+        exact = release.count(engine)
+    charge = budget.spend(release.loss, method=release.method, columns=[str(c) for c in release.columns],
+                          params=release.params)
+    try:
+        result = release.mechanism(exact)
+    except BaseException:
+        charge.finish("failed")
+        raise
+    charge.finish("ok")
+    return result
+
+
+def privacy_loss(epsilon: Any, rho: Any = None) -> PrivacyLoss:
+    """The release's loss from its ``epsilon=`` / ``rho=`` arguments (exactly one)."""
+    if rho is None:
+        return loss_from(epsilon=epsilon) if epsilon is not None else _missing()
+    return loss_from(epsilon=epsilon, rho=rho)
+
+
+def _missing() -> PrivacyLoss:
+    raise ParameterError("Pass the privacy loss of this release: epsilon= (pure DP) or rho= (zCDP), "
+                         "e.g. epsilon=0.5.")
+
+
+def check_measure(loss: PrivacyLoss, measures: frozenset[str] | set[str], what: str) -> None:
+    """Refuse a loss of a measure the method has no analysis for (before any charge)."""
+    if loss.measure not in measures:
+        accepted = " or ".join(f"{m!r}" for m in sorted(measures))
+        raise ParameterError(f"{what} supports the {accepted} measure only; got {loss.parameter}= "
+                             f"({loss.measure}). Pass epsilon= instead or choose another method.")
