@@ -15,6 +15,7 @@ __all__ = [
     "DomainError",
     "SchemaError",
     "ParameterError",
+    "DataSourceError",
 ]
 
 
@@ -54,3 +55,10 @@ class SchemaError(PandasDPError, ValueError):
 
 class ParameterError(PandasDPError, ValueError):
     """An argument has the wrong type or value (epsilon, method, knobs...)."""
+
+
+class DataSourceError(PandasDPError, RuntimeError):
+    """The frame's own computation failed (e.g. a Dask graph reading files); nothing was charged.
+
+    Its message never quotes the original error, whose text may hold private values.
+    """

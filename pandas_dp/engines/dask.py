@@ -22,7 +22,7 @@ import pandas as pd
 
 from .._optional import import_optional
 from ..domain import CategoryDomain, Grid
-from ..errors import DomainError
+from ..errors import DataSourceError, DomainError
 from . import pandas as pandas_engine
 
 __all__ = ["bin_counts", "check_known_categories", "tree_sum", "sum_arrays", "share", "group_counts",
@@ -147,7 +147,26 @@ def bin_counts(frame: Any, grid: Grid, *, split_every: int = SPLIT_EVERY) -> np.
     shared_grid = share(grid)
     count = dask.delayed(_partition_counts, pure=True)
     total = tree_sum([count(p, shared_grid) for p in parts], split_every=split_every)
-    return np.asarray(total.compute(), dtype=np.int64).reshape(grid.shape)
+    return np.asarray(compute_private(total), dtype=np.int64).reshape(grid.shape)
+
+
+def compute_private(task: Any) -> Any:
+    """``task.compute()``, with any failure of the frame's own graph reported without its text.
+
+    Counting never raises on a private value, but the user's graph upstream of it can (a CSV
+    whose column types differ between files, a failing read): that error's message may quote a
+    private value, so it is replaced by :class:`~pandas_dp.errors.DataSourceError` (nothing has
+    been charged at this step; compute the frame outside pandas_dp to see the original error).
+    """
+    try:
+        return task.compute()
+    except Exception:  # noqa: BLE001 - any failure of the user's graph
+        pass
+    # Raised outside the handler, so the original error is not even kept as the context.
+    raise DataSourceError(
+        "Computing the Dask frame failed inside its own graph (for example files whose columns have "
+        "different types, or a file that cannot be read). Its error is withheld because its text may "
+        "quote private values; compute the frame outside pandas_dp to see it. Nothing was charged.")
 
 
 def _partition_group_counts(values: pd.Series, ids: pd.Index) -> np.ndarray:
