@@ -1,7 +1,10 @@
-"""Conformance suite: every histogram method must pass these checks, on every engine.
+"""Conformance suite: every release kind of the registry must pass these checks, on every engine.
 
-Each entry of ``METHODS`` names a method and the keyword arguments that make
-a valid 1-D release of ``ages["age"]`` over 64 public bins. The ``engine``
+``METHODS`` is read from the registry (every histogram method with its default
+knobs, plus configurations that exercise knobs), so a newly registered method
+is checked without editing this file; each entry makes a valid 1-D release of
+``ages["age"]`` over 64 public bins. ``KINDS`` does the same for the other
+accessor methods of :data:`pandas_dp.releases.registry.ENTRIES`. The ``engine``
 fixture runs each check on the pandas frame and on a Dask frame of it (skipped
 without dask); tests/test_dask_conformance.py adds that both engines give the
 same release.
@@ -14,13 +17,12 @@ import pandas as pd
 import pytest
 
 import pandas_dp as pdp
+from pandas_dp.releases.registry import ENTRIES, histogram_methods
 
-METHODS: list[tuple[str, dict]] = [
-    ("identity", {}),
-    ("ahp", {}),
-    ("dpcube", {}),
-    ("hierarchical", {}),
+#: Every registered method with its defaults, then knob settings worth their own run.
+METHODS: list[tuple[str, dict]] = [(name, {}) for name in histogram_methods()] + [
     ("hierarchical", {"branching": 4, "budget_split": "optimal", "include_root": True}),
+    ("auto", {"workload": "bins", "expected_total": 500}),
 ]
 
 BINS = dict(bins=64, range=(0, 128))
@@ -110,3 +112,68 @@ def test_rows_outside_domain_change_nothing(ages, engine, method, kwargs):
         a = release(ages, method, kwargs, seed=3)
         b = release(engine(with_nan), method, kwargs, seed=3)
     np.testing.assert_array_equal(a.counts.to_numpy(), b.counts.to_numpy())
+
+
+# ------------------------------------------------------------------ the other release kinds
+
+def _groups_frame() -> pd.DataFrame:
+    rng = np.random.default_rng(4)
+    return pd.DataFrame({"person": np.arange(60), "hh": rng.integers(0, 20, 60),
+                         "age": rng.integers(0, 100, 60)})
+
+
+GROUPS = pd.DataFrame({"hh": np.arange(20), "state": np.where(np.arange(20) < 10, "A", "B")})
+
+#: How to make a valid release of each non-histogram accessor method on ``_groups_frame()``.
+KINDS = {
+    "range_query": lambda f, e, rng: f.dp.range_query("age", [(0, 50), (50, 100)], bins=10, range=(0, 100),
+                                                      epsilon=e, rng=rng),
+    "count_of_counts": lambda f, e, rng: f.merge(GROUPS, on="hh").dp.count_of_counts(
+        "hh", "state", groups=GROUPS, max_size=8, epsilon=e, rng=rng),
+    "unattributed_histogram": lambda f, e, rng: f.dp.unattributed_histogram("hh", groups=GROUPS, epsilon=e,
+                                                                            rng=rng),
+    "histogram": lambda f, e, rng: f.dp.histogram("age", bins=10, range=(0, 100), epsilon=e, rng=rng),
+    "hierarchical_histogram": lambda f, e, rng: f.dp.hierarchical_histogram("age", bins=10, range=(0, 100),
+                                                                            epsilon=e, rng=rng),
+}
+
+
+def test_every_entry_of_the_registry_is_in_the_suite():
+    assert set(KINDS) == set(ENTRIES)
+
+
+@pytest.mark.parametrize("kind", sorted(KINDS))
+def test_every_kind_charges_once_and_is_reproducible(engine, kind):
+    frame = engine(_groups_frame())
+    with pdp.budget(1.0) as b:
+        a = KINDS[kind](frame, 0.25, np.random.default_rng(9))
+        c = KINDS[kind](frame, 0.25, np.random.default_rng(9))
+    assert b.spent == 0.5 and list(b.ledger["status"]) == ["ok", "ok"]
+    assert list(b.ledger["epsilon"]) == [0.25, 0.25]
+    left, right = (x.to_frame() if hasattr(x, "to_frame") else x for x in (a, c))
+    pd.testing.assert_frame_equal(left, right)
+
+
+@pytest.mark.parametrize("kind", sorted(KINDS))
+def test_every_kind_refuses_before_any_charge(engine, kind):
+    frame = engine(_groups_frame())
+    with pytest.raises(pdp.NoActiveBudgetError):
+        KINDS[kind](frame, 0.25, None)
+    with pdp.budget(1.0) as b:
+        for bad in (-1, 0, float("nan"), "0.5"):
+            with pytest.raises(pdp.ParameterError):
+                KINDS[kind](frame, bad, None)
+        with pytest.raises(pdp.BudgetExceededError):
+            KINDS[kind](frame, 2.0, None)
+    assert b.spent == 0 and len(b.ledger) == 0
+
+
+@pytest.mark.parametrize("name", sorted(n for n, e in ENTRIES.items() if e.on_series))
+def test_series_methods_are_the_frame_methods_without_the_column(name):
+    import inspect
+
+    frame_sig = inspect.signature(getattr(pd.DataFrame({"x": [1]}).dp, name))
+    series_sig = inspect.signature(getattr(pd.Series([1], name="x").dp, name))
+    column = ENTRIES[name].column
+    assert list(frame_sig.parameters)[0] == column
+    assert [p for p in frame_sig.parameters.values() if p.name != column] == list(series_sig.parameters.values())
