@@ -78,54 +78,85 @@ def match_runs(parent: Runs, child: Runs, child_parent: np.ndarray) -> Matching:
     the number of distinct parent sizes), vectorized across levels.
     """
     cp = np.asarray(child_parent, dtype=np.int64)
-    # Children's runs ordered by (parent, size, child node, var).
-    c_par = cp[child.node]
-    c_order = np.lexsort((child.var, child.node, child.size, c_par))
-    c_par_s = c_par[c_order]
-    c_size_s = child.size[c_order]
-    c_cnt = child.groups[c_order]
-    new_level = np.ones(c_order.size, dtype=bool)
-    new_level[1:] = (c_par_s[1:] != c_par_s[:-1]) | (c_size_s[1:] != c_size_s[:-1])
-    lvl_start_run = np.flatnonzero(new_level)
-    lvl_of_run = np.cumsum(new_level) - 1
-    lvl_cnt = np.add.reduceat(c_cnt, lvl_start_run) if c_cnt.size else np.zeros(0, np.int64)
-    la = np.concatenate([[0], np.cumsum(lvl_cnt)[:-1]]).astype(np.int64)
-    pa = np.concatenate([[0], np.cumsum(parent.groups)[:-1]]).astype(np.int64)
-    total = int(parent.groups.sum())
     child_sum = np.bincount(cp, weights=child.totals(), minlength=parent.n_nodes)
     if not np.array_equal(child_sum.astype(np.int64), parent.totals()):
         raise ValueError("every parent must hold as many groups as its children together")
+    total = int(parent.groups.sum())
     if total == 0:
         z = np.zeros(0, dtype=np.int64)
         return Matching(z, z, z)
-    # Elementary segments: intervals between consecutive boundaries of either line.
-    bounds = np.union1d(pa, la)
-    seg_len = np.diff(np.append(bounds, total))
-    seg_prun = np.searchsorted(pa, bounds, side="right") - 1
-    seg_lvl = np.searchsorted(la, bounds, side="right") - 1
-    # Rank of each segment inside its level.
-    seg_first = np.searchsorted(seg_lvl, seg_lvl, side="left")
-    seg_rank = np.arange(seg_lvl.size) - seg_first
-    n_seg_lvl = np.bincount(seg_lvl, minlength=lvl_cnt.size)
+    levels = _child_levels(child, cp)
+    pa = np.concatenate([[0], np.cumsum(parent.groups)[:-1]]).astype(np.int64)
+    segments = _segments(pa, levels.start, total)
+    return _share_segments(levels, segments)
 
+
+@dataclass(frozen=True)
+class _Levels:
+    """The children's runs ordered by (parent, size, child node, var), grouped in *levels* (parent, size)."""
+
+    order: np.ndarray     # run index of each ordered run
+    count: np.ndarray     # groups of each ordered run
+    of_run: np.ndarray    # level of each ordered run
+    size: np.ndarray      # groups per level
+    start: np.ndarray     # position of each level's first group on the children's line
+
+
+def _child_levels(child: Runs, child_parent: np.ndarray) -> _Levels:
+    c_par = child_parent[child.node]
+    order = np.lexsort((child.var, child.node, child.size, c_par))
+    par_s, size_s, cnt = c_par[order], child.size[order], child.groups[order]
+    new_level = np.ones(order.size, dtype=bool)
+    new_level[1:] = (par_s[1:] != par_s[:-1]) | (size_s[1:] != size_s[:-1])
+    lvl_cnt = np.add.reduceat(cnt, np.flatnonzero(new_level)) if cnt.size else np.zeros(0, np.int64)
+    start = np.concatenate([[0], np.cumsum(lvl_cnt)[:-1]]).astype(np.int64)
+    return _Levels(order, cnt, np.cumsum(new_level) - 1, lvl_cnt, start)
+
+
+@dataclass(frozen=True)
+class _Segments:
+    """Elementary segments: intervals between consecutive boundaries of either line."""
+
+    length: np.ndarray    # groups in each segment
+    parent_run: np.ndarray
+    level: np.ndarray
+    rank: np.ndarray      # rank of the segment inside its level
+
+
+def _segments(parent_start: np.ndarray, level_start: np.ndarray, total: int) -> _Segments:
+    bounds = np.union1d(parent_start, level_start)
+    level = np.searchsorted(level_start, bounds, side="right") - 1
+    return _Segments(length=np.diff(np.append(bounds, total)),
+                     parent_run=np.searchsorted(parent_start, bounds, side="right") - 1,
+                     level=level, rank=np.arange(level.size) - np.searchsorted(level, level, side="left"))
+
+
+def _share_segments(levels: _Levels, seg: _Segments) -> Matching:
+    """Split every segment among its level's runs in proportion to their remaining counts.
+
+    One pass per segment rank inside a level (at most the number of distinct parent sizes),
+    vectorized across levels; largest remainders get the leftover groups.
+    """
+    n_levels = levels.size.size
+    n_seg_lvl = np.bincount(seg.level, minlength=n_levels)
     pieces_p, pieces_c, pieces_n = [], [], []
-    rem = c_cnt.copy()
-    runs = np.arange(c_order.size)
-    runs = runs[n_seg_lvl[lvl_of_run] > 0]
+    rem = levels.count.copy()
+    runs = np.arange(levels.order.size)
+    runs = runs[n_seg_lvl[levels.of_run] > 0]
     for t in range(int(n_seg_lvl.max())):
-        runs = runs[n_seg_lvl[lvl_of_run[runs]] > t]
-        lv = lvl_of_run[runs]
-        seg = np.flatnonzero(seg_rank == t)
-        seg_of_lvl = np.empty(lvl_cnt.size, dtype=np.int64)
-        seg_of_lvl[seg_lvl[seg]] = seg
+        runs = runs[n_seg_lvl[levels.of_run[runs]] > t]
+        lv = levels.of_run[runs]
+        at_rank = np.flatnonzero(seg.rank == t)
+        seg_of_lvl = np.empty(n_levels, dtype=np.int64)
+        seg_of_lvl[seg.level[at_rank]] = at_rank
         s = seg_of_lvl[lv]
-        length = seg_len[s]
+        length = seg.length[s]
         r_rem = rem[runs]
-        big_r = np.bincount(lv, weights=r_rem, minlength=lvl_cnt.size).astype(np.int64)[lv]
+        big_r = np.bincount(lv, weights=r_rem, minlength=n_levels).astype(np.int64)[lv]
         num = length * r_rem
         alloc = num // big_r
         frac = num - alloc * big_r  # exact remainders, comparable inside a level (same R)
-        short = length - np.bincount(lv, weights=alloc, minlength=lvl_cnt.size).astype(np.int64)[lv]
+        short = length - np.bincount(lv, weights=alloc, minlength=n_levels).astype(np.int64)[lv]
         order = np.lexsort((runs, -frac, lv))
         first = np.searchsorted(lv[order], lv[order], side="left")
         rank = np.empty(order.size, dtype=np.int64)
@@ -133,8 +164,8 @@ def match_runs(parent: Runs, child: Runs, child_parent: np.ndarray) -> Matching:
         alloc = alloc + (rank < short)
         rem[runs] -= alloc
         keep = alloc > 0
-        pieces_p.append(seg_prun[s][keep])
-        pieces_c.append(c_order[runs[keep]])
+        pieces_p.append(seg.parent_run[s][keep])
+        pieces_c.append(levels.order[runs[keep]])
         pieces_n.append(alloc[keep])
     return Matching(np.concatenate(pieces_p), np.concatenate(pieces_c), np.concatenate(pieces_n))
 
