@@ -240,3 +240,22 @@ def test_group_projection_is_weighted_least_squares() -> None:
                        constraints=[{"type": "eq", "fun": lambda x: x.sum() - total[g]}],
                        options={"ftol": 1e-14})
         np.testing.assert_allclose(got[m], res.x, atol=1e-6)
+
+
+@pytest.mark.parametrize("shape,b", [((40,), 3), ((64,), 4), ((9, 7), 2)])
+def test_regular_tree_projection_matches_nonnegative_tree(shape, b) -> None:
+    # The region projection is the same top-down algorithm as tree_inference.nonnegative_tree.
+    from pandas_dp.algorithms.tree_inference import nonnegative_tree
+
+    layout = tree_layout(shape, b)
+    rng = np.random.default_rng(8)
+    sigma2 = list(rng.uniform(0.5, 3.0, size=layout.n_levels))
+    sigma2[-1] = np.inf
+    noisy = [rng.normal(0.5, 3, size=s) if np.isfinite(v) else None
+             for s, v in zip(layout.level_shapes, sigma2)]
+    ref = nonnegative_tree(layout, constrained_inference(layout, noisy, sigma2))
+    reg = nonnegative_regions(region_inference(
+        [None if y is None else y.reshape(-1) for y in noisy[::-1]], tree_parents(layout), sigma2[::-1]))
+    assert any(np.any(r == 0) for r in ref)   # the projection was active
+    for k in range(layout.n_levels):
+        np.testing.assert_allclose(reg[layout.height - k], ref[k].ravel(), rtol=1e-9, atol=1e-9)

@@ -120,10 +120,15 @@ def _check_input(lay: RegionLayout, x: list[np.ndarray]) -> None:
 
 def _largest_remainder(f: np.ndarray, eligible: np.ndarray, need: np.ndarray,
                        parent_sorted: np.ndarray, starts: np.ndarray) -> np.ndarray:
-    """0/1 choice (rows in group order): the ``need`` largest fractional parts of each group."""
-    key = np.where(eligible, f, -1.0)
-    groups = np.broadcast_to(parent_sorted[:, None], key.shape)
-    idx = np.lexsort((-key, groups), axis=0)
+    """0/1 choice (rows in group order): the ``need`` largest fractional parts of each group.
+
+    One stable sort per cell column of the key ``group + (1 - f) / 2`` (ineligible
+    children ``group + 3/4``): groups stay apart, and within a group fractional
+    parts come in decreasing order, ties (to floating-point resolution of the
+    key) to the lower index.
+    """
+    key = parent_sorted[:, None] + np.where(eligible, 0.5 * (1.0 - f), 0.75)
+    idx = np.argsort(key, axis=0, kind="stable")
     rank = np.arange(key.shape[0]) - starts[parent_sorted]
     chosen_sorted = rank[:, None] < need[parent_sorted]
     chosen = np.empty_like(chosen_sorted)

@@ -16,7 +16,7 @@ to any fan-out and to tables of cells:
 
 Where the GLS estimates are already non-negative they are returned unchanged
 (the step is idempotent), and only the (parent, cell) groups that hold a
-negative target are sorted.  Children known exactly (variance 0) keep their
+negative target take part.  Children known exactly (variance 0) keep their
 values.  The result is post-processing of noisy values only; it is no longer
 linear in them, so GLS variances are then approximate error bars.
 
@@ -60,34 +60,38 @@ def project_groups(t: np.ndarray, v: np.ndarray, group: np.ndarray,
 
     Notes
     -----
-    Sorted by ``t / v`` descending within a group, the positive elements are
-    a prefix ``1..j``; ``lambda_j = (sum_{i<=j} t_i - total) / sum_{i<=j} v_i``
-    and ``j*`` is the last ``j`` with ``t_j / v_j >= lambda_j`` (the weighted
-    form of the sort-based simplex projection).
+    Michelot's active-set iteration, run on all groups at once: with ``A`` the
+    active elements of a group (initially all),
+    ``lambda = (sum_A t - total) / sum_A v``; elements with
+    ``t - lambda v <= 0`` leave ``A``; repeat until no group changes.
+    ``lambda`` never decreases and an element that leaves never returns, so
+    the iteration ends (in at most the largest group size, in practice a few
+    rounds of two ``bincount`` each) at the exact projection: the positive
+    elements are those with ``t / v > lambda``.  A group whose total is 0 is
+    all zeros.
+
+    References
+    ----------
+    .. [1] C. Michelot. "A finite algorithm for finding the projection of a
+       point onto the canonical simplex of R^n", Journal of Optimization Theory
+       and Applications 50(1), 1986, 195-200.
 
     Examples
     --------
     >>> project_groups(np.array([3.0, -1.0]), np.ones(2), np.zeros(2, int), np.array([2.0]))
     array([2., 0.])
     """
-    ratio = t / v
-    order = np.lexsort((-ratio, group))
-    g = group[order]
-    n = g.size
-    starts = np.flatnonzero(np.r_[True, g[1:] != g[:-1]])
-    seg = np.repeat(starts, np.diff(np.r_[starts, n]))
-    ct = np.cumsum(t[order])
-    cv = np.cumsum(v[order])
-    base_t = np.where(seg > 0, ct[seg - 1], 0.0)
-    base_v = np.where(seg > 0, cv[seg - 1], 0.0)
-    lam = ((ct - base_t) - total[g]) / (cv - base_v)
-    valid = ratio[order] - lam >= -1e-12 * (1.0 + np.abs(lam))
-    pos = np.arange(n)
-    last = np.maximum.reduceat(np.where(valid, pos, seg), starts)
-    lam_of = np.repeat(lam[last], np.diff(np.r_[starts, n]))
-    out = np.empty_like(t)
-    out[order] = np.maximum(0.0, t[order] - lam_of * v[order])
-    return out
+    n_groups = total.size
+    active = total[group] > 0
+    while True:
+        st = np.bincount(group, weights=np.where(active, t, 0.0), minlength=n_groups)
+        sv = np.bincount(group, weights=np.where(active, v, 0.0), minlength=n_groups)
+        lam = np.divide(st - total, sv, out=np.zeros(n_groups), where=sv > 0)
+        x = t - lam[group] * v
+        still = active & (x > 0)
+        if np.array_equal(still, active):
+            return np.where(active, x, 0.0)
+        active = still
 
 
 def nonnegative_regions(inference: RegionInference) -> tuple[np.ndarray, ...]:
