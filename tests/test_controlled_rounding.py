@@ -94,9 +94,16 @@ def test_largest_remainder_gives_the_ceilings_to_the_largest_fractions() -> None
     out = controlled_round([x0, x1], parents)
     np.testing.assert_array_equal(out[0], [[4, 4], [4, 3]])
     # Column 0, parent 0: floors 0+2+0+0 = 2, two ceilings go to .9 and .45.
-    # Column 1, parent 0: floors 1+0+0+1 = 2, two ceilings: .8 then the first .5 (ties to lower index).
-    # Parent 1: 4.0 from 1.5 + 2.5 (tie .5/.5: the lower index), 3.0 from 0.0 + 3.0.
-    np.testing.assert_array_equal(out[1], [[1, 1], [2, 1], [1, 0], [0, 2], [2, 0], [2, 3]])
+    # Column 1, parent 0: floors 1+0+0+1 = 2, two ceilings: .8, then one of the tied .5 at
+    # positions 1 and 2: ties go in van der Corput order of positions (0, 2, 1, 3), so position 2.
+    # Parent 1: 4.0 from 1.5 + 2.5 (tie: position 0 first), 3.0 from 0.0 + 3.0.
+    np.testing.assert_array_equal(out[1], [[1, 1], [2, 0], [1, 1], [0, 2], [2, 0], [2, 3]])
+
+
+def test_ties_are_spread_over_the_group() -> None:
+    # Sixteen children of 0.25 each: the four ceilings land at positions 0, 8, 4, 12.
+    out = controlled_round([np.array([4.0]), np.full(16, 0.25)], [None, np.zeros(16, dtype=int)])
+    np.testing.assert_array_equal(np.flatnonzero(out[1]), [0, 4, 8, 12])
 
 
 def test_roots_round_half_up() -> None:

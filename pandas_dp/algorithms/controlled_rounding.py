@@ -23,8 +23,12 @@ fractional parts ``f_c = x_c - lo_c`` get one more.  Vectorized over every
 
 Two rules choose the ``m`` children:
 
-* ``"largest_remainder"`` (default): the ``m`` largest fractional parts (ties
-  to the lower index); roots round half up.  Deterministic (the same release
+* ``"largest_remainder"`` (default): the ``m`` largest fractional parts;
+  roots round half up.  Ties go to siblings spread evenly over the group (van
+  der Corput order of their positions: 0, s/2, s/4, 3s/4, ...), so that equal
+  fractional parts, common in GLS output, do not all round up at the start of
+  a group (which would bias sums of a group's first children, such as prefix
+  ranges of a histogram).  Deterministic (the same release
   always gives the same table, and integer input is returned unchanged), and
   the rounding error it adds is at most that of rounding each value to the
   nearest integer up to the sibling constraint: mean squared error about
@@ -118,6 +122,25 @@ def _check_input(lay: RegionLayout, x: list[np.ndarray]) -> None:
                     f"of its children by up to {float(gap.max()):.3g}. Pass GLS (or projected) estimates.")
 
 
+def _spread_order(lay: RegionLayout, lvl: int) -> tuple[np.ndarray, np.ndarray]:
+    """Children of ``lvl`` grouped by parent, each group in van der Corput order of positions.
+
+    Position ``p`` of a child among its siblings is ranked by its base-2 radical
+    inverse (bits of ``p`` reversed: 0, 1/2, 1/4, 3/4, ...), so children that tie
+    on their fractional part take the ceilings spread evenly over the group
+    (positions 0, s/2, s/4, 3s/4, ...) instead of all at its start.
+    """
+    order, starts = lay.group_order(lvl)
+    parent_sorted = lay.parents[lvl][order]
+    rank = np.arange(order.size, dtype=np.int64) - starts[parent_sorted]
+    bits = max(int(rank.max()).bit_length(), 1) if rank.size else 1
+    rev = np.zeros_like(rank)
+    for bit in range(bits):   # a loop over the bits of a position, not over children
+        rev |= ((rank >> bit) & 1) << (bits - 1 - bit)
+    spread = np.argsort((parent_sorted << bits) | rev, kind="stable")
+    return order[spread], starts
+
+
 def _largest_remainder(f: np.ndarray, eligible: np.ndarray, need: np.ndarray,
                        parent_sorted: np.ndarray, starts: np.ndarray) -> np.ndarray:
     """0/1 choice (rows in group order): the ``need`` largest fractional parts of each group.
@@ -125,7 +148,7 @@ def _largest_remainder(f: np.ndarray, eligible: np.ndarray, need: np.ndarray,
     One stable sort per cell column of the key ``group + (1 - f) / 2`` (ineligible
     children ``group + 3/4``): groups stay apart, and within a group fractional
     parts come in decreasing order, ties (to floating-point resolution of the
-    key) to the lower index.
+    key) in the given row order (the spread order of :func:`_spread_order`).
     """
     key = parent_sorted[:, None] + np.where(eligible, 0.5 * (1.0 - f), 0.75)
     idx = np.argsort(key, axis=0, kind="stable")
@@ -247,7 +270,7 @@ def controlled_round(values: Sequence[np.ndarray],
     up = gen.random(frac0.shape) < frac0 if gen is not None else frac0 >= 0.5
     out[0] = lo[0] + (up & (hi[0] > lo[0]))
     for lvl in range(1, lay.n_levels):
-        order, starts = lay.group_order(lvl)
+        order, starts = _spread_order(lay, lvl)
         parent_sorted = lay.parents[lvl][order]
         lo_s, hi_s, x_s = lo[lvl][order], hi[lvl][order], x[lvl][order]
         need = out[lvl - 1] - np.add.reduceat(lo_s, starts, axis=0)
