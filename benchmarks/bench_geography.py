@@ -112,34 +112,38 @@ def pandas_groupby_sizes(persons: pd.DataFrame) -> list[pd.Series]:
 
 def speed(persons: pd.DataFrame, truth: list[np.ndarray], parents: list, repeat: int,
           baseline: bool) -> None:
+    """Best-of-``repeat`` times of each step and of the whole algorithm part (secure noise)."""
     losses = PureDP(Fraction(1)).split([1, 1, 1])
     lay = region_layout(parents)
-    rng = np.random.default_rng(0)
     noises = [loss.noise() for loss in losses]
-    noisy = [n.add(t, rng) for n, t in zip(noises, truth)]
+    noisy = [n.add(t, None) for n, t in zip(noises, truth)]
     sigma2 = [n.variance() for n in noises]
     inf = region_inference(noisy, lay, sigma2)
     nn = nonnegative_regions(inf)
     steps = {
-        "noise (3 levels)": lambda: [n.add(t, rng) for n, t in zip(noises, truth)],
+        "noise, secure (3 levels)": lambda: [n.add(t, None) for n, t in zip(noises, truth)],
         "GLS": lambda: region_inference(noisy, lay, sigma2),
         "non-negative": lambda: nonnegative_regions(inf),
         "controlled rounding": lambda: controlled_round(nn, lay),
+        "rounding, unbiased": lambda: controlled_round(nn, lay, method="unbiased"),
     }
     cells = sum(t.size for t in truth)
     print(f"\nSpeed: {len(persons):,} persons, {cells:,} released cells "
           f"(best of {repeat}; shared machine, timings are noisy)")
     for name, fn in steps.items():
-        print(f"  {name:28s} {best_of(fn, repeat):8.3f} s")
-    for label, integer in (("release, GLS", False), ("release, GLS + integer", True)):
-        run = lambda: release_geography([None, None, truth[2]], parents, level_losses=losses,  # noqa: E731
-                                        integer=integer, rng=rng)
-        t = best_of(run, repeat)
-        print(f"  {label:28s} {t:8.3f} s   peak {traced_peak(run):7.1f} MiB (traced)")
+        print(f"  {name:30s} {best_of(fn, repeat):8.3f} s")
+    base = None
     if baseline:
-        t = best_of(lambda: pandas_groupby_sizes(persons), repeat)
+        base = best_of(lambda: pandas_groupby_sizes(persons), repeat)
         peak = traced_peak(lambda: pandas_groupby_sizes(persons))
-        print(f"  {'pandas groupby sizes x3':28s} {t:8.3f} s   peak {peak:7.1f} MiB (traced)")
+        print(f"  {'pandas groupby sizes x3':30s} {base:8.3f} s   peak {peak:7.1f} MiB (traced)")
+    for label, integer in (("algorithm part, GLS", False), ("algorithm part, GLS + integer", True)):
+        def run(integer: bool = integer) -> object:
+            return release_geography([None, None, truth[2]], parents, level_losses=losses,
+                                     integer=integer, rng=None)
+        t = best_of(run, repeat)
+        ratio = f"  = {t / base:.2f}x pandas" if base else ""
+        print(f"  {label:30s} {t:8.3f} s   peak {traced_peak(run):7.1f} MiB (traced){ratio}")
 
 
 def level_errors(est: list[np.ndarray], truth: list[np.ndarray], lay: RegionLayout) -> dict:

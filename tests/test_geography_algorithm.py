@@ -7,6 +7,8 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pandas_dp.algorithms.geography import release_geography
 from pandas_dp.algorithms.region_inference import region_inference
@@ -167,3 +169,46 @@ def test_zcdp_levels() -> None:
                             rng=np.random.default_rng(0))
     assert rel.noise_descriptions()[2]["noise"] == "discrete Gaussian"
     np.testing.assert_array_equal(rel.layout.aggregate(rel.estimates[2], 2), rel.estimates[1])
+
+
+@st.composite
+def geographies(draw):
+    """A random geography (any fan-out, shuffled codes), small leaf counts, random level losses
+    (coarser levels sometimes unmeasured), a random cell shape."""
+    levels = draw(st.integers(1, 4))
+    sizes, parents = [1], [None]
+    for _ in range(1, levels):
+        fan = draw(st.lists(st.integers(1, 4), min_size=sizes[-1], max_size=sizes[-1]))
+        par = np.repeat(np.arange(sizes[-1]), fan)
+        parents.append(par[np.random.default_rng(draw(st.integers(0, 2**31))).permutation(par.size)])
+        sizes.append(par.size)
+    cells = tuple(draw(st.lists(st.integers(1, 3), min_size=1, max_size=2)))
+    rng = np.random.default_rng(draw(st.integers(0, 2**31)))
+    leaf = rng.poisson(draw(st.sampled_from([0.3, 3.0, 30.0])), size=(sizes[-1],) + cells)
+    weights = [draw(st.sampled_from([0, 1, 2])) for _ in range(levels - 1)] + [draw(st.integers(1, 2))]
+    eps = draw(st.sampled_from([Fraction(1, 10), Fraction(1), Fraction(10)]))
+    losses = PureDP(eps).split([Fraction(w, sum(weights)) for w in weights])
+    return parents, leaf, [l if l.amount > 0 else None for l in losses], rng
+
+
+@settings(max_examples=60, deadline=None)
+@given(geographies(), st.sampled_from(["largest_remainder", "unbiased"]))
+def test_consistency_and_integrality_on_any_geography(case, rounding) -> None:
+    parents, leaf, losses, rng = case
+    counts = [None] * (len(parents) - 1) + [leaf]
+    gls = release_geography(counts, parents, level_losses=losses, rng=np.random.default_rng(1))
+    nn = release_geography(counts, parents, level_losses=losses, nonnegative=True,
+                           rng=np.random.default_rng(1))
+    rel = release_geography(counts, parents, level_losses=losses, integer=True, rounding=rounding,
+                            rng=np.random.default_rng(1))
+    lay = rel.layout
+    for lvl in range(lay.n_levels):
+        assert rel.estimates[lvl].shape == (lay.n_regions[lvl],) + leaf.shape[1:]
+        assert rel.estimates[lvl].dtype == np.int64 and np.all(rel.estimates[lvl] >= 0)
+        assert np.all(nn.estimates[lvl] >= 0)
+        assert np.all(np.abs(rel.estimates[lvl] - nn.estimates[lvl]) < 1.0)
+        if lvl:
+            np.testing.assert_array_equal(lay.aggregate(rel.estimates[lvl], lvl), rel.estimates[lvl - 1])
+            for r in (gls, nn):
+                np.testing.assert_allclose(lay.aggregate(r.estimates[lvl], lvl), r.estimates[lvl - 1],
+                                           rtol=1e-9, atol=1e-8)

@@ -278,7 +278,7 @@ def release_geography(counts: Sequence[np.ndarray | None], parents: Sequence[np.
     if integer:
         estimates = controlled_round(estimates, lay, totals=public, method=rounding,
                                      rng=rng if isinstance(rng, np.random.Generator) else None)
-    for arr in (*estimates, *(n for n in noisy if n is not None)):
+    for arr in (sigma2, *estimates, *(n for n in noisy if n is not None)):
         arr.setflags(write=False)
     return GeographyRelease(layout=lay, losses=tuple(losses), noises=tuple(noises),
                             level_variances=sigma2, noisy=noisy, estimates=tuple(estimates),
