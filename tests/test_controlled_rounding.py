@@ -191,3 +191,37 @@ def test_bad_input_is_refused(values, totals, match) -> None:
 def test_unknown_method_is_refused() -> None:
     with pytest.raises(ParameterError, match="largest_remainder"):
         controlled_round([np.array([1.0])], [None], method="nearest")
+
+
+@settings(max_examples=100, deadline=None)
+@given(real_trees(), st.sampled_from(METHODS), st.integers(0, 2**31))
+def test_root_totals_over_cells_are_matched(case, method, seed) -> None:
+    lay, values = case
+    # Any integer between the sums of floors and ceilings of a root's cells is reachable.
+    totals = np.rint(values[0].sum(axis=1)).astype(np.int64)
+    out = controlled_round(values, lay, root_totals=totals, method=method,
+                           rng=np.random.default_rng(seed))
+    check_rounding(lay, values, out)
+    np.testing.assert_array_equal(out[0].sum(axis=1), totals)
+
+
+def test_root_totals_unbiased_over_many_roots() -> None:
+    # 20,000 independent roots (a forest), each with cells summing to the integer total 4
+    # and two children per cell: every node's mean over the roots matches its value.
+    n = 20_000
+    cells = np.array([0.6, 1.3, 0.35, 1.75])                   # sums to 4
+    child = np.array([[0.2, 0.9, 0.05, 1.25], [0.4, 0.4, 0.3, 0.5]])
+    parents = [None, np.repeat(np.arange(n), 2)]
+    values = [np.tile(cells, (n, 1)), np.tile(child, (n, 1))]
+    out = controlled_round(values, parents, root_totals=np.full(n, 4), method="unbiased",
+                           rng=np.random.default_rng(4))
+    assert np.all(out[0].sum(axis=1) == 4)
+    # Standard error of a mean of n Bernoulli draws <= 0.5 / sqrt(n); 5 SE on 12 nodes (CLT).
+    np.testing.assert_allclose(out[0].mean(axis=0), cells, atol=5 * 0.5 / np.sqrt(n))
+    np.testing.assert_allclose(out[1][0::2].mean(axis=0), child[0], atol=5 * 0.5 / np.sqrt(n))
+    np.testing.assert_allclose(out[1][1::2].mean(axis=0), child[1], atol=5 * 0.5 / np.sqrt(n))
+
+
+def test_unreachable_root_total_is_refused() -> None:
+    with pytest.raises(ParameterError, match="root_totals"):
+        controlled_round([np.array([[0.5, 0.5]])], [None], root_totals=np.array([3]))

@@ -212,3 +212,35 @@ def test_consistency_and_integrality_on_any_geography(case, rounding) -> None:
             for r in (gls, nn):
                 np.testing.assert_allclose(lay.aggregate(r.estimates[lvl], lvl), r.estimates[lvl - 1],
                                            rtol=1e-9, atol=1e-8)
+
+
+@pytest.mark.parametrize("integer", [False, True])
+def test_public_national_population_is_kept(integer) -> None:
+    leaf = county_counts(cells=5, seed=6) // 6             # small counts: projection is active
+    total = np.array([int(leaf.sum())])
+    losses = PureDP(Fraction(1, 2)).split([1, 1, 1])
+    rel = release_geography([None, None, leaf], PARENTS, level_losses=losses, root_totals=total,
+                            nonnegative=True, integer=integer, rng=np.random.default_rng(3))
+    lay = rel.layout
+    np.testing.assert_allclose(rel.estimates[0].sum(), total[0], rtol=1e-12)
+    for lvl in range(3):
+        assert np.all(rel.estimates[lvl] >= 0)
+        if lvl:
+            np.testing.assert_allclose(lay.aggregate(rel.estimates[lvl], lvl), rel.estimates[lvl - 1],
+                                       rtol=1e-9, atol=1e-9)
+    # Knowing the total over the 5 cells lowers every variance by A^2 P_root / 5.
+    free = release_geography([None, None, leaf], PARENTS, level_losses=losses, rng=np.random.default_rng(3))
+    assert np.all(rel.variances[0] < free.variances[0])
+    st = rel.structure
+    for lvl in range(3):
+        root_var = st.root_variance[0]
+        np.testing.assert_allclose(rel.variances[lvl],
+                                   free.variances[lvl] - st.gain[lvl] ** 2 * root_var / 5, rtol=1e-12)
+
+
+def test_root_totals_must_agree_with_public_tables() -> None:
+    leaf = county_counts(cells=2)
+    with pytest.raises(ParameterError, match="root_totals disagree"):
+        release_geography([None, None, leaf], PARENTS, level_losses=[None, None, PureDP(Fraction(1))],
+                          public_totals=[None, np.ones((3, 2), dtype=np.int64), None],
+                          root_totals=np.array([5]), rng=np.random.default_rng(0))

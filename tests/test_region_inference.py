@@ -259,3 +259,61 @@ def test_regular_tree_projection_matches_nonnegative_tree(shape, b) -> None:
     assert any(np.any(r == 0) for r in ref)   # the projection was active
     for k in range(layout.n_levels):
         np.testing.assert_allclose(reg[layout.height - k], ref[k].ravel(), rtol=1e-9, atol=1e-9)
+
+
+def dense_gls_cells(mats: list, noisy: list, sigma2: list, root_totals: np.ndarray):
+    """GLS of the whole (leaves x cells) table with every root's total over the cells as an
+    exact constraint (and exact levels as constraints), by the null-space solve above."""
+    cells = noisy[-1].shape[1]
+    big = [np.kron(m, np.eye(cells)) for m in mats]
+    y = [None if t is None else t.ravel() for t in noisy]
+    mats_c = big + [np.kron(mats[0], np.ones((1, cells)))]
+    return dense_gls(mats_c, y + [root_totals], list(sigma2) + [0.0]), big
+
+
+@settings(max_examples=80, deadline=None)
+@given(region_cases(), st.integers(0, 2**31))
+def test_root_totals_equal_dense_constrained_least_squares(case, seed) -> None:
+    parents, sizes, noisy, sigma2 = case
+    if sigma2[0] == 0:   # a root known cell by cell already fixes its total: measure it instead
+        sigma2 = [1.0] + list(sigma2[1:])
+    rng = np.random.default_rng(seed)
+    mats = incidence(parents, sizes)
+    cells = noisy[-1].shape[1]
+    truth_roots = (mats[0] @ np.ones((sizes[-1], cells))).sum(axis=1) * 7.0
+    totals = truth_roots + rng.normal(0, 3, size=sizes[0])
+    if any(s == 0 for s in sigma2):   # exact levels fix the roots' totals: use theirs
+        k = next(i for i, s in enumerate(sigma2) if s == 0)
+        totals = (mats[0] @ np.linalg.pinv(mats[k]) @ noisy[k]).sum(axis=1)
+    inf = region_inference(noisy, parents, sigma2, root_totals=totals)
+    (x, cov), big = dense_gls_cells(mats, noisy, sigma2, totals)
+    for lvl in range(len(sizes)):
+        np.testing.assert_allclose(inf.estimates[lvl].ravel(), big[lvl] @ x, rtol=1e-7, atol=1e-7)
+        node_var = np.einsum("ij,jk,ik->i", big[lvl], cov, big[lvl]).reshape(sizes[lvl], cells)
+        np.testing.assert_allclose(inf.variances[lvl][:, None] + 0 * node_var, node_var,
+                                   rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(inf.estimates[0].sum(axis=1), totals, rtol=1e-9, atol=1e-8)
+    # Sums of regions and cells: w' (x) u' against the dense covariance.
+    lvl = int(rng.integers(0, len(sizes)))
+    w = rng.normal(size=sizes[lvl])
+    u = rng.normal(size=cells)
+    vec = np.kron(w, u) @ big[lvl]
+    assert inf.structure.sum_variance(lvl, w, u) == pytest.approx(vec @ cov @ vec, rel=1e-7, abs=1e-9)
+    one_cell = np.kron(w, np.eye(cells)[0]) @ big[lvl]
+    assert inf.structure.sum_variance(lvl, w) == pytest.approx(one_cell @ cov @ one_cell,
+                                                               rel=1e-7, abs=1e-9)
+
+
+@settings(max_examples=60, deadline=None)
+@given(region_cases(allow_exact=False), st.sampled_from([0.5, 5.0]))
+def test_nonnegative_with_root_totals(case, shift) -> None:
+    parents, sizes, noisy, sigma2 = case
+    noisy = [None if t is None else t - shift for t in noisy]
+    totals = np.full(sizes[0], 3.0)
+    inf = region_inference(noisy, parents, sigma2, root_totals=totals)
+    nn = nonnegative_regions(inf)
+    np.testing.assert_allclose(nn[0].sum(axis=1), totals, rtol=1e-9)
+    for lvl in range(len(sizes)):
+        assert np.all(nn[lvl] >= 0)
+        if lvl > 0:
+            np.testing.assert_allclose(inf.layout.aggregate(nn[lvl], lvl), nn[lvl - 1], rtol=1e-9, atol=1e-8)

@@ -9,7 +9,14 @@ integer totals on some levels.  Output: integers with
 * the same consistency in every cell (parent = sum of children),
 * the public totals exactly,
 
-computed top-down.  Bottom-up, every node gets the integer interval it may
+computed top-down.  A public total over all cells of a root (level-0
+region), e.g. the national population, is kept too: the root's cells are
+rounded together, as the children of that total.  (Totals over cells of
+regions below the roots are a two-way controlled rounding problem that a
+top-down pass cannot always solve: rounding a parent's cells first can leave
+its children no consistent choice; they are not supported.)
+
+Bottom-up, every node gets the integer interval it may
 take, ``[lo, hi]``: ``[floor x, ceil x]`` (one value where ``x`` is an integer,
 to floating-point accuracy, or a public total), intersected with
 ``[sum_c lo_c, sum_c hi_c]`` over its children.  For a consistent tree the
@@ -122,6 +129,15 @@ def _check_input(lay: RegionLayout, x: list[np.ndarray]) -> None:
                     f"of its children by up to {float(gap.max()):.3g}. Pass GLS (or projected) estimates.")
 
 
+def _van_der_corput(rank: np.ndarray) -> tuple[np.ndarray, int]:
+    """Bits of every position reversed (its base-2 radical inverse, as an integer) and the bit count."""
+    bits = max(int(rank.max()).bit_length(), 1) if rank.size else 1
+    rev = np.zeros_like(rank)
+    for bit in range(bits):   # a loop over the bits of a position, not over children
+        rev |= ((rank >> bit) & 1) << (bits - 1 - bit)
+    return rev, bits
+
+
 def _spread_order(lay: RegionLayout, lvl: int) -> tuple[np.ndarray, np.ndarray]:
     """Children of ``lvl`` grouped by parent, each group in van der Corput order of positions.
 
@@ -132,11 +148,7 @@ def _spread_order(lay: RegionLayout, lvl: int) -> tuple[np.ndarray, np.ndarray]:
     """
     order, starts = lay.group_order(lvl)
     parent_sorted = lay.parents[lvl][order]
-    rank = np.arange(order.size, dtype=np.int64) - starts[parent_sorted]
-    bits = max(int(rank.max()).bit_length(), 1) if rank.size else 1
-    rev = np.zeros_like(rank)
-    for bit in range(bits):   # a loop over the bits of a position, not over children
-        rev |= ((rank >> bit) & 1) << (bits - 1 - bit)
+    rev, bits = _van_der_corput(np.arange(order.size, dtype=np.int64) - starts[parent_sorted])
     spread = np.argsort((parent_sorted << bits) | rev, kind="stable")
     return order[spread], starts
 
@@ -180,9 +192,47 @@ def _systematic(f: np.ndarray, need: np.ndarray, parent_sorted: np.ndarray, star
     return np.clip(chosen, 0, 1).astype(np.int64)
 
 
+def _choose(f: np.ndarray, eligible: np.ndarray, need: np.ndarray, parent_sorted: np.ndarray,
+            starts: np.ndarray, gen: np.random.Generator | None) -> np.ndarray:
+    """Which children (rows in group order) take their upper value: ``need`` per group and column."""
+    if gen is None:
+        return _largest_remainder(f, eligible, need, parent_sorted, starts)
+    chosen = _systematic(f, need, parent_sorted, starts, gen)
+    short = np.add.reduceat(chosen, starts, axis=0) != need
+    if short.any():   # floating-point edge cases only: fall back where the count is off
+        fallback = _largest_remainder(f, eligible, need, parent_sorted, starts)
+        chosen = np.where(short[parent_sorted], fallback, chosen)
+    return chosen
+
+
+def _round_roots(x0: np.ndarray, lo0: np.ndarray, hi0: np.ndarray, root_totals: np.ndarray | None,
+                 gen: np.random.Generator | None) -> np.ndarray:
+    """Level 0: each value alone (half up, or up with probability f), or each root's cells
+    together so that they sum to its public total (the cells are the "children" of the total)."""
+    frac = np.where(hi0 > lo0, np.clip(x0 - lo0, 0.0, 1.0), 0.0)
+    if root_totals is None:
+        up = gen.random(frac.shape) < frac if gen is not None else frac >= 0.5
+        return lo0 + (up & (hi0 > lo0))
+    need = (root_totals - lo0.sum(axis=1))[None, :]
+    eligible = (hi0 > lo0).T
+    if np.any(need < 0) or np.any(need > eligible.sum(axis=0)):
+        raise ParameterError(
+            "No rounding of the roots' cells sums to their public totals: the cells must already sum "
+            "to them. Estimate with the totals (region_inference(..., root_totals=...)).")
+    width = x0.shape[1]
+    rev, _ = _van_der_corput(np.arange(width, dtype=np.int64))
+    order = np.argsort(rev, kind="stable")
+    one_group = np.zeros(width, dtype=np.int64)
+    chosen = _choose(frac.T[order], eligible[order], need, one_group, np.zeros(1, dtype=np.int64), gen)
+    out = np.empty_like(lo0)
+    out[:, order] = lo0[:, order] + chosen.T
+    return out
+
+
 def controlled_round(values: Sequence[np.ndarray],
                      parents: RegionLayout | Sequence[np.ndarray | None], *,
                      totals: Sequence[np.ndarray | None] | None = None,
+                     root_totals: np.ndarray | None = None,
                      method: RoundingMethod = "largest_remainder",
                      rng: np.random.Generator | None = None,
                      n_regions: Sequence[int] | None = None) -> tuple[np.ndarray, ...]:
@@ -200,6 +250,12 @@ def controlled_round(values: Sequence[np.ndarray],
         Public integer values to match, per level (``None``: none on that
         level), shaped like ``values[l]``; e.g. the public number of rows at the
         root of a hierarchical histogram.  Each must be within 1 of its value.
+    root_totals : ndarray of int, optional
+        Public total over all cells of every root (level-0 region), shaped
+        ``(n_regions[0],)``, e.g. the national population: each root's cells
+        are rounded together (by the same rule, the cells playing the part of
+        children) to sum to it.  The real cells should already sum to it
+        (``region_inference(..., root_totals=...)``).
     method : {"largest_remainder", "unbiased"}
         How the children of a parent share its integer (see the module notes).
     rng : numpy.random.Generator, optional
@@ -217,8 +273,9 @@ def controlled_round(values: Sequence[np.ndarray],
     Raises
     ------
     ParameterError
-        When a value is negative or not finite, the tree is not consistent, or
-        a total is 1 or more away from its value.
+        When a value is negative or not finite, the tree is not consistent, a
+        total is 1 or more away from its value, or no rounding of a root's
+        cells reaches its root total.
 
     Examples
     --------
@@ -253,6 +310,13 @@ def controlled_round(values: Sequence[np.ndarray],
                 raise ParameterError(f"totals[{lvl}] must be an integer array shaped {shapes[lvl]}; "
                                      f"got dtype {arr.dtype} and shape {arr.shape}.")
             tot[lvl] = arr.astype(np.int64).reshape(lay.n_regions[lvl], width)
+    root = None
+    if root_totals is not None:
+        root = np.asarray(root_totals)
+        if root.shape != (lay.n_regions[0],) or not np.issubdtype(root.dtype, np.integer):
+            raise ParameterError(f"root_totals must be an integer array shaped ({lay.n_regions[0]},); "
+                                 f"got dtype {root.dtype} and shape {root.shape}.")
+        root = root.astype(np.int64)
     lo: list[np.ndarray] = [np.empty(0, dtype=np.int64)] * lay.n_levels
     hi: list[np.ndarray] = [np.empty(0, dtype=np.int64)] * lay.n_levels
     for lvl in range(lay.leaf_level, -1, -1):
@@ -266,9 +330,7 @@ def controlled_round(values: Sequence[np.ndarray],
                 f"totals of the levels below, or the tree is not consistent.")
     gen = _rounding_rng(rng) if method == "unbiased" else None
     out: list[np.ndarray] = [np.empty(0, dtype=np.int64)] * lay.n_levels
-    frac0 = np.clip(x[0] - lo[0], 0.0, 1.0)
-    up = gen.random(frac0.shape) < frac0 if gen is not None else frac0 >= 0.5
-    out[0] = lo[0] + (up & (hi[0] > lo[0]))
+    out[0] = _round_roots(x[0], lo[0], hi[0], root, gen)
     for lvl in range(1, lay.n_levels):
         order, starts = _spread_order(lay, lvl)
         parent_sorted = lay.parents[lvl][order]
@@ -276,14 +338,7 @@ def controlled_round(values: Sequence[np.ndarray],
         need = out[lvl - 1] - np.add.reduceat(lo_s, starts, axis=0)
         eligible = hi_s > lo_s
         f = np.where(eligible, np.clip(x_s - lo_s, 0.0, 1.0), 0.0)
-        if gen is None:
-            chosen = _largest_remainder(f, eligible, need, parent_sorted, starts)
-        else:
-            chosen = _systematic(f, need, parent_sorted, starts, gen)
-            short = np.add.reduceat(chosen, starts, axis=0) != need
-            if short.any():   # floating-point edge cases only: fall back where the count is off
-                fallback = _largest_remainder(f, eligible, need, parent_sorted, starts)
-                chosen = np.where(short[parent_sorted], fallback, chosen)
+        chosen = _choose(f, eligible, need, parent_sorted, starts, gen)
         result = np.empty_like(lo_s)
         result[order] = lo_s + chosen
         out[lvl] = result

@@ -13,7 +13,8 @@ integer noise level by level, and returns consistent estimates:
    exactly and not measured.
 2. **Consistency.** Exact GLS across the geography for every cell
    (:func:`~pandas_dp.algorithms.region_inference.region_inference`) with the
-   levels' noise variances (exact variance ``0`` for public levels).
+   levels' noise variances (exact variance ``0`` for public levels), subject
+   also to public totals over the cells of the level-0 regions if given.
 3. **Optional post-processing.** ``nonnegative``: the top-down weighted
    projection (:func:`~pandas_dp.algorithms.region_nonnegative.nonnegative_regions`);
    ``integer``: non-negative integers by controlled rounding
@@ -167,11 +168,33 @@ def _public(lay: RegionLayout, public_totals: Sequence[Any] | None,
     return out
 
 
+def _root_totals(lay: RegionLayout, root_totals: Any,
+                 public: list[np.ndarray | None]) -> np.ndarray | None:
+    if root_totals is None:
+        return None
+    arr = np.asarray(root_totals)
+    if arr.shape != (lay.n_regions[0],) or not np.issubdtype(arr.dtype, np.integer) or np.any(arr < 0):
+        raise ParameterError(
+            f"root_totals must give one non-negative integer total per level-0 region, shaped "
+            f"({lay.n_regions[0]},); got dtype {arr.dtype} and shape {arr.shape}.")
+    arr = arr.astype(np.int64)
+    known = next((lvl for lvl in range(lay.n_levels) if public[lvl] is not None), None)
+    if known is not None:
+        up = public[known]
+        for lvl in range(known, 0, -1):
+            up = lay.aggregate(up, lvl)
+        if not np.array_equal(up.reshape(up.shape[0], -1).sum(axis=1), arr):
+            raise ParameterError(f"root_totals disagree with public_totals of level {known}: its tables "
+                                 f"do not add up to them. Pass consistent public values.")
+    return arr
+
+
 def release_geography(counts: Sequence[np.ndarray | None], parents: Sequence[np.ndarray | None], *,
                       level_losses: Sequence[PrivacyLoss | None],
                       sensitivity: Sensitivity = Sensitivity(), integer: bool = False,
                       nonnegative: bool = False,
                       public_totals: Sequence[np.ndarray | None] | None = None,
+                      root_totals: np.ndarray | None = None,
                       rounding: RoundingMethod = "largest_remainder",
                       rng: Any = None) -> GeographyRelease:
     """Release one table per region of a public geography, consistent across levels.
@@ -199,6 +222,11 @@ def release_geography(counts: Sequence[np.ndarray | None], parents: Sequence[np.
     public_totals : sequence of ndarray or None, optional
         Exact public tables of some levels (non-negative integers shaped like
         that level's table); those levels get no loss and are matched exactly.
+    root_totals : ndarray of int, optional
+        Public total over all cells of every level-0 region, shaped
+        ``(n_regions[0],)`` (e.g. the national population, a census
+        invariant): the estimates are GLS subject to it, and non-negative and
+        integer tables keep it exactly.
     rounding : {"largest_remainder", "unbiased"}
         Controlled-rounding rule when ``integer`` (see
         :mod:`~pandas_dp.algorithms.controlled_rounding`).
@@ -246,6 +274,7 @@ def release_geography(counts: Sequence[np.ndarray | None], parents: Sequence[np.
             raise ParameterError(f"counts[{lvl}] must be shaped {(lay.n_regions[lvl],) + cells} like "
                                  f"the finest table; got {np.shape(table)}.")
     public = _public(lay, public_totals, cells)
+    roots = _root_totals(lay, root_totals, public)
     noises: list[Noise | None] = []
     losses: list[PrivacyLoss | None] = []
     for lvl, loss in enumerate(level_losses):
@@ -271,12 +300,12 @@ def release_geography(counts: Sequence[np.ndarray | None], parents: Sequence[np.
     sigma2 = np.array([n.variance() if n is not None else 0.0 if public[lvl] is not None else np.inf
                        for lvl, n in enumerate(noises)])
     observed = [noisy[lvl] if noisy[lvl] is not None else public[lvl] for lvl in range(lay.n_levels)]
-    inference = region_inference(observed, lay, sigma2)
+    inference = region_inference(observed, lay, sigma2, root_totals=roots)
     estimates = inference.estimates
     if nonnegative:
         estimates = nonnegative_regions(inference)
     if integer:
-        estimates = controlled_round(estimates, lay, totals=public, method=rounding,
+        estimates = controlled_round(estimates, lay, totals=public, root_totals=roots, method=rounding,
                                      rng=rng if isinstance(rng, np.random.Generator) else None)
     for arr in (sigma2, *estimates, *(n for n in noisy if n is not None)):
         arr.setflags(write=False)

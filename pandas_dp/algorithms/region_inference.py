@@ -33,6 +33,15 @@ variance of any weighted sum of regions of one level
 roots.  Cells are independent with the same variances, so a sum of cells of
 one region has the sum of their variances.
 
+Public totals over cells.  When the total over all cells of every root
+(level-0 region) is public (e.g. the national population), the GLS estimate
+subject to it too is closed-form: the per-cell errors have covariance
+``Sigma (x) I`` (regions x cells), so conditioning on a root's total moves
+every descendant ``c`` by ``A_c (T - t_root) / n`` in every one of the ``n``
+cells, with ``A_c`` the product of the shares ``a`` on the path from the root
+(the gain of ``e_c`` on ``e_root``), and lowers its variance by
+``A_c^2 P_root / n``.
+
 References
 ----------
 .. [1] M. Hay, V. Rastogi, G. Miklau, D. Suciu. "Boosting the Accuracy of
@@ -96,8 +105,17 @@ class RegionVariances:
         ``VS_v = sum_c V_c`` for levels above the finest (``None`` on the finest).
     share : tuple of ndarray or None
         ``a_c = V_c / VS_parent`` for levels ``>= 1`` (``None`` on level 0).
+    gain : tuple of ndarray
+        ``A_c``: product of the shares on the path from the root (1 on level 0).
+    root_variance : ndarray
+        Variance ``P`` of every root's estimate in one cell before any
+        conditioning on root totals.
+    root_total_cells : int or None
+        Number of cells ``n`` when every root's total over the cells is known
+        exactly (``None``: no such totals).
     variances : tuple of ndarray
-        Exact error variance ``P`` of every region's estimate, in every cell.
+        Exact error variance of every region's estimate, in every cell:
+        ``P_c``, or ``P_c - A_c^2 P_root / n`` given root totals.
     """
 
     layout: RegionLayout
@@ -105,6 +123,9 @@ class RegionVariances:
     vdown: tuple[np.ndarray, ...]
     child_var: tuple[np.ndarray | None, ...]
     share: tuple[np.ndarray | None, ...]
+    gain: tuple[np.ndarray, ...]
+    root_variance: np.ndarray
+    root_total_cells: int | None
     variances: tuple[np.ndarray, ...]
 
     def sum_variance(self, level: int, region_weights: np.ndarray,
@@ -122,7 +143,8 @@ class RegionVariances:
         cell_weights : ndarray, optional
             ``u`` over the cells (``None``: a single cell).  Cells are
             independent with the same region covariance, so the variance is
-            ``sum_j u_j^2`` times that of the region combination.
+            ``sum_j u_j^2`` times that of the region combination (less the
+            part explained by known root totals, see Notes).
 
         Returns
         -------
@@ -136,7 +158,9 @@ class RegionVariances:
         ``Var(w' e_l) = Var(u' e_{l-1}) + sum_v [sum_c w_c^2 V_c - (sum_c w_c V_c)^2 / VS_v]``;
         on level 0 (independent roots) ``Var(u' e_0) = sum_v u_v^2 P_v``.
         For siblings ``S`` of one parent ``v`` with ``A = sum_S V_c / VS_v``
-        this is ``A^2 P_v + VS_v A (1 - A)``.
+        this is ``A^2 P_v + VS_v A (1 - A)``.  With the cells, the variance is
+        ``sum_j u_j^2`` times this, minus ``(sum_j u_j)^2 / n sum_r u_r^2 P_r``
+        when the roots' totals over the ``n`` cells are known.
         """
         lay = self.layout
         w = np.asarray(region_weights, dtype=np.float64)
@@ -152,9 +176,17 @@ class RegionVariances:
             t2 = lay.aggregate(w * v, k)
             acc = acc + np.sum(t1 - _ratio(t2 * t2, self.child_var[k - 1][col]), axis=0)
             w = lay.aggregate(w * self.share[k][col], k)
-        acc = acc + np.sum(w * w * self.variances[0][col], axis=0)
+        base = np.sum(w * w * self.root_variance[col], axis=0)
+        s1, s2 = 1.0, 1.0
         if cell_weights is not None:
-            acc = acc * float(np.sum(np.asarray(cell_weights, dtype=np.float64) ** 2))
+            u = np.asarray(cell_weights, dtype=np.float64).ravel()
+            if self.root_total_cells is not None and u.size != self.root_total_cells:
+                raise ParameterError(f"cell_weights must give one weight per cell "
+                                     f"({self.root_total_cells}); got {u.size}.")
+            s1, s2 = float(u.sum()), float(np.sum(u * u))
+        acc = s2 * (acc + base)
+        if self.root_total_cells is not None:
+            acc = acc - s1 * s1 / self.root_total_cells * base
         return float(acc) if acc.ndim == 0 else acc
 
 
@@ -172,13 +204,16 @@ class RegionInference:
         ``S_v`` (sum of the children's ``z``) for levels above the finest.
     estimates : tuple of ndarray
         GLS estimates, consistent: every parent equals the sum of its children
-        in every cell.
+        in every cell (and every root's cells sum to its total when given).
+    root_totals : ndarray or None
+        Public totals over the cells of every root, when given.
     """
 
     structure: RegionVariances
     z: tuple[np.ndarray, ...]
     child_sum: tuple[np.ndarray | None, ...]
     estimates: tuple[np.ndarray, ...]
+    root_totals: np.ndarray | None = None
 
     @property
     def layout(self) -> RegionLayout:
@@ -207,7 +242,8 @@ def _level_variances(layout: RegionLayout, level_variances: Sequence[float]) -> 
 
 def region_variances(parents: RegionLayout | Sequence[np.ndarray | None],
                      level_variances: Sequence[float], *,
-                     n_regions: Sequence[int] | None = None) -> RegionVariances:
+                     n_regions: Sequence[int] | None = None,
+                     root_total_cells: int | None = None) -> RegionVariances:
     """Bottom-up and posterior variances of every region for given level noise variances.
 
     Parameters
@@ -220,6 +256,9 @@ def region_variances(parents: RegionLayout | Sequence[np.ndarray | None],
         be finite.
     n_regions : sequence of int, optional
         Sizes per level when ``parents`` are plain arrays.
+    root_total_cells : int, optional
+        Number of cells ``n`` when every root's total over its cells is known
+        exactly (the variances are then conditioned on it).
 
     Returns
     -------
@@ -243,17 +282,27 @@ def region_variances(parents: RegionLayout | Sequence[np.ndarray | None],
         s2 = sigma2[lvl]
         vdown[lvl] = vs if np.isinf(s2) else s2 * vs / (s2 + vs) if s2 > 0 else np.zeros_like(vs)
     share: list[np.ndarray | None] = [None] * lay.n_levels
+    gain: list[np.ndarray] = [np.ones(lay.n_regions[0])]
+    root_var: list[np.ndarray] = [vdown[0]]   # the variance of each region's root, per region
     var: list[np.ndarray] = [np.empty(0)] * lay.n_levels
     var[0] = vdown[0]
     for lvl in range(1, lay.n_levels):
         a = _ratio(vdown[lvl], lay.expand(child_var[lvl - 1], lvl))
         share[lvl] = a
+        gain.append(a * lay.expand(gain[lvl - 1], lvl))
+        root_var.append(lay.expand(root_var[lvl - 1], lvl))
         var[lvl] = a * a * lay.expand(var[lvl - 1], lvl) + vdown[lvl] * (1.0 - a)
-    for arrays in (vdown, var, child_var[:-1], share[1:]):
+    if root_total_cells is not None:
+        n = int(root_total_cells)
+        var = [p - g * g * r / n for p, g, r in zip(var, gain, root_var)]
+    for arrays in (vdown, var, gain, child_var[:-1], share[1:]):
         for arr in arrays:
             arr.setflags(write=False)
     return RegionVariances(layout=lay, level_variances=sigma2, vdown=tuple(vdown),
-                           child_var=tuple(child_var), share=tuple(share), variances=tuple(var))
+                           child_var=tuple(child_var), share=tuple(share), gain=tuple(gain),
+                           root_variance=vdown[0],
+                           root_total_cells=None if root_total_cells is None else int(root_total_cells),
+                           variances=tuple(var))
 
 
 def _cells_shape(layout: RegionLayout, noisy: Sequence[np.ndarray | None],
@@ -280,7 +329,8 @@ def _cells_shape(layout: RegionLayout, noisy: Sequence[np.ndarray | None],
 def region_inference(noisy: Sequence[np.ndarray | None],
                      parents: RegionLayout | Sequence[np.ndarray | None],
                      level_variances: Sequence[float], *,
-                     n_regions: Sequence[int] | None = None) -> RegionInference:
+                     n_regions: Sequence[int] | None = None,
+                     root_totals: np.ndarray | None = None) -> RegionInference:
     """Exact GLS estimate of every region x cell from noisy tables per level.
 
     Parameters
@@ -297,6 +347,10 @@ def region_inference(noisy: Sequence[np.ndarray | None],
         exact).  The finest level must be finite.
     n_regions : sequence of int, optional
         Sizes per level when ``parents`` are plain arrays.
+    root_totals : ndarray, optional
+        Public total over all cells of every root (level-0 region), shaped
+        ``(n_regions[0],)``, e.g. the national population: the estimate is
+        then the GLS estimate subject to these totals too.
 
     Returns
     -------
@@ -312,10 +366,16 @@ def region_inference(noisy: Sequence[np.ndarray | None],
     [[9.6667], [4.3333, 5.3333]]
     """
     lay = as_layout(parents, n_regions, noisy)
-    structure = region_variances(lay, level_variances)
-    sigma2 = structure.level_variances
+    sigma2 = _level_variances(lay, level_variances)
     cells = _cells_shape(lay, noisy, sigma2)
     width = int(np.prod(cells)) if cells else 1
+    totals = None
+    if root_totals is not None:
+        totals = np.asarray(root_totals, dtype=np.float64)
+        if totals.shape != (lay.n_regions[0],) or not np.all(np.isfinite(totals)):
+            raise ParameterError(f"root_totals must give one finite total per root "
+                                 f"({lay.n_regions[0]},); got shape {totals.shape}.")
+    structure = region_variances(lay, sigma2, root_total_cells=None if totals is None else width)
 
     def table(lvl: int) -> np.ndarray:
         return np.asarray(noisy[lvl], dtype=np.float64).reshape(lay.n_regions[lvl], width)
@@ -340,10 +400,17 @@ def region_inference(noisy: Sequence[np.ndarray | None],
     for lvl in range(1, lay.n_levels):
         resid = lay.expand(est[lvl - 1] - child_sum[lvl - 1], lvl)
         est[lvl] = z[lvl] + structure.share[lvl][:, None] * resid
+    if totals is not None:
+        # Condition on the roots' totals: descendants move by A_c (T - t_root) / n in every cell.
+        shift = np.where(structure.root_variance > 0, (totals - est[0].sum(axis=1)) / width, 0.0)
+        for lvl in range(lay.n_levels):
+            est[lvl] = est[lvl] + (structure.gain[lvl] * shift)[:, None]
+            if lvl + 1 < lay.n_levels:
+                shift = lay.expand(shift, lvl + 1)
 
     def shaped(arrays: list) -> tuple:
         return tuple(None if a is None else a.reshape((lay.n_regions[i],) + cells)
                      for i, a in enumerate(arrays))
 
     return RegionInference(structure=structure, z=shaped(z), child_sum=shaped(child_sum),
-                           estimates=shaped(est))
+                           estimates=shaped(est), root_totals=totals)

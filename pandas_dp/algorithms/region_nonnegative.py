@@ -6,7 +6,9 @@ makes them non-negative while keeping "parent = sum of children" in every
 cell, generalising :func:`~pandas_dp.algorithms.tree_inference.nonnegative_tree`
 to any fan-out and to tables of cells:
 
-* every root becomes ``max(est, 0)``;
+* every root becomes ``max(est, 0)`` (with public root totals over the cells:
+  the projection of its cells onto ``{x >= 0, sum x = total}``, the cells
+  having equal variance);
 * going down, the children of a region with (already final, non-negative)
   value ``T`` in a cell first get their conditional GLS targets
   ``t_c = z_c + a_c (T - S_v)`` (which sum to ``T``), then are projected onto
@@ -122,7 +124,13 @@ def nonnegative_regions(inference: RegionInference) -> tuple[np.ndarray, ...]:
     shape = [e.shape for e in inference.estimates]
     width = int(np.prod(shape[0][1:])) if len(shape[0]) > 1 else 1
     out: list[np.ndarray] = [np.empty(0)] * lay.n_levels
-    out[0] = np.maximum(inference.estimates[0].reshape(lay.n_regions[0], width), 0.0)
+    root = inference.estimates[0].reshape(lay.n_regions[0], width)
+    if inference.root_totals is None or np.all(root >= 0):
+        out[0] = np.maximum(root, 0.0)
+    else:   # each root's cells: Euclidean projection onto {x >= 0, sum x = its public total}
+        group = np.repeat(np.arange(lay.n_regions[0]), width)
+        out[0] = project_groups(root.ravel(), np.ones(root.size), group,
+                                np.maximum(inference.root_totals, 0.0)).reshape(root.shape)
     for lvl in range(1, lay.n_levels):
         z = inference.z[lvl].reshape(lay.n_regions[lvl], width)
         s = inference.child_sum[lvl - 1].reshape(lay.n_regions[lvl - 1], width)
