@@ -9,7 +9,8 @@ from hypothesis import strategies as st
 from scipy.linalg import null_space
 
 from pandas_dp.algorithms.controlled_rounding import tree_parents
-from pandas_dp.algorithms.region_inference import region_inference, region_variances
+from pandas_dp.algorithms.region_inference import region_inference
+from pandas_dp.algorithms.region_variance import region_variances
 from pandas_dp.algorithms.region_layout import region_layout
 from pandas_dp.algorithms.region_nonnegative import nonnegative_regions, project_groups
 from pandas_dp.algorithms.tree_inference import constrained_inference

@@ -75,7 +75,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from pandas_dp.algorithms.region_inference import as_layout
+from pandas_dp.algorithms.region_layout import as_layout
 from pandas_dp.algorithms.region_layout import RegionLayout
 from pandas_dp.algorithms.tree_layout import TreeLayout
 from pandas_dp.errors import ParameterError

@@ -41,7 +41,8 @@ from typing import Any
 import numpy as np
 
 from pandas_dp.algorithms.controlled_rounding import RoundingMethod, controlled_round
-from pandas_dp.algorithms.region_inference import RegionVariances, region_inference
+from pandas_dp.algorithms.region_inference import region_inference
+from pandas_dp.algorithms.region_variance import RegionVariances
 from pandas_dp.algorithms.region_layout import RegionLayout, region_layout
 from pandas_dp.algorithms.region_nonnegative import nonnegative_regions
 from pandas_dp.errors import ParameterError

@@ -24,7 +24,7 @@ import numpy as np
 
 from pandas_dp.errors import ParameterError
 
-__all__ = ["RegionLayout", "region_layout"]
+__all__ = ["RegionLayout", "region_layout", "as_layout"]
 
 
 @dataclass(frozen=True)
@@ -193,3 +193,18 @@ def region_layout(parents: Sequence[np.ndarray | None],
         par.setflags(write=False)
     return RegionLayout(parents=tuple(arrays), n_regions=tuple(int(s) for s in sizes),
                         _order=tuple(order), _starts=tuple(starts), _sorted=tuple(is_sorted))
+
+
+def as_layout(parents: RegionLayout | Sequence[np.ndarray | None],
+              n_regions: Sequence[int | None] | None = None,
+              tables: Sequence[np.ndarray | None] | None = None) -> RegionLayout:
+    """A :class:`RegionLayout` as given, or built from plain parent codes.
+
+    Without ``n_regions``, the sizes of the levels that have a table in
+    ``tables`` are read from the tables' first axis.
+    """
+    if isinstance(parents, RegionLayout):
+        return parents
+    if n_regions is None and tables is not None and len(tables) == len(parents):
+        n_regions = [None if t is None else int(np.shape(t)[0]) for t in tables]
+    return region_layout(parents, n_regions)
