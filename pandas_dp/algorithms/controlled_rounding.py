@@ -35,11 +35,13 @@ Two rules choose the ``m`` children:
   der Corput order of their positions: 0, s/2, s/4, 3s/4, ...), so that equal
   fractional parts, common in GLS output, do not all round up at the start of
   a group (which would bias sums of a group's first children, such as prefix
-  ranges of a histogram).  Deterministic (the same release
-  always gives the same table, and integer input is returned unchanged), and
-  the rounding error it adds is at most that of rounding each value to the
-  nearest integer up to the sibling constraint: mean squared error about
-  ``1/12`` per value for uniform fractional parts.
+  ranges of a histogram).  Deterministic (the same release always gives the
+  same table, and integer input is returned unchanged).  Within a sibling
+  group it is the rounding closest to the real values for the group's
+  integer total: choosing the largest ``f`` minimises both the sum of squared
+  rounding errors ``sum f^2 + sum_chosen (1 - 2 f)`` and the largest one; for
+  roughly uniform fractional parts it adds about ``1/12`` squared error per
+  value, as rounding to the nearest integer does.
 * ``"unbiased"``: systematic sampling of the fractional parts within each
   sibling group: with ``C_c`` the running sum of ``f`` in the group, child
   ``c`` is chosen when ``[C_{c-1}, C_c)`` holds a point of ``U + Z``.  Roots
