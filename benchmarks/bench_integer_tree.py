@@ -29,6 +29,7 @@ from benchmarks import dpbench
 from pandas_dp.algorithms.branching import choose_branching
 from pandas_dp.algorithms.controlled_rounding import integer_tree
 from pandas_dp.algorithms.tree import release_tree
+from pandas_dp.loss import pure
 
 
 def run(x: np.ndarray, eps: float, trials: int, seed: int) -> dict[str, float]:
@@ -39,7 +40,7 @@ def run(x: np.ndarray, eps: float, trials: int, seed: int) -> dict[str, float]:
     total = float(x.sum())
     errs: dict[str, list[float]] = {"nonneg": [], "integer": [], "integer-unbiased": []}
     for _ in range(trials):
-        rel = release_tree(x, epsilon=eps, branching=b, nonnegative=True, rng=rng)
+        rel = release_tree(x, loss=pure(eps), branching=b, nonnegative=True, rng=rng)
         leaves = {"nonneg": rel.estimates[0],
                   "integer": integer_tree(rel.layout, rel.estimates)[0],
                   "integer-unbiased": integer_tree(rel.layout, rel.estimates, method="unbiased",

@@ -12,6 +12,7 @@ from pandas_dp.algorithms.region_layout import region_layout
 from pandas_dp.algorithms.tree import release_tree
 from pandas_dp.algorithms.tree_layout import tree_layout
 from pandas_dp.errors import ParameterError
+from pandas_dp.loss import pure
 
 METHODS = ["largest_remainder", "unbiased"]
 
@@ -138,7 +139,7 @@ def test_unbiased_rule_is_unbiased_at_every_node() -> None:
 def test_integer_tree_on_hierarchical_histograms(shape, b, method) -> None:
     rng = np.random.default_rng(1)
     counts = rng.poisson(3.0, size=shape)
-    rel = release_tree(counts, epsilon=0.5, branching=b, nonnegative=True, rng=rng)
+    rel = release_tree(counts, loss=pure(0.5), branching=b, nonnegative=True, rng=rng)
     layout = rel.layout
     out = integer_tree(layout, rel.estimates, method=method, rng=rng)
     for k in range(layout.n_levels):
