@@ -231,7 +231,8 @@ class DPAccessorBase:
                                branching: int | str = "auto",
                                budget_split: Literal["uniform", "geometric", "optimal"] = "uniform",
                                include_root: bool = False, consistent: bool = True,
-                               nonnegative: bool = False, rng: Any = None) -> HierarchicalHistogram:
+                               nonnegative: bool = False, integer: bool = False,
+                               rng: Any = None) -> HierarchicalHistogram:
         """Release a hierarchical histogram: noisy counts on a tree over the bins (H-bar, H_b^c).
 
         Parameters
@@ -256,6 +257,10 @@ class DPAccessorBase:
         nonnegative : bool
             Non-negative leaf estimates that still sum consistently up the tree; error bars
             are then approximate (``variance_exact`` is False).
+        integer : bool
+            Non-negative integer counts on every node, consistent up the tree (controlled
+            rounding of the non-negative estimates: each node is the floor or ceiling of its
+            real estimate); tables ready to publish. Needs ``consistent=True``.
         rng : numpy.random.Generator, optional
             Reproducible experiments only; ``None`` uses secure randomness.
 
@@ -283,7 +288,8 @@ class DPAccessorBase:
         return _hierarchical_histogram(self._frame(), columns, bins=bins, range=range,
                                        categories=categories, epsilon=epsilon, rho=rho, branching=branching,
                                        budget_split=budget_split, include_root=include_root,
-                                       consistent=consistent, nonnegative=nonnegative, rng=rng)
+                                       consistent=consistent, nonnegative=nonnegative, integer=integer,
+                                       rng=rng)
 
     def range_query(self, column: Any, ranges: Any, *, bins: Any = None, range: Any = None,
                     categories: Any = None, epsilon: float | None = None, rho: float | None = None,

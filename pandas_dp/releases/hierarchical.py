@@ -12,12 +12,14 @@ answers the ranges from it.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
 
 from ..algorithms.branching import choose_branching
+from ..algorithms.controlled_rounding import integer_tree
 from ..algorithms.tree import TreePlan, plan_tree, release_tree
 from ..domain import Grid, make_grid
 from ..errors import ParameterError
@@ -41,10 +43,14 @@ TREE_PARAMS = ParamTable("method='hierarchical'", (
     Param("budget_split", Options(BUDGET_SPLITS), "uniform", "split of the loss across the tree's levels"),
     Param("include_root", Flag(), False, "also noise the root (Hay et al.'s tree)"),
     Param("consistent", Flag(), True, "exact least-squares constrained inference (H_b^c)"),
+    Param("integer", Flag(), False, "non-negative integer counts, consistent up the tree (controlled rounding)"),
 ))
 
 
 def _plan(grid: Grid, loss: PrivacyLoss, knobs: dict[str, Any]) -> Planned:
+    if knobs["integer"] and not knobs["consistent"]:
+        raise ParameterError("integer=True rounds a consistent tree (parents equal the sum of their children); "
+                             "it needs consistent=True. Drop integer=True or consistent=False.")
     plan = plan_tree(grid.shape, loss=loss, branching=knobs["branching"], budget_split=knobs["budget_split"],
                      include_root=knobs["include_root"], consistent=knobs["consistent"])
     return Planned("hierarchical", plan, knobs)
@@ -63,22 +69,31 @@ def _release(counts: np.ndarray, grid: Grid, planned: Planned, *, rng: Any, nonn
     exact GLS linear form (Qardaji et al. 2013; Hay et al. 2010).
     """
     plan: TreePlan = planned.plan
+    integer = planned.knobs["integer"]
+    nonnegative = nonnegative or integer
     rel = release_tree(counts.reshape(grid.shape), plan, nonnegative=nonnegative, rng=rng)
     post: tuple[str, ...] = ()
     if plan.consistent:
         post += ("constrained inference (exact GLS)",)
     if nonnegative:
         post += ("non-negative consistent projection" if plan.consistent else "clip at 0",)
+    if integer:
+        # Post-processing of noisy values only: every node becomes the floor or ceiling of its
+        # non-negative estimate and parents still equal the sum of their children.
+        rel = replace(rel, estimates=integer_tree(rel.layout, rel.estimates))
+        post += ("controlled rounding to consistent integers",)
     noises = [None if n is None else n.describe() for n in plan.level_noise]
     params: dict[str, Any] = {
         "branching": rel.branching, "height": rel.height, "budget_split": plan.budget_split,
         "include_root": plan.include_root, "consistent": plan.consistent, "nonnegative": nonnegative,
+        "integer": integer,
         f"level_{loss.parameter}s": [str(part.amount) for part in plan.level_losses],
         "level_noise_scales": [None if d is None else d.get("noise_scale", d.get("sigma2")) for d in noises],
         "noise": next(d["noise"] for d in noises if d is not None), "sensitivity_per_level": 1,
         "branching_chosen_by": "auto" if plan.choice is not None else "caller",
         "variance": ("exact (linear form of the estimator)" if not nonnegative else
-                     "approximate: GLS variance before the non-negative projection"),
+                     "approximate: GLS variance before the non-negative projection"
+                     + (" and the rounding" if integer else "")),
     }
     if plan.choice is not None:
         params["predicted_average_range_variance"] = plan.choice.predicted_variance
@@ -99,12 +114,13 @@ def hierarchical_histogram(frame: pd.DataFrame, columns: Any, *, bins: Any = Non
                            branching: int | str = "auto",
                            budget_split: Literal["uniform", "geometric", "optimal"] = "uniform",
                            include_root: bool = False, consistent: bool = True,
-                           nonnegative: bool = False, rng: Any = None) -> HierarchicalHistogram:
+                           nonnegative: bool = False, integer: bool = False,
+                           rng: Any = None) -> HierarchicalHistogram:
     """Release a hierarchical histogram (see ``DataFrame.dp.hierarchical_histogram``)."""
     return histogram(frame, columns, bins=bins, range=range, categories=categories, epsilon=epsilon, rho=rho,
                      method="hierarchical", rng=rng, nonnegative=nonnegative, branching=branching,
                      budget_split=budget_split, include_root=include_root,
-                     consistent=consistent)  # type: ignore[return-value]
+                     consistent=consistent, integer=integer)  # type: ignore[return-value]
 
 
 def _range_pairs(ranges: Any) -> tuple[np.ndarray, np.ndarray]:
