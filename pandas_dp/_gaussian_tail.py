@@ -10,14 +10,18 @@ correctly rounded to nearest, so their neighbours ``next_minus``/``next_plus``
 bracket the true value. ``pi`` comes from Machin's formula with its
 alternating-series error bound.
 
-*Small s* (``s < 256``): ``S(m)`` and ``D = 1 + 2 S(1)`` are summed term by
-term until the tail bound ``f(K+1) / (1 - exp(-(2K+3)/(2s)))`` (the ratio of
-successive terms beyond ``K`` is at most that exponential) is below
-``10**-(prec-5)`` of the partial sum.
+*Normalizer.* For ``s < 256``, ``D = 1 + 2 S(1)`` summed directly; above,
+``D = sqrt(2 pi s) theta`` (Poisson summation,
+``1 <= theta <= 1 + 4 exp(-2 pi**2 s) < 1 + 10**-2000``).
 
-*Large s*: ``D = sqrt(2 pi s) theta`` (Poisson summation,
-``1 <= theta <= 1 + 4 exp(-2 pi**2 s) < 1 + 10**-2000``) and, for integer
-``a >= 1``, the Euler-Maclaurin formula to order ``p = 5``:
+*Direct tails.* ``S(m) = f(m) sum_j r_j`` with ``r_0 = 1`` and
+``r_(j+1) = r_j C B**j`` (``C = exp(-(2m+1)/(2s))``, ``B = exp(-1/s)``). The
+ratios decrease, so the rest from ``j`` on is at most ``r_j / (1 - C B**j)``;
+summing stops when that is below ``10**-45`` of the partial sum. Used for all
+``m`` when ``s < 256`` and whenever it needs at most 4000 terms (deep tails).
+
+*Euler-Maclaurin tails* (``s >= 256``, ``m`` below about ``0.03 s``): for
+integer ``a >= 1``, to order ``p = 5``,
 
     S(a) = I(a) + f(a)/2 - f'(a)/12 + f'''(a)/720 + R,
     |R| <= 2 zeta(5) / (2 pi)**5 * int_a^inf |f^(5)|
@@ -27,7 +31,10 @@ using ``|f^(5)(x)| <= f(x) (x**5/s**5 + 10 x**3/s**4 + 15 x/s**3)`` and
 ``int_a^inf x**(2j+1) f = s f(a) P_j(a)`` in closed form. The integral is
 ``I(a) = sqrt(pi s / 2) - a f(a) sum_{n >= 0} (a**2/s)**n / (2n+1)!!`` (the
 series of ``erf``, positive terms, its tail bounded geometrically), evaluated
-with enough digits to absorb the cancellation.
+with enough digits to absorb the cancellation. Where this branch is used the
+remainder is below ``1e-10`` of the tail, so a quantile is exact unless ``q``
+falls in a band of that relative width around a CDF value (then it is one
+above, never below).
 
 References
 ----------
@@ -53,7 +60,7 @@ __all__ = ["certified_quantile", "tail_bounds"]
 _DIRECT_BELOW = Fraction(256)  # sum the pmf directly for s < 256 (sigma < 16)
 _DIGITS = 50  # working digits before cancellation allowance
 _REMAINDER = Fraction(1, 4700)  # >= 2 zeta(5) / (2 pi)**5 = 2.1178e-4
-_NEGLIGIBLE = Decimal("1e-100000")  # far below the smallest float probability (5e-324)
+_MAX_TERMS = 4000  # direct tail sums up to this many terms, Euler-Maclaurin beyond (s >= 256 only)
 
 
 class _Arith:
@@ -85,7 +92,9 @@ class _Arith:
     def exp_neg(self, x: Fraction):
         """``exp(-x)`` for rational ``x >= 0``."""
         lo, hi = self.frac(x)
-        return (self.down.next_minus(self.near.exp(-hi)), self.up.next_plus(self.near.exp(-lo)))
+        # copy_negate is exact (the unary minus would round to the thread's context precision).
+        return (self.down.next_minus(self.near.exp(hi.copy_negate())),
+                self.up.next_plus(self.near.exp(lo.copy_negate())))
 
     def sqrt(self, a):
         return (self.down.next_minus(self.near.sqrt(a[0])), self.up.next_plus(self.near.sqrt(a[1])))
@@ -115,46 +124,67 @@ def _pi(digits: int) -> tuple[int, int]:
     return lo // 10**10, -((-hi) // 10**10)
 
 
+def _pi_interval(ar: _Arith):
+    digits = ar.prec + 10
+    pi_lo, pi_hi = _pi(digits)
+    scale = Decimal(f"1e{digits}")  # exact
+    return ar.down.divide(Decimal(pi_lo), scale), ar.up.divide(Decimal(pi_hi), scale)
+
+
 class _Tail:
     """``G(m) = P(Z >= m)`` bracketed for one ``s``."""
 
     def __init__(self, s: Fraction) -> None:
         self.s = s
-        self.direct = s < _DIRECT_BELOW
-        if self.direct:
-            self.ar = _Arith(_DIGITS)
-            self.terms: list[tuple[Decimal, Decimal]] = []
-            self.norm = None
-            one = (Decimal(1), Decimal(1))
-            s1 = self._direct_sum(1, self.ar)
-            self.norm = self.ar.add(one, self.ar.add(s1, s1))
+        self.ar = ar = _Arith(_DIGITS)
+        if s < _DIRECT_BELOW:
+            s1 = self._direct(1)
+            self.norm = ar.add((Decimal(1), Decimal(1)), ar.add(s1, s1))  # D = 1 + 2 S(1)
+        else:
+            # Poisson summation: D = sqrt(2 pi s) theta, 1 <= theta <= 1 + 4 exp(-2 pi**2 s) < 1 + 1e-2000.
+            root = ar.sqrt(ar.mul(_pi_interval(ar), ar.frac(2 * s)))
+            self.norm = (root[0], ar.up.multiply(root[1], ar.up.add(Decimal(1), Decimal("1e-2000"))))
 
-    # -- small s ---------------------------------------------------------------
-    def _term(self, k: int, ar: _Arith):
-        while len(self.terms) <= k:
-            j = len(self.terms)
-            self.terms.append(ar.exp_neg(Fraction(j * j) / (2 * self.s)))
-        return self.terms[k]
+    def _direct(self, m: int):
+        """``S(m) = f(m) sum_j r_j``, ``r_0 = 1``, ``r_(j+1) = r_j C B**j`` (``C = exp(-(2m+1)/(2s))``, ``B = exp(-1/s)``).
 
-    def _direct_sum(self, m: int, ar: _Arith):
-        total = (Decimal(0), Decimal(0))
-        k = m
+        The ratios ``C B**j`` decrease, so the rest from ``j`` on is at most
+        ``r_j / (1 - C B**j)``; summing stops once that is below ``10**-(prec-5)``
+        of the partial sum.
+        """
+        ar, s = self.ar, self.s
+        one = (Decimal(1), Decimal(1))
+        ratio = ar.exp_neg(Fraction(2 * m + 1) / (2 * s))
+        b = ar.exp_neg(1 / s)
+        r, total, j = one, (Decimal(0), Decimal(0)), 0
         while True:
-            total = ar.add(total, self._term(k, ar))
-            k += 1
-            if k - m >= 8:
-                # Remainder sum_{j >= k} f(j) <= f(k) / (1 - exp(-(2k+1)/(2s))).
-                ratio = ar.exp_neg(Fraction(2 * k + 1) / (2 * self.s))
-                rest_hi = ar.up.divide(self._term(k, ar)[1], ar.down.subtract(Decimal(1), ratio[1]))
-                # Stop when the rest is negligible relative to the sum, or below any
-                # probability a float can hold (tiny s, where terms underflow).
-                if rest_hi <= total[0].scaleb(-(ar.prec - 5)) or rest_hi < _NEGLIGIBLE:
-                    return max(total[0], Decimal(0)), ar.up.add(total[1], rest_hi)
+            total = ar.add(total, r)
+            r = ar.mul(r, ratio)
+            ratio = ar.mul(ratio, b)
+            j += 1
+            if j % 8 == 0 or r[1] == 0:
+                rest = ar.up.divide(r[1], ar.down.subtract(Decimal(1), ratio[1]))
+                if rest <= ar.down.scaleb(total[0], -(ar.prec - 5)):
+                    break
+        total = (total[0], ar.up.add(total[1], rest))
+        fm = ar.exp_neg(Fraction(m * m) / (2 * s))
+        lo, hi = ar.mul(fm, total)
+        return max(lo, Decimal(0)), hi  # exp may underflow to 0 for tiny s; 0 is a valid lower bound
 
-    # -- large s ---------------------------------------------------------------
+    def _direct_terms(self, m: int) -> float:
+        """About how many terms :meth:`_direct` sums for ``S(m)`` (ratio decay or Gaussian decay)."""
+        u = (2 * m + 1) / (2 * float(self.s))
+        return min(120 / u, math.sqrt(240 * float(self.s))) + 8
+
     def _em(self, a: int):
+        """``S(a)`` by Euler-Maclaurin to order 5 (module notes), for ``s >= 256``."""
         s = self.s
         x2 = Fraction(a * a) / s  # a**2 / s
+        if x2 > 3000:  # G(a) < exp(-1500): a plain geometric bound is enough
+            ar = self.ar
+            fa = ar.exp_neg(x2 / 2)
+            ratio = ar.exp_neg(Fraction(2 * a + 1) / (2 * s))
+            return Decimal(0), ar.up.divide(fa[1], ar.down.subtract(Decimal(1), ratio[1]))
         # Digits lost to the cancellation in I(a): log10(sqrt(pi s/2) / I(a)) <= 0.4343 a**2/(2s) + ...
         extra = int(0.4343 * float(x2) / 2 + math.log10(2 + float(x2))) + 5
         ar = _Arith(_DIGITS + extra)
@@ -170,16 +200,12 @@ class _Tail:
                     ar.up.divide(ar.up.multiply(term[1], y[1]), den))
             n += 1
             ratio = x2 / (2 * n + 3)  # bounds every later ratio
-            if ratio < Fraction(1, 2) and term[1] <= total[0].scaleb(-(ar.prec + 2)):
+            if ratio < Fraction(1, 2) and term[1] <= ar.down.scaleb(total[0], -(ar.prec + 2)):
                 rest = ar.up.divide(term[1], ar.down.subtract(Decimal(1), ar.frac(ratio)[1]))
                 total = (total[0], ar.up.add(total[1], rest))
                 break
             total = ar.add(total, term)
-        digits = ar.prec + 10
-        pi_lo, pi_hi = _pi(digits)
-        pi = (ar.down.divide(Decimal(pi_lo), Decimal(10) ** digits), ar.up.divide(Decimal(pi_hi), Decimal(10) ** digits))
-        half_s = ar.frac(s / 2)
-        root = ar.sqrt(ar.mul(pi, half_s))  # sqrt(pi s / 2)
+        root = ar.sqrt(ar.mul(_pi_interval(ar), ar.frac(s / 2)))  # sqrt(pi s / 2)
         inner = ar.mul(ar.mul((Decimal(a), Decimal(a)), fa), total)
         integral = ar.sub(root, inner)
         integral = (max(integral[0], Decimal(0)), integral[1])
@@ -187,19 +213,15 @@ class _Tail:
         core = Fraction(1, 2) + u / 12 + (3 * u / s - u**3) / 720
         err = _REMAINDER * (u**4 + 14 * u * u / s + Fraction(43) / (s * s))
         coef = (ar.frac(core - err)[0], ar.frac(core + err)[1])
-        tail = ar.add(integral, ar.mul(fa, coef))
-        two_pi_s = ar.mul(pi, ar.frac(2 * s))
-        norm = ar.sqrt(two_pi_s)
-        theta_hi = ar.up.add(Decimal(1), Decimal("1e-2000"))
-        norm = (norm[0], ar.up.multiply(norm[1], theta_hi))
-        return ar.div(tail, norm)
+        return ar.add(integral, ar.mul(fa, coef))
 
     def bounds(self, m: int) -> tuple[Fraction, Fraction]:
         """Rationals ``lo <= P(Z >= m) <= hi`` for integer ``m >= 1``."""
-        if self.direct:
-            lo, hi = self.ar.div(self._direct_sum(m, self.ar), self.norm)
+        if self.s < _DIRECT_BELOW or self._direct_terms(m) <= _MAX_TERMS:
+            tail = self._direct(m)
         else:
-            lo, hi = self._em(m)
+            tail = self._em(m)
+        lo, hi = self.ar.div(tail, self.norm)
         return Fraction(lo), Fraction(hi)
 
 
