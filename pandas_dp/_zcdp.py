@@ -82,7 +82,7 @@ def _ceil_float(x: Decimal) -> float:
 def _g_upper(rho: Fraction, delta: Fraction, v: Fraction) -> Decimal:
     """Upper bound on ``g(1 + v) = (1+v) rho + (log(1/delta) - log(1+v)) / v + log(v / (1+v))``."""
     up, near = _contexts()
-    log_inv_delta = -_ln_down(delta, up, near)  # upper bound on log(1/delta)
+    log_inv_delta = _ln_down(delta, up, near).copy_negate()  # upper bound on log(1/delta), exact negation
     numerator = up.subtract(log_inv_delta, _ln_down(1 + v, up, near))
     # Dividing an upper bound by v > 0: the smaller v bounds a non-negative numerator, the larger a negative one.
     v_dec = _dec(v, _down(up)) if numerator >= 0 else _dec(v, up)
@@ -186,7 +186,7 @@ def zcdp_epsilon_simple(rho: Fraction | float | int, delta: float) -> float:
     """
     r, d = _inputs(rho, delta)
     up, near = _contexts()
-    log_inv = -_ln_down(d, up, near)
+    log_inv = _ln_down(d, up, near).copy_negate()
     product = up.multiply(_dec(r, up), log_inv)
     root = up.next_plus(near.sqrt(product))
     return _ceil_float(up.add(_dec(r, up), up.multiply(Decimal(2), root)))
