@@ -70,6 +70,7 @@ mechanisms" (geometric mechanism).
 from __future__ import annotations
 
 import math
+import numbers
 import operator
 from fractions import Fraction
 from functools import lru_cache
@@ -209,13 +210,15 @@ def discrete_laplace_variance(scale: float | Fraction) -> float:
 
 def _as_probability(q: object) -> Fraction:
     """``q`` in ``(0, 1)`` as an exact rational (a float at its exact binary value)."""
+    if isinstance(q, bool) or not isinstance(q, numbers.Real):
+        raise ParameterError(f"q must be a probability strictly between 0 and 1; got {q!r}.")
     if isinstance(q, Fraction):
         value = q
     else:
-        try:
-            value = Fraction(float(q))
-        except (TypeError, ValueError, OverflowError) as err:
-            raise ParameterError(f"q must be a probability strictly between 0 and 1; got {q!r}.") from err
+        qf = float(q)
+        if not math.isfinite(qf):
+            raise ParameterError(f"q must be a probability strictly between 0 and 1; got {q!r}.")
+        value = Fraction(qf)
     if not 0 < value < 1:
         raise ParameterError(f"q must be a probability strictly between 0 and 1; got {q!r}. "
                              "For a two-sided interval of level c pass (1 + c) / 2.")
