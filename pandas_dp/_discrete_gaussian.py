@@ -56,6 +56,7 @@ import math
 import operator
 from fractions import Fraction
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
 
@@ -218,7 +219,7 @@ def _sampler(sigma2: Fraction) -> _Sampler:
     return _Sampler(sigma2)
 
 
-def _shape(size: object) -> tuple[int, ...]:
+def _shape(size: Any) -> tuple[int, ...]:
     try:
         if isinstance(size, (tuple, list)):
             shape = tuple(operator.index(s) for s in size)

@@ -67,10 +67,9 @@ class _Arith:
     """Directed-rounding decimal interval arithmetic at ``prec`` digits (intervals are pairs)."""
 
     def __init__(self, prec: int) -> None:
-        kw = {"prec": prec, "Emin": -(10**7), "Emax": 10**7}
-        self.down = Context(rounding=ROUND_FLOOR, **kw)
-        self.up = Context(rounding=ROUND_CEILING, **kw)
-        self.near = Context(rounding=ROUND_HALF_EVEN, **kw)
+        self.down = Context(prec=prec, rounding=ROUND_FLOOR, Emin=-(10**7), Emax=10**7)
+        self.up = Context(prec=prec, rounding=ROUND_CEILING, Emin=-(10**7), Emax=10**7)
+        self.near = Context(prec=prec, rounding=ROUND_HALF_EVEN, Emin=-(10**7), Emax=10**7)
         self.prec = prec
 
     def frac(self, x: Fraction) -> tuple[Decimal, Decimal]:

@@ -48,8 +48,8 @@ def _inputs(rho: object, delta: object) -> tuple[Fraction, Fraction]:
 
 
 def _contexts() -> tuple[Context, Context]:
-    kw = {"prec": _DIGITS, "Emin": -(10**6), "Emax": 10**6}
-    return Context(rounding=ROUND_CEILING, **kw), Context(rounding=ROUND_HALF_EVEN, **kw)
+    return (Context(prec=_DIGITS, rounding=ROUND_CEILING, Emin=-(10**6), Emax=10**6),
+            Context(prec=_DIGITS, rounding=ROUND_HALF_EVEN, Emin=-(10**6), Emax=10**6))
 
 
 def _dec(x: Fraction, ctx: Context) -> Decimal:
