@@ -9,6 +9,8 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy import stats
 
 from pandas_dp import _discrete_gaussian as dg
@@ -382,3 +384,31 @@ def test_secure_path_never_touches_numpy_bit_generators(monkeypatch):
     for s2 in (Fraction(1, 4), 100, 10**8):  # exact table, bucket table
         assert discrete_gaussian(s2, 70_000).size == 70_000
     np.testing.assert_array_equal(np.random.get_state()[1], legacy_state)
+
+
+@given(st.floats(min_value=1e-6, max_value=1e6, allow_nan=False, allow_infinity=False),
+       st.integers(0, 300))
+@settings(max_examples=40, deadline=None)
+def test_any_positive_sigma2_gives_int64_noise_and_consistent_summaries(sigma2, n):
+    z = discrete_gaussian(sigma2, n, rng=np.random.default_rng(n))
+    assert z.dtype == np.int64 and z.shape == (n,)
+    var = discrete_gaussian_variance(sigma2)
+    assert 0.0 <= var <= float(Fraction(repr(sigma2)))
+    assert dg.discrete_gaussian_quantile(sigma2, 0.5) == 0
+    c = dg.discrete_gaussian_quantile(sigma2, 0.975)
+    assert c >= 0 and dg.discrete_gaussian_quantile(sigma2, 0.025) == -c
+
+
+@given(st.one_of(st.floats(max_value=0.0), st.floats(min_value=2.0**100 * 1.0001), st.just(float("nan"))))
+@settings(max_examples=40, deadline=None)
+def test_out_of_range_sigma2_raises(bad):
+    with pytest.raises(ParameterError, match="sigma2"):
+        discrete_gaussian(bad, 2)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sigma2", [Fraction(9), Fraction(10**4)])
+def test_chisquare_secure_source_large_sample(sigma2):
+    z = discrete_gaussian(sigma2, 20_000_000)
+    # Unseeded, 2e7 draws: power against pmf errors of ~1e-3 relative; false failure probability 1e-6.
+    assert chisquare_dg(z, float(sigma2)) > 1e-6
