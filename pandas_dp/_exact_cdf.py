@@ -64,6 +64,43 @@ def _exp_neg_bounds(x: Fraction, prec: int) -> tuple[int, int]:
     return lo >> shift, -((-hi) >> shift)
 
 
+def _exp_bounds(x: Fraction, prec: int) -> tuple[int, int]:
+    """Integers ``lo <= 2**prec * exp(x) <= hi`` for rational ``x`` of either sign.
+
+    Notes
+    -----
+    For ``x <= 0`` this is :func:`_exp_neg_bounds`. For ``x > 0``,
+    ``exp(x) = 1 / exp(-x)``: from ``l <= 2**W exp(-x) <= h`` follows
+    ``2**(prec+W) / h <= 2**prec exp(x) <= 2**(prec+W) / l``, rounded down and
+    up. ``W`` leaves ``prec + 16`` significant bits in ``l``, so ``hi - lo``
+    stays a few units.
+    """
+    if x <= 0:
+        return _exp_neg_bounds(-x, prec)
+    work = prec + 2 * (int(x * 3 // 2) + 2) + 16  # 2**work exp(-x) >= 2**(prec + 16)
+    lo_neg, hi_neg = _exp_neg_bounds(x, work)
+    one = 1 << (prec + work)
+    return one // hi_neg, -((-one) // lo_neg)
+
+
+def floor_exp_neg(x: Fraction, bits: int) -> int:
+    """Certified ``floor(2**bits * exp(-x))`` for rational ``x > 0``.
+
+    The bracket of :func:`_exp_neg_bounds` is refined (guard bits doubled)
+    until both ends have the same floor. ``exp(-x)`` is irrational for
+    rational ``x != 0`` (Lindemann), so ``2**bits exp(-x)`` is never an
+    integer and the loop ends.
+    """
+    if x <= 0:
+        raise ValueError("floor_exp_neg needs x > 0 (exp(-x) must be irrational)")
+    guard = 32
+    while True:
+        lo, hi = _exp_neg_bounds(x, bits + guard)
+        if lo >> guard == hi >> guard:
+            return lo >> guard
+        guard *= 2
+
+
 # ---------------------------------------------------------------- CDFs ----
 class _CDF:
     """Exact CDF values ``F_j`` of an increasing threshold sequence, ``j = 0..n-1``.

@@ -131,9 +131,10 @@ class Noise(ABC):
         """Smallest integer ``c`` with ``P(|Z| <= c) >= confidence_level`` (exact, symmetric noise).
 
         ``P(|Z| <= c) = 2 F(c) - 1`` for noise symmetric about 0, so ``c`` is the
-        ``(1 + confidence_level) / 2`` quantile.
+        ``(1 + confidence_level) / 2`` quantile, taken at the exact rational (a float
+        sum ``(1.0 + 0.9) / 2`` rounds below it).
         """
-        return self.quantile((1.0 + confidence_level) / 2.0)
+        return self.quantile((1 + to_fraction(confidence_level, name="confidence_level")) / 2)
 
     @abstractmethod
     def describe(self) -> dict[str, Any]:

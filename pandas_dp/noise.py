@@ -70,6 +70,7 @@ mechanisms" (geometric mechanism).
 from __future__ import annotations
 
 import math
+import numbers
 import operator
 from fractions import Fraction
 from functools import lru_cache
@@ -81,12 +82,13 @@ from pandas_dp._csprng import SecureRandom, default_source
 from pandas_dp._rational import to_fraction
 from pandas_dp.errors import ParameterError
 
-from ._exact_cdf import _CDF, _GeometricCDF, _LaplaceCDF, _TruncatedGeometricCDF
+from ._exact_cdf import _CDF, _exp_neg_bounds, _GeometricCDF, _LaplaceCDF, _TruncatedGeometricCDF
 
 __all__ = [
     "noise_scale",
     "discrete_laplace",
     "discrete_laplace_variance",
+    "discrete_laplace_quantile",
     "SecureRandom",
     "RngLike",
 ]
@@ -204,6 +206,117 @@ def discrete_laplace_variance(scale: float | Fraction) -> float:
     one_minus_p = -math.expm1(-x)
     return 2.0 * p / one_minus_p**2
 
+
+
+def _as_probability(q: object) -> Fraction:
+    """``q`` in ``(0, 1)`` as an exact rational (a float at its exact binary value)."""
+    if isinstance(q, bool) or not isinstance(q, numbers.Real):
+        raise ParameterError(f"q must be a probability strictly between 0 and 1; got {q!r}.")
+    if isinstance(q, Fraction):
+        value = q
+    else:
+        qf = float(q)
+        if not math.isfinite(qf):
+            raise ParameterError(f"q must be a probability strictly between 0 and 1; got {q!r}.")
+        value = Fraction(qf)
+    if not 0 < value < 1:
+        raise ParameterError(f"q must be a probability strictly between 0 and 1; got {q!r}. "
+                             "For a two-sided interval of level c pass (1 + c) / 2.")
+    return value
+
+
+def _power_exceeds(t: Fraction, k: int, c: Fraction) -> bool:
+    """Exact ``p**k > c (1 + p)`` for ``p = exp(-1/t)``, integer ``k >= 1`` and rational ``c > 0``.
+
+    Equality is impossible (it would make ``p`` algebraic, contradicting
+    Lindemann's theorem), so refining the certified brackets of ``p**k`` and
+    ``p`` always decides.
+    """
+    x = k / t
+    n, d = c.numerator, c.denominator
+    if x >= 1 and math.floor(x) >= d.bit_length():
+        return False  # p**k < e**-floor(x) < 2**-floor(x) <= 1/d <= c < c (1 + p)
+    prec = 64 + d.bit_length() + n.bit_length() + math.ceil(float(x) * 1.5)
+    while True:
+        x_lo, x_hi = _exp_neg_bounds(x, prec)
+        p_lo, p_hi = _exp_neg_bounds(1 / t, prec)
+        one = 1 << prec
+        if d * x_lo > n * (one + p_hi):
+            return True
+        if d * x_hi < n * (one + p_lo):
+            return False
+        prec *= 2
+
+
+def discrete_laplace_quantile(scale: float | Fraction, q: float | Fraction) -> int:
+    """Smallest integer ``z`` with ``P(Z <= z) >= q`` for the discrete Laplace of scale ``t`` (exact).
+
+    Parameters
+    ----------
+    scale : Fraction, int or float
+        ``t > 0`` (read as in :func:`discrete_laplace`).
+    q : float or Fraction
+        Probability, ``0 < q < 1``; a float is taken at its exact binary value.
+
+    Returns
+    -------
+    int
+        The exact quantile.
+
+    Raises
+    ------
+    ParameterError
+        If ``q`` is not strictly between 0 and 1 or ``scale`` is invalid.
+
+    Notes
+    -----
+    With ``p = exp(-1/t)`` the CDF is ``F(z) = p**(-z) / (1 + p)`` for
+    ``z <= -1`` and ``F(z) = 1 - p**(z+1) / (1 + p)`` for ``z >= 0``, so
+    ``F(z) >= q`` is ``p**(-z) >= q (1 + p)`` or ``p**(z+1) <= (1 - q)(1 + p)``.
+    A floating-point inversion ``z ~ t log(1 / ((1 - q)(1 + p))) - 1`` gives a
+    start; each comparison is then decided exactly with certified integer
+    brackets of ``exp`` refined until they separate the two sides (they
+    cannot be equal: ``p`` is transcendental), and the start is moved until
+    ``F(z - 1) < q <= F(z)``. For symmetric intervals,
+    ``P(|Z| <= c) = 2 F(c) - 1``, so the ``(1 + level) / 2`` quantile is the
+    smallest radius with coverage at least ``level``.
+
+    References
+    ----------
+    Inusah and Kozubowski (2006), "A discrete analogue of the Laplace
+    distribution", J. Statist. Plann. Inference 136 (CDF); Canonne, Kamath,
+    Steinke (2020), Section 2.
+
+    Examples
+    --------
+    >>> discrete_laplace_quantile(noise_scale(1, 1), 0.975)
+    3
+    >>> discrete_laplace_quantile(noise_scale(1, 1), 0.025)
+    -3
+    >>> discrete_laplace_quantile(10, 0.5)
+    0
+    """
+    t = _as_scale(scale)
+    qq = _as_probability(q)
+
+    def at_least(z: int) -> bool:  # F(z) >= q, exactly
+        if z >= 0:
+            return not _power_exceeds(t, z + 1, 1 - qq)
+        return _power_exceeds(t, -z, qq)
+
+    # Float start (any start is corrected below).
+    tf, p = float(t), math.exp(-1.0 / float(t))
+    if qq >= Fraction(1, 2):
+        level = -math.log(float(1 - qq)) - math.log1p(p)
+        z = max(0, math.ceil(tf * level) - 1)
+    else:
+        level = -math.log(float(qq)) - math.log1p(p)
+        z = min(-1, -math.floor(tf * level)) if level > 0 else 0
+    while not at_least(z):
+        z += 1
+    while at_least(z - 1):
+        z -= 1
+    return z
 
 
 # ------------------------------------------------- exact table sampling ----
