@@ -291,6 +291,19 @@ class PrivacyLoss(ABC):
     def _implies(self, measure: str) -> "PrivacyLoss | None":
         return None
 
+    # -- planning ---------------------------------------------------------------
+    #: Exponent ``p`` of a part's noise variance in its share ``s`` of the loss: ``Var ∝ s**-p``.
+    variance_exponent: ClassVar[int]
+
+    @abstractmethod
+    def planning_variance(self, share: float = 1.0, sensitivity: Sensitivity = UNIT) -> float:
+        """Variance of the continuous noise the part ``share`` of this loss calibrates (a float).
+
+        Plans (branching factors, budget splits) compare candidates with these
+        closed forms; the released error bars use the exact variance of the
+        integer noise actually drawn (:meth:`Noise.variance`).
+        """
+
     # -- calibration -----------------------------------------------------------
     @abstractmethod
     def noise(self, sensitivity: Sensitivity = UNIT, *, what: str = "this release") -> Noise:
@@ -329,10 +342,16 @@ class PureDP(PrivacyLoss):
     parameter: ClassVar[str] = "epsilon"
     minimum: ClassVar[Fraction] = Fraction(1, 2**40)
 
+    variance_exponent: ClassVar[int] = 2
+
     @property
     def epsilon(self) -> Fraction:
         """The epsilon of this loss (exact)."""
         return self.amount
+
+    def planning_variance(self, share: float = 1.0, sensitivity: Sensitivity = UNIT) -> float:
+        """Laplace variance ``2 (L1 / (epsilon share))**2``."""
+        return 2.0 * float(sensitivity.l1) ** 2 / (float(self.amount) * share) ** 2
 
     def noise(self, sensitivity: Sensitivity = UNIT, *, what: str = "this release") -> DiscreteLaplace:
         from .noise import noise_scale
@@ -365,10 +384,16 @@ class ZCDP(PrivacyLoss):
     parameter: ClassVar[str] = "rho"
     minimum: ClassVar[Fraction] = Fraction(1, 2**80)
 
+    variance_exponent: ClassVar[int] = 1
+
     @property
     def rho(self) -> Fraction:
         """The rho of this loss (exact)."""
         return self.amount
+
+    def planning_variance(self, share: float = 1.0, sensitivity: Sensitivity = UNIT) -> float:
+        """Gaussian variance ``L2**2 / (2 rho share)``."""
+        return float(sensitivity.l2_squared) / (2.0 * float(self.amount) * share)
 
     def noise(self, sensitivity: Sensitivity = UNIT, *, what: str = "this release") -> DiscreteGaussian:
         if self.amount <= 0 or sensitivity.l2_squared / (2 * self.amount) > MAX_GAUSSIAN_SIGMA2:

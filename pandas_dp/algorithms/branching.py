@@ -24,8 +24,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from pandas_dp._rational import to_fraction
 from pandas_dp.algorithms.tree_budget import (BudgetSplit, level_shares,
                                               predicted_average_variance)
+from pandas_dp.loss import PrivacyLoss, PureDP
 from pandas_dp.algorithms.tree_layout import tree_height, tree_layout
 
 __all__ = ["BranchingChoice", "integer_root_ceil", "candidate_branchings",
@@ -87,7 +89,7 @@ def candidate_branchings(n: int) -> list[int]:
 
 def choose_branching(shape: int | tuple[int, ...], *, epsilon: float = 1.0,
                      budget_split: BudgetSplit = "uniform", include_root: bool = False,
-                     consistent: bool = True) -> BranchingChoice:
+                     consistent: bool = True, loss: PrivacyLoss | None = None) -> BranchingChoice:
     """Pick ``b`` minimising the predicted average range-query variance.
 
     Parameters
@@ -95,7 +97,12 @@ def choose_branching(shape: int | tuple[int, ...], *, epsilon: float = 1.0,
     shape : int or tuple of int
         Leaf count (1-D) or grid shape; public.
     epsilon : float
-        Total budget of the release (scales all predictions by ``1/epsilon^2``).
+        Total budget of a pure-DP release (scales all predictions by ``1/epsilon^2``).
+    loss : PrivacyLoss, optional
+        The release's loss, instead of ``epsilon``: its noise model sets the
+        predicted variances (``planning_variance``) and the splits
+        (``variance_exponent``). Gaussian noise (zCDP) composes in the square
+        root, which favours smaller fan-outs (more levels).
     budget_split : {"uniform", "geometric", "optimal"}
         Split used for each candidate.
     include_root, consistent : bool
@@ -109,13 +116,15 @@ def choose_branching(shape: int | tuple[int, ...], *, epsilon: float = 1.0,
     """
     dims = (int(shape),) if np.isscalar(shape) else tuple(int(s) for s in shape)
     n_axis = max(dims)
+    model = loss if loss is not None else PureDP(to_fraction(epsilon))
+
     def predict(b: int, split: BudgetSplit) -> float:
         layout = tree_layout(dims, b)
         shares = level_shares(layout, budget_split=split, include_root=include_root,
-                              consistent=consistent)
+                              consistent=consistent, variance_exponent=model.variance_exponent)
         on = shares > 0
         sigma2 = np.full(layout.n_levels, np.inf)
-        sigma2[on] = 2.0 / (float(epsilon) * shares[on]) ** 2
+        sigma2[on] = [model.planning_variance(s) for s in shares[on]]
         return predicted_average_variance(layout, sigma2, consistent=consistent)
 
     if budget_split == "optimal":
@@ -129,7 +138,7 @@ def choose_branching(shape: int | tuple[int, ...], *, epsilon: float = 1.0,
     flat = preds.get(flat_b)
     if flat is None:
         flat = predicted_average_variance(tree_layout(dims, flat_b),
-                                          np.array([2.0 / float(epsilon) ** 2, np.inf]),
+                                          np.array([model.planning_variance(1.0), np.inf]),
                                           consistent=consistent)
     height = max(tree_height(n, best) for n in dims)
     return BranchingChoice(branching=best, height=height, predicted_variance=preds[best],

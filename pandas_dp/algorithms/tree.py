@@ -124,11 +124,12 @@ def plan_tree(shape: int | tuple[int, ...], *, loss: PrivacyLoss, branching: int
     dims = (int(shape),) if np.isscalar(shape) else tuple(int(s) for s in shape)  # type: ignore[arg-type]
     choice = None
     if isinstance(branching, str):
-        choice = choose_branching(dims, epsilon=float(loss.amount), budget_split=budget_split,
+        choice = choose_branching(dims, loss=loss, budget_split=budget_split,
                                   include_root=include_root, consistent=consistent)
         branching = choice.branching
     layout = tree_layout(dims if len(dims) > 1 else dims[0], int(branching))
-    shares = level_shares(layout, budget_split=budget_split, include_root=include_root, consistent=consistent)
+    shares = level_shares(layout, budget_split=budget_split, include_root=include_root, consistent=consistent,
+                          variance_exponent=loss.variance_exponent)
     parts = loss.split(shares)
     n_noised = int((shares > 0).sum())
     what = (f"one level of this {n_noised}-level tree (a larger branching gives fewer levels)")

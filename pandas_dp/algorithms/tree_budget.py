@@ -101,9 +101,9 @@ def predicted_average_variance(layout: TreeLayout, level_variances: np.ndarray, 
 
 
 def level_shares(layout: TreeLayout, *, budget_split: BudgetSplit = "uniform",
-                 include_root: bool = False, consistent: bool = True,
+                 include_root: bool = False, consistent: bool = True, variance_exponent: int = 2,
                  max_iter: int = 50, tol: float = 1e-6) -> np.ndarray:
-    """Fraction of epsilon given to each level (0 on levels that are not noised).
+    """Fraction of the loss given to each level (0 on levels that are not noised).
 
     Parameters
     ----------
@@ -115,6 +115,9 @@ def level_shares(layout: TreeLayout, *, budget_split: BudgetSplit = "uniform",
         Noise the root too (Hay et al.'s ``H``).
     consistent : bool
         Whether constrained inference will be applied (changes the optimum).
+    variance_exponent : int
+        ``p`` in ``Var ∝ share**-p`` (:attr:`pandas_dp.loss.PrivacyLoss.variance_exponent`):
+        2 for Laplace noise (pure epsilon), 1 for Gaussian noise (zCDP rho).
     max_iter, tol : int, float
         Stopping rule of the ``"optimal"`` iteration (max change of a share).
 
@@ -122,31 +125,39 @@ def level_shares(layout: TreeLayout, *, budget_split: BudgetSplit = "uniform",
     -------
     ndarray
         Shares summing to 1.
+
+    Notes
+    -----
+    Minimising ``sum_k a_k share_k**-p`` subject to ``sum_k share_k = 1``
+    gives ``share_k ∝ a_k**(1/(p+1))`` (Lagrange): the cube root of Qardaji's
+    Section 3.5 for Laplace noise, the square root for Gaussian noise. The
+    geometric split (Cormode et al., ``a_k ∝ b**-k`` nodes used per level)
+    becomes ``b**(-k/(p+1))``: ``b**(-k/3)`` for Laplace, ``b**(-k/2)`` for Gaussian.
     """
-    return np.array(_level_shares(layout, budget_split, include_root, consistent, max_iter, tol))
+    return np.array(_level_shares(layout, budget_split, include_root, consistent, variance_exponent, max_iter, tol))
 
 
 @lru_cache(maxsize=256)
 def _level_shares(layout: TreeLayout, budget_split: str, include_root: bool, consistent: bool,
-                  max_iter: int, tol: float) -> tuple[float, ...]:
+                  variance_exponent: int, max_iter: int, tol: float) -> tuple[float, ...]:
     # Cached: the split depends only on public sizes, and "optimal" iterates.
     noised = noised_levels(layout, include_root=include_root)
     k = np.arange(layout.n_levels, dtype=np.float64)
     if budget_split == "uniform":
         shares = noised / noised.sum()
     elif budget_split == "geometric":
-        w = np.where(noised, float(layout.branching) ** (-k / 3.0), 0.0)
+        w = np.where(noised, float(layout.branching) ** (-k / float(variance_exponent + 1)), 0.0)
         shares = w / w.sum()
     elif budget_split == "optimal":
-        shares = _optimal_shares(layout, noised, consistent, max_iter, tol)
+        shares = _optimal_shares(layout, noised, consistent, variance_exponent, max_iter, tol)
     else:
         raise ValueError(f"unknown budget_split {budget_split!r}")
     return tuple(float(v) for v in shares)
 
 
-def _optimal_shares(layout: TreeLayout, noised: np.ndarray, consistent: bool,
+def _optimal_shares(layout: TreeLayout, noised: np.ndarray, consistent: bool, p: int,
                     max_iter: int, tol: float) -> np.ndarray:
-    """Damped fixed-point iteration ``epsilon_k ∝ a_k^(1/3)`` (Qardaji Section 3.5).
+    """Damped fixed-point iteration ``share_k ∝ a_k^(1/(p+1))`` (Qardaji Section 3.5, where ``p = 2``).
 
     Each step moves the shares to the geometric mean of the current split and
     the Lagrange split for the current ``a_k`` (undamped, the iteration can
@@ -161,7 +172,7 @@ def _optimal_shares(layout: TreeLayout, noised: np.ndarray, consistent: bool,
     for _ in range(max_iter):
         idx = np.flatnonzero(shares > 0)
         sigma2 = np.full(layout.n_levels, np.inf)
-        sigma2[idx] = 2.0 / shares[idx] ** 2
+        sigma2[idx] = 2.0 / shares[idx] ** p
         base = predicted_average_variance(layout, sigma2, consistent=consistent)
         grad = np.zeros(layout.n_levels)
         for j in idx:
@@ -170,7 +181,7 @@ def _optimal_shares(layout: TreeLayout, noised: np.ndarray, consistent: bool,
             bumped[j] += step
             grad[j] = (predicted_average_variance(layout, bumped, consistent=consistent)
                        - base) / step
-        target = np.cbrt(np.maximum(grad, 0.0))
+        target = np.cbrt(np.maximum(grad, 0.0)) if p == 2 else np.maximum(grad, 0.0) ** (1.0 / (p + 1))
         new = np.sqrt(shares * target / target.sum())
         new /= new.sum()
         if exact:

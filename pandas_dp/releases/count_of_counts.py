@@ -215,7 +215,7 @@ def count_of_counts(frame: pd.DataFrame, group: str, location: Any, *, epsilon: 
     generator = check_rng(rng)
     knobs = COUNT_OF_COUNTS_PARAMS.validate({"max_size": max_size, "method": method, "merge": merge,
                                              "progress": progress})
-    check_measure(loss, frozenset({"pure"}), "count_of_counts")
+    check_measure(loss, frozenset({"pure", "zcdp"}), "count_of_counts")
     levels = _level_names(frame, group, location, hierarchy)
     plan = plan_count_of_counts(loss, n_levels=len(levels) + 1, method=knobs["method"], max_size=knobs["max_size"],
                                 groups_public=groups is not None)

@@ -148,7 +148,7 @@ def _release_dpcube(counts: np.ndarray, grid: Grid, planned: Planned, *, rng: An
 # ----------------------------------------------------------------------------------------- auto
 
 def choose_method(shape: tuple[int, ...], *, epsilon: float, expected_total: float | None = None,
-                  workload: str = "ranges") -> AutoChoice:
+                  workload: str = "ranges", loss: PrivacyLoss | None = None) -> AutoChoice:
     """The method ``"auto"`` uses, from public information only (no budget is spent).
 
     Parameters
@@ -161,6 +161,9 @@ def choose_method(shape: tuple[int, ...], *, epsilon: float, expected_total: flo
         A public guess of the number of rows (e.g. last year's published total).
     workload : {"ranges", "bins"}
         What the release will mostly answer: range / rectangle sums, or single bins.
+    loss : PrivacyLoss, optional
+        The release's loss (default: pure ``epsilon``). Under zCDP only the methods with a
+        zCDP analysis (identity, hierarchical) are candidates.
 
     Returns
     -------
@@ -186,6 +189,8 @@ def choose_method(shape: tuple[int, ...], *, epsilon: float, expected_total: flo
     """
     cells = int(np.prod(shape))
     signal = None if expected_total is None else float(expected_total) * float(epsilon) / max(cells, 1)
+    if loss is not None and loss.measure not in METHODS["ahp"].measures:
+        signal = None  # the data-dependent methods have no analysis in this measure
     if workload == "bins":
         if signal is not None and cells > 1:
             if signal < AUTO_BINS_SIGNAL:
@@ -194,14 +199,15 @@ def choose_method(shape: tuple[int, ...], *, epsilon: float, expected_total: flo
             return AutoChoice("identity", {}, f"per-bin workload with expected count per cell x epsilon = "
                               f"{signal:.3g} >= {AUTO_BINS_SIGNAL:g}: the flat histogram")
         return AutoChoice("identity", {}, "per-bin workload without expected_total: the flat histogram")
-    if len(shape) >= 2 and cells > 1 and (signal is None or signal <= AUTO_DPCUBE_MAX_SIGNAL):
+    data_dependent = loss is None or loss.measure in METHODS["dpcube"].measures
+    if data_dependent and len(shape) >= 2 and cells > 1 and (signal is None or signal <= AUTO_DPCUBE_MAX_SIGNAL):
         known = "unknown" if signal is None else f"{signal:.3g} <= {AUTO_DPCUBE_MAX_SIGNAL:g}"
         return AutoChoice("dpcube", {"estimate": "uniform"},
                           f"{len(shape)}-D range workload, expected count per cell x epsilon {known}: "
                           f"DPCube kd-tree partitions with uniform estimation")
     if "hierarchical" in METHODS and cells > 1:
         from ..algorithms.branching import choose_branching
-        choice = choose_branching(shape, epsilon=float(epsilon))
+        choice = choose_branching(shape, epsilon=float(epsilon), loss=loss)
         if choice.branching < max(shape) and choice.predicted_variance < choice.flat_variance:
             return AutoChoice("hierarchical", {"branching": "auto"},
                               f"range workload: tree b={choice.branching} predicts average range "
@@ -220,7 +226,7 @@ def _plan_auto(grid: Grid, loss: PrivacyLoss, knobs: dict[str, Any]) -> Planned:
     """Make the choice now, from public information, so the ledger records the method actually run."""
     total = None if knobs["expected_total"] is None else float(knobs["expected_total"])
     name, extra, reason = choose_method(grid.shape, epsilon=float(loss.amount), expected_total=total,
-                                        workload=knobs["workload"])
+                                        workload=knobs["workload"], loss=loss)
     chosen = plan_method(name, grid, loss, extra)
     return Planned("auto", chosen, {"method": name, "chosen_params": chosen.knobs, "auto_reason": reason,
                                     "auto_workload": knobs["workload"], "auto_expected_total": total},
@@ -243,4 +249,5 @@ register_method(HistogramMethod("ahp", AHP_PARAMS, _plan_ahp, _release_ahp,
 register_method(HistogramMethod("dpcube", DPCUBE_PARAMS, _plan_dpcube, _release_dpcube,
                                 summary="kd-tree partitions of the noisy cell grid"))
 register_method(HistogramMethod("auto", AUTO_PARAMS, _plan_auto, _release_auto,
+                                measures=frozenset({"pure", "zcdp"}),
                                 summary="picks a method from public information only"))

@@ -26,8 +26,8 @@ from ..errors import ParameterError
 from ..loss import PrivacyLoss
 from ..results.hierarchical import HierarchicalHistogram
 from ..results.histogram import as_series
-from .histogram import (HistogramMethod, Planned, histogram, histogram_release, method_named, plan_method,
-                        register_method)
+from .histogram import (BOTH_MEASURES, HistogramMethod, Planned, histogram, histogram_release, method_named,
+                        plan_method, register_method)
 from .params import AutoOr, Flag, Integer, Options, Param, ParamTable, check_columns, check_flag, check_rng
 from .pipeline import privacy_loss
 
@@ -105,7 +105,7 @@ def _release(counts: np.ndarray, grid: Grid, planned: Planned, *, rng: Any, nonn
         post_processing=post, variance_exact=not nonnegative, detail=rel)
 
 
-register_method(HistogramMethod("hierarchical", TREE_PARAMS, _plan, _release,
+register_method(HistogramMethod("hierarchical", TREE_PARAMS, _plan, _release, measures=BOTH_MEASURES,
                                 summary="noisy counts on a tree over the bins, exact GLS inference"))
 
 
@@ -161,7 +161,7 @@ def range_query(frame: pd.DataFrame, column: Any, ranges: Any, *, bins: Any = No
         # The tree's knobs (other than branching) are checked, then the same choice as
         # ``choose_branching`` decides between the tree and the flat histogram.
         tree = TREE_PARAMS.validate({k: v for k, v in knobs.items() if k != "branching"})
-        choice = choose_branching(grid.shape, epsilon=float(loss.amount), budget_split=tree["budget_split"],
+        choice = choose_branching(grid.shape, loss=loss, budget_split=tree["budget_split"],
                                   include_root=tree["include_root"], consistent=tree["consistent"])
         if choice.is_flat:
             name, knobs = "identity", {}

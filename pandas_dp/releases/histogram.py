@@ -25,7 +25,7 @@ from .params import ParamTable, check_columns, check_flag, check_rng
 from .pipeline import Release, check_measure, privacy_loss, run
 
 __all__ = ["HistogramMethod", "Planned", "METHODS", "register_method", "histogram", "histogram_release",
-           "clip_at_zero"]
+           "clip_at_zero", "BOTH_MEASURES"]
 
 
 @dataclass(frozen=True)
@@ -126,9 +126,10 @@ def _release_identity(counts: np.ndarray, grid: Grid, planned: Planned, *, rng: 
 
     Notes
     -----
-    Adding or removing a row changes one cell by 1 (sensitivity 1), so noise
-    with ``P(z) ∝ exp(-|z| / t)``, ``t = 1/epsilon``, gives epsilon-DP. The
-    per-cell variance is ``2p / (1 - p)^2`` with ``p = exp(-1/t)``.
+    Adding or removing a row changes one cell by 1 (L1 and L2 sensitivity 1), so
+    noise with ``P(z) ∝ exp(-|z| / t)``, ``t = 1/epsilon``, gives epsilon-DP (per-cell
+    variance ``2p / (1 - p)^2``, ``p = exp(-1/t)``), and discrete Gaussian noise
+    with ``sigma^2 = 1 / (2 rho)`` gives rho-zCDP.
     ``nonnegative=True`` clips at 0 (post-processing), which biases small
     counts upwards; the reported variance is then that of the noise only.
     """
@@ -152,8 +153,10 @@ def _release_identity(counts: np.ndarray, grid: Grid, planned: Planned, *, rng: 
     )
 
 
+BOTH_MEASURES = frozenset({"pure", "zcdp"})
+
 register_method(HistogramMethod("identity", ParamTable("method='identity'"), _plan_identity, _release_identity,
-                                summary="one noise draw per cell"))
+                                measures=BOTH_MEASURES, summary="one noise draw per cell"))
 
 # Other histogram methods register themselves on import (kept last: they import this module).
 from . import hierarchical as _hierarchical  # noqa: E402,F401  ("hierarchical")

@@ -56,7 +56,7 @@ def unattributed_histogram(frame: pd.DataFrame, group: Any, *, epsilon: Any = No
     if len(col) != 1:
         raise ParameterError(f"The 'group' parameter names one column. Got {group!r}.")
     loss = privacy_loss(epsilon, rho)
-    check_measure(loss, frozenset({"pure"}), "unattributed_histogram")
+    check_measure(loss, frozenset({"pure", "zcdp"}), "unattributed_histogram")
     generator = check_rng(rng)
     ids = _group_ids(groups, col[0]) if groups is not None else None
     if ids is not None and len(ids) > MAX_GROUPS:
