@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import html
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Mapping
 
 import numpy as np
@@ -12,13 +12,14 @@ import pandas as pd
 from .._optional import import_optional
 from ._base import FrozenRelease
 from ..errors import ParameterError
+from ._frozen import release_dataclass
 
 __all__ = ["CountOfCounts", "emd_per_region"]
 
 _COLUMNS = ["level", "region", "size", "groups"]
 
 
-@dataclass(frozen=True, repr=False)
+@release_dataclass
 class CountOfCounts(FrozenRelease):
     """Differentially private count-of-counts histograms of every region of a hierarchy.
 

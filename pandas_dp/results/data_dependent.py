@@ -9,7 +9,7 @@ structure (clusters, partitions) for inspection.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 import numpy as np
@@ -18,11 +18,12 @@ import pandas as pd
 from ..algorithms.ahp import AHPRelease
 from ..algorithms.dpcube import DPCubeRelease, box_sums
 from .histogram import Histogram
+from ._frozen import release_dataclass
 
 __all__ = ["AHPHistogram", "DPCubeHistogram"]
 
 
-@dataclass(frozen=True, repr=False)
+@release_dataclass
 class AHPHistogram(Histogram):
     """An AHP release (Zhang et al. 2014): bins clustered by their noisy counts.
 
@@ -50,7 +51,7 @@ class AHPHistogram(Histogram):
         return est[j] - est[i], self.detail.range_variance(i, j)
 
 
-@dataclass(frozen=True, repr=False)
+@release_dataclass
 class DPCubeHistogram(Histogram):
     """A DPCube release (Xiao et al.): a noisy cell histogram and kd-tree partition counts.
 

@@ -11,7 +11,7 @@ gives Qardaji's ``V_Avg`` exactly.
 from __future__ import annotations
 
 import html
-from dataclasses import dataclass, field
+from dataclasses import field
 
 import numpy as np
 import pandas as pd
@@ -19,11 +19,12 @@ import pandas as pd
 from ..algorithms.tree import TreeRelease
 from ..errors import DomainError
 from .histogram import Histogram
+from ._frozen import release_dataclass
 
 __all__ = ["HierarchicalHistogram"]
 
 
-@dataclass(frozen=True, repr=False)
+@release_dataclass
 class HierarchicalHistogram(Histogram):
     """A hierarchical histogram release.
 

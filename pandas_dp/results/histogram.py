@@ -13,6 +13,7 @@ from .._optional import import_optional
 from ._base import EstimatesView, FrozenRelease, normal_quantile
 from ..domain import BinDomain, Grid
 from ..errors import DomainError, ParameterError
+from ._frozen import release_dataclass
 
 __all__ = ["Histogram", "RangeAnswer"]
 
@@ -44,7 +45,7 @@ class RangeAnswer:
         return (self.estimate - half, self.estimate + half)
 
 
-@dataclass(frozen=True, repr=False)
+@release_dataclass
 class Histogram(FrozenRelease, EstimatesView):
     """A differentially private histogram over a public domain.
 

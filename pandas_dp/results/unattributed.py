@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import html
-from dataclasses import dataclass
 from typing import Any, Mapping
 
 import numpy as np
@@ -11,11 +10,12 @@ import pandas as pd
 
 from .._optional import import_optional
 from ._base import EstimatesView, FrozenRelease
+from ._frozen import release_dataclass
 
 __all__ = ["UnattributedHistogram"]
 
 
-@dataclass(frozen=True, repr=False)
+@release_dataclass
 class UnattributedHistogram(FrozenRelease, EstimatesView):
     """Hay et al.'s S-bar: per-group counts in ascending order, without the group labels.
 
