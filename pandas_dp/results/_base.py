@@ -58,7 +58,7 @@ def confidence_bounds(estimate: Any, std_error: Any, confidence_level: float = 0
     --------
     >>> lower, upper = confidence_bounds([10.0, 20.0], [1.0, 2.0])
     >>> lower.round(3).tolist(), upper.round(3).tolist()
-    ([8.04, 16.081], [11.96, 23.919])
+    ([8.04, 16.08], [11.96, 23.92])
     """
     z = normal_quantile(confidence_level)
     est = np.asarray(estimate, dtype=np.float64)

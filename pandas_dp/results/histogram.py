@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from .._optional import import_optional
-from ._base import EstimatesView, FrozenRelease, normal_quantile
+from ._base import EstimatesView, FrozenRelease, confidence_bounds, normal_quantile
 from ..domain import BinDomain, Grid
 from ..errors import DomainError, ParameterError
 from ._frozen import release_dataclass
@@ -34,15 +34,16 @@ class RangeAnswer:
     exact_std_error: bool = True
 
     def confidence_interval(self, confidence_level: float = 0.95) -> tuple[float, float]:
-        """Normal-approximation interval ``estimate ± z * std_error``.
+        """Normal-approximation interval ``estimate ± z * std_error`` (:func:`confidence_bounds`).
 
         The noise of a range sums many independent discrete Laplace draws
         (or one, for a single bin); the normal quantile is an approximation
         whose coverage is close to nominal for sums and conservative-ish for
-        a single bin only at high levels. It adds no privacy cost.
+        a single bin only at high levels. It adds no privacy cost. The
+        ``lower``/``upper`` columns of ``range_query([...])`` use the same rule.
         """
-        half = normal_quantile(confidence_level) * self.std_error
-        return (self.estimate - half, self.estimate + half)
+        lower, upper = confidence_bounds(self.estimate, self.std_error, confidence_level)
+        return (float(lower), float(upper))
 
 
 @release_dataclass
@@ -103,7 +104,8 @@ class Histogram(FrozenRelease, EstimatesView):
         var = np.concatenate([[0.0], np.cumsum(self.variance.to_numpy(dtype=np.float64))])
         return est[j] - est[i], var[j] - var[i]
 
-    def range_query(self, low: Any, high: Any = None) -> RangeAnswer | pd.DataFrame:
+    def range_query(self, low: Any, high: Any = None, *,
+                    confidence_level: float = 0.95) -> RangeAnswer | pd.DataFrame:
         """Answer ``[low, high)`` — or a list of ``(low, high)`` ranges — from this release.
 
         Post-processing only: no budget is spent. Bounds must be bin edges.
@@ -113,12 +115,40 @@ class Histogram(FrozenRelease, EstimatesView):
         low, high : float
             A half-open range in value space. Or pass one list of
             ``(low, high)`` pairs as ``low`` to answer many at once.
+        confidence_level : float
+            Coverage of the ``lower``/``upper`` columns of the list form (the
+            single form returns a :class:`RangeAnswer`, whose
+            ``confidence_interval(confidence_level)`` gives the same bounds).
 
         Returns
         -------
         RangeAnswer or DataFrame
-            A DataFrame (columns ``low, high, estimate, std_error``) for a list.
+            For a list, one row per range with columns ``low, high, estimate,
+            std_error, lower, upper``; ``lower``/``upper`` follow the rule of
+            :meth:`RangeAnswer.confidence_interval` (:func:`confidence_bounds`).
+
+        Raises
+        ------
+        DomainError
+            When a bound is not a bin edge, ``low > high``, or the release is
+            not 1-D over numeric bins.
+        ParameterError
+            When the ranges are not pairs or ``confidence_level`` is not in (0, 1).
+
+        Examples
+        --------
+        >>> import numpy as np, pandas as pd, pandas_dp as pdp
+        >>> df = pd.DataFrame({"age": np.arange(1000) % 100})
+        >>> with pdp.budget(epsilon=1.0):
+        ...     h = df.dp.histogram("age", bins=10, range=(0, 100), epsilon=1.0,
+        ...                         rng=np.random.default_rng(0))
+        >>> ans = h.range_query([(0, 20), (20, 70)], confidence_level=0.9)
+        >>> list(ans.columns)
+        ['low', 'high', 'estimate', 'std_error', 'lower', 'upper']
+        >>> bool((ans["lower"] < ans["estimate"]).all() and (ans["estimate"] < ans["upper"]).all())
+        True
         """
+        normal_quantile(confidence_level)  # validate the public argument before any work
         dim = self._bin_domain()
         if high is None:
             pairs = np.asarray(low, dtype=object)
@@ -127,8 +157,10 @@ class Histogram(FrozenRelease, EstimatesView):
             lows, highs = pairs[:, 0].astype(np.float64), pairs[:, 1].astype(np.float64)
             i, j = dim.align(lows, highs)
             est, var = self._range_stats(i, j)
+            std = np.sqrt(var)
+            lower, upper = confidence_bounds(est, std, confidence_level)
             return pd.DataFrame({"low": dim.edges[i], "high": dim.edges[j], "estimate": est,
-                                 "std_error": np.sqrt(var)})
+                                 "std_error": std, "lower": lower, "upper": upper})
         i, j = dim.align(low, high)
         est, var = self._range_stats(i, j)
         return RangeAnswer(float(dim.edges[i[0]]), float(dim.edges[j[0]]), float(est[0]),
