@@ -111,19 +111,42 @@ def _locked(array: np.ndarray) -> np.ndarray:
     return owner.view()
 
 
+def _own_index(index: pd.Index) -> pd.Index:
+    """A private copy of ``index`` (whose ``name`` is settable) held in memory.
+
+    Index data is immutable already; the copy only cuts sharing of the Index
+    object, and of memory maps (``joblib.load(..., mmap_mode="r")``).
+    """
+    if isinstance(index, pd.RangeIndex):
+        return index.copy()
+    if isinstance(index, pd.MultiIndex):
+        return pd.MultiIndex(levels=[_own_index(level) for level in index.levels],
+                             codes=[np.array(c) for c in index.codes], names=list(index.names))
+    if isinstance(index, pd.CategoricalIndex):
+        cat = pd.Categorical.from_codes(np.array(index.codes), categories=_own_index(index.categories),
+                                        ordered=index.ordered)
+        return pd.CategoricalIndex(cat, name=index.name)
+    if isinstance(index, pd.IntervalIndex):
+        return pd.IntervalIndex.from_arrays(_own_index(index.left), _own_index(index.right),
+                                            closed=index.closed, name=index.name)
+    if isinstance(index.dtype, np.dtype):
+        return pd.Index(np.array(index.to_numpy()), dtype=index.dtype, name=index.name)
+    return index.copy(deep=True)
+
+
 def _frozen_series(series: pd.Series) -> pd.Series:
     if isinstance(series.dtype, np.dtype):
         data: Any = _locked(np.array(series.to_numpy(), copy=True))
     else:  # extension arrays: a private copy (copy-on-write protects it from the shallow copies handed out)
         data = series.array.copy()
-    out = pd.Series(data, index=series.index.copy(), name=series.name, copy=False)
+    out = pd.Series(data, index=_own_index(series.index), name=series.name, copy=False)
     return out
 
 
 def _frozen_frame(frame: pd.DataFrame) -> pd.DataFrame:
     columns = {i: _frozen_series(frame.iloc[:, i]) for i in range(frame.shape[1])}
-    out = pd.DataFrame(columns, index=frame.index.copy(), copy=False)
-    out.columns = frame.columns.copy()
+    out = pd.DataFrame(columns, index=_own_index(frame.index), copy=False)
+    out.columns = _own_index(frame.columns)
     return out
 
 
@@ -146,7 +169,7 @@ def _freeze(value: Any, seen: set[int]) -> Any:
     if isinstance(value, pd.DataFrame):
         return _frozen_frame(value)
     if isinstance(value, pd.Index):
-        return value.copy()
+        return _own_index(value)
     if isinstance(value, (FrozenDict, FrozenList)):
         return value
     if isinstance(value, Mapping):
