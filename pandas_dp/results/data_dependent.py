@@ -17,8 +17,8 @@ import pandas as pd
 
 from ..algorithms.ahp import AHPRelease
 from ..algorithms.dpcube import DPCubeRelease, box_sums
-from .histogram import Histogram
 from ._frozen import release_dataclass
+from .histogram import Histogram
 
 __all__ = ["AHPHistogram", "DPCubeHistogram"]
 

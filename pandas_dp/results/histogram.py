@@ -9,10 +9,10 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 
-from .._optional import import_optional
-from ._base import EstimatesView, FrozenRelease, confidence_bounds, normal_quantile
 from ..domain import BinDomain, Grid
 from ..errors import DomainError, ParameterError
+from ._base import EstimatesView, FrozenRelease, confidence_bounds, normal_quantile
+from ._format import estimates_table, html_params
 from ._frozen import release_dataclass
 
 __all__ = ["Histogram", "RangeAnswer"]
@@ -210,49 +210,78 @@ class Histogram(FrozenRelease, EstimatesView):
         return grid_rows(self.counts.to_numpy(), self.domain, n, rng)
 
     # -- display -----------------------------------------------------------
-    def plot(self, ax: Any = None, *, confidence_level: float = 0.95, **kwargs: Any) -> Any:
-        """Bar chart of the estimates with confidence error bars; returns the matplotlib Axes.
+    def plot(self, ax: Any = None, *, confidence_level: float = 0.95, density: bool = False,
+             **kwargs: Any) -> Any:
+        """Draw the release in the columns' units; returns the matplotlib Axes (needs the ``plot`` extra).
 
-        Needs the ``plot`` extra (matplotlib).
+        Parameters
+        ----------
+        ax : matplotlib Axes, optional
+            Where to draw; a new figure by default.
+        confidence_level : float
+            Coverage of the error bars, from :meth:`confidence_interval` (1-D).
+        density : bool
+            Draw the count per unit of the column (the count divided by the
+            bin's width, so a bar's area is its count) instead of the count:
+            the honest picture of unequal bins. Needs numeric bins.
+        **kwargs
+            Passed to ``Axes.bar`` (``Axes.stairs`` above 200 bins, or
+            ``Axes.pcolormesh`` for 2-D grids).
+
+        Returns
+        -------
+        matplotlib.axes.Axes
+
+        Raises
+        ------
+        ParameterError
+            For releases of more than two columns, a bad ``confidence_level``,
+            or ``density=True`` on categories only.
+
+        Notes
+        -----
+        1-D numeric bins are bars from ``edges[i]`` to ``edges[i+1]`` (their
+        true width) with error bars ``[lower, upper]`` of the release's
+        intervals; above 200 bins a filled step line with the interval as a
+        band. Categories are one bar each, labelled. 2-D grids are heat maps
+        whose axes are the bin edges' values (or categories), rows the first
+        column. Numbers carry thousands separators, dates read as dates.
+        Drawing reads only the release: no budget is spent.
+
+        Examples
+        --------
+        >>> import numpy as np, pandas as pd, pandas_dp as pdp
+        >>> import matplotlib; matplotlib.use("Agg")
+        >>> df = pd.DataFrame({"income": np.arange(0, 200_000, 50)})
+        >>> with pdp.budget(epsilon=1.0):
+        ...     h = df.dp.histogram("income", bins=[0, 20_000, 50_000, 100_000, 200_000], epsilon=1.0,
+        ...                         rng=np.random.default_rng(0))
+        >>> ax = h.plot(density=True)
+        >>> ax.get_xlim(), [t.get_text() for t in ax.get_xticklabels()]
+        ((0.0, 200000.0), ['0', '20,000', '50,000', '100,000', '200,000'])
+        >>> ax.get_ylabel()
+        'count per unit of income (± 95% CI)'
         """
-        plt = import_optional("matplotlib.pyplot", extra="plot", purpose="Histogram.plot()")
-        if ax is None:
-            _, ax = plt.subplots(figsize=(8, 4))
-        half = normal_quantile(confidence_level) * self.std_error.to_numpy()
-        if self.domain.ndim == 1:
-            labels = [str(v) for v in self.counts.index]
-            x = np.arange(len(labels))
-            ax.bar(x, self.counts.to_numpy(dtype=float), yerr=half, capsize=2 if len(x) <= 50 else 0, **kwargs)
-            step = max(1, len(x) // 20)
-            ax.set_xticks(x[::step], labels[::step], rotation=45, ha="right")
-            ax.set_xlabel(self.domain.columns[0])
-        elif self.domain.ndim == 2:
-            image = ax.imshow(self.counts.to_numpy(dtype=float).reshape(self.domain.shape), origin="lower",
-                              aspect="auto", **kwargs)
-            ax.figure.colorbar(image, ax=ax, label="estimate")
-            ax.set_xlabel(self.domain.columns[1])
-            ax.set_ylabel(self.domain.columns[0])
-        else:
-            raise ParameterError(f"plot() draws 1-D and 2-D releases; this one has {self.domain.ndim} dimensions.")
-        if self.domain.ndim == 1:
-            ax.set_ylabel(f"count (± {confidence_level:.0%} CI)")
-        ax.set_title(f"{self.method} histogram, ε = {self.epsilon:g}")
-        return ax
+        from ._plot import plot_grid
+
+        return plot_grid(self, ax, confidence_level=confidence_level, density=density, **kwargs)
 
     def _summary_rows(self, n: int = 10) -> pd.DataFrame:
-        frame = self.to_frame().head(n)
-        frame.index = pd.Index([", ".join(map(str, v)) if isinstance(v, tuple) else str(v) for v in frame.index],
-                               name=", ".join(map(str, self.domain.columns)))
-        return frame
+        """The first ``n`` rows of :meth:`to_frame` for reading (labels and numbers formatted)."""
+        return estimates_table(self.to_frame().head(n), ", ".join(map(str, self.domain.columns)))
 
     def _html_rows(self, n: int = 10) -> str:
         """The first ``n`` bins as an HTML table: ``estimate ± std_error`` per bin."""
-        return html_estimates(self._summary_rows(n), self.variance_exact)
+        return html_estimates(self.to_frame().head(n), self.variance_exact,
+                              ", ".join(map(str, self.domain.columns)))
+
+    def _repr_head(self) -> str:
+        return (f"{type(self).__name__}(method={self.method!r}, epsilon={self.epsilon:g}, "
+                f"columns={list(self.domain.columns)}, bins={self.domain.size:,})")
 
     def __repr__(self) -> str:
-        head = (f"{type(self).__name__}(method={self.method!r}, epsilon={self.epsilon:g}, "
-                f"columns={list(self.domain.columns)}, bins={self.domain.size})")
-        return head + "\n" + self._summary_rows().to_string(float_format=lambda v: f"{v:.4g}")
+        more = f"\n… {self.domain.size - 10:,} more bins" if self.domain.size > 10 else ""
+        return self._repr_head() + "\n" + self._summary_rows().to_string() + more
 
     def _html_title(self) -> str:
         """The method's facts shown after the method name (subclasses add theirs)."""
@@ -263,22 +292,26 @@ class Histogram(FrozenRelease, EstimatesView):
         return ""
 
     def _repr_html_(self) -> str:
-        params = ", ".join(f"{html.escape(str(k))}={html.escape(str(v))}" for k, v in self.params.items())
         table = self._html_rows()
-        more = f"<p>… {self.domain.size - 10} more bins</p>" if self.domain.size > 10 else ""
+        more = f"<p>… {self.domain.size - 10:,} more bins</p>" if self.domain.size > 10 else ""
         return (f"<div><strong>{html.escape(type(self).__name__)}</strong> — method "
                 f"<code>{html.escape(self.method)}</code>, {self._html_title()}, "
-                f"{self.domain.size} bins over {html.escape(str(list(self.domain.columns)))}"
-                f"<br><small>{self._html_notes()}{params}</small>{table}{more}</div>")
+                f"{self.domain.size:,} bins over {html.escape(str(list(self.domain.columns)))}"
+                f"<br><small>{self._html_notes()}{html_params(self.params)}</small>{table}{more}</div>")
 
 
-def html_estimates(frame: pd.DataFrame, exact: bool = True) -> str:
-    """HTML table of ``estimate ± std_error`` rows (from a frame with those two columns)."""
-    shown = pd.DataFrame({"estimate ± std_error": [f"{e:,.4g} ± {s:.3g}" for e, s in
-                                                   zip(frame["estimate"], frame["std_error"])]},
-                         index=frame.index)
+def html_estimates(frame: pd.DataFrame, exact: bool = True, index_name: str | None = None) -> str:
+    """HTML table of ``estimate ± std_error`` rows (from a frame with those two columns).
+
+    Integral estimates show as ``120,800``, others with one decimal
+    (``3,267.1``); bins as ``[20, 30)``.
+    """
+    shown = estimates_table(frame[["estimate", "std_error"]], index_name)
+    table = pd.DataFrame({"estimate ± std_error": [f"{e} ± {s}" for e, s in
+                                                   zip(shown["estimate"], shown["std_error"])]},
+                         index=shown.index)
     note = "" if exact else "<br><small>± covers the noise only (see variance_exact)</small>"
-    return shown.to_html() + note
+    return table.to_html() + note
 
 
 def as_series(values: np.ndarray, grid: Grid, name: str) -> pd.Series:
