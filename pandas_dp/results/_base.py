@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import ParameterError
-from ._frozen import FrozenDict, FrozenList, _Released, same
+from ._frozen import FrozenDict, FrozenList, _Released, freeze, same
 
 __all__ = ["FrozenRelease", "EstimatesView", "normal_quantile", "confidence_bounds", "FrozenDict", "FrozenList"]
 
@@ -91,9 +91,8 @@ class FrozenRelease(_Released):
         return self
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        # Unpickled arrays are writeable again: store every field through its freezing descriptor.
-        for name, value in state.items():
-            object.__setattr__(self, name, value)
+        # Unpickled arrays are writeable again (or memory maps, from joblib): freeze every field anew.
+        vars(self).update({name: freeze(value, loaded=True) for name, value in state.items()})
 
     def __eq__(self, other: object) -> bool:
         if type(other) is not type(self):

@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import weakref
+from dataclasses import dataclass, field
 from collections.abc import Mapping
 from typing import Any, Callable, TypeVar
 
@@ -100,96 +102,128 @@ class FrozenList(list):
         return self
 
 
+#: Arrays locked by a result (their data are the results' own): a new result may share them.
+_LOCKED: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+
+
+def _owner(array: np.ndarray) -> Any:
+    while isinstance(array.base, np.ndarray):
+        array = array.base
+    return array
+
+
+def _is_locked(array: np.ndarray) -> bool:
+    owner = _owner(array)
+    return _LOCKED.get(id(owner)) is owner
+
+
 def _locked(array: np.ndarray) -> np.ndarray:
     """A read-only view of ``array``'s data that no holder of the view can make writeable.
 
     An array that owns its memory is locked in place (the release owns it);
-    a view of someone else's memory, or a memory map, is copied first.
+    a view of someone else's memory, or a memory map, is copied first, unless
+    it views data a result has already locked.
     """
-    owner = array if array.base is None and type(array) is np.ndarray else np.array(array, copy=True)
+    if array.base is None and type(array) is np.ndarray:
+        owner = array
+    elif _is_locked(array):
+        return array.view()
+    else:
+        owner = np.array(array, copy=True)
     owner.flags.writeable = False
+    _LOCKED[id(owner)] = owner
     return owner.view()
 
 
-def _own_index(index: pd.Index) -> pd.Index:
-    """A private copy of ``index`` (whose ``name`` is settable) held in memory.
-
-    Index data is immutable already; the copy only cuts sharing of the Index
-    object, and of memory maps (``joblib.load(..., mmap_mode="r")``).
-    """
+def _in_memory_index(index: pd.Index) -> pd.Index:
+    """A copy of ``index`` whose data are plain in-memory arrays (no memory maps)."""
     if isinstance(index, pd.RangeIndex):
         return index.copy()
     if isinstance(index, pd.MultiIndex):
-        return pd.MultiIndex(levels=[_own_index(level) for level in index.levels],
+        return pd.MultiIndex(levels=[_in_memory_index(level) for level in index.levels],
                              codes=[np.array(c) for c in index.codes], names=list(index.names))
     if isinstance(index, pd.CategoricalIndex):
-        cat = pd.Categorical.from_codes(np.array(index.codes), categories=_own_index(index.categories),
+        cat = pd.Categorical.from_codes(np.array(index.codes), categories=_in_memory_index(index.categories),
                                         ordered=index.ordered)
         return pd.CategoricalIndex(cat, name=index.name)
     if isinstance(index, pd.IntervalIndex):
-        return pd.IntervalIndex.from_arrays(_own_index(index.left), _own_index(index.right),
+        return pd.IntervalIndex.from_arrays(_in_memory_index(index.left), _in_memory_index(index.right),
                                             closed=index.closed, name=index.name)
     if isinstance(index.dtype, np.dtype):
         return pd.Index(np.array(index.to_numpy()), dtype=index.dtype, name=index.name)
     return index.copy(deep=True)
 
 
-def _frozen_series(series: pd.Series) -> pd.Series:
-    if isinstance(series.dtype, np.dtype):
-        data: Any = _locked(np.array(series.to_numpy(), copy=True))
-    else:  # extension arrays: a private copy (copy-on-write protects it from the shallow copies handed out)
-        data = series.array.copy()
-    out = pd.Series(data, index=_own_index(series.index), name=series.name, copy=False)
-    return out
+@dataclass
+class _Freezing:
+    """One freezing pass: objects already frozen, and whether values come from unpickling."""
 
+    loaded: bool = False
+    seen: set[int] = field(default_factory=set)
 
-def _frozen_frame(frame: pd.DataFrame) -> pd.DataFrame:
-    columns = {i: _frozen_series(frame.iloc[:, i]) for i in range(frame.shape[1])}
-    out = pd.DataFrame(columns, index=_own_index(frame.index), copy=False)
-    out.columns = _own_index(frame.columns)
-    return out
+    def index(self, index: pd.Index) -> pd.Index:
+        # Index data are immutable: a new Index object (its name is settable) is enough, except
+        # after unpickling, when joblib's mmap_mode may have left memory maps inside.
+        return _in_memory_index(index) if self.loaded else index.copy()
 
+    def series(self, series: pd.Series) -> pd.Series:
+        if isinstance(series.dtype, np.dtype):
+            data: Any = np.asarray(series.array)
+            # Data a result locked already is shared (e.g. dataclasses.replace of a result); any other is copied.
+            data = data.view() if _is_locked(data) else _locked(np.array(data, copy=True))
+        else:  # extension arrays: a private copy (copy-on-write protects it from the shallow copies handed out)
+            data = series.array.copy()
+        return pd.Series(data, index=self.index(series.index), name=series.name, copy=False)
 
-def _freeze_dataclass(obj: Any, seen: set[int]) -> Any:
-    """Freeze the fields of a frozen dataclass instance in place (it belongs to the release)."""
-    if id(obj) in seen:
+    def frame(self, frame: pd.DataFrame) -> pd.DataFrame:
+        columns = {i: self.series(frame.iloc[:, i]) for i in range(frame.shape[1])}
+        out = pd.DataFrame(columns, index=self.index(frame.index), copy=False)
+        out.columns = self.index(frame.columns)
+        return out
+
+    def dataclass(self, obj: Any) -> Any:
+        """Freeze the fields of a frozen dataclass instance in place (it belongs to the release)."""
+        if id(obj) in self.seen:
+            return obj
+        self.seen.add(id(obj))
+        for f in dataclasses.fields(obj):
+            value = obj.__dict__.get(f.name, None) if hasattr(obj, "__dict__") else getattr(obj, f.name)
+            object.__setattr__(obj, f.name, self(value))
         return obj
-    seen.add(id(obj))
-    for f in dataclasses.fields(obj):
-        value = obj.__dict__.get(f.name, None) if hasattr(obj, "__dict__") else getattr(obj, f.name)
-        object.__setattr__(obj, f.name, _freeze(value, seen))
-    return obj
 
-
-def _freeze(value: Any, seen: set[int]) -> Any:
-    if isinstance(value, np.ndarray):
-        return _locked(value)
-    if isinstance(value, pd.Series):
-        return _frozen_series(value)
-    if isinstance(value, pd.DataFrame):
-        return _frozen_frame(value)
-    if isinstance(value, pd.Index):
-        return _own_index(value)
-    if isinstance(value, (FrozenDict, FrozenList)):
+    def __call__(self, value: Any) -> Any:
+        if isinstance(value, np.ndarray):
+            return _locked(value)
+        if isinstance(value, pd.Series):
+            return self.series(value)
+        if isinstance(value, pd.DataFrame):
+            return self.frame(value)
+        if isinstance(value, pd.Index):
+            return self.index(value)
+        if isinstance(value, (FrozenDict, FrozenList)):
+            return value
+        if isinstance(value, Mapping):
+            return FrozenDict({k: self(v) for k, v in value.items()})
+        if isinstance(value, tuple) and not hasattr(value, "_fields"):
+            return tuple(self(v) for v in value)
+        if isinstance(value, list):
+            return FrozenList(self(v) for v in value)
+        if isinstance(value, (set, frozenset)):
+            return frozenset(value)
+        if dataclasses.is_dataclass(value) and not isinstance(value, type):
+            params = getattr(type(value), "__dataclass_params__", None)
+            if params is not None and params.frozen and not isinstance(value, _Released):
+                return self.dataclass(value)
         return value
-    if isinstance(value, Mapping):
-        return FrozenDict({k: _freeze(v, seen) for k, v in value.items()})
-    if isinstance(value, tuple) and not hasattr(value, "_fields"):
-        return tuple(_freeze(v, seen) for v in value)
-    if isinstance(value, list):
-        return FrozenList(_freeze(v, seen) for v in value)
-    if isinstance(value, (set, frozenset)):
-        return frozenset(value)
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        params = getattr(type(value), "__dataclass_params__", None)
-        if params is not None and params.frozen and not isinstance(value, _Released):
-            return _freeze_dataclass(value, seen)
-    return value
 
 
-def freeze(value: Any) -> Any:
-    """The frozen form of ``value`` to store in a result (see the module notes)."""
-    return _freeze(value, set())
+def freeze(value: Any, *, loaded: bool = False) -> Any:
+    """The frozen form of ``value`` to store in a result (see the module notes).
+
+    ``loaded=True`` for values fresh from unpickling: their indexes are also
+    brought into memory (joblib's ``mmap_mode`` loads arrays as memory maps).
+    """
+    return _Freezing(loaded)(value)
 
 
 def hand_out(value: Any) -> Any:
