@@ -257,8 +257,8 @@ class Histogram(FrozenRelease, EstimatesView):
         ...     h = df.dp.histogram("income", bins=[0, 20_000, 50_000, 100_000, 200_000], epsilon=1.0,
         ...                         rng=np.random.default_rng(0))
         >>> ax = h.plot(density=True)
-        >>> ax.get_xlim(), [t.get_text() for t in ax.get_xticklabels()]
-        ((0.0, 200000.0), ['0', '20,000', '50,000', '100,000', '200,000'])
+        >>> [float(v) for v in ax.get_xlim()], [t.get_text() for t in ax.get_xticklabels()]
+        ([0.0, 200000.0], ['0', '20,000', '50,000', '100,000', '200,000'])
         >>> ax.get_ylabel()
         'count per unit of income (± 95% CI)'
         """
