@@ -117,8 +117,11 @@ class EstimatesView:
         return self.counts.copy()
 
     def to_frame(self) -> pd.DataFrame:
-        """One row per estimate: ``estimate``, ``variance``, ``std_error``."""
-        return pd.DataFrame({"estimate": self.counts, "variance": self.variance, "std_error": self.std_error})
+        """One row per estimate: ``estimate``, ``variance``, ``std_error`` (a new frame)."""
+        counts, variance = self.counts, self.variance.to_numpy()
+        # Columns as arrays on one index: aligning the Series would compare their (equal) indexes.
+        return pd.DataFrame({"estimate": counts.to_numpy(), "variance": variance, "std_error": np.sqrt(variance)},
+                            index=counts.index)
 
     def confidence_interval(self, confidence_level: float = 0.95) -> pd.DataFrame:
         """Intervals ``estimate ± z * std_error`` per estimate (:func:`confidence_bounds`): ``lower``, ``upper``."""
