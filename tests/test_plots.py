@@ -295,3 +295,34 @@ def test_views_print_counts_with_separators():
             continue
         for shown in (repr(result), result._repr_html_()):
             assert "e+0" not in shown, name
+
+
+def test_count_of_counts_options(tmp_path):
+    coc = every_result()["count_of_counts"]
+    ax = coc.plot("county", max_regions=3, cumulative=True)
+    _render(ax, tmp_path / "counties.png")
+    drawn = _texts(ax.get_legend().get_texts())
+    largest = coc.totals("county").sort_values(ascending=False).index[:3]
+    assert len(ax.get_lines()) == 3 and drawn == [str(r) for r in largest]
+    assert ax.get_ylabel() == "groups of at least this size" and "county" in ax.get_title()
+    with pytest.raises(pdp.ParameterError, match="Unknown region"):
+        coc.plot("county", region="nowhere")
+
+
+def test_unattributed_confidence_level_and_style_keywords(tmp_path):
+    u = every_result()["unattributed"]
+    ax = u.plot(confidence_level=0.5, color="black")
+    _render(ax, tmp_path / "sbar50.png")
+    ci = u.confidence_interval(0.5)
+    band = ax.collections[0].get_paths()[0].vertices[:, 1]
+    assert band.max() == pytest.approx(ci["upper"].max())
+    assert _texts(ax.get_legend().get_texts()) == ["50% interval"]
+    assert matplotlib.colors.same_color(ax.get_lines()[0].get_color(), "black")
+
+
+def test_style_keywords_reach_the_bars_and_the_mesh():
+    bars = _bars(every_result()["identity"].plot(color="tab:green"))
+    assert all(matplotlib.colors.same_color(p.get_facecolor(), "tab:green") for p in bars.patches)
+    ax = every_result()["grid"].plot(cmap="magma")
+    mesh = next(c for c in ax.collections if isinstance(c, QuadMesh))
+    assert mesh.get_cmap().name == "magma"
