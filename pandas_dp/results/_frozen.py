@@ -30,7 +30,7 @@ from typing import Any, Callable, TypeVar
 import numpy as np
 import pandas as pd
 
-__all__ = ["FrozenDict", "FrozenList", "freeze", "hand_out", "same", "release_dataclass"]
+__all__ = ["FrozenDict", "FrozenList", "freeze", "hand_out", "same", "stored_fields"]
 
 T = TypeVar("T")
 
@@ -140,8 +140,9 @@ def _in_memory_index(index: pd.Index) -> pd.Index:
     if isinstance(index, pd.RangeIndex):
         return index.copy()
     if isinstance(index, pd.MultiIndex):
-        return pd.MultiIndex(levels=[_in_memory_index(level) for level in index.levels],
-                             codes=[np.array(c) for c in index.codes], names=list(index.names))
+        levels: list[Any] = [_in_memory_index(level) for level in index.levels]
+        codes: list[Any] = [np.array(c) for c in index.codes]
+        return pd.MultiIndex(levels=levels, codes=codes, names=list(index.names))
     if isinstance(index, pd.CategoricalIndex):
         cat = pd.Categorical.from_codes(np.array(index.codes), categories=_in_memory_index(index.categories),
                                         ordered=index.ordered)
@@ -248,15 +249,15 @@ def same(a: Any, b: Any) -> bool:
     """Value equality of stored result fields (exact; missing values equal each other)."""
     if a is b:
         return True
-    if isinstance(a, (pd.Series, pd.DataFrame, pd.Index)):
-        if type(a) is not type(b) or not a.equals(b):
-            return False
-        if isinstance(a, pd.Index):
-            return list(a.names) == list(b.names) and a.dtype == b.dtype
-        axes_equal = same(a.index, b.index)
-        if isinstance(a, pd.Series):
-            return axes_equal and a.name == b.name and a.dtype == b.dtype
-        return axes_equal and same(a.columns, b.columns) and a.dtypes.equals(b.dtypes)
+    if isinstance(a, pd.Index):
+        return (type(a) is type(b) and a.equals(b) and list(a.names) == list(b.names)
+                and a.dtype == b.dtype)
+    if isinstance(a, pd.Series):
+        return (isinstance(b, pd.Series) and type(a) is type(b) and a.equals(b) and same(a.index, b.index)
+                and a.name == b.name and a.dtype == b.dtype)
+    if isinstance(a, pd.DataFrame):
+        return (isinstance(b, pd.DataFrame) and type(a) is type(b) and a.equals(b) and same(a.index, b.index)
+                and same(a.columns, b.columns) and bool((a.dtypes == b.dtypes).all()))
     if isinstance(a, np.ndarray):
         if not isinstance(b, np.ndarray) or a.shape != b.shape or a.dtype != b.dtype:
             return False
@@ -312,18 +313,19 @@ class _StoredField:
         obj.__dict__[self.name] = freeze(value)
 
 
-def release_dataclass(cls: type[T]) -> type[T]:
-    """Make ``cls`` a frozen result dataclass whose every field is stored frozen and handed out protected.
+def stored_fields(cls: type[T]) -> type[T]:
+    """Store every dataclass field of ``cls`` frozen and hand it out protected (a :class:`_StoredField` each).
 
-    ``eq`` and ``repr`` are the result's own (value equality from
+    Apply above ``@dataclass(frozen=True, repr=False, eq=False)``: equality
+    and ``repr`` are the result's own (value equality from
     :class:`~pandas_dp.results._base.FrozenRelease`, a custom ``__repr__``).
     """
-    cls = dataclasses.dataclass(frozen=True, repr=False, eq=False)(cls)
+    if not dataclasses.is_dataclass(cls) or not cls.__dataclass_params__.frozen:  # type: ignore[attr-defined]
+        raise TypeError(f"stored_fields applies to frozen dataclasses; {cls.__name__} is not one")
     for f in dataclasses.fields(cls):
         if isinstance(_static(cls, f.name), _StoredField):
             continue
-        default = f.default if f.default is not dataclasses.MISSING else dataclasses.MISSING
-        setattr(cls, f.name, _StoredField(f.name, default))
+        setattr(cls, f.name, _StoredField(f.name, f.default))
     return cls
 
 

@@ -75,7 +75,7 @@ class AxisScale:
 
     def tick_text(self, value: float) -> str:
         """Label of an arbitrary position on a numeric or timedelta axis."""
-        if self.kind == "timedelta":
+        if self.kind == "timedelta" and self.step is not None:
             return format_edge(value * self.step)
         return format_edge(float(value))
 

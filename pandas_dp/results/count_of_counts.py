@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import html
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 import numpy as np
@@ -13,14 +13,15 @@ from .._optional import import_optional
 from ..errors import ParameterError
 from ._base import FrozenRelease
 from ._format import estimates_table, html_params
-from ._frozen import release_dataclass
+from ._frozen import stored_fields
 
 __all__ = ["CountOfCounts", "emd_per_region"]
 
 _COLUMNS = ["level", "region", "size", "groups"]
 
 
-@release_dataclass
+@stored_fields
+@dataclass(frozen=True, repr=False, eq=False)
 class CountOfCounts(FrozenRelease):
     """Differentially private count-of-counts histograms of every region of a hierarchy.
 

@@ -11,20 +11,21 @@ gives Qardaji's ``V_Avg`` exactly.
 from __future__ import annotations
 
 import html
-from dataclasses import field
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
 from ..algorithms.tree import TreeRelease
 from ..errors import DomainError
-from ._frozen import release_dataclass
+from ._frozen import stored_fields
 from .histogram import Histogram
 
 __all__ = ["HierarchicalHistogram"]
 
 
-@release_dataclass
+@stored_fields
+@dataclass(frozen=True, repr=False, eq=False)
 class HierarchicalHistogram(Histogram):
     """A hierarchical histogram release.
 

@@ -13,7 +13,7 @@ from ..domain import BinDomain, Grid
 from ..errors import DomainError, ParameterError
 from ._base import EstimatesView, FrozenRelease, confidence_bounds, normal_quantile
 from ._format import estimates_table, html_params
-from ._frozen import release_dataclass
+from ._frozen import stored_fields
 
 __all__ = ["Histogram", "RangeAnswer"]
 
@@ -46,7 +46,8 @@ class RangeAnswer:
         return (float(lower), float(upper))
 
 
-@release_dataclass
+@stored_fields
+@dataclass(frozen=True, repr=False, eq=False)
 class Histogram(FrozenRelease, EstimatesView):
     """A differentially private histogram over a public domain.
 

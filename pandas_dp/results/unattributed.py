@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+from dataclasses import dataclass
 from typing import Any, Mapping
 
 import numpy as np
@@ -11,12 +12,13 @@ import pandas as pd
 from .._optional import import_optional
 from ._base import EstimatesView, FrozenRelease
 from ._format import estimates_table, html_params
-from ._frozen import release_dataclass
+from ._frozen import stored_fields
 
 __all__ = ["UnattributedHistogram"]
 
 
-@release_dataclass
+@stored_fields
+@dataclass(frozen=True, repr=False, eq=False)
 class UnattributedHistogram(FrozenRelease, EstimatesView):
     """Hay et al.'s S-bar: per-group counts in ascending order, without the group labels.
 
