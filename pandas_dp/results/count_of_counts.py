@@ -45,7 +45,8 @@ class CountOfCounts(FrozenRelease):
     method : str
         Per-node estimator (``"hc"``, ``"hg"`` or ``"naive"``).
     params : Mapping
-        Budget shares, the maximum size ``K`` used, merge rule, ...
+        Budget shares, the maximum size ``K`` used, merge rule, ... (a read-only
+        ``dict``; ``dict(result.params)`` gives an editable copy).
     post_processing : tuple of str
         Steps applied after the noise (free of privacy cost).
     parents : tuple, optional

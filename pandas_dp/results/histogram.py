@@ -63,7 +63,8 @@ class Histogram(FrozenRelease, EstimatesView):
     method : str
         The method that produced it (``"identity"``, ...).
     params : Mapping
-        Every parameter of the release (noise scale, choices made, ...).
+        Every parameter of the release (noise scale, choices made, ...), as a
+        read-only ``dict`` (``dict(result.params)`` gives an editable copy).
     post_processing : tuple of str
         Post-processing steps applied (free of privacy cost).
     variance_exact : bool
@@ -71,6 +72,13 @@ class Histogram(FrozenRelease, EstimatesView):
         data-dependent approximation makes ``variance`` a noise-only figure.
     domain : Grid
         The public domain.
+
+    Notes
+    -----
+    A release cannot change: assigning an attribute raises, ``counts`` and
+    ``variance`` are new Series on every access (cheap: pandas copy-on-write),
+    arrays reached through ``domain`` or ``detail`` are read-only. Results
+    pickle (every protocol, ``joblib``) and compare by value (``==``).
     """
 
     counts: pd.Series

@@ -35,7 +35,8 @@ class UnattributedHistogram(FrozenRelease, EstimatesView):
     method : str
         ``"sbar"``.
     params : Mapping
-        Noise scale, whether the number of groups was public, budget shares.
+        Noise scale, whether the number of groups was public, budget shares
+        (a read-only ``dict``).
     post_processing : tuple of str
         Steps applied after the noise.
     """
