@@ -316,7 +316,8 @@ class DPAccessorBase:
         Returns
         -------
         DataFrame
-            Columns ``low, high, estimate, std_error``, one row per range; the release
+            Columns ``low, high, estimate, std_error, lower, upper`` (95% intervals),
+            one row per range; the release
             is attached as ``answers.attrs["release"]`` (more ranges can be answered from
             it for free with ``release.range_query``).
 
@@ -328,7 +329,7 @@ class DPAccessorBase:
         ...     ans = df.dp.range_query("age", [(18, 26), (26, 65)], bins=120, range=(0, 120),
         ...                             epsilon=0.5, rng=np.random.default_rng(0))
         >>> list(ans.columns), ans.attrs["release"].method
-        (['low', 'high', 'estimate', 'std_error'], 'hierarchical')
+        (['low', 'high', 'estimate', 'std_error', 'lower', 'upper'], 'hierarchical')
         """
         return _range_query(self._frame(), column, ranges, bins=bins, range=range,
                             categories=categories, epsilon=epsilon, rho=rho, method=method, rng=rng,

@@ -47,8 +47,14 @@ def test_range_query_single_and_many(ages):
     lo, hi = one.confidence_interval(0.95)
     assert lo < one.estimate < hi and hi - lo == pytest.approx(2 * 1.959964 * one.std_error, rel=1e-5)
     many = h.range_query([(0, 100), (20, 50), (30, 30)])
-    assert list(many.columns) == ["low", "high", "estimate", "std_error"]
+    assert list(many.columns) == ["low", "high", "estimate", "std_error", "lower", "upper"]
     assert many["estimate"].tolist() == [h.counts.sum(), one.estimate, 0]
+    # the list's interval columns follow the single answer's rule, at any level
+    assert (many.loc[1, "lower"], many.loc[1, "upper"]) == pytest.approx(one.confidence_interval(0.95))
+    ninety = h.range_query([(20, 50)], confidence_level=0.9)
+    assert (ninety.loc[0, "lower"], ninety.loc[0, "upper"]) == pytest.approx(one.confidence_interval(0.9))
+    with pytest.raises(pdp.ParameterError, match="confidence_level"):
+        h.range_query([(20, 50)], confidence_level=95)
     with pytest.raises(pdp.DomainError, match="nearest edges"):
         h.range_query(15, 50)
     with pytest.raises(pdp.ParameterError, match="confidence_level"):

@@ -72,8 +72,9 @@ def test_range_query_std_error_is_exact_and_not_a_sum_of_bins(incomes) -> None:
     assert ans.std_error ** 2 == pytest.approx(t.detail.range_variance([16], [200])[0])
     assert ans.std_error ** 2 < t.variance.iloc[16:200].sum()   # correlated, much smaller
     frame = t.range_query([(0, 256_000), (5_000, 5_000), (1_000, 2_000)])
-    assert list(frame.columns) == ["low", "high", "estimate", "std_error"]
+    assert list(frame.columns) == ["low", "high", "estimate", "std_error", "lower", "upper"]
     assert frame.loc[1, "estimate"] == 0 and frame.loc[1, "std_error"] == 0   # empty range
+    assert frame.loc[1, "lower"] == 0 and frame.loc[1, "upper"] == 0          # exactly known
     assert frame.loc[0, "estimate"] == pytest.approx(t.levels["estimate"].iloc[-1])
 
 
@@ -157,7 +158,7 @@ def test_range_query_one_call(incomes) -> None:
                                      range=(0, 1_000_000), epsilon=0.5, rng=np.random.default_rng(0))
     rel = ans.attrs["release"]
     assert isinstance(rel, pdp.HierarchicalHistogram)
-    assert list(ans.columns) == ["low", "high", "estimate", "std_error"]
+    assert list(ans.columns) == ["low", "high", "estimate", "std_error", "lower", "upper"]
     assert ans["low"].tolist() == [0.0, 20_000.0]
     np.testing.assert_allclose(ans["std_error"] ** 2,
                                rel.detail.range_variance([0, 20], [20, 50]))
@@ -213,6 +214,9 @@ def test_display_and_plot(incomes) -> None:
     assert "b = 4" in page and "height = 4" in page and "ε = 1" in page
     assert "branching=4" in repr(t)
     ax = t.plot()
-    assert len(ax.patches) == 256
+    # 256 bins (> 200) read as a step line over the bins (true widths) inside a band of the intervals
+    steps = [p for p in ax.patches if isinstance(p, matplotlib.patches.StepPatch)]
+    assert len(steps) == 2 and np.allclose(steps[0].get_data()[0], t.counts.to_numpy())
+    assert len(steps[0].get_data()[1]) == 257
     import matplotlib.pyplot as plt
     plt.close("all")

@@ -1,45 +1,104 @@
-"""Behaviour shared by every result object."""
+"""Behaviour shared by every result object: immutability, pickling, value equality, intervals."""
 
 from __future__ import annotations
 
 from statistics import NormalDist
-from types import MappingProxyType
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from ..errors import ParameterError
+from ._frozen import FrozenDict, FrozenList, _Released, freeze, same
 
-__all__ = ["FrozenRelease", "EstimatesView", "normal_quantile"]
+__all__ = ["FrozenRelease", "EstimatesView", "normal_quantile", "confidence_bounds", "FrozenDict", "FrozenList"]
 
 
 def normal_quantile(confidence_level: float) -> float:
     """Two-sided normal quantile ``z`` of a confidence level, validated."""
-    if isinstance(confidence_level, bool) or not isinstance(confidence_level, (int, float)) \
+    if isinstance(confidence_level, bool) or not isinstance(confidence_level, (int, float, np.floating)) \
             or not 0 < confidence_level < 1:
         raise ParameterError(f"The 'confidence_level' parameter must be a number in (0, 1). "
                              f"Got {confidence_level!r}; pass e.g. confidence_level=0.95.")
-    return NormalDist().inv_cdf(0.5 + confidence_level / 2)
+    return NormalDist().inv_cdf(0.5 + float(confidence_level) / 2)
 
 
-class FrozenRelease:
-    """A released result is immutable: its ``params`` are read-only and copies share it.
+def confidence_bounds(estimate: Any, std_error: Any, confidence_level: float = 0.95, *,
+                      radius: Any = None) -> tuple[np.ndarray, np.ndarray]:
+    """Lower and upper bounds of two-sided intervals ``estimate ± r``: the one rule of every result.
 
-    Sharing on copy lets a release ride in ``DataFrame.attrs``, which pandas
-    deep-copies on every derived frame.
+    Parameters
+    ----------
+    estimate, std_error : array-like of float
+        Released estimates and their standard errors (same shape).
+    confidence_level : float
+        Nominal coverage in (0, 1).
+    radius : array-like of float, optional
+        Exact half-widths at ``confidence_level`` where known (e.g. a
+        quantile of the noise distribution of a single cell); a missing
+        (NaN) entry, or no ``radius`` at all, uses the normal approximation.
+
+    Returns
+    -------
+    (ndarray, ndarray)
+        ``lower`` and ``upper``, float64, shaped like ``estimate``.
+
+    Raises
+    ------
+    ParameterError
+        When ``confidence_level`` is not a number in (0, 1).
+
+    Notes
+    -----
+    The normal approximation is ``r = z * std_error`` with
+    ``z = Phi^{-1}((1 + confidence_level) / 2)`` (1.959964 at 0.95). It adds
+    no privacy cost: only released estimates and public variances are read.
+
+    Examples
+    --------
+    >>> lower, upper = confidence_bounds([10.0, 20.0], [1.0, 2.0])
+    >>> lower.round(3).tolist(), upper.round(3).tolist()
+    ([8.04, 16.08], [11.96, 23.92])
+    """
+    z = normal_quantile(confidence_level)
+    est = np.asarray(estimate, dtype=np.float64)
+    half = z * np.asarray(std_error, dtype=np.float64)
+    if radius is not None:
+        exact = np.broadcast_to(np.asarray(radius, dtype=np.float64), half.shape)
+        half = np.where(np.isnan(exact), half, exact)
+    return est - half, est + half
+
+
+class FrozenRelease(_Released):
+    """A released result is immutable, pickles, and compares by value.
+
+    Every field is stored frozen and handed out protected (see
+    :mod:`pandas_dp.results._frozen`): assigning an attribute raises, and
+    writing into a Series, array or mapping obtained from the result leaves
+    the result unchanged. ``copy.copy`` and ``copy.deepcopy`` return the
+    result itself (it cannot change), which lets a release ride in
+    ``DataFrame.attrs``, deep-copied by pandas on every derived frame.
+    ``pickle``/``joblib`` round trips give an equal result whose every method
+    answers the same.
     """
 
-    params: Any
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "params", MappingProxyType(dict(self.params)))
+    __hash__ = None  # type: ignore[assignment]  # value equality over unhashable pandas fields
 
     def __copy__(self) -> Any:
         return self
 
     def __deepcopy__(self, memo: dict) -> Any:
         return self
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        # Unpickled arrays are writeable again (or memory maps, from joblib): freeze every field anew.
+        vars(self).update({name: freeze(value, loaded=True) for name, value in state.items()})
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        mine, theirs = vars(self), vars(other)
+        return mine.keys() == theirs.keys() and all(same(mine[k], theirs[k]) for k in mine)
 
 
 class EstimatesView:
@@ -58,10 +117,14 @@ class EstimatesView:
         return self.counts.copy()
 
     def to_frame(self) -> pd.DataFrame:
-        """One row per estimate: ``estimate``, ``variance``, ``std_error``."""
-        return pd.DataFrame({"estimate": self.counts, "variance": self.variance, "std_error": self.std_error})
+        """One row per estimate: ``estimate``, ``variance``, ``std_error`` (a new frame)."""
+        counts, variance = self.counts, self.variance.to_numpy()
+        # Columns as arrays on one index: aligning the Series would compare their (equal) indexes.
+        return pd.DataFrame({"estimate": counts.to_numpy(), "variance": variance, "std_error": np.sqrt(variance)},
+                            index=counts.index)
 
     def confidence_interval(self, confidence_level: float = 0.95) -> pd.DataFrame:
-        """Normal-approximation intervals ``estimate ± z * std_error``: columns ``lower``, ``upper``."""
-        half = normal_quantile(confidence_level) * self.std_error
-        return pd.DataFrame({"lower": self.counts - half, "upper": self.counts + half})
+        """Intervals ``estimate ± z * std_error`` per estimate (:func:`confidence_bounds`): ``lower``, ``upper``."""
+        counts = self.counts
+        lower, upper = confidence_bounds(counts.to_numpy(), self.std_error.to_numpy(), confidence_level)
+        return pd.DataFrame({"lower": lower, "upper": upper}, index=counts.index)

@@ -10,15 +10,18 @@ import numpy as np
 import pandas as pd
 
 from .._optional import import_optional
-from ._base import FrozenRelease
 from ..errors import ParameterError
+from ._base import FrozenRelease
+from ._format import estimates_table, html_params
+from ._frozen import stored_fields
 
 __all__ = ["CountOfCounts", "emd_per_region"]
 
 _COLUMNS = ["level", "region", "size", "groups"]
 
 
-@dataclass(frozen=True, repr=False)
+@stored_fields
+@dataclass(frozen=True, repr=False, eq=False)
 class CountOfCounts(FrozenRelease):
     """Differentially private count-of-counts histograms of every region of a hierarchy.
 
@@ -42,7 +45,8 @@ class CountOfCounts(FrozenRelease):
     method : str
         Per-node estimator (``"hc"``, ``"hg"`` or ``"naive"``).
     params : Mapping
-        Budget shares, the maximum size ``K`` used, merge rule, ...
+        Budget shares, the maximum size ``K`` used, merge rule, ... (a read-only
+        ``dict``; ``dict(result.params)`` gives an editable copy).
     post_processing : tuple of str
         Steps applied after the noise (free of privacy cost).
     parents : tuple, optional
@@ -224,6 +228,8 @@ class CountOfCounts(FrozenRelease):
         (the release's error is measured by the EMD, Kuo et al. section 3.1).
         """
         plt = import_optional("matplotlib.pyplot", extra="plot", purpose="CountOfCounts.plot()")
+        from ._plot import readable_numbers
+
         part = self._level(level)
         if region is not None:
             if region not in self.regions[self.levels.index(level)]:
@@ -244,6 +250,8 @@ class CountOfCounts(FrozenRelease):
                 ax.plot(size, groups, marker="o", ms=3, linestyle="none", label=str(name), **kwargs)
         ax.set_xscale("log")
         ax.set_yscale("log")
+        readable_numbers(ax.xaxis, log=True)
+        readable_numbers(ax.yaxis, log=True)
         ax.set_xlabel("group size")
         ax.set_ylabel("groups of at least this size" if cumulative else "number of groups")
         if len(names) > 1:
@@ -252,18 +260,20 @@ class CountOfCounts(FrozenRelease):
         ax.set_title(f"count-of-counts ({self.method}), {where}, ε = {self.epsilon:g}")
         return ax
 
+    def _first_sizes(self) -> pd.DataFrame:
+        return estimates_table(self.at(self.levels[0]).head(10).to_frame())
+
     def __repr__(self) -> str:
         n = [len(r) for r in self.regions]
         head = (f"CountOfCounts(method={self.method!r}, epsilon={self.epsilon:g}, levels={list(self.levels)}, "
                 f"regions={n})")
-        return head + "\n" + self.at(self.levels[0]).head(10).to_string()
+        return head + "\n" + self._first_sizes().to_string()
 
     def _repr_html_(self) -> str:
-        params = ", ".join(f"{html.escape(str(k))}={html.escape(str(v))}" for k, v in self.params.items())
-        top = self.at(self.levels[0]).head(10).to_frame().to_html()
-        levels = " &gt; ".join(f"{html.escape(str(n))} ({len(r)})" for n, r in zip(self.levels, self.regions))
+        top = self._first_sizes().to_html()
+        levels = " &gt; ".join(f"{html.escape(str(n))} ({len(r):,})" for n, r in zip(self.levels, self.regions))
         return (f"<div><strong>CountOfCounts</strong> — method <code>{html.escape(self.method)}</code>, "
-                f"ε = {self.epsilon:g}<br>levels: {levels}<br><small>{params}</small>"
+                f"ε = {self.epsilon:g}<br>levels: {levels}<br><small>{html_params(self.params)}</small>"
                 f"<p>{html.escape(self.levels[0])} (first sizes):</p>{top}</div>")
 
 

@@ -17,12 +17,14 @@ import pandas as pd
 
 from ..algorithms.ahp import AHPRelease
 from ..algorithms.dpcube import DPCubeRelease, box_sums
+from ._frozen import stored_fields
 from .histogram import Histogram
 
 __all__ = ["AHPHistogram", "DPCubeHistogram"]
 
 
-@dataclass(frozen=True, repr=False)
+@stored_fields
+@dataclass(frozen=True, repr=False, eq=False)
 class AHPHistogram(Histogram):
     """An AHP release (Zhang et al. 2014): bins clustered by their noisy counts.
 
@@ -50,7 +52,8 @@ class AHPHistogram(Histogram):
         return est[j] - est[i], self.detail.range_variance(i, j)
 
 
-@dataclass(frozen=True, repr=False)
+@stored_fields
+@dataclass(frozen=True, repr=False, eq=False)
 class DPCubeHistogram(Histogram):
     """A DPCube release (Xiao et al.): a noisy cell histogram and kd-tree partition counts.
 

@@ -18,12 +18,14 @@ import pandas as pd
 
 from ..algorithms.tree import TreeRelease
 from ..errors import DomainError
+from ._frozen import stored_fields
 from .histogram import Histogram
 
 __all__ = ["HierarchicalHistogram"]
 
 
-@dataclass(frozen=True, repr=False)
+@stored_fields
+@dataclass(frozen=True, repr=False, eq=False)
 class HierarchicalHistogram(Histogram):
     """A hierarchical histogram release.
 
@@ -118,11 +120,10 @@ class HierarchicalHistogram(Histogram):
                 f"result.counts or use result.levels instead.")
         return super()._bin_domain()
 
-    def __repr__(self) -> str:
-        head = (f"{type(self).__name__}(method={self.method!r}, epsilon={self.epsilon:g}, "
+    def _repr_head(self) -> str:
+        return (f"{type(self).__name__}(method={self.method!r}, epsilon={self.epsilon:g}, "
                 f"branching={self.branching}, height={self.height}, "
-                f"columns={list(self.domain.columns)}, bins={self.domain.size})")
-        return head + "\n" + self._summary_rows().to_string(float_format=lambda v: f"{v:.4g}")
+                f"columns={list(self.domain.columns)}, bins={self.domain.size:,})")
 
     def _html_title(self) -> str:
         return f"b = {self.branching}, height = {self.height}, ε = {self.epsilon:g}"

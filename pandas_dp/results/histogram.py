@@ -9,10 +9,11 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 
-from .._optional import import_optional
-from ._base import EstimatesView, FrozenRelease, normal_quantile
 from ..domain import BinDomain, Grid
 from ..errors import DomainError, ParameterError
+from ._base import EstimatesView, FrozenRelease, confidence_bounds, normal_quantile
+from ._format import estimates_table, html_params
+from ._frozen import stored_fields
 
 __all__ = ["Histogram", "RangeAnswer"]
 
@@ -33,18 +34,20 @@ class RangeAnswer:
     exact_std_error: bool = True
 
     def confidence_interval(self, confidence_level: float = 0.95) -> tuple[float, float]:
-        """Normal-approximation interval ``estimate ± z * std_error``.
+        """Normal-approximation interval ``estimate ± z * std_error`` (:func:`confidence_bounds`).
 
         The noise of a range sums many independent discrete Laplace draws
         (or one, for a single bin); the normal quantile is an approximation
         whose coverage is close to nominal for sums and conservative-ish for
-        a single bin only at high levels. It adds no privacy cost.
+        a single bin only at high levels. It adds no privacy cost. The
+        ``lower``/``upper`` columns of ``range_query([...])`` use the same rule.
         """
-        half = normal_quantile(confidence_level) * self.std_error
-        return (self.estimate - half, self.estimate + half)
+        lower, upper = confidence_bounds(self.estimate, self.std_error, confidence_level)
+        return (float(lower), float(upper))
 
 
-@dataclass(frozen=True, repr=False)
+@stored_fields
+@dataclass(frozen=True, repr=False, eq=False)
 class Histogram(FrozenRelease, EstimatesView):
     """A differentially private histogram over a public domain.
 
@@ -60,7 +63,8 @@ class Histogram(FrozenRelease, EstimatesView):
     method : str
         The method that produced it (``"identity"``, ...).
     params : Mapping
-        Every parameter of the release (noise scale, choices made, ...).
+        Every parameter of the release (noise scale, choices made, ...), as a
+        read-only ``dict`` (``dict(result.params)`` gives an editable copy).
     post_processing : tuple of str
         Post-processing steps applied (free of privacy cost).
     variance_exact : bool
@@ -68,6 +72,13 @@ class Histogram(FrozenRelease, EstimatesView):
         data-dependent approximation makes ``variance`` a noise-only figure.
     domain : Grid
         The public domain.
+
+    Notes
+    -----
+    A release cannot change: assigning an attribute raises, ``counts`` and
+    ``variance`` are new Series on every access (cheap: pandas copy-on-write),
+    arrays reached through ``domain`` or ``detail`` are read-only. Results
+    pickle (every protocol, ``joblib``) and compare by value (``==``).
     """
 
     counts: pd.Series
@@ -102,7 +113,8 @@ class Histogram(FrozenRelease, EstimatesView):
         var = np.concatenate([[0.0], np.cumsum(self.variance.to_numpy(dtype=np.float64))])
         return est[j] - est[i], var[j] - var[i]
 
-    def range_query(self, low: Any, high: Any = None) -> RangeAnswer | pd.DataFrame:
+    def range_query(self, low: Any, high: Any = None, *,
+                    confidence_level: float = 0.95) -> RangeAnswer | pd.DataFrame:
         """Answer ``[low, high)`` — or a list of ``(low, high)`` ranges — from this release.
 
         Post-processing only: no budget is spent. Bounds must be bin edges.
@@ -112,12 +124,40 @@ class Histogram(FrozenRelease, EstimatesView):
         low, high : float
             A half-open range in value space. Or pass one list of
             ``(low, high)`` pairs as ``low`` to answer many at once.
+        confidence_level : float
+            Coverage of the ``lower``/``upper`` columns of the list form (the
+            single form returns a :class:`RangeAnswer`, whose
+            ``confidence_interval(confidence_level)`` gives the same bounds).
 
         Returns
         -------
         RangeAnswer or DataFrame
-            A DataFrame (columns ``low, high, estimate, std_error``) for a list.
+            For a list, one row per range with columns ``low, high, estimate,
+            std_error, lower, upper``; ``lower``/``upper`` follow the rule of
+            :meth:`RangeAnswer.confidence_interval` (:func:`confidence_bounds`).
+
+        Raises
+        ------
+        DomainError
+            When a bound is not a bin edge, ``low > high``, or the release is
+            not 1-D over numeric bins.
+        ParameterError
+            When the ranges are not pairs or ``confidence_level`` is not in (0, 1).
+
+        Examples
+        --------
+        >>> import numpy as np, pandas as pd, pandas_dp as pdp
+        >>> df = pd.DataFrame({"age": np.arange(1000) % 100})
+        >>> with pdp.budget(epsilon=1.0):
+        ...     h = df.dp.histogram("age", bins=10, range=(0, 100), epsilon=1.0,
+        ...                         rng=np.random.default_rng(0))
+        >>> ans = h.range_query([(0, 20), (20, 70)], confidence_level=0.9)
+        >>> list(ans.columns)
+        ['low', 'high', 'estimate', 'std_error', 'lower', 'upper']
+        >>> bool((ans["lower"] < ans["estimate"]).all() and (ans["estimate"] < ans["upper"]).all())
+        True
         """
+        normal_quantile(confidence_level)  # validate the public argument before any work
         dim = self._bin_domain()
         if high is None:
             pairs = np.asarray(low, dtype=object)
@@ -126,8 +166,10 @@ class Histogram(FrozenRelease, EstimatesView):
             lows, highs = pairs[:, 0].astype(np.float64), pairs[:, 1].astype(np.float64)
             i, j = dim.align(lows, highs)
             est, var = self._range_stats(i, j)
+            std = np.sqrt(var)
+            lower, upper = confidence_bounds(est, std, confidence_level)
             return pd.DataFrame({"low": dim.edges[i], "high": dim.edges[j], "estimate": est,
-                                 "std_error": np.sqrt(var)})
+                                 "std_error": std, "lower": lower, "upper": upper})
         i, j = dim.align(low, high)
         est, var = self._range_stats(i, j)
         return RangeAnswer(float(dim.edges[i[0]]), float(dim.edges[j[0]]), float(est[0]),
@@ -177,49 +219,78 @@ class Histogram(FrozenRelease, EstimatesView):
         return grid_rows(self.counts.to_numpy(), self.domain, n, rng)
 
     # -- display -----------------------------------------------------------
-    def plot(self, ax: Any = None, *, confidence_level: float = 0.95, **kwargs: Any) -> Any:
-        """Bar chart of the estimates with confidence error bars; returns the matplotlib Axes.
+    def plot(self, ax: Any = None, *, confidence_level: float = 0.95, density: bool = False,
+             **kwargs: Any) -> Any:
+        """Draw the release in the columns' units; returns the matplotlib Axes (needs the ``plot`` extra).
 
-        Needs the ``plot`` extra (matplotlib).
+        Parameters
+        ----------
+        ax : matplotlib Axes, optional
+            Where to draw; a new figure by default.
+        confidence_level : float
+            Coverage of the error bars, from :meth:`confidence_interval` (1-D).
+        density : bool
+            Draw the count per unit of the column (the count divided by the
+            bin's width, so a bar's area is its count) instead of the count:
+            the honest picture of unequal bins. Needs numeric bins.
+        **kwargs
+            Passed to ``Axes.bar`` (``Axes.stairs`` above 200 bins, or
+            ``Axes.pcolormesh`` for 2-D grids).
+
+        Returns
+        -------
+        matplotlib.axes.Axes
+
+        Raises
+        ------
+        ParameterError
+            For releases of more than two columns, a bad ``confidence_level``,
+            or ``density=True`` on categories only.
+
+        Notes
+        -----
+        1-D numeric bins are bars from ``edges[i]`` to ``edges[i+1]`` (their
+        true width) with error bars ``[lower, upper]`` of the release's
+        intervals; above 200 bins a filled step line with the interval as a
+        band. Categories are one bar each, labelled. 2-D grids are heat maps
+        whose axes are the bin edges' values (or categories), rows the first
+        column. Numbers carry thousands separators, dates read as dates.
+        Drawing reads only the release: no budget is spent.
+
+        Examples
+        --------
+        >>> import numpy as np, pandas as pd, pandas_dp as pdp
+        >>> import matplotlib; matplotlib.use("Agg")
+        >>> df = pd.DataFrame({"income": np.arange(0, 200_000, 50)})
+        >>> with pdp.budget(epsilon=1.0):
+        ...     h = df.dp.histogram("income", bins=[0, 20_000, 50_000, 100_000, 200_000], epsilon=1.0,
+        ...                         rng=np.random.default_rng(0))
+        >>> ax = h.plot(density=True)
+        >>> [float(v) for v in ax.get_xlim()], [t.get_text() for t in ax.get_xticklabels()]
+        ([0.0, 200000.0], ['0', '20,000', '50,000', '100,000', '200,000'])
+        >>> ax.get_ylabel()
+        'count per unit of income (± 95% CI)'
         """
-        plt = import_optional("matplotlib.pyplot", extra="plot", purpose="Histogram.plot()")
-        if ax is None:
-            _, ax = plt.subplots(figsize=(8, 4))
-        half = normal_quantile(confidence_level) * self.std_error.to_numpy()
-        if self.domain.ndim == 1:
-            labels = [str(v) for v in self.counts.index]
-            x = np.arange(len(labels))
-            ax.bar(x, self.counts.to_numpy(dtype=float), yerr=half, capsize=2 if len(x) <= 50 else 0, **kwargs)
-            step = max(1, len(x) // 20)
-            ax.set_xticks(x[::step], labels[::step], rotation=45, ha="right")
-            ax.set_xlabel(self.domain.columns[0])
-        elif self.domain.ndim == 2:
-            image = ax.imshow(self.counts.to_numpy(dtype=float).reshape(self.domain.shape), origin="lower",
-                              aspect="auto", **kwargs)
-            ax.figure.colorbar(image, ax=ax, label="estimate")
-            ax.set_xlabel(self.domain.columns[1])
-            ax.set_ylabel(self.domain.columns[0])
-        else:
-            raise ParameterError(f"plot() draws 1-D and 2-D releases; this one has {self.domain.ndim} dimensions.")
-        if self.domain.ndim == 1:
-            ax.set_ylabel(f"count (± {confidence_level:.0%} CI)")
-        ax.set_title(f"{self.method} histogram, ε = {self.epsilon:g}")
-        return ax
+        from ._plot import plot_grid
+
+        return plot_grid(self, ax, confidence_level=confidence_level, density=density, **kwargs)
 
     def _summary_rows(self, n: int = 10) -> pd.DataFrame:
-        frame = self.to_frame().head(n)
-        frame.index = pd.Index([", ".join(map(str, v)) if isinstance(v, tuple) else str(v) for v in frame.index],
-                               name=", ".join(map(str, self.domain.columns)))
-        return frame
+        """The first ``n`` rows of :meth:`to_frame` for reading (labels and numbers formatted)."""
+        return estimates_table(self.to_frame().head(n), ", ".join(map(str, self.domain.columns)))
 
     def _html_rows(self, n: int = 10) -> str:
         """The first ``n`` bins as an HTML table: ``estimate ± std_error`` per bin."""
-        return html_estimates(self._summary_rows(n), self.variance_exact)
+        return html_estimates(self.to_frame().head(n), self.variance_exact,
+                              ", ".join(map(str, self.domain.columns)))
+
+    def _repr_head(self) -> str:
+        return (f"{type(self).__name__}(method={self.method!r}, epsilon={self.epsilon:g}, "
+                f"columns={list(self.domain.columns)}, bins={self.domain.size:,})")
 
     def __repr__(self) -> str:
-        head = (f"{type(self).__name__}(method={self.method!r}, epsilon={self.epsilon:g}, "
-                f"columns={list(self.domain.columns)}, bins={self.domain.size})")
-        return head + "\n" + self._summary_rows().to_string(float_format=lambda v: f"{v:.4g}")
+        more = f"\n… {self.domain.size - 10:,} more bins" if self.domain.size > 10 else ""
+        return self._repr_head() + "\n" + self._summary_rows().to_string() + more
 
     def _html_title(self) -> str:
         """The method's facts shown after the method name (subclasses add theirs)."""
@@ -230,22 +301,26 @@ class Histogram(FrozenRelease, EstimatesView):
         return ""
 
     def _repr_html_(self) -> str:
-        params = ", ".join(f"{html.escape(str(k))}={html.escape(str(v))}" for k, v in self.params.items())
         table = self._html_rows()
-        more = f"<p>… {self.domain.size - 10} more bins</p>" if self.domain.size > 10 else ""
+        more = f"<p>… {self.domain.size - 10:,} more bins</p>" if self.domain.size > 10 else ""
         return (f"<div><strong>{html.escape(type(self).__name__)}</strong> — method "
                 f"<code>{html.escape(self.method)}</code>, {self._html_title()}, "
-                f"{self.domain.size} bins over {html.escape(str(list(self.domain.columns)))}"
-                f"<br><small>{self._html_notes()}{params}</small>{table}{more}</div>")
+                f"{self.domain.size:,} bins over {html.escape(str(list(self.domain.columns)))}"
+                f"<br><small>{self._html_notes()}{html_params(self.params)}</small>{table}{more}</div>")
 
 
-def html_estimates(frame: pd.DataFrame, exact: bool = True) -> str:
-    """HTML table of ``estimate ± std_error`` rows (from a frame with those two columns)."""
-    shown = pd.DataFrame({"estimate ± std_error": [f"{e:,.4g} ± {s:.3g}" for e, s in
-                                                   zip(frame["estimate"], frame["std_error"])]},
-                         index=frame.index)
+def html_estimates(frame: pd.DataFrame, exact: bool = True, index_name: str | None = None) -> str:
+    """HTML table of ``estimate ± std_error`` rows (from a frame with those two columns).
+
+    Integral estimates show as ``120,800``, others with one decimal
+    (``3,267.1``); bins as ``[20, 30)``.
+    """
+    shown = estimates_table(frame[["estimate", "std_error"]], index_name)
+    table = pd.DataFrame({"estimate ± std_error": [f"{e} ± {s}" for e, s in
+                                                   zip(shown["estimate"], shown["std_error"])]},
+                         index=shown.index)
     note = "" if exact else "<br><small>± covers the noise only (see variance_exact)</small>"
-    return shown.to_html() + note
+    return table.to_html() + note
 
 
 def as_series(values: np.ndarray, grid: Grid, name: str) -> pd.Series:

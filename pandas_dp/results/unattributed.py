@@ -11,11 +11,14 @@ import pandas as pd
 
 from .._optional import import_optional
 from ._base import EstimatesView, FrozenRelease
+from ._format import estimates_table, html_params
+from ._frozen import stored_fields
 
 __all__ = ["UnattributedHistogram"]
 
 
-@dataclass(frozen=True, repr=False)
+@stored_fields
+@dataclass(frozen=True, repr=False, eq=False)
 class UnattributedHistogram(FrozenRelease, EstimatesView):
     """Hay et al.'s S-bar: per-group counts in ascending order, without the group labels.
 
@@ -32,7 +35,8 @@ class UnattributedHistogram(FrozenRelease, EstimatesView):
     method : str
         ``"sbar"``.
     params : Mapping
-        Noise scale, whether the number of groups was public, budget shares.
+        Noise scale, whether the number of groups was public, budget shares
+        (a read-only ``dict``).
     post_processing : tuple of str
         Steps applied after the noise.
     """
@@ -82,29 +86,46 @@ class UnattributedHistogram(FrozenRelease, EstimatesView):
         return group_sizes_rows(self.counts.to_numpy(), n, rng)
 
     def plot(self, ax: Any = None, *, confidence_level: float = 0.95, **kwargs: Any) -> Any:
-        """Sorted counts with error bars; returns the matplotlib Axes."""
+        """Sorted counts as a step line in a band of their confidence intervals; returns the matplotlib Axes.
+
+        Parameters
+        ----------
+        ax : matplotlib Axes, optional
+        confidence_level : float
+            Coverage of the band, from :meth:`confidence_interval`.
+        **kwargs
+            Passed to ``Axes.step``.
+        """
         plt = import_optional("matplotlib.pyplot", extra="plot", purpose="UnattributedHistogram.plot()")
+        from ._plot import readable_numbers
+
+        ci = self.confidence_interval(confidence_level)
+        counts = self.counts
         if ax is None:
             _, ax = plt.subplots(figsize=(8, 4))
-        ci = self.confidence_interval(confidence_level)
-        x = np.arange(len(self.counts))
-        ax.fill_between(x, ci["lower"].to_numpy(), ci["upper"].to_numpy(), alpha=0.3, step="mid")
-        ax.step(x, self.counts.to_numpy(), where="mid", **kwargs)
+        x = np.arange(len(counts))
+        ax.fill_between(x, ci["lower"].to_numpy(), ci["upper"].to_numpy(), alpha=0.3, step="mid",
+                        label=f"{confidence_level:.0%} interval")
+        ax.step(x, counts.to_numpy(), where="mid", **kwargs)
+        ax.set_xlim(-0.5, max(len(counts) - 0.5, 0.5))
+        readable_numbers(ax.xaxis)
+        readable_numbers(ax.yaxis)
         ax.set_xlabel("rank")
         ax.set_ylabel("count")
+        ax.legend(loc="upper left", fontsize="small")
         ax.set_title(f"unattributed histogram (S-bar), ε = {self.epsilon:g}")
         return ax
 
     def __repr__(self) -> str:
-        return (f"UnattributedHistogram(epsilon={self.epsilon:g}, groups={len(self.counts)})\n"
-                + self.to_count_of_counts().head(10).to_string())
+        return (f"UnattributedHistogram(epsilon={self.epsilon:g}, groups={len(self.counts):,})\n"
+                + estimates_table(self.to_count_of_counts().head(10).to_frame()).to_string())
 
     def _repr_html_(self) -> str:
-        params = ", ".join(f"{html.escape(str(k))}={html.escape(str(v))}" for k, v in self.params.items())
         from .histogram import html_estimates
 
-        table = self.to_count_of_counts().head(10).to_frame().to_html()
-        ranks = html_estimates(self.to_frame().tail(5).rename_axis("rank (largest)"))
+        table = estimates_table(self.to_count_of_counts().head(10).to_frame()).to_html()
+        ranks = html_estimates(self.to_frame().tail(5), index_name="rank (largest)")
         return (f"<div><strong>UnattributedHistogram</strong> — method <code>{html.escape(self.method)}</code> "
-                f"(S-bar), ε = {self.epsilon:g}, {len(self.counts)} groups<br><small>{params}</small>"
+                f"(S-bar), ε = {self.epsilon:g}, {len(self.counts):,} groups<br><small>"
+                f"{html_params(self.params)}</small>"
                 f"<p>groups per size (first sizes):</p>{table}<p>largest counts:</p>{ranks}</div>")
