@@ -35,7 +35,8 @@ def every_result() -> dict[str, Any]:
             "unequal_bins": persons.dp.histogram("income", bins=[0, 10_000, 25_000, 50_000, 100_000, 250_000,
                                                                  1_000_000], epsilon=1.0, rng=rng),
             "categories": persons.dp.histogram("sex", categories=["F", "M"], epsilon=1.0, rng=rng),
-            "grid": persons.dp.histogram(["state", "age"], bins={"age": range(0, 101, 20)}, epsilon=1.0,
+            "grid": persons.dp.histogram(["state", "age"], bins={"age": range(0, 101, 20)},
+                                         categories={"state": "dtype"}, epsilon=1.0,
                                          rng=rng),
             "hierarchical": persons.dp.hierarchical_histogram("income", **income, epsilon=1.0, rng=rng),
             "hierarchical_raw_nonnegative": persons.dp.hierarchical_histogram(
