@@ -59,6 +59,10 @@ __all__ = ["Sensitivity", "PrivacyLoss", "PureDP", "ZCDP", "Noise", "DiscreteLap
 MAX_NOISE_SCALE = Fraction(1 << 50)
 #: Largest discrete Gaussian variance (sigma at most 2**50, as for the Laplace scale).
 MAX_GAUSSIAN_SIGMA2 = Fraction(1 << 100)
+#: Smallest variance a noise reports: a huge loss makes the exact variance underflow to 0 in floating
+#: point (the discrete Laplace variance ``2p/(1-p)^2``, ``p = exp(-1/t)``, beyond epsilon ~745), which would
+#: break every inverse-variance weight downstream; this upper bound stands in for it.
+VARIANCE_FLOOR = 1e-100
 #: Float shares are rounded down to multiples of ``1 / SHARE_GRID`` so that exact parts never exceed the whole.
 SHARE_GRID = 1 << 40
 
@@ -100,6 +104,12 @@ class Sensitivity:
 UNIT = Sensitivity()
 
 
+def _normal_z(confidence_level: float) -> float:
+    from statistics import NormalDist
+
+    return NormalDist().inv_cdf(0.5 + float(confidence_level) / 2)
+
+
 def _text(value: Fraction) -> str:
     return str(value.numerator) if value.denominator == 1 else f"{value.numerator}/{value.denominator}"
 
@@ -121,7 +131,7 @@ class Noise(ABC):
 
     @abstractmethod
     def variance(self) -> float:
-        """Exact variance of one noise value (as a float)."""
+        """Exact variance of one noise value (as a float; at least :data:`VARIANCE_FLOOR`)."""
 
     @abstractmethod
     def quantile(self, q: float) -> int:
@@ -135,6 +145,42 @@ class Noise(ABC):
         sum ``(1.0 + 0.9) / 2`` rounds below it).
         """
         return self.quantile((1 + to_fraction(confidence_level, name="confidence_level")) / 2)
+
+    @abstractmethod
+    def pmf(self, z: np.ndarray) -> np.ndarray:
+        """Probability of each integer in ``z`` (floats; for intervals, not for sampling)."""
+
+    @abstractmethod
+    def tail_factor(self, confidence_level: float) -> float:
+        """Multiplier of a standard error that covers a linear combination of independent draws.
+
+        The half-width ``tail_factor * std_error`` is used for estimates that
+        combine many noise values with real weights (least squares); it is
+        never below the normal quantile.
+        """
+
+    def sum_radius(self, terms: int, confidence_level: float) -> float:
+        """Half-width covering the sum of ``terms`` independent draws at ``confidence_level``.
+
+        One draw: :meth:`interval_radius` (exact). Several: the exact distribution
+        of the sum by ``terms``-fold convolution of the pmf (FFT on the support
+        holding all but 1e-15 of the mass), when that support stays below 2**20
+        points; beyond, :meth:`tail_factor` times the sum's standard error (the
+        sum is then close to normal).
+        """
+        if terms <= 1:
+            return float(self.interval_radius(confidence_level))
+        half = int(self.quantile(1 - Fraction(1, 10**15 * terms)))
+        width = 2 * half * terms + 1
+        if width > 1 << 20:
+            return self.tail_factor(confidence_level) * math.sqrt(terms * self.variance())
+        support = np.arange(-half, half + 1)
+        size = 1 << int(width - 1).bit_length()
+        spectrum = np.fft.rfft(self.pmf(support), size) ** terms
+        total = np.fft.irfft(spectrum, size)[:width]        # the sum on -half*terms .. half*terms
+        centre = half * terms
+        inside = np.cumsum(np.concatenate([[total[centre]], total[centre + 1:] + total[centre - 1::-1]]))
+        return float(np.searchsorted(inside, float(confidence_level) - 1e-12))
 
     @abstractmethod
     def describe(self) -> dict[str, Any]:
@@ -156,12 +202,27 @@ class DiscreteLaplace(Noise):
     def variance(self) -> float:
         from .noise import discrete_laplace_variance
 
-        return discrete_laplace_variance(self.scale)
+        return max(discrete_laplace_variance(self.scale), VARIANCE_FLOOR)
 
     def quantile(self, q: float) -> int:
         from .noise import discrete_laplace_quantile
 
         return discrete_laplace_quantile(self.scale, q)
+
+    def pmf(self, z: np.ndarray) -> np.ndarray:
+        p = math.exp(-1.0 / float(self.scale))
+        return (1.0 - p) / (1.0 + p) * p ** np.abs(np.asarray(z, dtype=np.float64))
+
+    def tail_factor(self, confidence_level: float) -> float:
+        """``max(z, ln(1 / alpha) / sqrt 2)``: the radius a Laplace error of unit variance needs.
+
+        A combination of discrete Laplace draws is heavier-tailed than a normal
+        one (the normal interval covers 92.7% of single draws at 95%); the
+        Laplace-shaped radius covers the least-squares combinations of the
+        tree and DPCube at or above the nominal level (tests/test_coverage.py).
+        """
+        alpha = 1.0 - float(confidence_level)
+        return max(_normal_z(confidence_level), math.log(1.0 / alpha) / math.sqrt(2.0))
 
     def describe(self) -> dict[str, Any]:
         return {"noise": self.name, "noise_scale": _text(self.scale)}
@@ -182,12 +243,35 @@ class DiscreteGaussian(Noise):
     def variance(self) -> float:
         from ._discrete_gaussian import discrete_gaussian_variance
 
-        return discrete_gaussian_variance(self.sigma2)
+        return max(discrete_gaussian_variance(self.sigma2), VARIANCE_FLOOR)
 
     def quantile(self, q: float) -> int:
         from ._discrete_gaussian import discrete_gaussian_quantile
 
         return discrete_gaussian_quantile(self.sigma2, q)
+
+    def pmf(self, z: np.ndarray) -> np.ndarray:
+        s2 = float(self.sigma2)
+        half = int(math.ceil(12.0 * math.sqrt(s2))) + 2
+        norm = float(np.exp(-np.arange(-half, half + 1, dtype=np.float64) ** 2 / (2.0 * s2)).sum())
+        return np.exp(-np.asarray(z, dtype=np.float64) ** 2 / (2.0 * s2)) / norm
+
+    def tail_factor(self, confidence_level: float) -> float:
+        """The normal quantile for ``sigma2 >= 2``; below, the sub-Gaussian bound.
+
+        Combinations of discrete Gaussian draws of ``sigma2 >= 2`` are close to
+        normal. Smaller ones sit on the integer lattice (a draw is 0 most of
+        the time, and the normal radius misses the +-1 draws): there the bound
+        that holds for any weights is used, from ``N_Z(0, sigma2)`` being
+        ``sigma2``-sub-Gaussian (Canonne, Kamath, Steinke 2020, Corollary 9):
+        ``P(|S| > r) <= 2 exp(-r**2 / (2 V))`` with
+        ``V <= (sigma2 / Var) * std_error**2``.
+        """
+        s2 = float(self.sigma2)
+        if s2 >= 2.0:
+            return _normal_z(confidence_level)
+        alpha = 1.0 - float(confidence_level)
+        return math.sqrt(2.0 * math.log(2.0 / alpha) * s2 / self.variance())
 
     def describe(self) -> dict[str, Any]:
         return {"noise": self.name, "sigma2": _text(self.sigma2)}
@@ -320,6 +404,11 @@ class PrivacyLoss(ABC):
         """JSON-friendly record: ``{"measure": ..., parameter: exact text}``."""
         return {"measure": self.measure, self.parameter: _text(self.amount)}
 
+    @property
+    def pure_epsilon(self) -> float | None:
+        """The epsilon of a pure-DP loss as a float; None for a measure with no pure guarantee."""
+        return float(self.amount) if self.measure == "pure" else None
+
     def __float__(self) -> float:
         return float(self.amount)
 
@@ -350,8 +439,10 @@ class PureDP(PrivacyLoss):
         return self.amount
 
     def planning_variance(self, share: float = 1.0, sensitivity: Sensitivity = UNIT) -> float:
-        """Laplace variance ``2 (L1 / (epsilon share))**2``."""
-        return 2.0 * float(sensitivity.l1) ** 2 / (float(self.amount) * share) ** 2
+        """Laplace variance ``2 (L1 / (epsilon share))**2`` (0 when it underflows)."""
+        with np.errstate(over="ignore"):
+            return max(float(2.0 * float(sensitivity.l1) ** 2 / (np.float64(self.amount) * share) ** 2),
+                       VARIANCE_FLOOR)
 
     def noise(self, sensitivity: Sensitivity = UNIT, *, what: str = "this release") -> DiscreteLaplace:
         from .noise import noise_scale
@@ -392,8 +483,10 @@ class ZCDP(PrivacyLoss):
         return self.amount
 
     def planning_variance(self, share: float = 1.0, sensitivity: Sensitivity = UNIT) -> float:
-        """Gaussian variance ``L2**2 / (2 rho share)``."""
-        return float(sensitivity.l2_squared) / (2.0 * float(self.amount) * share)
+        """Gaussian variance ``L2**2 / (2 rho share)`` (0 when it underflows)."""
+        with np.errstate(over="ignore"):
+            return max(float(float(sensitivity.l2_squared) / (2.0 * np.float64(self.amount) * share)),
+                       VARIANCE_FLOOR)
 
     def noise(self, sensitivity: Sensitivity = UNIT, *, what: str = "this release") -> DiscreteGaussian:
         if self.amount <= 0 or sensitivity.l2_squared / (2 * self.amount) > MAX_GAUSSIAN_SIGMA2:

@@ -42,3 +42,16 @@ def test_unattributed_with_a_tiny_epsilon_is_bounded(epsilon):
         u = FRAME.dp.unattributed_histogram("g", epsilon=epsilon, rng=np.random.default_rng(3))
     assert list(b.ledger["status"]) == ["ok"]
     assert len(u.counts) <= MAX_GROUPS and np.isfinite(u.variance).all()
+
+
+@pytest.mark.parametrize("method", sorted(__import__("pandas_dp.releases.registry", fromlist=["x"]).histogram_methods()))
+@pytest.mark.parametrize("epsilon", [1e3, 1e6, 1e300])
+def test_every_method_with_a_huge_epsilon_releases_finite_numbers(method, epsilon):
+    frame = pd.DataFrame({"x": np.arange(40) % 10, "y": np.arange(40) % 4})
+    with pdp.budget(epsilon=epsilon) as b:
+        h = frame.dp.histogram(["x", "y"] if method == "dpcube" else "x", bins=[10, 4] if method == "dpcube" else 10,
+                               range=[(0, 10), (0, 4)] if method == "dpcube" else (0, 10), epsilon=epsilon,
+                               method=method, rng=np.random.default_rng(0))
+    assert list(b.ledger["status"]) == ["ok"]
+    ci = h.confidence_interval()
+    assert np.isfinite(h.counts).all() and np.isfinite(h.variance).all() and np.isfinite(ci.to_numpy()).all()

@@ -70,11 +70,12 @@ def test_plot_renders_with_labelled_axes_and_error_bars(results, name, xlabel, y
     if name == "unattributed":
         assert len(ax.collections) == 1  # the confidence band
     elif name != "grid":
-        # error bars: one line collection whose segments span estimate ± z * std_error
+        # error bars: one line collection whose segments span the release's 95% intervals
         bars = next(c for c in ax.containers if isinstance(c, matplotlib.container.BarContainer))
         assert bars.errorbar is not None
         segments = bars.errorbar.lines[2][0].get_segments()
-        half = 1.959964 * result.std_error.to_numpy()
+        ci = result.confidence_interval(0.95)        # the release's own interval rule
+        half = (ci["upper"] - ci["lower"]).to_numpy() / 2
         lengths = np.array([s[1, 1] - s[0, 1] for s in segments])
         np.testing.assert_allclose(lengths, 2 * half, rtol=1e-5)
     assert _png(ax, tmp_path / f"{name}.png") > 5_000

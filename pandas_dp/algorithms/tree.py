@@ -35,10 +35,7 @@ from pandas_dp.algorithms.tree_inference import (TreeVariances, constrained_infe
 from pandas_dp.algorithms.tree_layout import TreeLayout, tree_layout
 from pandas_dp.loss import UNIT, Noise, PrivacyLoss, Sensitivity
 
-__all__ = ["TreePlan", "TreeRelease", "plan_tree", "release_tree", "MIN_VARIANCE"]
-
-#: Smallest level variance used by the inference (a larger, conservative stand-in for one that underflows).
-MIN_VARIANCE = 1e-100
+__all__ = ["TreePlan", "TreeRelease", "plan_tree", "release_tree"]
 
 
 @dataclass(frozen=True)
@@ -72,14 +69,8 @@ class TreePlan:
 
     @property
     def level_variances(self) -> np.ndarray:
-        """Variance of one noise value per level (``inf`` where a level is not noised).
-
-        A variance that underflows (a huge loss: the discrete Laplace variance is
-        ``2p/(1-p)^2`` with ``p = exp(-1/t)``, zero in floating point beyond
-        ``epsilon`` about 745 per level) is reported as :data:`MIN_VARIANCE`, an
-        upper bound, so the inverse-variance weights of the inference stay finite.
-        """
-        return np.array([np.inf if n is None else max(n.variance(), MIN_VARIANCE) for n in self.level_noise])
+        """Variance of one noise value per level (``inf`` where a level is not noised)."""
+        return np.array([np.inf if n is None else n.variance() for n in self.level_noise])
 
 
 def plan_tree(shape: int | tuple[int, ...], *, loss: PrivacyLoss, branching: int | Literal["auto"] = "auto",

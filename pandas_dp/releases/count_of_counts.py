@@ -246,7 +246,7 @@ def count_of_counts(frame: pd.DataFrame, group: str, location: Any, *, epsilon: 
             frame=runs_to_frame(out, tables.level_names, tables.regions),
             levels=tables.level_names,
             regions=tables.regions,
-            epsilon=float(loss.amount),
+            epsilon=loss.pure_epsilon,
             method=plan.method,
             params=result_params,
             post_processing=post,

@@ -88,13 +88,13 @@ def _release_ahp(counts: np.ndarray, grid: Grid, planned: Planned, *, rng: Any, 
     return AHPHistogram(
         counts=as_series(est, grid, "estimate"),
         variance=as_series(r.variances, grid, "variance"),
-        epsilon=float(loss.amount), method="ahp",
+        epsilon=loss.pure_epsilon, method="ahp",
         params={"epsilon_split": knobs["epsilon_split"], "epsilon_1": str(r.plan.loss_1.amount),
                 "epsilon_2": str(r.plan.loss_2.amount), "eta": knobs["eta"], "threshold": r.theta,
                 "clustering": knobs["clustering"], "n_clusters": int(r.cluster_sizes.size),
                 "noise": r.plan.noise_1.name, "sensitivity": 1, "nonnegative": nonnegative,
                 "variance": "noise only: excludes the approximation (bias) error of cluster means"},
-        domain=grid, post_processing=post, variance_exact=False, detail=r)
+        domain=grid, post_processing=post, variance_exact=False, detail=r, loss=loss, noise=r.plan.noise_2)
 
 
 # --------------------------------------------------------------------------------------- DPCube
@@ -135,14 +135,14 @@ def _release_dpcube(counts: np.ndarray, grid: Grid, planned: Planned, *, rng: An
     return DPCubeHistogram(
         counts=as_series(est, grid, "estimate"),
         variance=as_series(r.variances.reshape(-1), grid, "variance"),
-        epsilon=float(loss.amount), method="dpcube",
+        epsilon=loss.pure_epsilon, method="dpcube",
         params={"epsilon_split": planned.knobs["epsilon_split"], "epsilon_1": str(r.plan.loss_1.amount),
                 "epsilon_2": str(r.plan.loss_2.amount), "threshold": r.threshold, "estimate": estimate,
                 "n_partitions": int(r.lo.shape[0]), "noise": r.plan.noise_1.name, "sensitivity": 1,
                 "nonnegative": nonnegative,
                 "variance": "exact (generalized least squares)" if exact else
                 "noise only: excludes the approximation (bias) error of the uniform assumption"},
-        domain=grid, post_processing=post, variance_exact=exact, detail=r)
+        domain=grid, post_processing=post, variance_exact=exact, detail=r, loss=loss, noise=r.plan.noise_1)
 
 
 # ----------------------------------------------------------------------------------------- auto

@@ -101,8 +101,12 @@ def _release(counts: np.ndarray, grid: Grid, planned: Planned, *, rng: Any, nonn
     return HierarchicalHistogram(
         counts=as_series(rel.leaf_estimates(), grid, "estimate"),
         variance=as_series(rel.leaf_variance(), grid, "variance"),
-        epsilon=float(loss.amount), method="hierarchical", params=params, domain=grid,
-        post_processing=post, variance_exact=not nonnegative, detail=rel)
+        epsilon=loss.pure_epsilon, method="hierarchical", params=params, domain=grid,
+        post_processing=post, variance_exact=not nonnegative, detail=rel, loss=loss,
+        # The intervals of the inferred estimates use the widest tail among the levels' noises;
+        # with one noised level every estimate is its count plus one draw (exact quantiles).
+        noise=max((n for n in plan.level_noise if n is not None), key=lambda n: n.tail_factor(0.95)),
+        single_draw=not nonnegative and [k for k, n in enumerate(plan.level_noise) if n is not None] == [0])
 
 
 register_method(HistogramMethod("hierarchical", TREE_PARAMS, _plan, _release, measures=BOTH_MEASURES,

@@ -144,12 +144,13 @@ def _release_identity(counts: np.ndarray, grid: Grid, planned: Planned, *, rng: 
     return Histogram(
         counts=as_series(noisy, grid, "estimate"),
         variance=as_series(variance, grid, "variance"),
-        epsilon=float(loss.amount),
+        epsilon=loss.pure_epsilon,
         method="identity",
         params={"noise": described.pop("noise"), "sensitivity": 1, **described, "nonnegative": nonnegative},
         domain=grid,
         post_processing=post,
         variance_exact=not nonnegative,
+        loss=loss, noise=noise, single_draw=not nonnegative,
     )
 
 

@@ -78,7 +78,7 @@ def unattributed_histogram(frame: pd.DataFrame, group: Any, *, epsilon: Any = No
         return UnattributedHistogram(
             counts=pd.Series(est.counts, index=index, name="estimate"),
             variance=pd.Series(est.variances, index=index, name="variance"),
-            epsilon=float(loss.amount),
+            epsilon=loss.pure_epsilon,
             method="sbar",
             params=dict(params, **{k: v for k, v in described.items() if k != "noise"}, groups=int(n)),
             post_processing=("isotonic regression (PAV, >= 0)", "rounding"),

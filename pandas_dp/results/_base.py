@@ -11,7 +11,8 @@ import pandas as pd
 from ..errors import ParameterError
 from ._frozen import FrozenDict, FrozenList, _Released, freeze, same
 
-__all__ = ["FrozenRelease", "EstimatesView", "normal_quantile", "confidence_bounds", "FrozenDict", "FrozenList"]
+__all__ = ["FrozenRelease", "EstimatesView", "normal_quantile", "confidence_bounds", "noise_radius",
+           "FrozenDict", "FrozenList"]
 
 
 def normal_quantile(confidence_level: float) -> float:
@@ -69,6 +70,41 @@ def confidence_bounds(estimate: Any, std_error: Any, confidence_level: float = 0
     return est - half, est + half
 
 
+def noise_radius(noise: Any, terms: Any, std_error: Any, confidence_level: float) -> np.ndarray | None:
+    """Half-widths from the release's noise model, or None (normal approximation) without one.
+
+    Parameters
+    ----------
+    noise : Noise, list of Noise, or None
+        The noise of the release's measurements (:class:`pandas_dp.loss.Noise`), or one
+        noise per estimate.
+    terms : int or array of int
+        Per estimate: ``k >= 1`` when it is the sum of ``k`` independent draws of ``noise``
+        added to exact counts (identity cells and ranges: the exact distribution of the sum);
+        ``0`` for a linear combination with real weights (``noise.tail_factor`` times the
+        standard error).
+    std_error : array-like of float
+        Standard errors of the estimates.
+    confidence_level : float
+        Nominal coverage.
+    """
+    if noise is None:
+        return None
+    normal_quantile(confidence_level)
+    se = np.asarray(std_error, dtype=np.float64)
+    k = np.broadcast_to(np.asarray(terms, dtype=np.int64), se.shape)
+    if isinstance(noise, list):
+        radius = np.empty(se.shape)
+        for one in set(noise):
+            mine = np.array([n == one for n in noise]).reshape(se.shape)
+            radius[mine] = noise_radius(one, k[mine], se[mine], confidence_level)  # type: ignore[index]
+        return radius
+    radius = noise.tail_factor(confidence_level) * se
+    for count in np.unique(k[k > 0]):
+        radius = np.where(k == count, noise.sum_radius(int(count), confidence_level), radius)
+    return radius
+
+
 class FrozenRelease(_Released):
     """A released result is immutable, pickles, and compares by value.
 
@@ -123,8 +159,22 @@ class EstimatesView:
         return pd.DataFrame({"estimate": counts.to_numpy(), "variance": variance, "std_error": np.sqrt(variance)},
                             index=counts.index)
 
+    def _cells_noise(self) -> tuple[Any, int]:
+        """The noise of the estimates, and the draws summed in one (1: its count plus one draw; 0: a
+        least-squares combination)."""
+        return getattr(self, "noise", None), 0
+
     def confidence_interval(self, confidence_level: float = 0.95) -> pd.DataFrame:
-        """Intervals ``estimate ± z * std_error`` per estimate (:func:`confidence_bounds`): ``lower``, ``upper``."""
+        """Intervals per estimate: columns ``lower``, ``upper`` (:func:`confidence_bounds`).
+
+        An estimate that is its exact count plus one noise draw (identity cells)
+        gets the exact quantile of the noise; a least-squares combination of
+        draws gets the noise's ``tail_factor`` times its standard error; without
+        a noise model, ``z * std_error``.
+        """
         counts = self.counts
-        lower, upper = confidence_bounds(counts.to_numpy(), self.std_error.to_numpy(), confidence_level)
+        std = self.std_error.to_numpy()
+        noise, terms = self._cells_noise()
+        radius = noise_radius(noise, terms, std, confidence_level)
+        lower, upper = confidence_bounds(counts.to_numpy(), std, confidence_level, radius=radius)
         return pd.DataFrame({"lower": lower, "upper": upper}, index=counts.index)

@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import html
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from ..algorithms.tree import TreeRelease
+from ..algorithms.tree_variance import canonical_node_counts
 from ..errors import DomainError
 from ._frozen import stored_fields
 from .histogram import Histogram
@@ -100,6 +102,26 @@ class HierarchicalHistogram(Histogram):
         """
         self._bin_domain()
         return self.detail.average_range_variance()
+
+    def _raw(self) -> bool:
+        """A tree without inference (``consistent=False``) whose estimates are its noisy nodes."""
+        return self.detail is not None and not self.detail.consistent and not self.detail.nonnegative
+
+    def _cells_noise(self) -> tuple[Any, int]:
+        if self._raw() and self.detail.level_noise[0] is not None:
+            return self.detail.level_noise[0], 1   # every leaf estimate is its noisy leaf
+        return super()._cells_noise()
+
+    def _ranges_noise(self, i: np.ndarray, j: np.ndarray) -> tuple[Any, np.ndarray]:
+        if not self._raw() or self.detail.layout.ndim != 1:
+            return super()._ranges_noise(i, j)
+        # H_b answers a range with its fewest noisy nodes: one node is one draw of its level's noise.
+        noised = [n is not None for n in self.detail.level_noise]
+        counts, _ = canonical_node_counts(self.detail.layout, noised, np.asarray(i), np.asarray(j))
+        single = counts.sum(axis=1) == 1
+        level = counts.argmax(axis=1)
+        noises = [self.detail.level_noise[k] if one else self.noise for k, one in zip(level, single)]
+        return noises, single.astype(np.int64)
 
     def _range_stats(self, i: np.ndarray, j: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         i = np.asarray(i, dtype=np.int64).ravel()

@@ -11,7 +11,7 @@ import pandas as pd
 
 from ..domain import BinDomain, Grid
 from ..errors import DomainError, ParameterError
-from ._base import EstimatesView, FrozenRelease, confidence_bounds, normal_quantile
+from ._base import EstimatesView, FrozenRelease, confidence_bounds, noise_radius, normal_quantile
 from ._format import estimates_table, html_params
 from ._frozen import stored_fields
 
@@ -32,17 +32,22 @@ class RangeAnswer:
     estimate: float
     std_error: float
     exact_std_error: bool = True
+    noise: Any = field(default=None, compare=False)
+    terms: int = 0
 
     def confidence_interval(self, confidence_level: float = 0.95) -> tuple[float, float]:
-        """Normal-approximation interval ``estimate ± z * std_error`` (:func:`confidence_bounds`).
+        """Interval ``estimate ± r`` at ``confidence_level`` (:func:`confidence_bounds`).
 
-        The noise of a range sums many independent discrete Laplace draws
-        (or one, for a single bin); the normal quantile is an approximation
-        whose coverage is close to nominal for sums and conservative-ish for
-        a single bin only at high levels. It adds no privacy cost. The
-        ``lower``/``upper`` columns of ``range_query([...])`` use the same rule.
+        A range of ``k`` identity bins carries the sum of ``k`` independent
+        draws of one noise: ``r`` is the exact quantile of that sum (``k = 1``:
+        the noise's own quantile). A least-squares estimate (a tree, DPCube)
+        combines draws with real weights: ``r`` is the noise's
+        ``tail_factor`` times ``std_error`` (never narrower than normal).
+        Without a noise model, ``r = z * std_error``. It adds no privacy cost.
+        The ``lower``/``upper`` columns of ``range_query([...])`` use the same rule.
         """
-        lower, upper = confidence_bounds(self.estimate, self.std_error, confidence_level)
+        radius = noise_radius(self.noise, self.terms, self.std_error, confidence_level)
+        lower, upper = confidence_bounds(self.estimate, self.std_error, confidence_level, radius=radius)
         return (float(lower), float(upper))
 
 
@@ -58,8 +63,8 @@ class Histogram(FrozenRelease, EstimatesView):
         numeric bins, ``CategoricalIndex`` for labels, ``MultiIndex`` for grids).
     variance : Series
         Per-bin variance of the released estimate (of the noise actually drawn).
-    epsilon : float
-        Privacy loss charged for this release.
+    epsilon : float or None
+        Privacy loss charged for this release (pure DP; None for a zCDP release).
     method : str
         The method that produced it (``"identity"``, ...).
     params : Mapping
@@ -72,6 +77,14 @@ class Histogram(FrozenRelease, EstimatesView):
         data-dependent approximation makes ``variance`` a noise-only figure.
     domain : Grid
         The public domain.
+    loss : PrivacyLoss
+        The release's privacy loss (``PureDP`` epsilon or ``ZCDP`` rho).
+    noise : Noise
+        The noise of its measurements (for exact intervals).
+    single_draw : bool
+        Whether every estimate is its exact count plus one draw of ``noise``
+        (identity without post-processing): single-cell intervals then use the
+        noise's exact quantile.
 
     Notes
     -----
@@ -83,12 +96,33 @@ class Histogram(FrozenRelease, EstimatesView):
 
     counts: pd.Series
     variance: pd.Series
-    epsilon: float
+    epsilon: float | None
     method: str
     params: Mapping[str, Any]
     domain: Grid = field(compare=False)
     post_processing: tuple[str, ...] = ()
     variance_exact: bool = True
+    loss: Any = field(default=None, compare=False)
+    noise: Any = field(default=None, compare=False)
+    single_draw: bool = False
+
+    @property
+    def measure(self) -> str | None:
+        """``"pure"`` (epsilon-DP) or ``"zcdp"`` (rho-zCDP): what ``loss`` measures."""
+        return None if self.loss is None else self.loss.measure
+
+    @property
+    def rho(self) -> float | None:
+        """The rho of a zCDP release (None for a pure-epsilon release)."""
+        return float(self.loss.amount) if self.measure == "zcdp" else None
+
+    def _cells_noise(self) -> tuple[Any, int]:
+        return self.noise, (1 if self.single_draw else 0)
+
+    def _ranges_noise(self, i: np.ndarray, j: np.ndarray) -> tuple[Any, np.ndarray]:
+        """The noise of each range ``[i, j)`` and its draws summed (see ``noise_radius``)."""
+        noise, terms = self._cells_noise()
+        return noise, terms * (np.asarray(j) - np.asarray(i))
 
     # -- range queries ---------------------------------------------------
     def _bin_domain(self) -> BinDomain:
@@ -167,13 +201,16 @@ class Histogram(FrozenRelease, EstimatesView):
             i, j = dim.align(lows, highs)
             est, var = self._range_stats(i, j)
             std = np.sqrt(var)
-            lower, upper = confidence_bounds(est, std, confidence_level)
+            radius = noise_radius(*self._ranges_noise(i, j), std, confidence_level)
+            lower, upper = confidence_bounds(est, std, confidence_level, radius=radius)
             return pd.DataFrame({"low": dim.edges[i], "high": dim.edges[j], "estimate": est,
                                  "std_error": std, "lower": lower, "upper": upper})
         i, j = dim.align(low, high)
         est, var = self._range_stats(i, j)
+        noise, terms = self._ranges_noise(i, j)
         return RangeAnswer(float(dim.edges[i[0]]), float(dim.edges[j[0]]), float(est[0]),
-                           float(np.sqrt(var[0])), self.variance_exact)
+                           float(np.sqrt(var[0])), self.variance_exact,
+                           noise[0] if isinstance(noise, list) else noise, int(np.ravel(terms)[0]))
 
     # -- synthetic rows ----------------------------------------------------
     def sample(self, n: int | None = None, rng: Any = None) -> pd.DataFrame:
