@@ -2,7 +2,9 @@
 
 :func:`assert_dp` runs a mechanism many times on two neighbouring datasets
 and fails with a readable report when some output event is more likely on
-one than ``e^epsilon`` times on the other, at a stated confidence.
+one than ``e^epsilon`` times on the other (plus ``delta``), at a stated
+confidence; a run that raises, warns or changes its output's shape on one
+dataset only is such an event (the boundary rule).
 :func:`neighbours` builds the neighbouring datasets that stress a release.
 Not imported by ``import pandas_dp`` (it is a testing tool).
 """
@@ -10,7 +12,8 @@ Not imported by ``import pandas_dp`` (it is a testing tool).
 from __future__ import annotations
 
 from ._neighbours import Neighbour, neighbours
+from ._observe import Outcome
 from ._report import DPTestFailure, DPTestReport, EventResult
 from ._tester import assert_dp
 
-__all__ = ["DPTestFailure", "DPTestReport", "EventResult", "Neighbour", "assert_dp", "neighbours"]
+__all__ = ["DPTestFailure", "DPTestReport", "EventResult", "Neighbour", "Outcome", "assert_dp", "neighbours"]
