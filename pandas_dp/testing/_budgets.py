@@ -36,6 +36,8 @@ def describe_spec(spec: Any) -> str:
     """Short text of a budget spec for messages."""
     if spec is None:
         return "no budget"
+    if isinstance(spec, _TestingBudget):
+        return f"the testing budget, epsilon={DEFAULT_TEST_BUDGET}"
     if isinstance(spec, Mapping):
         return "budget(" + ", ".join(f"{k}={v!r}" for k, v in spec.items()) + ")"
     if callable(spec) and not isinstance(spec, _TestingBudget):

@@ -264,15 +264,17 @@ class Outcome:
     def differences(self, other: Outcome) -> list[str]:
         """Readable list of what differs between two outcomes (empty when they are the same)."""
         out: list[str] = []
-        if self.kind != other.kind or self.error_type != other.error_type or self.result_type != other.result_type:
+        same_class = self.kind == other.kind and self.error_type == other.error_type and \
+            self.result_type == other.result_type
+        if not same_class:
             out.append(f"outcome: {self._what()} vs {other._what()}")
         elif self.error_message != other.error_message:
             out.append(f"exception message: {_short(self.error_message)!r} vs {_short(other.error_message)!r}")
-        if self.error_detail != other.error_detail:
+        if same_class and self.error_detail != other.error_detail:
             out.append(f"chained exceptions / attributes: {_short(str(self.error_detail))} vs "
                        f"{_short(str(other.error_detail))}")
         mine, theirs = dict(self.structure), dict(other.structure)
-        for key in list(mine) + [k for k in theirs if k not in mine]:
+        for key in (list(mine) + [k for k in theirs if k not in mine]) if same_class else ():
             a, b = mine.get(key, "(absent)"), theirs.get(key, "(absent)")
             if a != b:
                 out.append(f"{key}: {_describe_part(a)} vs {_describe_part(b)}")
