@@ -208,3 +208,33 @@ def test_well_behaved_mechanism_has_one_outcome_and_no_boundary_events():
     assert report.passed and len(report.outcomes) == 1 and report.outcomes[0][1:] == (400, 400)
     assert all(e.kind == "output" for e in report.events)
     assert report.outcomes[0][0].startswith("returns a Histogram (counts.index: 5 labels")
+
+
+def test_messages_that_quote_the_noisy_output_pass_and_the_outcome_list_is_capped():
+    # Every run raises a message quoting its noisy count (post-processing: private). Hundreds of
+    # distinct outcomes: each is an event of tiny mass, none refutes the claim.
+    def mech(df, rng):
+        noisy = int(np.histogram(df["x"], bins=EDGES)[0][3] + discrete_laplace(noise_scale(1, 1.0), 1, rng=rng)[0])
+        if noisy < 3:
+            raise ValueError(f"noisy count {noisy} is too small to publish")
+        return np.array([float(noisy)])
+
+    report = assert_dp(mech, D, D_NEIGHBOUR, epsilon=1.0, trials=2000, rng=0, allow_errors=True)
+    assert report.passed
+    frame = report.outcome_frame()
+    assert len(frame) <= 21 and frame["runs_D"].sum() == frame["runs_D_prime"].sum() == 2000
+
+
+def test_unconvertible_releases_on_one_side_are_reported_not_raised():
+    class Opaque:
+        pass
+
+    def mech(df, rng):
+        if _is_neighbour(df):
+            raise pdp.SchemaError("row 6 has an unknown group")
+        return Opaque()
+
+    report = _failed(mech, allow_errors=True)  # no numbers anywhere, but the outcomes differ
+    assert report.epsilon_lower_bound == np.inf
+    with pytest.raises(TypeError, match="statistic="):  # the same opaque release on both: a usage error
+        assert_dp(lambda df, rng: Opaque(), D, D_NEIGHBOUR, epsilon=1.0, trials=50)

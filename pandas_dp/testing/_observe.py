@@ -158,7 +158,7 @@ def structure_of(result: Any, prefix: str = "", depth: int = 0) -> tuple[Part, .
 def _chain(err: BaseException) -> tuple[tuple[str, str], ...]:
     """``(type, message)`` of the exceptions chained to ``err`` (``raise ... from``, or raised while handling)."""
     out: list[tuple[str, str]] = []
-    node: BaseException | None = err
+    node: BaseException = err
     seen = {id(err)}
     while len(out) < 5:
         nxt = node.__cause__ if node.__cause__ is not None else (

@@ -57,10 +57,11 @@ def outcome(call: Callable[[Any], Any], frame: Any, *, budget: BudgetSpec = TEST
     >>> import numpy as np, pandas as pd
     >>> from pandas_dp.testing import outcome
     >>> d = pd.DataFrame({"x": [1, 2, 2]})
-    >>> outcome(lambda df: df.dp.histogram("x", bins=[0, 2, 4], epsilon=0.5, rng=np.random.default_rng(0)), d).describe()
+    >>> call = lambda df: df.dp.histogram("x", bins=[0, 2, 4], epsilon=0.5, rng=np.random.default_rng(0))
+    >>> outcome(call, d).describe()
     'returns a Histogram, charging 1/2 (= 0.5)'
-    >>> outcome(lambda df: df.dp.histogram("x", bins=[0, 2, 4], epsilon=0.5), d, budget=None).kind
-    'raised'
+    >>> outcome(call, d, budget=None).error_type
+    'pandas_dp.errors.NoActiveBudgetError'
     """
     def body() -> Outcome:
         b = open_budget(budget, caller="outcome")

@@ -47,6 +47,8 @@ EventPredicate = Callable[[np.ndarray], np.ndarray]
 
 #: Outcome events kept per direction (they are added only when the runs' outcomes differ).
 BOUNDARY_EVENTS = 4
+#: Distinct outcomes listed one by one in the report.
+MAX_OUTCOMES_SHOWN = 20
 
 
 def assert_dp(mechanism: Callable[..., Any], dataset: Any, neighbour: Any, *, epsilon: float,
@@ -149,7 +151,8 @@ def assert_dp(mechanism: Callable[..., Any], dataset: Any, neighbour: Any, *, ep
     ``(p - e^eps q - delta) / (sd_p + e^eps sd_q)``, which favours events of
     moderate probability, where the additive ``delta`` matters little.
     Runs whose release has another layout (length, labels) than the most
-    common one, or that raised, belong to none of these events.
+    common one, that raised, or whose ``statistic`` failed belong to none of
+    these events.
 
     *Events on the outcomes (boundary rule).* Each run's
     :class:`~pandas_dp.testing.Outcome` (returned or raised, exception type,
@@ -251,11 +254,14 @@ def assert_dp(mechanism: Callable[..., Any], dataset: Any, neighbour: Any, *, ep
     if user_events is not None and layout is not None:
         results += _test_user_events(user_events, run_a.rows(layout, 0, trials), run_b.rows(layout, 0, trials),
                                      trials, eps=eps, delta=delta, level=level, names=names)
-    elif numeric:
+    elif numeric and layout is not None:
         results += _test_events(numeric, stats, run_a.rows(layout, n_sel, trials), run_b.rows(layout, n_sel, trials),
                                 trials - n_sel, eps=eps, delta=delta, level=level, names=names)
     results += check_boundary_events(boundary, outcomes, (run_a.codes, run_b.codes), n_sel_outcomes, eps=eps,
                                      delta=delta, level=level, names=names)
+    unconverted = run_a.conversion_error or run_b.conversion_error
+    if layout is None and unconverted is not None and not any(r.violation for r in results):
+        raise unconverted  # releases were made but none could be turned into numbers: statistic= is needed
     results.sort(key=lambda r: -r.epsilon_lower_bound)
     bound = results[0].epsilon_lower_bound if results else -math.inf
     charged = (run_a.charged + run_b.charged) / (2 * trials)
@@ -272,16 +278,9 @@ def assert_dp(mechanism: Callable[..., Any], dataset: Any, neighbour: Any, *, ep
 
 
 def _main_layout(run_a: RunResult, run_b: RunResult) -> int | None:
-    """The release layout (length, labels) of most runs on both datasets; ``None`` when no run has a vector.
-
-    Raises the conversion error when runs returned but none could be turned
-    into numbers (``statistic=`` is needed).
-    """
+    """The release layout (length, labels) of most runs on both datasets; ``None`` when no run has a vector."""
     k = int(max(run_a.layout.max(initial=-1), run_b.layout.max(initial=-1))) + 1
     if k == 0:
-        err = run_a.conversion_error or run_b.conversion_error
-        if err is not None:
-            raise err
         return None
     counts = np.bincount(run_a.layout[run_a.layout >= 0], minlength=k) + \
         np.bincount(run_b.layout[run_b.layout >= 0], minlength=k)
@@ -289,10 +288,15 @@ def _main_layout(run_a: RunResult, run_b: RunResult) -> int | None:
 
 
 def _outcome_counts(outcomes: list, run_a: RunResult, run_b: RunResult) -> tuple[tuple[str, int, int], ...]:
+    """Distinct outcomes with their runs on each dataset, most frequent first (the rest summed in one row)."""
     ca = np.bincount(run_a.codes, minlength=len(outcomes))
     cb = np.bincount(run_b.codes, minlength=len(outcomes))
     order = np.argsort(-(ca + cb), kind="stable")
-    return tuple((outcomes[i].describe(full=True), int(ca[i]), int(cb[i])) for i in order)
+    shown, rest = order[:MAX_OUTCOMES_SHOWN], order[MAX_OUTCOMES_SHOWN:]
+    rows = [(outcomes[i].describe(full=True), int(ca[i]), int(cb[i])) for i in shown]
+    if rest.size:
+        rows.append((f"{rest.size} other outcomes", int(ca[rest].sum()), int(cb[rest].sum())))
+    return tuple(rows)
 
 
 def _mechanism_error(outcomes: list, run_a: RunResult, run_b: RunResult, names: tuple[str, str],
