@@ -172,8 +172,8 @@ def noisy_refusal(epsilon: float, *, leaky: bool):
 
 def test_noise_dependent_errors_pass_with_allow_errors():
     # D has 3 rows in cell 3, D' 2: the correct variant raises on both with probabilities within e^eps.
-    for seed in range(3):
-        report = assert_dp(noisy_refusal(1.0, leaky=False), D, D_NEIGHBOUR, epsilon=1.0, trials=3000, rng=seed,
+    for seed in range(2):
+        report = assert_dp(noisy_refusal(1.0, leaky=False), D, D_NEIGHBOUR, epsilon=1.0, trials=2000, rng=seed,
                            allow_errors=True)
         assert report.passed, str(report)
         assert any(e.kind == "boundary" for e in report.events)  # the raising was tested, as an output
@@ -182,6 +182,7 @@ def test_noise_dependent_errors_pass_with_allow_errors():
     assert not broken.passed and broken.epsilon_lower_bound == np.inf
 
 
+@pytest.mark.slow
 def test_boundary_events_keep_the_type_one_error_below_alpha():
     # 30 independent tests at confidence 0.8 of the correct noise-dependent refusal (its outcomes vary,
     # so boundary events are chosen and tested every time). Failures ~ Bin(30, <= 0.2);

@@ -30,7 +30,7 @@ EDGES = [0, 1, 2, 3, 4, 5]
 SIGMA = 2.0  # rho = 1/8
 DELTA = 1e-2
 POWER_TRIALS = 200_000
-SEEDS = range(5)
+SEEDS = range(3)  # 40 fresh seeds each in the docs' table (the power is measured there, not assumed)
 
 
 def cks_epsilon(rho: float, delta: float) -> float:
