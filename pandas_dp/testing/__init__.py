@@ -2,15 +2,25 @@
 
 :func:`assert_dp` runs a mechanism many times on two neighbouring datasets
 and fails with a readable report when some output event is more likely on
-one than ``e^epsilon`` times on the other, at a stated confidence.
-:func:`neighbours` builds the neighbouring datasets that stress a release.
+one than ``e^epsilon`` times on the other (plus ``delta``), at a stated
+confidence; a run that raises, warns or changes its output's shape on one
+dataset only is such an event (the boundary rule).
+:func:`neighbours` builds the neighbouring datasets that stress a release;
+:func:`with_row` and :func:`adversarial_values` build neighbours holding an
+odd private value, and :func:`assert_same_outcome` checks that a call looks
+the same to its caller on both (:func:`outcome` records what it observes).
 Not imported by ``import pandas_dp`` (it is a testing tool).
 """
 
 from __future__ import annotations
 
+from ._adversarial import ADVERSARIAL_KINDS, adversarial_values, with_row
 from ._neighbours import Neighbour, neighbours
+from ._observe import Outcome
+from ._outcome import SameOutcomeFailure, assert_same_outcome, outcome
 from ._report import DPTestFailure, DPTestReport, EventResult
 from ._tester import assert_dp
 
-__all__ = ["DPTestFailure", "DPTestReport", "EventResult", "Neighbour", "assert_dp", "neighbours"]
+__all__ = ["ADVERSARIAL_KINDS", "DPTestFailure", "DPTestReport", "EventResult", "Neighbour", "Outcome",
+           "SameOutcomeFailure", "adversarial_values", "assert_dp", "assert_same_outcome", "neighbours", "outcome",
+           "with_row"]

@@ -7,13 +7,14 @@ differ) and a closed interval ``[lo, hi]`` (a tail, a bucket, one value).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
 from ._binomial import lower_bound, upper_bound
 
-__all__ = ["Event", "Statistic", "candidate_events", "count_in", "select_events", "statistics"]
+__all__ = ["Event", "Statistic", "candidate_events", "count_in", "select_events", "selection_score", "statistics"]
 
 TAIL_LEVELS = np.array([0.001, 0.003, 0.01, 0.03, 0.06, 0.1, 0.2, 0.3, 0.4, 0.5,
                         0.6, 0.7, 0.8, 0.9, 0.94, 0.97, 0.99, 0.997, 0.999])
@@ -131,16 +132,51 @@ def sorted_stats(x: np.ndarray, stats: list[Statistic]) -> list[np.ndarray]:
     return [np.sort(values[:, i]) for i in range(len(stats))]
 
 
+def selection_score(ca: np.ndarray, na: int, cb: np.ndarray, nb: int, *, epsilon: float,
+                    delta: float) -> np.ndarray:
+    """How promising events are on the selection runs (larger is more suspicious; ``-inf``: cannot violate).
+
+    ``delta = 0``: the implied-epsilon lower bound at a loose level (alpha
+    0.2) minus ``epsilon``, ``log(p_lo / q_hi) - epsilon``, which prefers
+    events that both have mass and a large ratio.
+
+    ``delta > 0``: the standardized margin of the tested inequality,
+    ``(p - e^eps q - delta) / (sd_p + e^eps sd_q)`` with ``sd`` the binomial
+    standard deviations; an event can only be refuted when its probability
+    exceeds ``delta`` by several standard errors, so this prefers events of
+    moderate probability where the additive ``delta`` matters little over
+    far tails whose mass is of the order of ``delta``. Events whose loose
+    lower bound does not exceed ``delta`` score ``-inf``.
+    """
+    ca = np.asarray(ca, dtype=np.float64)
+    cb = np.asarray(cb, dtype=np.float64)
+    p_lo = lower_bound(ca, na, 0.2) - delta
+    if delta == 0:
+        q_hi = upper_bound(cb, nb, 0.2)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            score = np.where(p_lo > 0, np.log(np.maximum(p_lo, 1e-300)) - np.log(q_hi), -np.inf)
+        return score - epsilon
+    scale = math.exp(epsilon)
+    p, q = ca / max(na, 1), cb / max(nb, 1)
+    ps, qs = (ca + 0.5) / (na + 1.0), (cb + 0.5) / (nb + 1.0)  # smoothed: no zero variance at 0 or n
+    sd = np.sqrt(ps * (1 - ps) / max(na, 1)) + scale * np.sqrt(qs * (1 - qs) / max(nb, 1))
+    return np.where(p_lo > 0, (p - scale * q - delta) / sd, -np.inf)
+
+
 def select_events(a: np.ndarray, b: np.ndarray, stats: list[Statistic], *, epsilon: float,
-                  slack: float, max_events: int) -> list[tuple[Event, bool]]:
+                  slack: float, max_events: int, trials_a: int | None = None,
+                  trials_b: int | None = None) -> list[tuple[Event, bool]]:
     """The ``max_events`` most suspicious events per direction on the selection runs.
 
     Returns pairs ``(event, swapped)``: ``swapped`` False tests
     ``P[M(D) in S] <= e^eps P[M(D') in S] + slack``, True the reverse. Events are
-    ranked by the implied-epsilon lower bound at a loose level (alpha 0.2), so
-    the ranking prefers events that both have mass and a large ratio.
+    ranked by :func:`selection_score`. ``trials_a``/``trials_b`` are the
+    numbers of selection runs (default: the rows of ``a``/``b``; more when
+    some runs have no release vector, e.g. they raised).
     """
     sa, sb = sorted_stats(a, stats), sorted_stats(b, stats)
+    na = len(a) if trials_a is None else trials_a
+    nb = len(b) if trials_b is None else trials_b
     chosen: list[tuple[Event, bool]] = []
     for swapped in (False, True):
         scored: list[tuple[float, int, Event]] = []
@@ -149,12 +185,9 @@ def select_events(a: np.ndarray, b: np.ndarray, stats: list[Statistic], *, epsil
             if not events:
                 continue
             num, den = (sb[i], sa[i]) if swapped else (sa[i], sb[i])
+            n_num, n_den = (nb, na) if swapped else (na, nb)
             ca, cb = count_in(num, events), count_in(den, events)
-            p_lo = lower_bound(ca, num.size, 0.2) - slack
-            q_hi = upper_bound(cb, den.size, 0.2)
-            with np.errstate(divide="ignore", invalid="ignore"):
-                score = np.where(p_lo > 0, np.log(np.maximum(p_lo, 1e-300)) - np.log(q_hi), -np.inf)
-            score = score - epsilon
+            score = selection_score(ca, n_num, cb, n_den, epsilon=epsilon, delta=slack)
             scored += [(float(s), len(scored) + j, e) for j, (s, e) in enumerate(zip(score, events))]
         scored.sort(key=lambda r: (-r[0], r[1]))
         seen: set[tuple[int, float, float]] = set()
