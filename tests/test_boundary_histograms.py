@@ -35,3 +35,120 @@ def test_a_failing_dask_graph_never_quotes_its_error():
             frame.dp.histogram("x", bins=4, range=(0, 4), epsilon=0.5)
     assert "4711" not in str(info.value) and info.value.__cause__ is None and info.value.__context__ is None
     assert b.spent == 0
+
+
+# ------------------------------------------------------------------ the neighbour-outcome suite
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from pandas_dp.releases.registry import histogram_methods  # noqa: E402
+from pandas_dp.testing import adversarial_values, assert_same_outcome, with_row  # noqa: E402
+
+STATES = ["CA", "NY", "TX"]
+BASE = pd.DataFrame({"age": np.arange(40, dtype=np.int64) % 90, "income": np.linspace(0, 9e4, 40),
+                     "state": [STATES[i % 3] for i in range(40)]})
+
+
+def _histograms():
+    """Every registered histogram method on a numeric column, plus label, 2-D, tree and range releases."""
+    calls = {f"histogram {m}": (lambda m: lambda f: f.dp.histogram(
+        "age", bins=16, range=(0, 96), epsilon=0.5, method=m, rng=np.random.default_rng(1)))(m)
+        for m in histogram_methods()}
+    calls["float edges"] = lambda f: f.dp.histogram("income", bins=[0, 1e4, 5e4, 1e5], epsilon=0.5,
+                                                    rng=np.random.default_rng(1))
+    calls["categories"] = lambda f: f.dp.histogram("state", categories=STATES, epsilon=0.5,
+                                                   rng=np.random.default_rng(1))
+    calls["2-D"] = lambda f: f.dp.histogram(["age", "state"], bins={"age": 8}, range={"age": (0, 96)},
+                                            categories={"state": STATES}, epsilon=0.5, rng=np.random.default_rng(1))
+    calls["hierarchical integer"] = lambda f: f.dp.hierarchical_histogram(
+        "age", bins=16, range=(0, 96), epsilon=0.5, integer=True, rng=np.random.default_rng(1))
+    calls["range_query"] = lambda f: f.dp.range_query("age", [(0, 48), (48, 96)], bins=16, range=(0, 96),
+                                                      epsilon=0.5, rng=np.random.default_rng(1))
+    calls["series histogram"] = lambda f: f["age"].dp.histogram(bins=16, range=(0, 96), epsilon=0.5,
+                                                                rng=np.random.default_rng(1))
+    return calls
+
+
+CALLS = _histograms()
+ENGINES = {"pandas": lambda f: f}
+
+
+def _dask_engine():
+    dd = pytest.importorskip("dask.dataframe")
+    return lambda f: dd.from_pandas(f, npartitions=2)
+
+
+@pytest.mark.parametrize("engine", ["pandas", "dask"])
+@pytest.mark.parametrize("name", sorted(CALLS))
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(value=adversarial_values(known=STATES), column=st.sampled_from(["age", "income", "state"]))
+def test_an_odd_private_row_changes_nothing_observable(engine, name, value, column):
+    dask = pytest.importorskip("dask") if engine == "dask" else None
+    to_engine = ENGINES["pandas"] if engine == "pandas" else _dask_engine()
+    call = CALLS[name]
+    d_prime = with_row(BASE, {column: value})
+    context = dask.config.set(scheduler="sync") if dask else _nothing()
+    with context:
+        # Same outcome class, index, warnings (none) and charge, on D and D'.
+        a, b = assert_same_outcome(call, to_engine(BASE), to_engine(d_prime))
+        assert a.kind == "returned" and not a.warnings, a.describe(full=True)
+        # No budget: both refuse the same way.
+        assert_same_outcome(call, to_engine(BASE), to_engine(d_prime), budget=None)
+
+
+class _nothing:
+    def __enter__(self):
+        return None
+
+    def __exit__(self, *exc):
+        return False
+
+
+@pytest.mark.parametrize("name", sorted(CALLS))
+def test_an_out_of_domain_row_leaves_a_seeded_release_byte_identical(name):
+    odd = [{"age": "n/a"}, {"age": [1, 2]}, {"age": 1e308}, {"age": -np.inf}, {"age": pd.Timestamp("2020-01-01")},
+           {"state": "rare-disease-X"}, {"state": {"a": 1}}, {"income": "abc"}]
+    call = CALLS[name]
+    with pdp.budget(epsilon=100.0):
+        ref = call(BASE)
+        for row in odd:
+            column, value = next(iter(row.items()))
+            used = name in ("categories", "2-D") if column == "state" else (
+                column == "income") == (name == "float edges")
+            if not used:
+                continue
+            with warnings.catch_warnings():
+                warnings.simplefilter("error")
+                got = call(with_row(BASE, row))
+            left, right = (x.to_frame() if hasattr(x, "to_frame") else x for x in (ref, got))
+            pd.testing.assert_frame_equal(left, right)
+
+
+def test_a_categorical_built_from_the_data_is_not_a_domain():
+    # astype("category") takes its categories from the values: D' would add a label to the index.
+    d = BASE.assign(state=BASE["state"].astype("category"))
+    d_prime = with_row(BASE, {"state": "rare-disease-X"}).assign(
+        state=lambda f: f["state"].astype("category"))
+    for frame in (d, d_prime):
+        with pdp.budget(epsilon=1.0) as b:
+            with pytest.raises(pdp.DomainError, match="categories="):
+                frame.dp.histogram("state", epsilon=0.5)
+        assert b.spent == 0
+    with pdp.budget(epsilon=1.0):
+        a = d.dp.histogram("state", categories=STATES, epsilon=0.5, rng=np.random.default_rng(0))
+        c = d_prime.dp.histogram("state", categories=STATES, epsilon=0.5, rng=np.random.default_rng(0))
+    pd.testing.assert_series_equal(a.counts, c.counts)
+
+
+def test_assert_dp_on_an_adversarial_neighbour():
+    from pandas_dp.testing import assert_dp
+
+    d_prime = with_row(BASE, {"age": "n/a"})            # out of domain: the releases are identical in law
+    report = assert_dp(lambda f, rng: f.dp.histogram("age", bins=16, range=(0, 96), epsilon=1.0, rng=rng),
+                       BASE, d_prime, epsilon=1.0, trials=400, rng=3)
+    assert report.passed and report.charged_per_run == 1.0
+    d_in = with_row(BASE, {"age": 7})                   # a valid extra person: one cell moves by one
+    report = assert_dp(lambda f, rng: f.dp.hierarchical_histogram("age", bins=16, range=(0, 96), epsilon=1.0,
+                                                                  branching=2, rng=rng),
+                       BASE, d_in, epsilon=1.0, trials=400, rng=4)
+    assert report.passed

@@ -81,3 +81,23 @@ def open_budget(spec: Any, *, caller: str) -> Any:
         f"The 'budget' parameter of {caller} must be a total epsilon, a dict of pandas_dp.budget keyword "
         f"arguments (e.g. {{'rho': 10**6}}), a factory returning a fresh budget, or None for no budget. "
         f"Got {spec!r}.")
+
+
+def run_detached(body: Callable[[], Any]) -> Any:
+    """Run ``body`` in a copy of the current context with no budget active.
+
+    A budget open around the tester is neither charged nor made a parent; every
+    other context variable (a Dask collection's backend state, for one) is kept,
+    which a fresh, empty :class:`contextvars.Context` would lose.
+    """
+    from contextvars import Context, copy_context
+
+    from ..budget import _ACTIVE
+
+    no_budget = Context().run(_ACTIVE.get)  # the variable's default: no budget open
+
+    def detached() -> Any:
+        _ACTIVE.set(no_budget)
+        return body()
+
+    return copy_context().run(detached)

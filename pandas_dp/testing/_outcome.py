@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from contextvars import Context
 from typing import Any
 
 import pandas as pd
 
-from ._budgets import TESTING_BUDGET, BudgetSpec, describe_spec, open_budget
+from ._budgets import TESTING_BUDGET, BudgetSpec, describe_spec, open_budget, run_detached
 from ._observe import Outcome, capture, error_outcome, result_outcome
 
 __all__ = ["SameOutcomeFailure", "assert_same_outcome", "outcome"]
@@ -27,7 +26,7 @@ def _ledger_rows(b: Any) -> tuple[tuple[tuple[str, str], ...], ...]:
 def outcome(call: Callable[[Any], Any], frame: Any, *, budget: BudgetSpec = TESTING_BUDGET) -> Outcome:
     """Run ``call(frame)`` once and record everything its caller can observe.
 
-    The call runs in a fresh :class:`contextvars.Context` inside a fresh
+    The call runs in a copy of the current context, detached from any open budget, inside a fresh
     budget made from ``budget`` (a budget open around ``outcome`` is neither
     charged nor made the parent), with every warning recorded and any
     exception caught.
@@ -76,7 +75,7 @@ def outcome(call: Callable[[Any], Any], frame: Any, *, budget: BudgetSpec = TEST
             made = dataclasses.replace(made, ledger=_ledger_rows(b))
         return made
 
-    return Context().run(body)
+    return run_detached(body)
 
 
 class SameOutcomeFailure(AssertionError):

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from contextvars import Context
 from fractions import Fraction
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from ._budgets import DEFAULT_TEST_BUDGET, TESTING_BUDGET, open_budget
+from ._budgets import DEFAULT_TEST_BUDGET, TESTING_BUDGET, open_budget, run_detached
 from ._observe import IndexKey, Outcome, capture, error_outcome, result_outcome
 
 __all__ = ["DEFAULT_TEST_BUDGET", "OutcomeTable", "RunResult", "as_vector", "run_mechanism"]
@@ -212,7 +211,7 @@ def run_mechanism(mechanism: Callable[..., Any], frame: Any, n: int, *, rng: np.
                   table: OutcomeTable | None = None) -> RunResult:
     """Run ``mechanism`` ``n`` times on ``frame`` inside a fresh testing budget, capturing every run.
 
-    The trials run in a new :class:`contextvars.Context` holding only the
+    The trials run in a copy of the current context holding only the
     testing budget, so a budget the caller has open is neither charged nor
     used as a parent. Every run is captured: an exception or a warning is
     recorded in its :class:`Outcome`, never raised.
@@ -235,4 +234,4 @@ def run_mechanism(mechanism: Callable[..., Any], frame: Any, n: int, *, rng: np.
         out.seconds = time.perf_counter() - start
         return out
 
-    return Context().run(body)
+    return run_detached(body)
