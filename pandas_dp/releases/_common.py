@@ -17,11 +17,11 @@ import pandas as pd
 
 from .._rational import to_fraction
 from ..budget import Budget, active_budget
-from ..errors import ParameterError
+from ..errors import BudgetExceededError, ParameterError
 from ..noise import SecureRandom
 
 __all__ = ["check_epsilon", "check_noise_scale", "check_rng", "check_columns", "check_flag", "check_choice", "charging",
-           "active_budget"]
+           "active_budget", "check_budget_room"]
 
 
 MIN_EPSILON = Fraction(1, 2**40)
@@ -120,3 +120,20 @@ def charging(epsilon: Fraction, *, method: str, columns: Sequence[str],
         charge.finish("failed")
         raise
     charge.finish("ok")
+
+
+def check_budget_room(budget: Budget, epsilon: Fraction) -> None:
+    """Raise :class:`BudgetExceededError` when ``budget`` cannot pay ``epsilon``, before private rows are read.
+
+    The budget state is public, so this may raise loudly. It checks the
+    innermost budget; :meth:`Budget.spend` checks the whole chain atomically
+    at the charge. (Stand-in until ``Budget.check`` exists.)
+    """
+    remaining = budget.remaining_exact
+    if epsilon > remaining:
+        label = f"budget {budget.name!r}" if budget.name else "the active budget"
+        raise BudgetExceededError(
+            f"Requested epsilon={float(epsilon)!r} but {label} has only remaining={float(remaining)!r} of "
+            f"epsilon={budget.epsilon!r} (spent {budget.spent!r}). Nothing was charged. Lower epsilon or "
+            f"open a larger budget."
+        )

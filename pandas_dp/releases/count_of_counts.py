@@ -1,7 +1,9 @@
 """``count_of_counts``: hierarchical count-of-counts histograms (Kuo et al., PVLDB 2018).
 
-Order (privacy rule 4): check arguments -> validate the tables and count
-(engine) -> charge the whole epsilon once -> estimate ``K`` and the group
+Order (privacy rules 4 and 8): check arguments and validate the public
+tables (the region tree) -> check that a budget is active and can pay ->
+count the persons on the tree (engine; rows out of domain are dropped,
+silently) -> charge the whole epsilon once -> estimate ``K`` and the group
 totals if they are not public -> per-level private histograms -> top-down
 consistency (post-processing) -> wrap.
 
@@ -26,8 +28,9 @@ from ..algorithms.count_of_counts import consistent_group_totals, estimate_level
 from ..algorithms.count_of_counts_matching import top_down
 from ..engines import engine_for
 from ..errors import ParameterError
+from ..regions import region_tree
 from ..results.count_of_counts import CountOfCounts
-from ._common import active_budget, charging, check_choice, check_epsilon, check_rng
+from ._common import active_budget, charging, check_budget_room, check_choice, check_epsilon, check_rng
 
 __all__ = ["count_of_counts", "MAX_SIZE_SHARE", "GROUP_TOTALS_SHARE", "budget_split", "progress_callback"]
 
@@ -101,10 +104,15 @@ def count_of_counts(frame: pd.DataFrame, group: str, location: Any, *, epsilon: 
     k_public = _check_max_size(max_size)
     if progress is not None and not isinstance(progress, bool):
         raise ParameterError(f"The 'progress' parameter must be True, False or None. Got {progress!r}.")
-    # Validation and counting happen in the frame's engine (pandas, or its distributed Dask twin).
-    prepare = engine_for(frame).prepare_groups
-    tables = prepare(frame, group, location, groups=groups, hierarchy=hierarchy)
+    # Public inputs first (column names and public tables only), then the budget, then private rows.
+    tree = region_tree(frame.columns, group, location, groups=groups, hierarchy=hierarchy)
+    if tree.group is None:
+        raise ParameterError(f"The 'group' parameter must name a column of the frame. Got None; "
+                             f"columns are {list(frame.columns)[:20]}.")
     budget = active_budget()
+    check_budget_room(budget, eps)
+    # Counting in the frame's engine (pandas, or its Dask twin): out-of-domain rows are dropped silently.
+    tables = engine_for(frame).count_groups(frame, tree)
     n_levels = len(tables.level_names)
     estimate_max = k_public is None and method != "hg"
     split = budget_split(eps, n_levels, estimate_max=estimate_max, estimate_totals=not tables.groups_public)
@@ -142,7 +150,7 @@ def count_of_counts(frame: pd.DataFrame, group: str, location: Any, *, epsilon: 
         finally:
             if bar is not None:
                 bar.close()
-    from ..engines.pandas_groups import runs_to_frame  # loads pandera; by now it is loaded anyway
+    from ..engines.pandas_groups import runs_to_frame
 
     result_params = dict(params, max_size=k if k is not None else "not used")
     post = ("isotonic regression" if method != "naive" else "projection on {x >= 0, sum x = G}",

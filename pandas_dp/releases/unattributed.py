@@ -1,8 +1,9 @@
 """``unattributed_histogram``: the sorted per-group row counts (Hay et al. S-bar).
 
-Order: check arguments -> count rows per group (public group ids, or all
-groups present) -> charge -> (private number of groups) -> noise, isotonic
-regression, rounding -> wrap.
+Order: check arguments and the public ids -> check that a budget is active
+and can pay -> count rows per group (public group ids, or all groups
+present; rows out of domain are dropped, silently) -> charge -> (private
+number of groups) -> noise, isotonic regression, rounding -> wrap.
 """
 
 from __future__ import annotations
@@ -10,13 +11,15 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
+from .._labels import CLASS_NAMES, public_labels, value_classes
 from ..algorithms.unattributed import noisy_group_count, top_n_sorted, unattributed_histogram as sbar
 from ..engines import engine_for
 from ..errors import ParameterError
 from ..results.unattributed import UnattributedHistogram
-from ._common import active_budget, charging, check_columns, check_epsilon, check_rng
+from ._common import active_budget, charging, check_budget_room, check_columns, check_epsilon, check_rng
 
 __all__ = ["unattributed_histogram", "GROUP_COUNT_SHARE"]
 
@@ -35,6 +38,17 @@ def _group_ids(groups: Any, column: Any) -> pd.Index:
     except (TypeError, ValueError) as err:
         raise ParameterError(f"The 'groups' parameter must be a Series, Index or array of group ids. "
                              f"Got {type(groups).__name__}.") from err
+    classes = value_classes(ids) if not isinstance(ids, pd.MultiIndex) else np.zeros(len(ids), dtype=np.int8)
+    if (classes == 0).any():
+        bad = [ids[i] for i in np.flatnonzero(classes == 0)[:5]]
+        raise ParameterError(f"The 'groups' parameter must hold scalar group ids (strings, numbers, dates). "
+                             f"Got {int((classes == 0).sum())} that are not, e.g. {bad}; pass one id per group.")
+    kinds = np.unique(classes[classes > 0])
+    if kinds.size > 1:
+        names = [CLASS_NAMES[int(k)] for k in kinds]
+        raise ParameterError(f"The 'groups' parameter mixes kinds of ids ({', '.join(names)}); pass ids of one "
+                             f"kind (e.g. all strings or all numbers).")
+    ids = public_labels(ids)
     if ids.hasnans:
         raise ParameterError("The 'groups' parameter holds missing group ids; remove them.")
     if not ids.is_unique:
@@ -53,7 +67,8 @@ def unattributed_histogram(frame: pd.DataFrame, group: Any, *, epsilon: Any, gro
     generator = check_rng(rng)
     ids = _group_ids(groups, col[0]) if groups is not None else None
     budget = active_budget()
-    # Rows of groups outside the public ids are outside the domain: dropped.
+    check_budget_room(budget, eps)
+    # Rows of groups outside the public ids, and missing or non-scalar ids, are outside the domain: dropped.
     counts = engine_for(frame).group_counts(frame[col[0]], ids)
     eps_n = Fraction(0) if ids is not None else eps * GROUP_COUNT_SHARE
     eps_s = eps - eps_n
