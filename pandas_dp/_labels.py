@@ -242,7 +242,11 @@ def positions(labels: pd.Index, values: Any) -> np.ndarray:
 
 
 def factorize(values: Any) -> np.ndarray:
-    """Codes ``0..k-1`` grouping equal plain values (pandas equality); -1 for missing or non-plain values.
+    """Codes ``0..k-1`` grouping equal plain values; -1 for missing or non-plain values.
+
+    Values are equal when pandas says so and they are of the same class
+    (booleans, numbers, strings, other), so a boolean never joins a number's
+    group, whatever the column's dtype.
 
     Examples
     --------
@@ -260,10 +264,14 @@ def factorize(values: Any) -> np.ndarray:
             present = codes >= 0
             codes[present] = pd.factorize(codes[present])[0]  # unused categories leave gaps: renumber
             return codes
-        arr, _, present = _classify(values)
-        if present.all():
+        arr, classes, present = _classify(values)
+        if not isinstance(classes, np.ndarray) and present.all():
             return np.asarray(pd.factorize(arr)[0], dtype=np.int64)
         codes = np.full(len(present), -1, dtype=np.int64)
         if present.any():
-            codes[present] = pd.factorize(arr[present])[0]
+            found = pd.factorize(arr[present])[0]
+            if isinstance(classes, np.ndarray):
+                # Values of different classes never share a group (True is not 1, as in typed columns).
+                found = pd.factorize(found * 8 + classes[present])[0]
+            codes[present] = found
         return codes
