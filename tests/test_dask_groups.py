@@ -236,3 +236,26 @@ def test_any_partitioning_gives_the_exact_tables(sizes, leaves, npartitions, buc
         got = dask_groups.prepare_groups(ddf, "g", ["region", "leaf"], groups=groups, buckets=buckets,
                                          split_every=2)
     assert_same_tables(expected, got)
+
+
+@pytest.mark.parametrize("convert_string", [True, False])
+def test_mixed_ids_across_partitions_group_as_on_pandas(convert_string):
+    """Ids whose dtype differs by partition (one odd row makes a partition ``object``) merge by value and
+    class: True is not 1 (as in typed columns), 2.0 is 2, lists are dropped."""
+    from pandas_dp.engines import dask as dask_engine
+    from pandas_dp.engines import pandas as pandas_engine
+
+    ids = pd.Series([1, 1, 2, True, True, 2.0, [1], None, "a", "a", 3, True], dtype=object)
+    frame = pd.DataFrame({"hh": ids, "county": ["a", "a", "b", "a", "a", "b", "a", "a", "b", "b", "a", "b"]})
+    hierarchy = pd.DataFrame({"county": ["a", "b"]})
+    with dask.config.set({"dataframe.convert-string": convert_string}):
+        for parts in (1, 3, 5):
+            ddf = dd.from_pandas(frame, npartitions=parts)
+            if not convert_string:  # Dask keeps the objects: exactly the pandas engine's groups
+                assert_same_tables(pandas_groups.prepare_groups(frame, "hh", "county", hierarchy=hierarchy),
+                                   dask_groups.prepare_groups(ddf, "hh", "county", hierarchy=hierarchy, buckets=2,
+                                                              split_every=2))
+                np.testing.assert_array_equal(np.sort(pandas_engine.group_counts(ids, None)),
+                                              np.sort(dask_engine.group_counts(ddf["hh"], None, split_every=2)))
+            got = np.sort(dask_engine.group_counts(ddf["hh"], pd.Index([1, 2, 3]), split_every=2))
+            np.testing.assert_array_equal(got, [1, 2, 2])  # ids 1, 2 (and 2.0), 3; never True

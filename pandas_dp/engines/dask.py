@@ -155,26 +155,29 @@ def _partition_group_counts(values: pd.Series, ids: pd.Index) -> np.ndarray:
     return pandas_engine.group_counts(values, ids)
 
 
-def _partition_id_counts(values: pd.Series) -> pd.Series:
-    """Rows per id of one partition, indexed by the id (missing and non-plain ids dropped)."""
-    from .._labels import factorize
+def _partition_id_counts(values: pd.Series) -> pd.DataFrame:
+    """Rows per id of one partition: (class, id, count), missing and non-plain ids dropped."""
+    from .._labels import factorize, value_classes
 
     codes = factorize(values)
     present = codes >= 0
     counts = np.bincount(codes[present]).astype(np.int64)
     first = np.zeros(counts.size, dtype=np.int64)
     first[codes[present]] = np.flatnonzero(present)  # any row of an id will do
-    return pd.Series(counts, index=pd.Index(values.take(first).to_numpy()))
+    ids = values.take(first)
+    # The class (boolean, number, string...) goes with the id: a boolean never merges with a number.
+    return pd.DataFrame({"cls": value_classes(ids), "id": ids.to_numpy(), "count": counts})
 
 
-def _merge_id_counts(*parts: pd.Series) -> pd.Series:
-    """Merge per-id counts: equal ids add up, by value (ids of different dtypes are compared as objects)."""
+def _merge_id_counts(*parts: pd.DataFrame) -> pd.DataFrame:
+    """Merge per-id counts: equal (class, id) add up, by value (ids of different dtypes compared as objects)."""
     found = [p for p in parts if len(p)]
     if not found:
         return parts[0]
-    if len({str(p.index.dtype) for p in found}) > 1:
-        found = [p.set_axis(p.index.astype(object)) for p in found]
-    return pd.concat(found).groupby(level=0, sort=False).sum()
+    if len({str(p["id"].dtype) for p in found}) > 1:
+        found = [p.astype({"id": object}) for p in found]
+    both = pd.concat(found, ignore_index=True)
+    return both.groupby(["cls", "id"], sort=False, observed=True, as_index=False)["count"].sum()
 
 
 def group_counts(values: Any, ids: pd.Index | None, *, split_every: int = SPLIT_EVERY) -> np.ndarray:
@@ -214,9 +217,9 @@ def group_counts(values: Any, ids: pd.Index | None, *, split_every: int = SPLIT_
     return np.asarray(dask.delayed(_counts_array, pure=True)(merged).compute(), dtype=np.int64)
 
 
-def _counts_array(sizes: pd.Series) -> np.ndarray:
-    """The counts of a per-id count Series, without its index (the group ids)."""
-    return sizes.to_numpy(dtype=np.int64)
+def _counts_array(sizes: pd.DataFrame) -> np.ndarray:
+    """The counts of a per-id count frame, without the group ids."""
+    return sizes["count"].to_numpy(dtype=np.int64)
 
 
 def count_groups(*args: Any, **kwargs: Any) -> Any:

@@ -36,6 +36,7 @@ import numpy as np
 import pandas as pd
 
 from .._optional import import_optional
+from .._labels import value_classes
 from ..algorithms.count_of_counts import Runs
 from ..errors import ParameterError
 from ..regions import RegionTree, region_tree
@@ -70,8 +71,9 @@ def _partition_pieces(part: pd.DataFrame, plan: _Plan) -> list[Any]:
         return [pd.Series(sizes[bucket == b].astype(np.int64), index=keys[bucket == b])
                 for b in range(plan.buckets)]
     rows, leaf, size = group_leaf_sizes(part, tree, with_rows=True)
-    ids = part[tree.group].take(rows).to_numpy()  # type: ignore[arg-type]
-    groups = pd.DataFrame({"id": ids, "leaf": leaf, "size": size})
+    ids = part[tree.group].take(rows)  # type: ignore[arg-type]
+    # The class (boolean, number, string...) goes with the id: a boolean never merges with a number.
+    groups = pd.DataFrame({"cls": value_classes(ids), "id": ids.to_numpy(), "leaf": leaf, "size": size})
     bucket = leaf % plan.buckets
     return [groups[bucket == b] for b in range(plan.buckets)]
 
@@ -83,7 +85,7 @@ def _merge_positions(*parts: pd.Series) -> pd.Series:
 
 
 def _merge_groups(*parts: pd.DataFrame) -> pd.DataFrame:
-    """Merge (group id, leaf, size) partial sizes of one bucket: sizes of equal (id, leaf) add up.
+    """Merge (class, group id, leaf, size) partial sizes of one bucket: sizes of equal (class, id, leaf) add up.
 
     Partitions may hold the ids in different dtypes (one odd row makes a
     partition's column ``object``); they are then merged as objects, by
@@ -95,7 +97,7 @@ def _merge_groups(*parts: pd.DataFrame) -> pd.DataFrame:
     if len({str(p["id"].dtype) for p in found}) > 1:
         found = [p.astype({"id": object}) for p in found]
     both = pd.concat(found, ignore_index=True)
-    return both.groupby(["id", "leaf"], sort=False, observed=True, as_index=False)["size"].sum()
+    return both.groupby(["cls", "id", "leaf"], sort=False, observed=True, as_index=False)["size"].sum()
 
 
 @dataclasses.dataclass(frozen=True)
