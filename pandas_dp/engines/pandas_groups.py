@@ -156,17 +156,15 @@ def group_leaf_sizes(frame: pd.DataFrame, tree: RegionTree, *, with_rows: bool =
         coarser = tree.located[:-1]
         if coarser:
             ok &= _agrees(frame, tree, np.maximum(leaf, 0), coarser)
-        g, lf = gid[ok], leaf[ok]
+        g, lf = (gid, leaf) if ok.all() else (gid[ok], leaf[ok])
         n_ids = int(g.max()) + 1 if g.size else 0
-        lo = np.full(n_ids, np.iinfo(np.int64).max, dtype=np.int64)
-        hi = np.full(n_ids, -1, dtype=np.int64)
-        np.minimum.at(lo, g, lf)
-        np.maximum.at(hi, g, lf)
-        used = hi >= 0
-        if np.array_equal(lo[used], hi[used]):
+        some_leaf = np.full(n_ids, -1, dtype=np.int64)
+        some_leaf[g] = lf
+        if np.array_equal(some_leaf[g], lf):
             # The usual case: every group id lies in one leaf, so the groups are the ids.
+            used = some_leaf >= 0
             remap = np.cumsum(used) - 1
-            codes, pair_leaf = remap[g], hi[used]
+            codes, pair_leaf = remap[g], some_leaf[used]
         else:
             codes, _, pair_leaf = _pair_factorize(g, lf, len(tree.regions[-1]))
         size = np.bincount(codes, minlength=pair_leaf.size).astype(np.int64)
