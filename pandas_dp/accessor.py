@@ -172,7 +172,9 @@ class DPAccessorBase:
         Raises
         ------
         SchemaError
-            With every failure case of the tables and their join (nothing charged).
+            With every failure case of the public tables (nothing read or charged).
+            Persons rows that do not fit them are dropped silently, never reported
+            (``pandas_dp.schema.check_persons`` lists them for the custodian).
         DomainError, ParameterError, NoActiveBudgetError, BudgetExceededError
             Before any charge.
 

@@ -3,8 +3,9 @@
 The exact run-length histograms of every region (the only private input of
 the release) are compared array by array with the pandas engine's, for any
 partitioning and number of hash buckets; then whole releases are compared
-with the same seeded ``rng``. Schema failures are raised before any charge
-with the pandas engine's failure cases.
+with the same seeded ``rng``. Persons that do not fit the public tables
+are dropped on both engines alike (nothing raises), and the custodian's
+``check_persons`` lists them.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import pandas_dp as pdp  # noqa: E402
 from pandas_dp.data import load_households, load_persons  # noqa: E402
 from pandas_dp.engines import dask_groups  # noqa: E402
 from pandas_dp.engines import pandas_groups  # noqa: E402
+from pandas_dp.schema import check_persons  # noqa: E402
 
 GROUP, LEVELS = "household_id", ["state", "county"]
 
@@ -115,12 +117,8 @@ def test_release_without_groups_table_identical(persons, households):
     pd.testing.assert_frame_equal(a.to_frame(), c.to_frame())
 
 
-def failure_set(err: pdp.SchemaError) -> set:
-    cases = err.failure_cases
-    return set(zip(cases["table"], cases["check"], cases["failure_case"].astype(str), cases["index"].astype(str)))
-
-
-def broken_cases(persons: pd.DataFrame, households: pd.DataFrame) -> dict[str, tuple[pd.DataFrame, dict]]:
+def broken_cases(persons: pd.DataFrame, households: pd.DataFrame) -> dict[str, tuple[pd.DataFrame, dict, list]]:
+    """Frames with out-of-domain persons, the public tables, and the rows that are out of domain."""
     nulls = persons.assign(household_id=persons[GROUP].astype("float64"))
     nulls.loc[[3, 400], GROUP] = np.nan
     unknown = persons.copy()
@@ -130,29 +128,43 @@ def broken_cases(persons: pd.DataFrame, households: pd.DataFrame) -> dict[str, t
     rows = [10, 20]
     moved.loc[rows, "county"] = [c + "-elsewhere" if isinstance(c, str) else -1
                                  for c in other.loc[moved.loc[rows, GROUP]]]
+    odd = persons.astype({GROUP: object})
+    odd.at[7, GROUP] = [1, 2]
+    odd.at[8, GROUP] = {"household": 1}
+    odd.at[9, GROUP] = pd.Timestamp("2020-01-01")
     return {
-        "null group ids": (nulls, dict(groups=households.assign(household_id=households[GROUP].astype("float64")))),
-        "group not in Groups": (unknown, dict(groups=households)),
-        "county differs from Groups": (moved, dict(groups=households)),
+        "null group ids": (nulls, dict(groups=households.assign(household_id=households[GROUP].astype("float64"))),
+                           [3, 400]),
+        "group not in Groups": (unknown, dict(groups=households), [5, 6, 900]),
+        "county differs from Groups": (moved, dict(groups=households), rows),
+        "unhashable and odd ids": (odd, dict(groups=households), [7, 8, 9]),
     }
 
 
-@pytest.mark.parametrize("case", ["null group ids", "group not in Groups", "county differs from Groups"])
-def test_schema_failures_match_pandas_and_charge_nothing(persons, households, case):
-    frame, kwargs = broken_cases(persons, households)[case]
-    ddf = dd.from_pandas(frame, npartitions=4)
+@pytest.mark.parametrize("dense", [True, False])
+@pytest.mark.parametrize("case", ["null group ids", "group not in Groups", "county differs from Groups",
+                                  "unhashable and odd ids"])
+def test_out_of_domain_rows_are_dropped_as_on_pandas(persons, households, case, dense, monkeypatch):
+    """Persons that do not fit the public tables are dropped on both engines; nothing raises; one charge each."""
+    if not dense:
+        monkeypatch.setattr(dask_groups, "DENSE_MAX_GROUPS", 0)
+    frame, kwargs, bad = broken_cases(persons, households)[case]
+    clean = pandas_groups.prepare_groups(frame.drop(index=bad), GROUP, LEVELS, **kwargs)
+    assert_same_tables(clean, pandas_groups.prepare_groups(frame, GROUP, LEVELS, **kwargs))
+    assert_same_tables(clean, dask_groups.prepare_groups(dd.from_pandas(frame, npartitions=4), GROUP, LEVELS,
+                                                         buckets=3, split_every=2, **kwargs))
     with pdp.budget(1.0) as b:
-        with pytest.raises(pdp.SchemaError) as on_pandas:
-            frame.dp.count_of_counts(GROUP, LEVELS, epsilon=0.5, **kwargs)
-        with pytest.raises(pdp.SchemaError) as on_dask:
-            ddf.dp.count_of_counts(GROUP, LEVELS, epsilon=0.5, **kwargs)
-    assert b.spent == 0 and len(b.ledger) == 0
-    assert failure_set(on_pandas.value) == failure_set(on_dask.value)
-    assert len(on_dask.value.failure_cases) > 0
+        a = frame.dp.count_of_counts(GROUP, LEVELS, epsilon=0.5, rng=np.random.default_rng(5), **kwargs)
+        c = dd.from_pandas(frame, npartitions=4).dp.count_of_counts(GROUP, LEVELS, epsilon=0.5,
+                                                                    rng=np.random.default_rng(5), **kwargs)
+    pd.testing.assert_frame_equal(a.to_frame(), c.to_frame())
+    assert b.spent == 1.0 and list(b.ledger["status"]) == ["ok", "ok"]
+    # The custodian's (non-private) check lists exactly those rows.
+    assert set(check_persons(frame, GROUP, LEVELS, **kwargs)["index"]) == set(bad)
 
 
 def test_group_spanning_two_leaves_without_groups_table(persons, households):
-    """Without a Groups table, a group in two counties breaks the functional dependency group -> leaf."""
+    """Without a Groups table a group id in two counties is two groups, on both engines (nothing raises)."""
     hierarchy = households[LEVELS].drop_duplicates()
     frame = persons.copy()
     gid = frame[GROUP].iloc[0]
@@ -160,18 +172,17 @@ def test_group_spanning_two_leaves_without_groups_table(persons, households):
     assert len(members) >= 2
     other_county = hierarchy.loc[hierarchy["county"] != frame.loc[members[0], "county"]].iloc[0]
     frame.loc[members[-1], ["state", "county"]] = other_county[["state", "county"]].to_numpy()
-    with pdp.budget(1.0) as b:
-        with pytest.raises(pdp.SchemaError) as on_pandas:
-            frame.dp.count_of_counts(GROUP, LEVELS, epsilon=0.5, hierarchy=hierarchy)
-        with pytest.raises(pdp.SchemaError) as on_dask:
-            dd.from_pandas(frame, npartitions=3).dp.count_of_counts(GROUP, LEVELS, epsilon=0.5,
-                                                                     hierarchy=hierarchy)
-    assert b.spent == 0
-    check = f"functional dependency {GROUP}->county"
-    assert set(on_dask.value.failure_cases["check"]) == {check}
-    # The Dask engine lists every row of the split group; the pandas engine the rows off its last leaf.
-    assert failure_set(on_pandas.value) <= failure_set(on_dask.value)
-    assert set(on_dask.value.failure_cases["index"]) == set(members)
+    renamed = frame.copy()
+    renamed.loc[members[-1], GROUP] = -gid           # the moved person as a group of its own
+    expected = pandas_groups.prepare_groups(renamed, GROUP, LEVELS, hierarchy=hierarchy)
+    assert_same_tables(expected, pandas_groups.prepare_groups(frame, GROUP, LEVELS, hierarchy=hierarchy))
+    for buckets in (1, 3):
+        got = dask_groups.prepare_groups(dd.from_pandas(frame, npartitions=3), GROUP, LEVELS, hierarchy=hierarchy,
+                                         buckets=buckets, split_every=2)
+        assert_same_tables(expected, got)
+    cases = check_persons(frame, GROUP, LEVELS, hierarchy=hierarchy)
+    assert set(cases["check"]) == {f"functional dependency {GROUP}->county"}
+    assert set(cases["index"]) == set(members)
 
 
 def test_parameter_and_domain_errors_match_pandas(persons, households):
@@ -225,3 +236,26 @@ def test_any_partitioning_gives_the_exact_tables(sizes, leaves, npartitions, buc
         got = dask_groups.prepare_groups(ddf, "g", ["region", "leaf"], groups=groups, buckets=buckets,
                                          split_every=2)
     assert_same_tables(expected, got)
+
+
+@pytest.mark.parametrize("convert_string", [True, False])
+def test_mixed_ids_across_partitions_group_as_on_pandas(convert_string):
+    """Ids whose dtype differs by partition (one odd row makes a partition ``object``) merge by value and
+    class: True is not 1 (as in typed columns), 2.0 is 2, lists are dropped."""
+    from pandas_dp.engines import dask as dask_engine
+    from pandas_dp.engines import pandas as pandas_engine
+
+    ids = pd.Series([1, 1, 2, True, True, 2.0, [1], None, "a", "a", 3, True], dtype=object)
+    frame = pd.DataFrame({"hh": ids, "county": ["a", "a", "b", "a", "a", "b", "a", "a", "b", "b", "a", "b"]})
+    hierarchy = pd.DataFrame({"county": ["a", "b"]})
+    with dask.config.set({"dataframe.convert-string": convert_string}):
+        for parts in (1, 3, 5):
+            ddf = dd.from_pandas(frame, npartitions=parts)
+            if not convert_string:  # Dask keeps the objects: exactly the pandas engine's groups
+                assert_same_tables(pandas_groups.prepare_groups(frame, "hh", "county", hierarchy=hierarchy),
+                                   dask_groups.prepare_groups(ddf, "hh", "county", hierarchy=hierarchy, buckets=2,
+                                                              split_every=2))
+                np.testing.assert_array_equal(np.sort(pandas_engine.group_counts(ids, None)),
+                                              np.sort(dask_engine.group_counts(ddf["hh"], None, split_every=2)))
+            got = np.sort(dask_engine.group_counts(ddf["hh"], pd.Index([1, 2, 3]), split_every=2))
+            np.testing.assert_array_equal(got, [1, 2, 2])  # ids 1, 2 (and 2.0), 3; never True

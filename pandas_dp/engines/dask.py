@@ -26,7 +26,7 @@ from ..errors import DataSourceError, DomainError
 from . import pandas as pandas_engine
 
 __all__ = ["bin_counts", "check_known_categories", "tree_sum", "sum_arrays", "share", "group_counts",
-           "prepare_groups", "SPLIT_EVERY"]
+           "count_groups", "prepare_groups", "SPLIT_EVERY"]
 
 SPLIT_EVERY = 8
 
@@ -170,8 +170,33 @@ def compute_private(task: Any) -> Any:
 
 
 def _partition_group_counts(values: pd.Series, ids: pd.Index) -> np.ndarray:
-    codes = ids.get_indexer(values)
-    return np.bincount(codes[codes >= 0], minlength=len(ids)).astype(np.int64)
+    """Rows per public id of one partition (``pandas`` engine rules: other ids are dropped)."""
+    return pandas_engine.group_counts(values, ids)
+
+
+def _partition_id_counts(values: pd.Series) -> pd.DataFrame:
+    """Rows per id of one partition: (class, id, count), missing and non-plain ids dropped."""
+    from .._labels import factorize, value_classes
+
+    codes = factorize(values)
+    present = codes >= 0
+    counts = np.bincount(codes[present]).astype(np.int64)
+    first = np.zeros(counts.size, dtype=np.int64)
+    first[codes[present]] = np.flatnonzero(present)  # any row of an id will do
+    ids = values.take(first)
+    # The class (boolean, number, string...) goes with the id: a boolean never merges with a number.
+    return pd.DataFrame({"cls": value_classes(ids), "id": ids.to_numpy(), "count": counts})
+
+
+def _merge_id_counts(*parts: pd.DataFrame) -> pd.DataFrame:
+    """Merge per-id counts: equal (class, id) add up, by value (ids of different dtypes compared as objects)."""
+    found = [p for p in parts if len(p)]
+    if not found:
+        return parts[0]
+    if len({str(p["id"].dtype) for p in found}) > 1:
+        found = [p.astype({"id": object}) for p in found]
+    both = pd.concat(found, ignore_index=True)
+    return both.groupby(["cls", "id"], sort=False, observed=True, as_index=False)["count"].sum()
 
 
 def group_counts(values: Any, ids: pd.Index | None, *, split_every: int = SPLIT_EVERY) -> np.ndarray:
@@ -179,8 +204,10 @@ def group_counts(values: Any, ids: pd.Index | None, *, split_every: int = SPLIT_
 
     With ``ids``, rows of other groups are dropped and the result is aligned
     with ``ids`` (per-partition ``bincount`` of the positions, tree-summed).
-    Without, the row counts of the groups present, in no particular order
-    (a distributed ``value_counts``; only the counts come back, not the ids).
+    Without, the row counts of the groups present, in no particular order:
+    per-partition counts per id merged in a reduction tree; only the counts
+    come back to the client, not the ids. The rules for odd ids are the
+    pandas engine's (nothing raises or warns on a value).
 
     Parameters
     ----------
@@ -198,30 +225,31 @@ def group_counts(values: Any, ids: pd.Index | None, *, split_every: int = SPLIT_
         engine's ``group_counts``.
     """
     dask = _dask()
+    parts = values.to_delayed(optimize_graph=True)
     if ids is not None:
         shared = share(ids)
         count = dask.delayed(_partition_group_counts, pure=True)
-        total = tree_sum([count(p, shared) for p in values.to_delayed(optimize_graph=True)],
-                         split_every=split_every)
+        total = tree_sum([count(p, shared) for p in parts], split_every=split_every)
         return np.asarray(total.compute(), dtype=np.int64)
-    sizes = values.value_counts(dropna=True, sort=False, split_every=split_every)
-    as_array = dask.delayed(_counts_array, pure=True)
-    total = tree_sum([as_array(p) for p in sizes.to_delayed(optimize_graph=True)], split_every=split_every,
-                     combine=_concatenate)
-    return np.asarray(total.compute(), dtype=np.int64)
+    per_id = dask.delayed(_partition_id_counts, pure=True)
+    merged = tree_sum([per_id(p) for p in parts], split_every=split_every, combine=_merge_id_counts)
+    return np.asarray(dask.delayed(_counts_array, pure=True)(merged).compute(), dtype=np.int64)
 
 
-def _counts_array(sizes: pd.Series) -> np.ndarray:
-    """The counts of one partition of a ``value_counts`` result, without its index (the group ids)."""
-    return sizes.to_numpy(dtype=np.int64)
+def _counts_array(sizes: pd.DataFrame) -> np.ndarray:
+    """The counts of a per-id count frame, without the group ids."""
+    return sizes["count"].to_numpy(dtype=np.int64)
 
 
-def _concatenate(*arrays: np.ndarray) -> np.ndarray:
-    return np.concatenate(arrays)
+def count_groups(*args: Any, **kwargs: Any) -> Any:
+    """Count Dask persons on a public region tree for count-of-counts (see :mod:`.dask_groups`)."""
+    from .dask_groups import count_groups as count
+
+    return count(*args, **kwargs)
 
 
 def prepare_groups(*args: Any, **kwargs: Any) -> Any:
-    """Validate the count-of-counts tables and count per region on Dask (see :mod:`.dask_groups`)."""
+    """Build the public region tree and count per region on Dask (see :mod:`.dask_groups`)."""
     from .dask_groups import prepare_groups as prepare
 
     return prepare(*args, **kwargs)

@@ -15,7 +15,7 @@ import pandas as pd
 
 from ..domain import BinDomain, Grid, numeric_values
 
-__all__ = ["bin_counts", "column_values", "group_counts", "prepare_groups"]
+__all__ = ["bin_counts", "column_values", "group_counts", "count_groups", "prepare_groups"]
 
 
 def column_values(series: pd.Series, dim: Any) -> Any:
@@ -53,21 +53,32 @@ def bin_counts(frame: pd.DataFrame, grid: Grid, *, chunk_rows: int = CHUNK_ROWS)
 def group_counts(values: pd.Series, ids: pd.Index | None) -> np.ndarray:
     """Rows per group: aligned with the public group ids ``ids``, or per present group when ``ids`` is None.
 
-    With ``ids``, rows of groups not in ``ids`` (and missing ids) are dropped.
-    Without, the counts of the groups present come back in no particular
-    order and without their ids.
+    With ``ids``, rows whose id is not one of ``ids`` are dropped. Without,
+    every plain scalar id (a string, number, date...) is a group; missing ids
+    and ids that are not plain scalars (lists, dicts, tuples, objects) are
+    dropped. The counts of the groups present then come back in no
+    particular order and without their ids. Never raises or warns on the
+    values: whether a row counts, and where, depends on that row only
+    (:mod:`pandas_dp._labels`), so the sensitivity stays 1.
     """
+    from .._labels import factorize, positions
+
     if ids is not None:
-        codes = ids.get_indexer(values)
+        codes = positions(ids, values)
         return np.bincount(codes + 1, minlength=len(ids) + 1)[1:].astype(np.int64, copy=False)
-    return values.value_counts(dropna=True, sort=False).to_numpy(dtype=np.int64)
+    codes = factorize(values)
+    return np.bincount(codes[codes >= 0]).astype(np.int64, copy=False)
+
+
+def count_groups(*args: Any, **kwargs: Any) -> Any:
+    """Count persons on a public region tree for count-of-counts (see :mod:`.pandas_groups`)."""
+    from .pandas_groups import count_groups as count
+
+    return count(*args, **kwargs)
 
 
 def prepare_groups(*args: Any, **kwargs: Any) -> Any:
-    """Validate the count-of-counts tables and count per region (see :mod:`.pandas_groups`).
-
-    Imported on first use: the validation loads pandera, which is slow to import.
-    """
+    """Build the public region tree and count per region (see :mod:`.pandas_groups`)."""
     from .pandas_groups import prepare_groups as prepare
 
     return prepare(*args, **kwargs)

@@ -1,11 +1,35 @@
-"""The pandas engine for count-of-counts: persons + groups + hierarchy -> exact size histograms.
+"""The pandas engine for count-of-counts: persons + the public region tree -> exact size histograms.
 
-Only this module (and the accessor) reads rows. It validates the tables
-(pandera schemas and the join checks, all failures at once), builds the
-public region tree, and returns the exact run-length count-of-counts
-histogram of every region: ``groupby`` sizes via one hash of the group ids
-and ``bincount``, then one sort of (leaf, size) keys. No exact number derived
-from the data leaves the release function that calls it.
+Only this module (and its Dask twin, :mod:`.dask_groups`) reads persons rows.
+It never validates them, never raises and never warns on them: the public
+tables were validated when the :class:`~pandas_dp.regions.RegionTree` was
+built, and a person row that does not fit that tree is **out of domain and
+dropped**, silently and uncounted (how many were dropped is never returned):
+
+* with a public Groups table: a group id that is not one of the table's
+  (unknown, missing, or not a plain scalar: a list, a dict, an object...), or
+  a location column that disagrees with the group's region at its level
+  (unknown, missing or another region);
+* without one: a missing or non-plain group id, a leaf region that is not in
+  the hierarchy, or a coarser location column that is not the leaf's
+  ancestor. The group key is then the pair (group id, leaf region): persons
+  of one group id in two leaves are two groups.
+
+Whether a row counts, and in which group, depends on that row and on the
+public tables only (:mod:`pandas_dp._labels` decides value by value, never
+from a column's dtype). So adding or removing an out-of-domain person
+changes nothing, and adding or removing an in-domain person changes one
+group's size by one (or creates or removes a group of size one): the
+neighbour step of Kuo et al., with the sensitivities of the paper (one
+person changes the count-of-counts histogram of one region per level by at
+most 2, its cumulative histogram and sorted group sizes by 1, the largest
+group size by 1 and, without a Groups table, one region's number of groups
+per level by 1).
+
+The exact run-length count-of-counts histogram of every region comes from
+one hash of the group ids, ``bincount`` of the sizes and one sort of
+(leaf, size) keys. No exact number derived from the data leaves the release
+function that calls it.
 """
 
 from __future__ import annotations
@@ -17,49 +41,52 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .._labels import factorize, positions
 from ..algorithms.count_of_counts import Runs
-from ..errors import DomainError, ParameterError
-from ..schema import (
-    entities_schema,
-    groups_schema,
-    hierarchy_schema,
-    join_failures,
-    raise_failures,
-    validate_tables,
-)
+from ..errors import ParameterError
+from ..regions import ROOT, RegionTree, region_tree
 
-__all__ = ["GroupTables", "prepare_groups", "exact_count_of_counts", "ROOT"]
-
-ROOT = "national"
+__all__ = ["GroupTables", "count_groups", "prepare_groups", "exact_count_of_counts", "runs_to_frame",
+           "public_group_positions", "group_leaf_sizes", "tables_from_leaf_runs", "ROOT"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class GroupTables:
     """Exact inputs of a count-of-counts release (private: never returned to users).
 
     Attributes
     ----------
-    level_names : tuple of str
-        ``("national", *location columns)``, coarse to fine.
-    regions : tuple of pandas.Index
-        Region labels of every level (public: from the hierarchy / Groups table).
-    parents : list
-        ``parents[l][i]``: index in level ``l-1`` of the parent of region ``i``
-        of level ``l`` (``parents[0]`` is None).
+    tree : RegionTree
+        The public regions (and Groups table) the persons were counted on.
     exact : list of Runs
-        Exact count-of-counts histograms per level.
+        Exact count-of-counts histograms per level, root first.
     max_size : int
         True largest group size (private).
-    groups_public : bool
-        Whether the Groups table was given (its per-region counts are public).
     """
 
-    level_names: tuple[str, ...]
-    regions: tuple[pd.Index, ...]
-    parents: list[np.ndarray | None]
+    tree: RegionTree
     exact: list[Runs]
     max_size: int
-    groups_public: bool
+
+    @property
+    def level_names(self) -> tuple[str, ...]:
+        """``("national", *location columns)``, coarse to fine."""
+        return self.tree.level_names
+
+    @property
+    def regions(self) -> tuple[pd.Index, ...]:
+        """Region labels of every level (public)."""
+        return self.tree.regions
+
+    @property
+    def parents(self) -> tuple[np.ndarray, ...]:
+        """``parents[l][i]``: position in level ``l-1`` of the parent of region ``i`` of level ``l``."""
+        return self.tree.parents
+
+    @property
+    def groups_public(self) -> bool:
+        """Whether the Groups table was given (its per-region counts are public)."""
+        return self.tree.groups_public
 
     @property
     def totals(self) -> list[np.ndarray]:
@@ -67,132 +94,142 @@ class GroupTables:
         return [r.totals() for r in self.exact]
 
 
-def _levels(location: Any, hierarchy: pd.DataFrame | None) -> list[str]:
-    if isinstance(location, str):
-        if hierarchy is not None:
-            cols = list(hierarchy.columns)
-            if not cols or cols[-1] != location:
-                raise ParameterError(
-                    f"With location={location!r} (a leaf column), the hierarchy table's columns must be "
-                    f"its levels coarse to fine ending with {location!r}. Got columns {cols}.")
-            return cols
-        return [location]
-    if isinstance(location, (list, tuple)) and location and all(isinstance(c, str) for c in location):
-        if len(set(location)) != len(location):
-            raise ParameterError(f"The 'location' parameter repeats a column: {list(location)}.")
-        return list(location)
-    raise ParameterError(
-        f"The 'location' parameter must be a column name (the leaf region, with hierarchy=) or a list of "
-        f"column names coarse to fine, e.g. ['state', 'county']. Got {location!r}.")
+def _agrees(frame: pd.DataFrame, tree: RegionTree, leaf: np.ndarray, columns: Sequence[str]) -> np.ndarray:
+    """Rows whose location ``columns`` all name the ancestor (at their level) of leaf ``leaf`` (>= 0)."""
+    ok = np.ones(len(frame), dtype=bool)
+    anc = tree.ancestors
+    for col in columns:
+        lvl = tree.level_names.index(col)
+        ok &= positions(tree.regions[lvl], frame[col]) == anc[lvl][leaf]
+    return ok
 
 
-def _sorted_unique(values: pd.Series) -> pd.Index:
-    uniq = pd.Index(pd.unique(values.to_numpy()))
-    try:
-        return uniq.sort_values()
-    except TypeError:
-        return uniq
+def public_group_positions(frame: pd.DataFrame, tree: RegionTree) -> np.ndarray:
+    """Position in the public Groups table of every row's group; -1 when the row is out of domain.
+
+    Out of domain: the group id is not one of the table's, or a location
+    column of the frame disagrees with the group's region. Never raises.
+    """
+    with np.errstate(all="ignore"):
+        pos = positions(tree.group_ids, frame[tree.group])  # type: ignore[arg-type]
+        if tree.located:
+            found = pos >= 0
+            leaf = tree.group_leaf[np.where(found, pos, 0)]  # type: ignore[index]
+            pos[found & ~_agrees(frame, tree, leaf, tree.located)] = -1
+        return pos
+
+
+def _pair_factorize(a: np.ndarray, b: np.ndarray, nb: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Codes of the distinct pairs ``(a, b)`` (``0 <= b < nb``), and the pairs' ``a`` and ``b``."""
+    if a.size == 0:
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty, empty
+    if (int(a.max()) + 1) * max(nb, 1) < 2**62:
+        codes, keys = pd.factorize(a * np.int64(nb) + b)
+        return codes.astype(np.int64), keys // nb, keys % nb
+    codes, pairs = pd.factorize(pd.MultiIndex.from_arrays([a, b]))
+    return (codes.astype(np.int64), pairs.get_level_values(0).to_numpy(np.int64),
+            pairs.get_level_values(1).to_numpy(np.int64))
+
+
+def group_leaf_sizes(frame: pd.DataFrame, tree: RegionTree, *, with_rows: bool = False
+                     ) -> tuple[np.ndarray | None, np.ndarray, np.ndarray]:
+    """Without a Groups table: the groups (group id, leaf) of the in-domain rows and their sizes.
+
+    Returns
+    -------
+    rows : numpy.ndarray or None
+        With ``with_rows=True``, the position in ``frame`` of one row of every
+        group (whose group id is the group's); None otherwise.
+    leaf : numpy.ndarray
+        Leaf position of every group.
+    size : numpy.ndarray
+        Number of rows of every group (>= 1).
+
+    Out of domain: a missing or non-plain group id, a leaf not in the tree,
+    a coarser location that is not the leaf's ancestor. Never raises.
+    """
+    with np.errstate(all="ignore"):
+        gid = factorize(frame[tree.group])
+        leaf = positions(tree.regions[-1], frame[tree.leaf])
+        ok = (gid >= 0) & (leaf >= 0)
+        coarser = tree.located[:-1]
+        if coarser:
+            ok &= _agrees(frame, tree, np.maximum(leaf, 0), coarser)
+        g, lf = (gid, leaf) if ok.all() else (gid[ok], leaf[ok])
+        n_ids = int(g.max()) + 1 if g.size else 0
+        some_leaf = np.full(n_ids, -1, dtype=np.int64)
+        some_leaf[g] = lf
+        if np.array_equal(some_leaf[g], lf):
+            # The usual case: every group id lies in one leaf, so the groups are the ids.
+            used = some_leaf >= 0
+            remap = np.cumsum(used) - 1
+            codes, pair_leaf = remap[g], some_leaf[used]
+        else:
+            codes, _, pair_leaf = _pair_factorize(g, lf, len(tree.regions[-1]))
+        size = np.bincount(codes, minlength=pair_leaf.size).astype(np.int64)
+        rows = None
+        if with_rows:
+            rows = np.zeros(pair_leaf.size, dtype=np.int64)
+            rows[codes] = np.flatnonzero(ok)  # any row of the group will do: they share its id
+        return rows, pair_leaf, size
+
+
+def tables_from_leaf_runs(tree: RegionTree, leaves: Runs) -> GroupTables:
+    """Exact tables of every level from the leaf level's runs (children summed per parent)."""
+    exact = [leaves]
+    for lvl in range(len(tree.regions) - 1, 0, -1):
+        exact.append(exact[-1].aggregate(tree.parents[lvl], len(tree.regions[lvl - 1])))
+    max_size = int(leaves.size.max()) if leaves.size.size else 0
+    return GroupTables(tree, exact[::-1], max_size)
+
+
+def count_groups(persons: pd.DataFrame, tree: RegionTree) -> GroupTables:
+    """Exact count-of-counts histograms of every region of ``tree`` (the private step of a release).
+
+    Parameters
+    ----------
+    persons : pandas.DataFrame
+        The private entities; only ``tree.group`` and ``tree.located`` are read.
+    tree : RegionTree
+        Built by :func:`pandas_dp.regions.region_tree` with a ``group`` column.
+
+    Returns
+    -------
+    GroupTables
+        With a Groups table, every group of the table (empty ones as size 0);
+        without, every (group id, leaf) pair of the in-domain rows.
+
+    Notes
+    -----
+    Rows out of domain (see the module notes) are dropped before counting,
+    silently; nothing here raises or warns on the rows' values.
+    """
+    n_leaves = len(tree.regions[-1])
+    if tree.group_ids is not None:
+        pos = public_group_positions(persons, tree)
+        sizes = np.bincount(pos[pos >= 0], minlength=len(tree.group_ids)).astype(np.int64)
+        group_leaf = np.asarray(tree.group_leaf, dtype=np.int64)
+    else:
+        _, group_leaf, sizes = group_leaf_sizes(persons, tree)
+    max_size = int(sizes.max()) if sizes.size else 0
+    return tables_from_leaf_runs(tree, _leaf_runs(group_leaf, sizes, n_leaves, max_size))
 
 
 def prepare_groups(persons: pd.DataFrame, group: str, location: Any, *, groups: pd.DataFrame | None = None,
                    hierarchy: pd.DataFrame | None = None) -> GroupTables:
-    """Validate the tables and compute exact count-of-counts histograms of every region.
+    """Build the public region tree and count the persons on it (:func:`region_tree` + :func:`count_groups`).
 
     Raises
     ------
-    ParameterError
-        Columns missing or arguments of the wrong type.
-    DomainError
-        When the regions would come from the private frame (no ``groups`` and no ``hierarchy``).
-    SchemaError
-        With every failure case of every table and of the join.
+    ParameterError, DomainError, SchemaError
+        From the arguments and the public tables only (see :func:`~pandas_dp.regions.region_tree`).
     """
-    if not isinstance(group, str) or group not in persons.columns:
-        raise ParameterError(f"The 'group' parameter must name a column of the frame. Got {group!r}; "
+    tree = region_tree(persons.columns, group, location, groups=groups, hierarchy=hierarchy)
+    if tree.group is None:
+        raise ParameterError(f"The 'group' parameter must name a column of the frame. Got None; "
                              f"columns are {list(persons.columns)[:20]}.")
-    for name, table in (("groups", groups), ("hierarchy", hierarchy)):
-        if table is not None and not isinstance(table, pd.DataFrame):
-            raise ParameterError(f"The '{name}' parameter must be a pandas DataFrame. Got {type(table).__name__}.")
-    levels = _levels(location, hierarchy)
-    leaf = levels[-1]
-    if ROOT in levels:
-        raise ParameterError(f"{ROOT!r} is reserved for the root level; rename that location column.")
-    if groups is None and hierarchy is None:
-        raise DomainError(
-            "Count-of-counts needs public regions: pass groups= (the public Groups table: one row per group "
-            f"with columns {[group, *levels]}) or hierarchy= (a public table of regions, one column per level). "
-            "Regions read from the persons frame would reveal where people live.")
-    if groups is not None:
-        missing = [c for c in [group, *levels] if c not in groups.columns]
-        if missing:
-            raise ParameterError(f"The groups table lacks column(s) {missing}; it needs {[group, *levels]}.")
-    if hierarchy is not None:
-        missing = [c for c in levels if c not in hierarchy.columns]
-        if missing:
-            raise ParameterError(f"The hierarchy table lacks column(s) {missing}; it needs {levels}.")
-        hier = hierarchy[levels]
-        hier_name = "Hierarchy"
-    else:
-        hier = groups[levels].drop_duplicates()  # type: ignore[index]
-        hier_name = "Hierarchy(from Groups)"
-    person_loc = [c for c in levels if c in persons.columns]
-    if groups is None and leaf not in persons.columns:
-        raise ParameterError(f"Without groups=, the frame needs the leaf location column {leaf!r}.")
-    # Validate only the columns used: pandera copies the frame it checks.
-    ent_loc = person_loc if groups is None else []
-    tables = [("Entities", entities_schema(group, ent_loc), persons[[group, *ent_loc]]),
-              (hier_name, hierarchy_schema(levels), hier)]
-    if groups is not None:
-        tables.append(("Groups", groups_schema(group, levels), groups[[group, *levels]]))
-    validate_tables(tables)
-
-    # Public region tree.
-    regions = [pd.Index([ROOT])]
-    parents: list[np.ndarray | None] = [None]
-    for i, col in enumerate(levels):
-        idx = _sorted_unique(hier[col])
-        if i == 0:
-            par = np.zeros(len(idx), dtype=np.int64)
-        else:
-            pairs = hier[[levels[i - 1], col]].drop_duplicates(subset=[col])
-            par = np.empty(len(idx), dtype=np.int64)
-            par[idx.get_indexer(pairs[col])] = regions[-1].get_indexer(pairs[levels[i - 1]])
-        regions.append(idx)
-        parents.append(par)
-    leaf_index = regions[-1]
-
-    # Group sizes and the leaf of every group.
-    failures: list[pd.DataFrame] = []
-    pgroups = persons[group]
-    if groups is not None:
-        codes = pd.Index(groups[group]).get_indexer(pgroups)
-        found = codes >= 0
-        failures.append(join_failures(pgroups, found))
-        group_leaf = leaf_index.get_indexer(groups[leaf])
-        failures.append(join_failures(groups[leaf], group_leaf >= 0, table="Groups",
-                                      check=f"{leaf}_in_{hier_name}"))
-        if leaf in persons.columns:
-            pleaf = leaf_index.get_indexer(persons[leaf])
-            ok = ~found | (group_leaf[np.where(found, codes, 0)] == pleaf)
-            failures.append(join_failures(pgroups, ok, check=f"{group}->{leaf} matches Groups"))
-        n_groups = len(groups)
-    else:
-        codes, _ = pd.factorize(pgroups, use_na_sentinel=True)
-        n_groups = int(codes.max()) + 1 if codes.size else 0
-        pleaf = leaf_index.get_indexer(persons[leaf])
-        failures.append(join_failures(persons[leaf], pleaf >= 0, check=f"{leaf}_in_{hier_name}"))
-        group_leaf = np.full(n_groups, -1, dtype=np.int64)
-        group_leaf[codes] = pleaf
-        failures.append(join_failures(pgroups, group_leaf[codes] == pleaf,
-                                      check=f"functional dependency {group}->{leaf}"))
-    raise_failures(failures)
-    sizes = np.bincount(codes, minlength=n_groups).astype(np.int64)
-    max_size = int(sizes.max()) if sizes.size else 0
-    leaves = _leaf_runs(np.asarray(group_leaf, dtype=np.int64), sizes, len(leaf_index), max_size)
-    exact = [leaves]
-    for lvl in range(len(regions) - 1, 0, -1):
-        exact.append(exact[-1].aggregate(parents[lvl], len(regions[lvl - 1])))
-    return GroupTables((ROOT, *levels), tuple(regions), parents, exact[::-1], max_size, groups is not None)
+    return count_groups(persons, tree)
 
 
 def _leaf_runs(group_leaf: np.ndarray, sizes: np.ndarray, n_leaves: int, max_size: int) -> Runs:

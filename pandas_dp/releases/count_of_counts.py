@@ -1,7 +1,9 @@
 """``count_of_counts``: hierarchical count-of-counts histograms (Kuo et al., PVLDB 2018).
 
-Order (privacy rule 4): check arguments -> validate the tables and count
-(engine) -> charge the whole epsilon once -> estimate ``K`` and the group
+Order (privacy rules 4 and 8): check arguments and validate the public
+tables (the region tree) -> check that a budget is active and can pay ->
+count the persons on the tree (engine; rows out of domain are dropped,
+silently) -> charge the whole epsilon once -> estimate ``K`` and the group
 totals if they are not public -> per-level private histograms -> top-down
 consistency (post-processing) -> wrap.
 
@@ -27,6 +29,7 @@ from ..algorithms.count_of_counts import (SENSITIVITY, Runs, consistent_group_to
 from ..algorithms.count_of_counts_matching import top_down
 from ..errors import ParameterError
 from ..loss import Noise, PrivacyLoss, Sensitivity
+from ..regions import region_tree
 from ..results.count_of_counts import CountOfCounts
 from .params import Options, Param, ParamTable, check_rng
 from .pipeline import Release, check_measure, privacy_loss, run
@@ -193,18 +196,6 @@ def _interactive() -> bool:
     return bool(stream is not None and hasattr(stream, "isatty") and stream.isatty()) or "ipykernel" in sys.modules
 
 
-def _level_names(frame: Any, group: Any, location: Any, hierarchy: Any) -> list[str]:
-    """The location levels, coarse to fine, from the arguments (public; the tables are validated later)."""
-    from ..engines.pandas_groups import _levels
-
-    if not isinstance(group, str) or group not in frame.columns:
-        raise ParameterError(f"The 'group' parameter must name a column of the frame. Got {group!r}; "
-                             f"columns are {list(frame.columns)[:20]}.")
-    if hierarchy is not None and not isinstance(hierarchy, pd.DataFrame):
-        raise ParameterError(f"The 'hierarchy' parameter must be a pandas DataFrame. Got {type(hierarchy).__name__}.")
-    return _levels(location, hierarchy)
-
-
 def count_of_counts(frame: pd.DataFrame, group: str, location: Any, *, epsilon: Any = None, rho: Any = None,
                     groups: pd.DataFrame | None = None, hierarchy: pd.DataFrame | None = None,
                     max_size: int | None = None, method: Literal["hc", "hg", "naive"] = "hc",
@@ -216,11 +207,17 @@ def count_of_counts(frame: pd.DataFrame, group: str, location: Any, *, epsilon: 
     knobs = COUNT_OF_COUNTS_PARAMS.validate({"max_size": max_size, "method": method, "merge": merge,
                                              "progress": progress})
     check_measure(loss, frozenset({"pure", "zcdp"}), "count_of_counts")
-    levels = _level_names(frame, group, location, hierarchy)
-    plan = plan_count_of_counts(loss, n_levels=len(levels) + 1, method=knobs["method"], max_size=knobs["max_size"],
-                                groups_public=groups is not None)
+    # Public inputs first (column names and public tables only); the pipeline then checks the budget
+    # before the engine counts the private rows (out-of-domain rows are dropped, silently).
+    tree = region_tree(frame.columns, group, location, groups=groups, hierarchy=hierarchy)
+    if tree.group is None:
+        raise ParameterError(f"The 'group' parameter must name a column of the frame. Got None; "
+                             f"columns are {list(frame.columns)[:20]}.")
+    plan = plan_count_of_counts(loss, n_levels=len(tree.level_names), method=knobs["method"],
+                                max_size=knobs["max_size"], groups_public=tree.groups_public)
     params = {
-        "method": plan.method, "merge": knobs["merge"], "levels": ["national", *levels],
+        "method": plan.method, "merge": knobs["merge"], "levels": list(tree.level_names),
+        "regions_per_level": [len(r) for r in tree.regions],
         "max_size": plan.max_size if plan.max_size is not None else (
             "estimated" if plan.estimate_max else "not used"),
         "groups_public": plan.groups_public,
@@ -236,10 +233,9 @@ def count_of_counts(frame: pd.DataFrame, group: str, location: Any, *, epsilon: 
         finally:
             if bar is not None:
                 bar.close()
-        from ..engines.pandas_groups import runs_to_frame  # loads pandera; by now it is loaded anyway
+        from ..engines.pandas_groups import runs_to_frame
 
-        result_params = dict(params, regions_per_level=[len(r) for r in tables.regions],
-                             max_size=k if k is not None else "not used")
+        result_params = dict(params, max_size=k if k is not None else "not used")
         post = ("isotonic regression" if plan.method != "naive" else "projection on {x >= 0, sum x = G}",
                 "rounding", "top-down matching and merging (Kuo et al. Algorithm 1-2)")
         return CountOfCounts(
@@ -254,7 +250,6 @@ def count_of_counts(frame: pd.DataFrame, group: str, location: Any, *, epsilon: 
         )
 
     return run(frame, Release(
-        loss=loss, method=f"count_of_counts:{plan.method}", columns=[group, *levels], params=params,
-        count=lambda engine: engine.prepare_groups(frame, group, location, groups=groups,  # type: ignore[attr-defined]
-                                                   hierarchy=hierarchy),
+        loss=loss, method=f"count_of_counts:{plan.method}", columns=[group, *tree.level_names[1:]], params=params,
+        count=lambda engine: engine.count_groups(frame, tree),  # type: ignore[attr-defined]
         mechanism=mechanism))

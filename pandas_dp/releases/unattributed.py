@@ -1,10 +1,11 @@
 """``unattributed_histogram``: the sorted per-group row counts (Hay et al. S-bar).
 
-Plan (public): the loss split between the number of groups (estimated with
-1/10 of it when no public ids are given) and the sorted counts, and their
-noise. Pipeline: count rows per group (public group ids, or all groups present)
--> charge -> (private number of groups) -> noise, isotonic regression,
-rounding -> wrap.
+Plan (public): the arguments and the public ids are checked, and the loss is
+split between the number of groups (estimated with 1/10 of it when no public
+ids are given) and the sorted counts, with their noise. Pipeline: check that a
+budget is active and can pay -> count rows per group (public group ids, or all
+groups present; rows out of domain are dropped, silently) -> charge ->
+(private number of groups) -> noise, isotonic regression, rounding -> wrap.
 """
 
 from __future__ import annotations
@@ -12,8 +13,10 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
+from .._labels import CLASS_NAMES, public_labels, value_classes
 from ..algorithms.unattributed import noisy_group_count, top_n_sorted, unattributed_histogram as sbar
 from ..domain import MAX_CELLS
 from ..errors import ParameterError
@@ -41,6 +44,17 @@ def _group_ids(groups: Any, column: Any) -> pd.Index:
     except (TypeError, ValueError) as err:
         raise ParameterError(f"The 'groups' parameter must be a Series, Index or array of group ids. "
                              f"Got {type(groups).__name__}.") from err
+    classes = value_classes(ids) if not isinstance(ids, pd.MultiIndex) else np.zeros(len(ids), dtype=np.int8)
+    if (classes == 0).any():
+        bad = [ids[i] for i in np.flatnonzero(classes == 0)[:5]]
+        raise ParameterError(f"The 'groups' parameter must hold scalar group ids (strings, numbers, dates). "
+                             f"Got {int((classes == 0).sum())} that are not, e.g. {bad}; pass one id per group.")
+    kinds = np.unique(classes[classes > 0])
+    if kinds.size > 1:
+        names = [CLASS_NAMES[int(k)] for k in kinds]
+        raise ParameterError(f"The 'groups' parameter mixes kinds of ids ({', '.join(names)}); pass ids of one "
+                             f"kind (e.g. all strings or all numbers).")
+    ids = public_labels(ids)
     if ids.hasnans:
         raise ParameterError("The 'groups' parameter holds missing group ids; remove them.")
     if not ids.is_unique:
@@ -84,7 +98,7 @@ def unattributed_histogram(frame: pd.DataFrame, group: Any, *, epsilon: Any = No
             post_processing=("isotonic regression (PAV, >= 0)", "rounding"),
         )
 
-    # Rows of groups outside the public ids are outside the domain: dropped.
+    # Rows of groups outside the public ids, and missing or non-scalar ids, are outside the domain: dropped.
     return run(frame, Release(loss=loss, method="unattributed_histogram", columns=col, params=params,
                               count=lambda engine: engine.group_counts(frame[col[0]], ids),
                               mechanism=mechanism))
