@@ -230,10 +230,10 @@ def group_counts(values: Any, ids: pd.Index | None, *, split_every: int = SPLIT_
         shared = share(ids)
         count = dask.delayed(_partition_group_counts, pure=True)
         total = tree_sum([count(p, shared) for p in parts], split_every=split_every)
-        return np.asarray(total.compute(), dtype=np.int64)
+        return np.asarray(compute_private(total), dtype=np.int64)
     per_id = dask.delayed(_partition_id_counts, pure=True)
     merged = tree_sum([per_id(p) for p in parts], split_every=split_every, combine=_merge_id_counts)
-    return np.asarray(dask.delayed(_counts_array, pure=True)(merged).compute(), dtype=np.int64)
+    return np.asarray(compute_private(dask.delayed(_counts_array, pure=True)(merged)), dtype=np.int64)
 
 
 def _counts_array(sizes: pd.DataFrame) -> np.ndarray:

@@ -40,7 +40,7 @@ from .._labels import value_classes
 from ..algorithms.count_of_counts import Runs
 from ..errors import ParameterError
 from ..regions import RegionTree, region_tree
-from .dask import SPLIT_EVERY, share, sum_arrays, tree_sum
+from .dask import SPLIT_EVERY, compute_private, share, sum_arrays, tree_sum
 from .pandas_groups import GroupTables, group_leaf_sizes, public_group_positions, tables_from_leaf_runs
 
 __all__ = ["count_groups", "prepare_groups", "DENSE_MAX_GROUPS"]
@@ -187,7 +187,7 @@ def count_groups(persons: Any, tree: RegionTree, *, buckets: int | None = None,
         bucket_runs = [dask.delayed(_sparse_bucket_runs, pure=True)(r, shared) for r in roots]
     else:
         bucket_runs = [dask.delayed(_group_bucket_runs, pure=True)(r) for r in roots]
-    runs = tree_sum(bucket_runs, split_every=split_every, combine=_merge_runs).compute()
+    runs = compute_private(tree_sum(bucket_runs, split_every=split_every, combine=_merge_runs))
     node, size, count = runs.node, runs.size, runs.groups
     if tree.group_ids is not None and bounds is None:
         # Groups of the public table without persons: public totals minus the non-empty groups, per leaf.
