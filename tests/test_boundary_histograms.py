@@ -89,11 +89,27 @@ def test_an_odd_private_row_changes_nothing_observable(engine, name, value, colu
     d_prime = with_row(BASE, {column: value})
     context = dask.config.set(scheduler="sync") if dask else _nothing()
     with context:
+        if dask and not _computes(to_engine(d_prime)):
+            # Dask itself cannot compute D' (e.g. convert-string meets bytes): no release of such a frame
+            # exists; it is refused as DataSourceError, quoting nothing, charging nothing.
+            with pdp.budget(epsilon=1.0) as b:
+                with pytest.raises(DataSourceError) as info:
+                    call(to_engine(d_prime))
+            assert b.spent == 0 and repr(value) not in str(info.value)
+            return
         # Same outcome class, index, warnings (none) and charge, on D and D'.
         a, b = assert_same_outcome(call, to_engine(BASE), to_engine(d_prime))
         assert a.kind == "returned" and not a.warnings, a.describe(full=True)
         # No budget: both refuse the same way.
         assert_same_outcome(call, to_engine(BASE), to_engine(d_prime), budget=None)
+
+
+def _computes(frame) -> bool:
+    try:
+        frame.compute()
+    except Exception:  # noqa: BLE001 - the user's own graph failing, whatever the reason
+        return False
+    return True
 
 
 class _nothing:
@@ -113,9 +129,8 @@ def test_an_out_of_domain_row_leaves_a_seeded_release_byte_identical(name):
         ref = call(BASE)
         for row in odd:
             column, value = next(iter(row.items()))
-            used = name in ("categories", "2-D") if column == "state" else (
-                column == "income") == (name == "float edges")
-            if not used:
+            reads = {"float edges": {"income"}, "categories": {"state"}, "2-D": {"age", "state"}}.get(name, {"age"})
+            if column not in reads:  # the row's other columns are valid: it would be a real extra person
                 continue
             with warnings.catch_warnings():
                 warnings.simplefilter("error")

@@ -25,7 +25,7 @@ from ..domain import CategoryDomain, Grid
 from ..errors import DataSourceError, DomainError
 from . import pandas as pandas_engine
 
-__all__ = ["bin_counts", "check_known_categories", "tree_sum", "sum_arrays", "share", "group_counts",
+__all__ = ["bin_counts", "compute_private", "partitions", "check_known_categories", "tree_sum", "sum_arrays", "share", "group_counts",
            "count_groups", "prepare_groups", "SPLIT_EVERY"]
 
 SPLIT_EVERY = 8
@@ -143,7 +143,7 @@ def bin_counts(frame: Any, grid: Grid, *, split_every: int = SPLIT_EVERY) -> np.
     """
     dask = _dask()
     check_known_categories(frame, grid)
-    parts = frame[list(grid.columns)].to_delayed(optimize_graph=True)
+    parts = partitions(frame[list(grid.columns)])
     shared_grid = share(grid)
     count = dask.delayed(_partition_counts, pure=True)
     total = tree_sum([count(p, shared_grid) for p in parts], split_every=split_every)
@@ -151,15 +151,26 @@ def bin_counts(frame: Any, grid: Grid, *, split_every: int = SPLIT_EVERY) -> np.
 
 
 def compute_private(task: Any) -> Any:
-    """``task.compute()``, with any failure of the frame's own graph reported without its text.
+    """``task.compute()``, with any failure of the frame's own graph reported without its text."""
+    return _guarded(task.compute)
+
+
+def partitions(collection: Any) -> list[Any]:
+    """The Delayed partitions of a Dask collection (graph optimised), guarded like :func:`compute_private`."""
+    return _guarded(lambda: collection.to_delayed(optimize_graph=True))
+
+
+def _guarded(step: Callable[[], Any]) -> Any:
+    """Run a step of the user's Dask graph; a failure becomes :class:`~pandas_dp.errors.DataSourceError`.
 
     Counting never raises on a private value, but the user's graph upstream of it can (a CSV
-    whose column types differ between files, a failing read): that error's message may quote a
-    private value, so it is replaced by :class:`~pandas_dp.errors.DataSourceError` (nothing has
-    been charged at this step; compute the frame outside pandas_dp to see the original error).
+    whose column types differ between files, a failing read, an object column Dask cannot turn
+    into strings): that error's message may quote a private value, so it is replaced (nothing
+    has been charged at this step; compute the frame outside pandas_dp to see the original
+    error). Such a frame cannot be released at all: computing it fails with or without pandas_dp.
     """
     try:
-        return task.compute()
+        return step()
     except Exception:  # noqa: BLE001 - any failure of the user's graph
         pass
     # Raised outside the handler, so the original error is not even kept as the context.
@@ -225,7 +236,7 @@ def group_counts(values: Any, ids: pd.Index | None, *, split_every: int = SPLIT_
         engine's ``group_counts``.
     """
     dask = _dask()
-    parts = values.to_delayed(optimize_graph=True)
+    parts = partitions(values)
     if ids is not None:
         shared = share(ids)
         count = dask.delayed(_partition_group_counts, pure=True)

@@ -40,7 +40,7 @@ from .._labels import value_classes
 from ..algorithms.count_of_counts import Runs
 from ..errors import ParameterError
 from ..regions import RegionTree, region_tree
-from .dask import SPLIT_EVERY, compute_private, share, sum_arrays, tree_sum
+from .dask import SPLIT_EVERY, compute_private, partitions, share, sum_arrays, tree_sum
 from .pandas_groups import GroupTables, group_leaf_sizes, public_group_positions, tables_from_leaf_runs
 
 __all__ = ["count_groups", "prepare_groups", "DENSE_MAX_GROUPS"]
@@ -170,7 +170,7 @@ def count_groups(persons: Any, tree: RegionTree, *, buckets: int | None = None,
             bounds = np.linspace(0, len(tree.group_ids), n_buckets + 1).astype(np.int64)
     plan = _Plan(tree, n_buckets, bounds)
     columns = [tree.group, *(c for c in tree.located if c != tree.group)]
-    parts = persons[columns].to_delayed(optimize_graph=True)
+    parts = partitions(persons[columns])
     shared = share(plan)
     pieces = dask.delayed(_partition_pieces, pure=True)
     per_part = [pieces(p, shared) for p in parts]

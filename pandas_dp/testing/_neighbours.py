@@ -15,6 +15,17 @@ from ..errors import ParameterError
 __all__ = ["Neighbour", "neighbours"]
 
 
+def frame_and_name(obj: Any, default: str) -> tuple[Any, str]:
+    """The dataset of ``obj`` and its name: a :class:`Neighbour`'s frame and name, or ``obj`` itself.
+
+    Only a ``Neighbour`` is unwrapped (a Dask frame answers ``.frame`` and ``.name`` with
+    internals of its own).
+    """
+    if isinstance(obj, Neighbour):
+        return obj.frame, str(obj.name)
+    return obj, default
+
+
 class Neighbour(NamedTuple):
     """A neighbouring frame: ``name`` (short), ``frame``, and ``change`` (what differs from the original)."""
 

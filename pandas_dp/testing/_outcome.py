@@ -9,6 +9,7 @@ from typing import Any
 import pandas as pd
 
 from ._budgets import TESTING_BUDGET, BudgetSpec, describe_spec, open_budget, run_detached
+from ._neighbours import frame_and_name
 from ._observe import Outcome, capture, error_outcome, result_outcome
 
 __all__ = ["SameOutcomeFailure", "assert_same_outcome", "outcome"]
@@ -86,10 +87,6 @@ class SameOutcomeFailure(AssertionError):
         self.outcomes = outcomes
 
 
-def _name(obj: Any, default: str) -> tuple[Any, str]:
-    return getattr(obj, "frame", obj), str(getattr(obj, "name", default))
-
-
 def assert_same_outcome(call: Callable[[Any], Any], D: Any, D_prime: Any, *,
                         budget: BudgetSpec = TESTING_BUDGET) -> tuple[Outcome, Outcome]:
     """Assert that ``call`` looks the same to its caller on two neighbouring datasets.
@@ -133,8 +130,8 @@ def assert_same_outcome(call: Callable[[Any], Any], D: Any, D_prime: Any, *,
     >>> a.kind, a == b
     ('returned', True)
     """
-    d_frame, d_name = _name(D, "D")
-    n_frame, n_name = _name(D_prime, "D'")
+    d_frame, d_name = frame_and_name(D, "D")
+    n_frame, n_name = frame_and_name(D_prime, "D'")
     first = outcome(call, d_frame, budget=budget)
     second = outcome(call, n_frame, budget=budget)
     diffs = first.differences(second)

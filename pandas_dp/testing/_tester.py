@@ -16,6 +16,7 @@ from ._binomial import lower_bound, upper_bound
 from ._boundary import check_boundary_events, select_boundary_events
 from ._budgets import TESTING_BUDGET, BudgetSpec
 from ._events import Event, Statistic, count_in, select_events, sorted_stats, statistics
+from ._neighbours import frame_and_name
 from ._outputs import OutcomeTable, RunResult, run_mechanism
 from ._report import DPTestFailure, DPTestReport, EventResult
 
@@ -35,11 +36,6 @@ def _check_count(value: Any, name: str, minimum: int) -> int:
         raise ParameterError(f"The '{name}' parameter of assert_dp must be an integer >= {minimum}. "
                              f"Got {value!r}.")
     return int(value)
-
-
-def _frame_and_name(obj: Any, default: str) -> tuple[Any, str]:
-    frame = getattr(obj, "frame", obj)
-    return frame, str(getattr(obj, "name", default))
 
 
 EventPredicate = Callable[[np.ndarray], np.ndarray]
@@ -221,8 +217,8 @@ def assert_dp(mechanism: Callable[..., Any], dataset: Any, neighbour: Any, *, ep
     if not isinstance(allow_errors, bool):
         raise ParameterError(f"The 'allow_errors' parameter of assert_dp must be True or False. Got {allow_errors!r}.")
     gen = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
-    d_frame, d_name = _frame_and_name(dataset, "D")
-    n_frame, n_name = _frame_and_name(neighbour, "D'")
+    d_frame, d_name = frame_and_name(dataset, "D")
+    n_frame, n_name = frame_and_name(neighbour, "D'")
     names = (d_name, n_name)
 
     table = OutcomeTable()
