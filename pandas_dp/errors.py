@@ -15,6 +15,7 @@ __all__ = [
     "DomainError",
     "SchemaError",
     "ParameterError",
+    "LedgerError",
 ]
 
 
@@ -54,3 +55,14 @@ class SchemaError(PandasDPError, ValueError):
 
 class ParameterError(PandasDPError, ValueError):
     """An argument has the wrong type or value (epsilon, method, knobs...)."""
+
+
+class LedgerError(PandasDPError, RuntimeError):
+    """A ledger cannot be created, opened, verified or written.
+
+    Raised when the location is bad (missing folder, a directory, a read-only
+    file, an empty or non-path argument), when the file is missing, empty,
+    truncated, garbled or not a pandas_dp ledger, when its hash chain or a
+    budget's running total does not match its rows, or when the database
+    fails during a charge. The message names the ledger and the fix.
+    """

@@ -136,12 +136,14 @@ def test_failed_release_keeps_charge_and_is_marked(ages, monkeypatch):
 
 def test_sqlite_ledger_resumes_after_restart(tmp_path, ages):
     path = tmp_path / "ledger.sqlite"
+    pdp.Ledger.create(path)
     with pdp.budget(1.0, ledger=path, name="census") as b:
         ages.dp.histogram("age", bins=10, range=(0, 100), epsilon=0.3, rng=np.random.default_rng(0))
     reopened = pdp.budget(1.0, ledger=path, name="census")
     assert reopened.spent_exact == Fraction(3, 10)
     ledger = reopened.ledger
-    assert list(ledger.columns) == ["id", "time", "budget", "method", "columns", "epsilon", "params", "status"]
+    assert list(ledger.columns) == ["id", "time", "budget", "method", "columns", "epsilon", "params", "status",
+                                    "measure"]
     assert ledger.loc[0, "method"] == "histogram:identity" and ledger.loc[0, "status"] == "ok"
     assert ledger.loc[0, "columns"] == "age" and '"shape": [10]' in ledger.loc[0, "params"]
     assert isinstance(ledger.loc[0, "time"], pd.Timestamp)
@@ -159,6 +161,7 @@ def test_sqlite_charge_is_committed_before_noise(tmp_path, ages, monkeypatch):
     from pandas_dp.releases import flat
 
     path = tmp_path / "ledger.sqlite"
+    pdp.Ledger.create(path)
     seen = []
     real = flat.discrete_laplace
 
@@ -188,7 +191,8 @@ def _process_worker(path: str, n: int, queue: mp.Queue) -> None:
 
 def test_two_processes_sharing_a_ledger_cannot_overspend(tmp_path):
     path = str(tmp_path / "shared.sqlite")
-    pdp.budget(1.0, ledger=path, name="shared")  # create the file and the budget
+    pdp.Ledger.create(path)
+    pdp.budget(1.0, ledger=path, name="shared")  # create the budget
     ctx = mp.get_context("spawn")
     queue = ctx.Queue()
     procs = [ctx.Process(target=_process_worker, args=(path, 15, queue)) for _ in range(2)]
