@@ -24,12 +24,12 @@ def demo(seed: int | None = None, *, ledger: str | None = None) -> int:
     temporary folder removed at the end) and verifies it after the releases.
     """
     if ledger is not None:
-        return _demo(seed, ledger)
+        return _demo(seed, ledger, f"The ledger {ledger}")
     with tempfile.TemporaryDirectory(prefix="pandas_dp_demo_") as folder:
-        return _demo(seed, str(Path(folder) / "demo.ledger.sqlite"))
+        return _demo(seed, str(Path(folder) / "demo.ledger.sqlite"), "The demo's temporary ledger")
 
 
-def _demo(seed: int | None, ledger_path: str) -> int:
+def _demo(seed: int | None, ledger_path: str, ledger_label: str) -> int:
     import pandas_dp as pdp
     from pandas_dp.data import load_households, load_persons
 
@@ -73,8 +73,8 @@ def _demo(seed: int | None, ledger_path: str) -> int:
     _show("Budget ledger", budget.ledger[["id", "method", "columns", "epsilon", "status"]])
     print(f"\nSpent ε = {budget.spent:g} of {budget.epsilon:g}; remaining {budget.remaining:g}.")
     summary = ledger.verify()
-    print(f"Ledger {ledger.location}: {summary.entries} entries, hash chain and running total verified "
-          f"(python -m pandas_dp ledger verify PATH does the same).")
+    print(f"{ledger_label}: {summary.entries} entries, hash chain and running total verified "
+          f"(python -m pandas_dp ledger verify PATH does the same; pass --ledger PATH to keep it).")
     return 0
 
 

@@ -42,7 +42,9 @@ def mask_url(url: str) -> str:
         if "@" in netloc:
             user, host = netloc.rsplit("@", 1)
             netloc = f"{user.split(':', 1)[0]}@{host}"
-        query = urlencode([(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k != "password"])
+        pairs = parse_qsl(parts.query, keep_blank_values=True)
+        query = parts.query if all(k != "password" for k, _ in pairs) else urlencode(
+            [(k, v) for k, v in pairs if k != "password"])
         return urlunsplit((parts.scheme, netloc, parts.path, query, ""))
     except ValueError as err:
         raise LedgerError(f"The ledger location is not a valid PostgreSQL URL: {err}. Pass a URL such as "
@@ -107,6 +109,12 @@ class PostgresStore(Store):
                 self._idle.append(conn)
                 return
         conn.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:  # pragma: no cover - interpreter shutdown
+            pass
 
     def close(self) -> None:
         """Close idle connections."""

@@ -192,8 +192,8 @@ def check_budget_state(budget: BudgetRow, entries: int, spent: Fraction, head: s
     stored = parse_rational(budget.spent, f"the running total of budget {budget.name!r}")
     if budget.entries != entries or budget.head != head or stored != spent:
         raise ChainError(
-            f"budget {budget.name!r} records {budget.entries} entries and spent {budget.spent}, but its chain "
-            f"has {entries} entries ending at spent {rational_text(spent)} (entries missing, added or changed)")
+            f"budget {budget.name!r} records {budget.entries} entries and running total {budget.spent}, but its "
+            f"chain has {entries} entries ending at {rational_text(spent)} (entries missing, added or changed)")
 
 
 def verify_budget_list(ledger_id: str, budgets: list[BudgetRow], count: str, head: str) -> None:

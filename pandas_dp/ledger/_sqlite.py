@@ -198,6 +198,12 @@ class SQLiteStore(Store):
                 return
         conn.close()
 
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:  # pragma: no cover - interpreter shutdown
+            pass
+
     def close(self) -> None:
         """Close idle connections."""
         with self._lock:
