@@ -10,16 +10,20 @@ import numpy as np
 
 from .errors import ParameterError
 
-__all__ = ["to_fraction"]
+__all__ = ["to_fraction", "safe_repr"]
+
+
+def safe_repr(value: object, limit: int = 60) -> str:
+    """``repr(value)`` for an error message: shortened, and never raising (a hostile ``__repr__`` is shown by type)."""
+    try:
+        shown = repr(value)
+    except Exception:
+        shown = f"<{type(value).__name__} object>"
+    return shown if len(shown) <= limit else shown[:limit - 3] + "..."
 
 
 def _refuse(value: object, name: str, why: str) -> ParameterError:
-    try:
-        shown = repr(value)
-    except Exception:  # a hostile __repr__ must not escape either
-        shown = f"<{type(value).__name__} object>"
-    if len(shown) > 60:
-        shown = shown[:57] + "..."
+    shown = safe_repr(value)
     return ParameterError(
         f"The '{name}' parameter must be a positive, finite real number; {why}. Got {shown} of type "
         f"{type(value).__name__}. Pass a positive number such as {name}=0.5.")

@@ -28,8 +28,10 @@ from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any, Mapping, Sequence
 
+import numpy as np
 import pandas as pd
 
+from ._rational import safe_repr
 from .errors import BudgetError, LedgerError, NoActiveBudgetError, ParameterError
 from .ledger._ledger import entries_frame, open_store, store_for
 from .ledger._ops import (Posting, budget_list, add_budget, check_remaining, damaged, new_meta, open_budget,
@@ -55,7 +57,7 @@ def _as_loss(loss: object, *, what: str = "loss") -> PrivacyLoss:
     if isinstance(loss, PrivacyLoss):
         amount = loss.amount
         if not isinstance(amount, Fraction) or amount <= 0:
-            raise ParameterError(f"The '{what}' must be a positive privacy loss. Got {loss!r}.")
+            raise ParameterError(f"The '{what}' must be a positive privacy loss. Got {safe_repr(loss)}.")
         return loss
     try:
         return loss_from(epsilon=loss)
@@ -75,14 +77,14 @@ def _text(value: object, what: str, *, limit: int = 2000) -> str:
 
 
 def _columns_text(columns: object) -> str:
-    if isinstance(columns, str) or not isinstance(columns, Sequence):
-        if columns is None or columns == ():
-            return ""
-        if isinstance(columns, str):
-            return _text(columns, "columns")
+    if columns is None:
+        return ""
+    if isinstance(columns, str):
+        return _text(columns, "columns")
+    if not isinstance(columns, (Sequence, np.ndarray, pd.Index)):
         raise ParameterError(f"The 'columns' of a charge must be a sequence of column labels. Got "
                              f"{type(columns).__name__}.")
-    return ",".join(_text(c, "columns") for c in columns)
+    return ",".join(_text(c, "columns") for c in list(columns))
 
 
 def _params_text(params: object) -> str:
@@ -101,7 +103,7 @@ def _check_name(name: object, *, with_ledger: bool) -> str:
     if name is None:
         return "default" if with_ledger else ""
     if not isinstance(name, str):
-        raise ParameterError(f"The 'name' parameter of budget must be a string. Got {name!r} of type "
+        raise ParameterError(f"The 'name' parameter of budget must be a string. Got {safe_repr(name)} of type "
                              f"{type(name).__name__}.")
     bad = [c for c in name if unicodedata.category(c) in ("Cc", "Cs", "Cn")]
     if bad or len(name) > 200 or (with_ledger and not name.strip()):
@@ -143,7 +145,7 @@ class Charge:
         for: the status stays ``charged`` and ``False`` is returned.
         """
         if status not in _STATUSES:
-            raise ParameterError(f"A charge's status must be one of {list(_STATUSES)}. Got {status!r}.")
+            raise ParameterError(f"A charge's status must be one of {list(_STATUSES)}. Got {safe_repr(status)}.")
         done = True
         for owner, entry_id in self.entries:
             try:
@@ -193,7 +195,7 @@ class Budget:
 
     def __init__(self, epsilon: Any = None, *, rho: Any = None, ledger: Any = None, name: str | None = None) -> None:
         if (epsilon is None) == (rho is None):
-            given = ", ".join(f"{k}={v!r}" for k, v in (("epsilon", epsilon), ("rho", rho)) if v is not None)
+            given = ", ".join(f"{k}={safe_repr(v)}" for k, v in (("epsilon", epsilon), ("rho", rho)) if v is not None)
             raise ParameterError(f"Pass exactly one of epsilon= (a pure-DP budget) or rho= (a zCDP budget) to "
                                  f"budget. Got {given or 'neither'}. For example pandas_dp.budget(epsilon=1.0).")
         self._total = loss_from(epsilon=epsilon) if rho is None else loss_from(rho=rho)
@@ -244,8 +246,8 @@ class Budget:
         stack = _ACTIVE.get()
         for other in stack:
             if other is self or other._identity() == self._identity():
-                label = f"budget {self.name!r}" if self.name else "this budget"
-                raise BudgetError(f"{label.capitalize()} is already active in this block (entered twice inside "
+                label = f"Budget {self.name!r}" if self.name else "This budget"
+                raise BudgetError(f"{label} is already active in this block (entered twice inside "
                                   f"one chain of budgets); a release would charge it twice. Leave the outer "
                                   f"'with' or use a different budget.")
         _ACTIVE.set(stack + (self,))

@@ -22,6 +22,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
 
+from .._rational import safe_repr
 from ..errors import LedgerError
 from ._sql import SQLITE, SQLTxn, TABLES
 from ._store import Store, Txn
@@ -47,7 +48,7 @@ def sqlite_path(location: object) -> Path:
             location = None
     if not isinstance(location, str):
         raise LedgerError(f"The ledger location must be the path of a ledger file (str or pathlib.Path) or a "
-                          f"postgresql:// URL. Got {_shown(location)} of type {type(location).__name__}.")
+                          f"postgresql:// URL. Got {safe_repr(location)} of type {type(location).__name__}.")
     if location.strip() == "" or location == ":memory:" or location.startswith("file:"):
         raise LedgerError(f"The ledger location {location!r} is not a file path. A ledger must be a file that "
                           f"outlives the process: pass a path such as 'releases.ledger.sqlite' (create it once "
@@ -61,14 +62,6 @@ def sqlite_path(location: object) -> Path:
         raise LedgerError(f"The ledger location {location!r} cannot be encoded as a file name on this system. "
                           f"Pass a path made of valid characters.") from None
     return Path(location)
-
-
-def _shown(value: object) -> str:
-    try:
-        text = repr(value)
-    except Exception:
-        text = f"<{type(value).__name__} object>"
-    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _canonical(path: Path) -> str:
