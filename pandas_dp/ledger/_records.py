@@ -30,6 +30,7 @@ Exact amounts are stored as canonical rational text (``"3/10"``, ``"1"``,
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
@@ -62,12 +63,18 @@ def rational_text(value: Fraction) -> str:
 
 def parse_rational(text: object, what: str) -> Fraction:
     """The rational of canonical text ``text`` (ChainError for anything else)."""
-    if not isinstance(text, str) or len(text) > 2000 or not _RATIONAL.fullmatch(text):
-        raise ChainError(f"{what} is not an exact rational: {str(text)[:40]!r}")
-    value = Fraction(text)
-    if rational_text(value) != text:
-        raise ChainError(f"{what} is not in canonical form: {text[:40]!r}")
+    value = _parse(text) if isinstance(text, str) and len(text) <= 2000 else None
+    if value is None:
+        raise ChainError(f"{what} is not an exact rational in canonical form: {str(text)[:40]!r}")
     return value
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse(text: str) -> Fraction | None:
+    if not _RATIONAL.fullmatch(text):
+        return None
+    value = Fraction(text)
+    return value if rational_text(value) == text else None
 
 
 def _digest(*parts: str | int | None) -> str:
@@ -142,8 +149,8 @@ def ledger_root(ledger_id: str) -> str:
     return _digest("ledger", ledger_id)
 
 
-def verify_entry(entry: EntryRow, budget: BudgetRow, prev_hash: str, prev_spent: Fraction,
-                 seq: int) -> Fraction:
+def verify_entry(entry: EntryRow, budget: BudgetRow, prev_hash: str, prev_spent: Fraction, seq: int,
+                 total: Fraction) -> Fraction:
     """Check one entry against its predecessor; return the running total after it."""
     where = f"entry {entry.id} (#{entry.seq} of budget {budget.name!r})"
     if entry.budget != budget.name or entry.seq != seq:
@@ -155,12 +162,12 @@ def verify_entry(entry: EntryRow, budget: BudgetRow, prev_hash: str, prev_spent:
     if entry.kind not in KINDS or entry.measure != budget.measure or entry.status not in STATUSES:
         raise ChainError(f"{where} has an unknown kind, status or a measure other than its budget's")
     amount = parse_rational(entry.amount, f"the amount of {where}")
-    spent = parse_rational(entry.spent, f"the running total of {where}")
-    sign_ok = {"charge": amount > 0, "reserve": amount > 0, "return": amount < 0, "close": amount == 0}
-    if not sign_ok[entry.kind]:
-        raise ChainError(f"{where} has amount {entry.amount} not allowed for a {entry.kind!r} entry")
-    if spent != prev_spent + amount or spent < 0 or spent > parse_rational(budget.total, "a budget total"):
-        raise ChainError(f"{where}: running total {entry.spent} does not equal the previous total plus "
+    kind = entry.kind
+    if not (amount > 0 if kind in ("charge", "reserve") else amount < 0 if kind == "return" else amount == 0):
+        raise ChainError(f"{where} has amount {entry.amount} not allowed for a {kind!r} entry")
+    spent = prev_spent + amount
+    if entry.spent != rational_text(spent) or spent < 0 or spent > total:
+        raise ChainError(f"{where}: running total {str(entry.spent)[:40]} does not equal the previous total plus "
                          f"{entry.amount} within the budget")
     return spent
 
@@ -168,12 +175,13 @@ def verify_entry(entry: EntryRow, budget: BudgetRow, prev_hash: str, prev_spent:
 def verify_budget_chain(ledger_id: str, budget: BudgetRow, entries: Iterable[EntryRow]) -> tuple[int, Fraction]:
     """Check a budget's definition, every entry in order, and its running state; return (entries, spent)."""
     check_budget_definition(ledger_id, budget)
+    total = parse_rational(budget.total, f"the total of budget {budget.name!r}")
     prev, spent, seq, closed = budget.genesis, Fraction(0), 0, False
     for entry in entries:
         if closed:
             raise ChainError(f"budget {budget.name!r} has entries after its close")
         seq += 1
-        spent = verify_entry(entry, budget, prev, spent, seq)
+        spent = verify_entry(entry, budget, prev, spent, seq, total)
         prev, closed = entry.hash, entry.kind == "close"
     check_budget_state(budget, seq, spent, prev)
     return seq, spent
