@@ -126,11 +126,15 @@ class Charge:
         number.
     entries : tuple
         ``(budget, entry id)`` for every budget of the chain that recorded it.
+    ledger_hash : str
+        The hash of that entry (SHA-256, hex): an auditor holding it can tell
+        whether the entry was later changed or removed.
     """
 
     loss: PrivacyLoss
     ledger_id: int
     entries: tuple[tuple["Budget", int], ...]
+    ledger_hash: str = ""
 
     @property
     def epsilon(self) -> Fraction:
@@ -439,7 +443,7 @@ class Budget:
         """
         asked, chain, postings = self._plan(loss, "charge", method, columns, params, "charged")
         ids = _record(chain, postings)
-        return Charge(asked, ids[0], tuple(zip(chain, ids)))
+        return Charge(asked, ids[0][0], tuple((b, i) for b, (i, _) in zip(chain, ids)), ids[0][1])
 
     def reserve(self, loss: PrivacyLoss | float | Fraction, *, method: str = "reserve",
                 columns: Sequence[str] = (), params: Mapping[str, Any] | None = None) -> "Reservation":
@@ -468,7 +472,7 @@ class Budget:
                                             "reserved")
         own = asked.charged_as(self.measure)
         ids = _record(chain, postings, reservation=(self, name, own))
-        funding = tuple((b, p.amount, i) for b, p, i in zip(chain, postings, ids))
+        funding = tuple((b, p.amount, i) for b, p, (i, _) in zip(chain, postings, ids))
         return Reservation(self, name, own, funding)
 
     def __repr__(self) -> str:
@@ -482,14 +486,14 @@ class Budget:
 
 
 def _record(chain: list[Budget], postings: list[Posting],
-            reservation: tuple[Budget, str, PrivacyLoss] | None = None) -> list[int]:
-    """Post each budget's entry in its store, one transaction per store; return the entry ids in chain order."""
+            reservation: tuple[Budget, str, PrivacyLoss] | None = None) -> list[tuple[int, str]]:
+    """Post each budget's entry in its store, one transaction per store; return (id, hash)s in chain order."""
     for b in chain:
         b._open()
     stores = [b._store for b in chain]
 
-    def work(txns: dict[str, Txn]) -> list[int]:
-        ids: dict[int, int] = {}
+    def work(txns: dict[str, Txn]) -> list[tuple[int, str]]:
+        ids: dict[int, tuple[int, str]] = {}
         for key, txn in txns.items():
             mine = [i for i, b in enumerate(chain) if b._store.key == key]
             new = post(stores[mine[0]], txn, [postings[i] for i in mine])

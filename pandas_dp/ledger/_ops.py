@@ -311,13 +311,13 @@ def check_remaining(store: Store, txn: Txn, ledger_id: str, postings: Sequence[P
     return state
 
 
-def post(store: Store, txn: Txn, postings: Sequence[Posting]) -> list[int]:
-    """Check and append ``postings`` in the open write transaction ``txn``; return the new entry ids."""
+def post(store: Store, txn: Txn, postings: Sequence[Posting]) -> list[tuple[int, str]]:
+    """Check and append ``postings`` in the open write transaction ``txn``; return the new (entry id, hash)s."""
     meta = read_meta(store, txn)
     state = check_remaining(store, txn, meta["ledger_id"], postings, lock=True)
     current = {name: (row, spent) for name, (row, spent) in state.items()}
     stamp = now()
-    ids = []
+    ids: list[tuple[int, str]] = []
     for p in postings:
         row, spent = current[p.budget]
         after = spent + p.amount
@@ -331,7 +331,7 @@ def post(store: Store, txn: Txn, postings: Sequence[Posting]) -> list[int]:
         row = row.with_state(after, seq, digest)
         txn.update_budget(row)
         current[p.budget] = (row, after)
-        ids.append(entry_id)
+        ids.append((entry_id, digest))
     return ids
 
 
