@@ -88,13 +88,16 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="seed a numpy Generator for reproducible output (experiments only, not production)")
     p_release = sub.add_parser(
         "release", help="run the releases a TOML spec lists (ETL); write tables and a JSON manifest",
-        description="Run the releases listed in a TOML spec under one budget with a ledger file, write each "
-                    "as CSV/Parquet plus manifest.json. The whole spec is validated before the data is read; "
-                    "an invalid spec exits with status 2 and charges nothing. Spec format: see "
-                    "pandas_dp.cli_release or the docs' Command line page.")
+        description="Run the releases listed in a TOML spec under one budget of an existing ledger, write each "
+                    "as CSV/Parquet plus manifest.json. A full preflight (spec, input header, output folder, "
+                    "ledger and budget left) runs first; the spec's total is then reserved in one ledger "
+                    "transaction. Exit status 0 done, 2 for any problem found before a charge (nothing "
+                    "charged), 1 for a failure after a charge. Spec format: see pandas_dp.cli_release or the "
+                    "docs' Command line page.")
     p_release.add_argument("spec", help="path of the TOML spec")
     p_release.add_argument("--check", action="store_true",
-                           help="validate the spec (and the ledger's remaining budget) without reading the data")
+                           help="run the whole preflight (spec, input header, output folder, ledger) and write "
+                                "nothing")
     p_demo.add_argument("--ledger", default=None,
                         help="create the demo's ledger at this new path (default: a temporary file)")
     from .ledger.cli import add_parser as add_ledger_parser
@@ -108,17 +111,15 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return run_ledger(args)
     if args.command == "release":
-        from .cli_release import SpecError, run_release
-        from .errors import PandasDPError
+        from .cli_release import ReleaseError, SpecError, run_release
 
         try:
             return run_release(args.spec, check_only=args.check)
         except SpecError as err:
             print(f"error: {err}", file=sys.stderr)
             return 2
-        except PandasDPError as err:  # e.g. another process sharing the ledger spent the budget meanwhile
-            print(f"error: {type(err).__name__}: {err}\nReleases written before this one are listed in the "
-                  f"ledger; see its 'status' column.", file=sys.stderr)
+        except ReleaseError as err:
+            print(f"error: {err}", file=sys.stderr)
             return 1
     parser.error(f"unknown command {args.command!r}")  # pragma: no cover
     return 2

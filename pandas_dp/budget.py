@@ -531,9 +531,27 @@ class Reservation(Budget):
         self._funding = funding
         self._closed = False
         self._opened = True  # created and verified in the reserving transaction
+        self._charges: list[Charge] = []
 
     def _parent_name(self) -> str | None:
         return self._owner_name
+
+    @property
+    def charges(self) -> tuple[Charge, ...]:
+        """The charges made through this object (in this process), oldest first: one per release."""
+        return tuple(self._charges)
+
+    @property
+    def closed(self) -> bool:
+        """Whether the reservation was closed (its unused part returned)."""
+        return self._closed
+
+    def spend(self, loss: PrivacyLoss | float | Fraction, *, method: str, columns: Sequence[str] = (),
+              params: Mapping[str, Any] | None = None) -> Charge:
+        """As :meth:`Budget.spend`, charging the reservation only; the charge is kept in :attr:`charges`."""
+        charge = super().spend(loss, method=method, columns=columns, params=params)
+        self._charges.append(charge)
+        return charge
 
     @property
     def reserved_entry(self) -> int:

@@ -12,7 +12,7 @@ Create a ledger once, then open budgets on it by location::
 
 from __future__ import annotations
 
-from ._ledger import Ledger, LedgerLocation
+from ._ledger import BudgetState, Ledger, LedgerLocation
 from ._ops import LedgerSummary
 
-__all__ = ["Ledger", "LedgerSummary", "LedgerLocation"]
+__all__ = ["Ledger", "LedgerSummary", "BudgetState", "LedgerLocation"]

@@ -5,18 +5,18 @@ from __future__ import annotations
 import os
 import threading
 from fractions import Fraction
-from typing import Any, Union
+from typing import Any, NamedTuple, Union
 
 import pandas as pd
 
 from ..errors import LedgerError
-from ._ops import LedgerSummary, damaged, new_meta, read_meta, verify_ledger
+from ._ops import LedgerSummary, damaged, new_meta, read_meta, verify_budget, verify_ledger
 from ._postgres import PostgresStore, is_postgres_url
 from ._records import ChainError, parse_rational, verify_budget_chain
 from ._sqlite import SQLiteStore, sqlite_path
 from ._store import Store
 
-__all__ = ["Ledger", "LedgerSummary", "store_for", "LedgerLocation"]
+__all__ = ["Ledger", "LedgerSummary", "BudgetState", "store_for", "LedgerLocation"]
 
 #: What names a ledger: a file path, a ``postgresql://`` URL, or a :class:`Ledger`.
 LedgerLocation = Union[str, "os.PathLike[str]", "Ledger"]
@@ -53,6 +53,21 @@ def open_store(store: Store) -> dict[str, str]:
         if hint:
             raise LedgerError(f"{err} {hint}") from None
         raise
+
+
+class BudgetState(NamedTuple):
+    """A budget as its ledger records it (after a full verification of its chain)."""
+
+    name: str
+    measure: str
+    total: Fraction
+    spent: Fraction
+    entries: int
+
+    @property
+    def remaining(self) -> Fraction:
+        """Exact amount left."""
+        return self.total - self.spent
 
 
 class Ledger:
@@ -151,6 +166,24 @@ class Ledger:
         if isinstance(self._store, SQLiteStore):
             self._store.integrity_check()
         return verify_ledger(self._store)
+
+    def budget_state(self, name: str) -> BudgetState | None:
+        """The budget named ``name`` after verifying its whole chain, or None when the ledger has none.
+
+        Reads only: a preflight uses it to check a budget without creating its row.
+
+        Raises
+        ------
+        LedgerError
+            When the ledger or that budget's chain does not verify.
+        """
+        open_store(self._store)
+        with self._store.read() as txn:
+            found = txn.budget(name) if isinstance(name, str) else None
+        if found is None:
+            return None
+        row, count, spent = verify_budget(self._store, name)
+        return BudgetState(name, row.measure, parse_rational(row.total, "total"), spent, count)
 
     def budgets(self) -> pd.DataFrame:
         """One row per budget: name, measure, total, spent, remaining, entries, created, reservation_of.
