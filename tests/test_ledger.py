@@ -282,6 +282,38 @@ def test_stray_journal_or_wal_files(damaged_copy, suffix, content):
     assert _outcome(path) in ("LedgerError", intact)
 
 
+CRASH_MID_TRANSACTION = r"""
+import os, sqlite3, sys
+conn = sqlite3.connect(sys.argv[1], isolation_level=None)
+conn.execute("PRAGMA cache_size=1")  # spill uncommitted pages into the main file early
+conn.execute("BEGIN IMMEDIATE")
+conn.execute("UPDATE pandas_dp_budgets SET spent = '0'")  # a lower spend, never committed
+for i in range(3000):
+    conn.execute("INSERT INTO pandas_dp_entries VALUES (?, 'junk', ?, 't', 'charge', 'm', 'c', '{}', '{}', 'pure', "
+                 "'1', '1', 'p', 'h', 'ok')", (100000 + i, 100000 + i))
+os._exit(0)  # dies holding the transaction: a hot journal is left next to the file
+"""
+
+
+@pytest.mark.parametrize("journal", ["kept", "deleted", "garbled"])
+def test_crash_mid_transaction_then_the_journal_is_kept_deleted_or_garbled(damaged_copy, journal):
+    path, intact = damaged_copy
+    forget_connections()
+    subprocess.run([sys.executable, "-c", CRASH_MID_TRANSACTION, str(path)], check=True, timeout=120)
+    hot = Path(f"{path}-journal")
+    assert hot.exists() and hot.stat().st_size > 0
+    if journal == "deleted":
+        hot.unlink()
+    elif journal == "garbled":
+        data = bytearray(hot.read_bytes())
+        data[100:400] = os.urandom(300)
+        hot.write_bytes(bytes(data))
+    outcome = _outcome(path)
+    assert outcome in ("LedgerError", intact)
+    if journal == "kept":
+        assert outcome == intact  # SQLite rolls the hot journal back
+
+
 HOLDER = r"""
 import sys, time
 from fractions import Fraction
