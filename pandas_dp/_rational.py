@@ -53,8 +53,9 @@ def to_fraction(value: object, *, name: str = "epsilon") -> Fraction:
     ------
     ParameterError
         If ``value`` is not a real number, or is NaN (quiet or signalling),
-        infinite, zero, negative, or outside the range of a double
-        (``float(value)`` overflows to infinity or underflows to zero).
+        infinite, zero, negative, or above the largest double (``10**400``).
+        Decimals whose exponent is beyond +-400 are refused without building
+        their huge integers.
 
     Examples
     --------
@@ -76,11 +77,9 @@ def to_fraction(value: object, *, name: str = "epsilon") -> Fraction:
         raise _refuse(value, name, "it must be greater than 0")
     # The amount must survive the float conversions of messages and noise calibration.
     try:
-        as_float = float(frac)
+        float(frac)
     except OverflowError:
         raise _refuse(value, name, "it must be at most the largest double (about 1.8e308)")
-    if as_float == 0.0:
-        raise _refuse(value, name, "it must be at least the smallest positive double (about 5e-324)")
     return frac
 
 
