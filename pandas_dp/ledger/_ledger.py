@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import threading
+import weakref
 from fractions import Fraction
 from typing import Any, NamedTuple, Union
 
@@ -21,7 +22,9 @@ __all__ = ["Ledger", "LedgerSummary", "BudgetState", "store_for", "LedgerLocatio
 #: What names a ledger: a file path, a ``postgresql://`` URL, or a :class:`Ledger`.
 LedgerLocation = Union[str, "os.PathLike[str]", "Ledger"]
 
-_STORES: dict[str, Store] = {}
+#: One store per ledger and process while something (a Budget, a Ledger) uses it; dropped stores close their
+#: idle connections.
+_STORES: "weakref.WeakValueDictionary[str, Store]" = weakref.WeakValueDictionary()
 _STORES_LOCK = threading.Lock()
 
 
@@ -34,7 +37,11 @@ def store_for(location: object) -> Store:
         return location._store
     store: Store = PostgresStore(location) if is_postgres_url(location) else SQLiteStore(sqlite_path(location))
     with _STORES_LOCK:
-        return _STORES.setdefault(store.key, store)
+        existing = _STORES.get(store.key)
+        if existing is not None:
+            return existing
+        _STORES[store.key] = store
+        return store
 
 
 def check_exists(store: Store) -> None:
