@@ -27,6 +27,7 @@ import tempfile
 import time
 from fractions import Fraction
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 import pandas_dp as pdp
 from pandas_dp.ledger import _ledger
@@ -106,9 +107,9 @@ def main(argv: list[str] | None = None) -> None:
         with psycopg.connect(args.postgres, autocommit=True) as conn:
             for n in args.sizes:
                 conn.execute(f'CREATE DATABASE "bench_ledger_{n}"')
-        base = args.postgres.rsplit("/", 1)
+        parts = urlsplit(args.postgres)
         for n in args.sizes:
-            url = f"{base[0]}/bench_ledger_{n}" + ("?" + base[1].split("?", 1)[1] if "?" in base[1] else "")
+            url = urlunsplit((parts.scheme, parts.netloc, f"/bench_ledger_{n}", parts.query, ""))
             budgets[n], opens[n] = filled(url, n)
         report("PostgreSQL", charge_medians(budgets, args.charges), opens)
     print("\nratio: median charge cost / the cost at the smallest size (target at 10^5 rows: <= 1.5)")
