@@ -24,28 +24,24 @@ import json
 import os
 import unicodedata
 from contextvars import ContextVar
-from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any, Mapping, Sequence
 
-import numpy as np
 import pandas as pd
 
 from ._rational import safe_repr
 from .errors import BudgetError, LedgerError, NoActiveBudgetError, ParameterError
+from .ledger._charge import Charge, columns_text, entry_text, params_text, record
 from .ledger._ledger import entries_frame, open_store, store_for
-from .ledger._ops import (Posting, budget_list, add_budget, check_remaining, damaged, new_meta, open_budget,
-                          post, read_meta, transact, verify_budget)
+from .ledger._ops import Posting, check_remaining, damaged, new_meta, open_budget, read_meta, verify_budget
 from .ledger._records import ChainError, verify_budget_chain
-from .ledger._store import MemoryStore, Store, Txn
-from .loss import PrivacyLoss, PureDP, ZCDP, loss_from
+from .ledger._store import MemoryStore, Store
+from .loss import PrivacyLoss, loss_from
 
 __all__ = ["Budget", "Reservation", "Charge", "budget", "active_budget"]
 
 #: The active budgets of this context, outermost first.
 _ACTIVE: ContextVar[tuple["Budget", ...]] = ContextVar("pandas_dp_active_budgets", default=())
-_LOSSES: dict[str, type[PrivacyLoss]] = {"pure": PureDP, "zcdp": ZCDP}
-_STATUSES = ("ok", "failed")
 
 
 class _MeasureError(ParameterError, AttributeError):
@@ -66,39 +62,6 @@ def _as_loss(loss: object, *, what: str = "loss") -> PrivacyLoss:
                              f"number (a pure epsilon). {err}") from None
 
 
-def _text(value: object, what: str, *, limit: int = 2000) -> str:
-    """Public text for the ledger: str() of it, with anything SQLite or PostgreSQL cannot store escaped."""
-    try:
-        text = value if isinstance(value, str) else str(value)
-    except Exception:
-        raise ParameterError(f"The '{what}' cannot be turned into text.") from None
-    text = text.encode("utf-8", "backslashreplace").decode("utf-8").replace("\x00", "\\x00")
-    return text[:limit]
-
-
-def _columns_text(columns: object) -> str:
-    if columns is None:
-        return ""
-    if isinstance(columns, str):
-        return _text(columns, "columns")
-    if not isinstance(columns, (Sequence, np.ndarray, pd.Index)):
-        raise ParameterError(f"The 'columns' of a charge must be a sequence of column labels. Got "
-                             f"{type(columns).__name__}.")
-    return ",".join(_text(c, "columns") for c in list(columns))
-
-
-def _params_text(params: object) -> str:
-    if params is None:
-        return "{}"
-    if not isinstance(params, Mapping):
-        raise ParameterError(f"The 'params' of a charge must be a mapping (a dict). Got {type(params).__name__}.")
-    try:
-        return json.dumps({_text(k, "params"): v for k, v in params.items()}, default=repr, sort_keys=True,
-                          ensure_ascii=True)
-    except (TypeError, ValueError, RecursionError) as err:
-        raise ParameterError(f"The 'params' of a charge cannot be recorded as JSON: {err}.") from None
-
-
 def _check_name(name: object, *, with_ledger: bool) -> str:
     if name is None:
         return "default" if with_ledger else ""
@@ -110,54 +73,6 @@ def _check_name(name: object, *, with_ledger: bool) -> str:
         raise ParameterError(f"The 'name' parameter of budget must be a non-empty, printable string of at most 200 "
                              f"characters. Got {name[:60]!r}.")
     return name
-
-
-@dataclass(frozen=True)
-class Charge:
-    """Handle of one recorded charge: where it was recorded, and its ledger row id.
-
-    Attributes
-    ----------
-    loss : PrivacyLoss
-        The loss as the release asked for it.
-    ledger_id : int
-        The entry id of the charge in the ledger of the budget it was spent on
-        (the innermost budget of the chain); for an in-memory budget, its entry
-        number.
-    entries : tuple
-        ``(budget, entry id)`` for every budget of the chain that recorded it.
-    ledger_hash : str
-        The hash of that entry (SHA-256, hex): an auditor holding it can tell
-        whether the entry was later changed or removed.
-    """
-
-    loss: PrivacyLoss
-    ledger_id: int
-    entries: tuple[tuple["Budget", int], ...]
-    ledger_hash: str = ""
-
-    @property
-    def epsilon(self) -> Fraction:
-        """The exact epsilon of a pure-DP charge."""
-        return self.loss.amount
-
-    def finish(self, status: str) -> bool:
-        """Mark the charge ``"ok"`` or ``"failed"`` in every budget it was recorded in.
-
-        Status is informational (it never changes an amount), so a ledger that
-        cannot be written at this point does not undo a release that was paid
-        for: the status stays ``charged`` and ``False`` is returned.
-        """
-        if status not in _STATUSES:
-            raise ParameterError(f"A charge's status must be one of {list(_STATUSES)}. Got {safe_repr(status)}.")
-        done = True
-        for owner, entry_id in self.entries:
-            try:
-                with owner._store.write() as txn:
-                    txn.set_status(entry_id, status, "charged")
-            except LedgerError:
-                done = False
-        return done
 
 
 class Budget:
@@ -291,8 +206,8 @@ class Budget:
     def epsilon(self) -> float:
         """Total epsilon of a pure-DP budget (ParameterError for a zCDP budget)."""
         if self.measure != "pure":
-            raise _MeasureError(f"This is a zCDP budget: it has no total epsilon. Read b.rho (or b.total), or "
-                                f"b.epsilon_delta(delta) for an (epsilon, delta) statement.")
+            raise _MeasureError("This is a zCDP budget: it has no total epsilon. Read b.rho (or b.total), or "
+                                "b.epsilon_delta(delta) for an (epsilon, delta) statement.")
         return float(self._total.amount)
 
     @property
@@ -380,11 +295,11 @@ class Budget:
         asked = _as_loss(loss)
         if not isinstance(method, str):
             raise ParameterError(f"The 'method' of a charge must be a string. Got {type(method).__name__}.")
-        method_text, columns_text, params_text = _text(method, "method", limit=200), _columns_text(columns), \
-            _params_text(params)
+        method_text = entry_text(method, "method", limit=200)
+        columns_entry, params_entry = columns_text(columns), params_text(params)
         chain = self._chain()
         postings = [b._posting(asked, asked.charged_as(b.measure), kind=kind, method=method_text,
-                               columns=columns_text, params=params_text, status=status) for b in chain]
+                               columns=columns_entry, params=params_entry, status=status) for b in chain]
         return asked, chain, postings
 
     def check(self, loss: PrivacyLoss | float | Fraction) -> None:
@@ -442,7 +357,7 @@ class Budget:
             As :meth:`check`; nothing is recorded.
         """
         asked, chain, postings = self._plan(loss, "charge", method, columns, params, "charged")
-        ids = _record(chain, postings)
+        ids = record(chain, postings)
         return Charge(asked, ids[0][0], tuple((b, i) for b, (i, _) in zip(chain, ids)), ids[0][1])
 
     def reserve(self, loss: PrivacyLoss | float | Fraction, *, method: str = "reserve",
@@ -471,8 +386,10 @@ class Budget:
         asked, chain, postings = self._plan(asked, "reserve", method, columns, dict(params or {}, reservation=name),
                                             "reserved")
         own = asked.charged_as(self.measure)
-        ids = _record(chain, postings, reservation=(self, name, own))
+        ids = record(chain, postings, reservation=(self, name, own))
         funding = tuple((b, p.amount, i) for b, p, (i, _) in zip(chain, postings, ids))
+        from ._reservation import Reservation
+
         return Reservation(self, name, own, funding)
 
     def __repr__(self) -> str:
@@ -483,124 +400,6 @@ class Budget:
         except LedgerError:
             state = " (ledger unreadable)"
         return f"<Budget{name} {p}={float(self._total.amount)!r}{state}>"
-
-
-def _record(chain: list[Budget], postings: list[Posting],
-            reservation: tuple[Budget, str, PrivacyLoss] | None = None) -> list[tuple[int, str]]:
-    """Post each budget's entry in its store, one transaction per store; return (id, hash)s in chain order."""
-    for b in chain:
-        b._open()
-    stores = [b._store for b in chain]
-
-    def work(txns: dict[str, Txn]) -> list[tuple[int, str]]:
-        ids: dict[int, tuple[int, str]] = {}
-        for key, txn in txns.items():
-            mine = [i for i, b in enumerate(chain) if b._store.key == key]
-            new = post(stores[mine[0]], txn, [postings[i] for i in mine])
-            ids.update(zip(mine, new))
-            if reservation is not None and reservation[0]._store.key == key:
-                owner, name, own = reservation
-                meta = read_meta(owner._store, txn)
-                txn.lock_budget_list()
-                budgets = budget_list(owner._store, txn, meta)
-                add_budget(owner._store, txn, meta, budgets, name, own.measure, own.amount, owner.name)
-        return [ids[i] for i in range(len(chain))]
-
-    return transact(stores, work)
-
-
-class Reservation(Budget):
-    """A prepaid share of a budget (see :meth:`Budget.reserve`): a budget of its own, closed on leaving ``with``.
-
-    Releases inside ``with reservation:`` charge the reservation only, each
-    with its own entry (``Charge.ledger_id``) in the ledger of the budget it was
-    reserved from. :meth:`close` (called when the ``with`` block ends) records
-    the close and returns the unused part to every budget that paid for it, in
-    one transaction per ledger.
-    """
-
-    _barrier = True
-
-    def __init__(self, owner: Budget, name: str, total: PrivacyLoss,
-                 funding: tuple[tuple[Budget, Fraction, int], ...]) -> None:
-        self._total = total
-        self.name = name
-        self._store = owner._store
-        self._durable = owner._durable
-        self._owner_name = owner.name
-        self._funding = funding
-        self._closed = False
-        self._opened = True  # created and verified in the reserving transaction
-        self._charges: list[Charge] = []
-
-    def _parent_name(self) -> str | None:
-        return self._owner_name
-
-    @property
-    def charges(self) -> tuple[Charge, ...]:
-        """The charges made through this object (in this process), oldest first: one per release."""
-        return tuple(self._charges)
-
-    @property
-    def closed(self) -> bool:
-        """Whether the reservation was closed (its unused part returned)."""
-        return self._closed
-
-    def spend(self, loss: PrivacyLoss | float | Fraction, *, method: str, columns: Sequence[str] = (),
-              params: Mapping[str, Any] | None = None) -> Charge:
-        """As :meth:`Budget.spend`, charging the reservation only; the charge is kept in :attr:`charges`."""
-        charge = super().spend(loss, method=method, columns=columns, params=params)
-        self._charges.append(charge)
-        return charge
-
-    @property
-    def reserved_entry(self) -> int:
-        """The id of the reservation's entry in the ledger of the budget it was reserved from."""
-        return self._funding[0][2]
-
-    def __enter__(self) -> "Reservation":
-        if self._closed:
-            raise BudgetError(f"The reservation {self.name!r} is closed; make a new one with budget.reserve(...).")
-        super().__enter__()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        super().__exit__(*exc)
-        self.close()
-
-    def close(self) -> PrivacyLoss:
-        """Close the reservation and return its unused part to the budgets that paid for it.
-
-        Returns the unused part (in the reservation's measure). Idempotent.
-        """
-        if self._closed:
-            return self._total.zero()
-        funders = [b for b, _, _ in self._funding]
-        for b in funders:
-            b._open()
-        stores = [self._store] + [b._store for b in funders]
-        returned: list[PrivacyLoss] = []
-
-        def work(txns: dict[str, Txn]) -> None:
-            txn = txns[self._store.key]
-            meta = read_meta(self._store, txn)
-            state = check_remaining(self._store, txn, meta["ledger_id"], [self._probe()], lock=True)
-            used = _LOSSES[self.measure](state[self.name][1])  # type: ignore[call-arg]
-            close = self._posting(used.zero(), used.zero(), kind="close", method="close", columns="",
-                                  params=json.dumps({"reservation": self.name}), status="closed")
-            post(self._store, txn, [close])
-            returned.append(self._total - used)
-            for b, paid, _ in self._funding:
-                back = paid - used.charged_as(b.measure).amount
-                if back > 0:
-                    amount = _LOSSES[b.measure](back)  # type: ignore[call-arg]
-                    p = b._posting(amount, amount, kind="return", method="return", columns="",
-                                   params=json.dumps({"reservation": self.name}), status="returned")
-                    post(b._store, txns[b._store.key], [replace(p, amount=-back)])
-
-        transact(stores, work)
-        self._closed = True
-        return returned[0]
 
 
 def budget(epsilon: Any = None, *, rho: Any = None, ledger: Any = None, name: str | None = None) -> Budget:
@@ -655,3 +454,6 @@ def active_budget() -> Budget:
         )
     return stack[-1]
 
+
+
+from ._reservation import Reservation  # noqa: E402  (a Budget subclass: imported once Budget exists)

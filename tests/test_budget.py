@@ -264,8 +264,8 @@ def test_check_raises_exactly_what_spend_raises():
         with pdp.budget(rho=2, name="inner") as inner:
             for loss in (PureDP(Fraction(1, 2)), ZCDP(Fraction(1, 10)), "0.1", -1, PureDP(Fraction(1, 5))):
                 checked = _outcome(lambda: inner.check(loss))
-                before = (outer.spent_exact, inner.spent_exact, len(outer.ledger))
-                assert (outer.spent_exact, inner.spent_exact, len(outer.ledger)) == before  # check recorded nothing
+                recorded = (outer.spent_exact, inner.spent_exact, len(outer.ledger))
+                assert recorded == (Fraction(3, 4), 0, 1)  # check recorded nothing
                 spent = _outcome(lambda: inner.spend(loss, method="m"))
                 assert checked == spent, loss
     assert [len(outer.ledger), len(inner.ledger)] == [2, 1]  # only the last loss fitted everywhere
