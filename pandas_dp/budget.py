@@ -133,8 +133,14 @@ class Budget:
     def _open(self) -> Store:
         """Open (and fully verify) this budget's chain once per process; create its row when missing."""
         if not self._opened:
-            open_budget(self._store, self.name, self.measure, self._total.amount, self._total.parameter,
-                        parent=self._parent_name(), create=not self._barrier)
+            row = open_budget(self._store, self.name, self.measure, self._total.amount, self._total.parameter,
+                              parent=self._parent_name(), create=not self._barrier)
+            if getattr(self, "_genesis", "") and row.genesis != self._genesis:
+                raise LedgerError(
+                    f"The budget {self.name!r} of the ledger {self._store.display} is not the one this object was "
+                    f"opened on (it was deleted and made again, forgetting what was spent). Restore the ledger "
+                    f"from a backup.")
+            self._genesis = row.genesis
             self._opened = True
         return self._store
 
@@ -288,7 +294,7 @@ class Budget:
         shown = f"{asked.parameter}={float(asked.amount)!r} charged as {amount.measure}" if differs else ""
         return Posting(budget=self.name, label=self._label(), kind=kind, amount=amount.amount,
                        parameter=amount.parameter, requested=requested, requested_text=shown, method=method,
-                       columns=columns, params=params, status=status)
+                       columns=columns, params=params, status=status, genesis=getattr(self, "_genesis", ""))
 
     def _plan(self, loss: Any, kind: str, method: Any, columns: Any, params: Any,
               status: str) -> tuple[PrivacyLoss, list["Budget"], list[Posting]]:

@@ -8,6 +8,7 @@ property that keeps a damaged ledger from silently restarting at zero.
 from __future__ import annotations
 
 import os
+import pickle
 import re
 import shutil
 import sqlite3
@@ -469,3 +470,20 @@ def test_ledger_init_verify_show(tmp_path):
     broken = _cli("verify", str(path))
     assert broken.returncode == 2 and broken.stderr.startswith("FAILED: ") and "entry 2" in broken.stderr
     assert _cli("verify", str(tmp_path / "missing.sqlite")).returncode == 2
+
+
+def test_a_ledger_deleted_and_created_again_is_not_charged_silently(tmp_path):
+    path = tmp_path / "l.sqlite"
+    pdp.Ledger.create(path)
+    live = charged(str(path), n=3)
+    saved = pickle.dumps(live)
+    path.unlink()
+    pdp.Ledger.create(path)  # someone starts over at the same path
+    with live, pytest.raises(LedgerError, match="replaced by another ledger"):
+        live.spend(0.1, method="x")
+    forget_connections()
+    fresh = pdp.budget(2.0, ledger=path, name="census")  # a new budget row, as a fresh start would make
+    assert fresh.spent == 0
+    restored = pickle.loads(saved)
+    with pytest.raises(LedgerError, match="deleted and made again"):
+        restored.spent

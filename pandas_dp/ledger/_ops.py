@@ -69,6 +69,14 @@ def read_meta(store: Store, txn: Txn) -> dict[str, str]:
                           f"reads version {VERSION!r}. Open it with the pandas_dp version that wrote it.")
     if not isinstance(meta.get("ledger_id"), str) or len(meta["ledger_id"]) != 32:
         raise damaged(store, "its ledger id is missing")
+    seen = getattr(store, "ledger_id", None)
+    if seen is None:
+        store.ledger_id = meta["ledger_id"]  # type: ignore[attr-defined]
+    elif seen != meta["ledger_id"]:
+        raise LedgerError(
+            f"The ledger {store.display} was replaced by another ledger while this process was using it (its "
+            f"ledger id changed). Nothing was charged. A ledger that was deleted and created again has forgotten "
+            f"what was spent: restore the original from a backup.")
     return meta
 
 
@@ -271,6 +279,8 @@ class Posting:
     columns: str
     params: str
     status: str
+    #: The budget's genesis hash when its process opened it ("" to skip): a budget deleted and made again differs.
+    genesis: str = ""
 
 
 def exceeded_message(p: Posting, total: Fraction, spent: Fraction) -> str:
@@ -294,6 +304,12 @@ def check_remaining(store: Store, txn: Txn, ledger_id: str, postings: Sequence[P
         row = rows.get(name)
         if row is None:
             raise damaged(store, f"the budget {name!r} disappeared")
+        expected = {p.genesis for p in postings if p.budget == name and p.genesis}
+        if expected and expected != {row.genesis}:
+            raise LedgerError(
+                f"The budget {name!r} of the ledger {store.display} is not the one this process opened: it was "
+                f"deleted and made again, forgetting what was spent. Nothing was charged. Restore the ledger from "
+                f"a backup.")
         last = txn.last_entry(name)
         state[name] = (row, check_state(store, ledger_id, row, last))
         if last is not None and last.kind == "close" and any(
