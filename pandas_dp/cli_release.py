@@ -214,12 +214,25 @@ def _release(i: int, entry: Any, problems: list[str]) -> Release | None:
         loss = None
     else:
         loss = _amount(entry, where, problems, "epsilon = 0.5")
+    labels_ok = True
     for req in _REQUIRED.get(method, ("columns",)):
         if req not in entry:
             problems.append(f"{where}: missing {req!r} for method {method!r}.")
+            labels_ok = False
+    for key in ("columns", "location", "group"):
+        value = entry.get(key)
+        if key not in entry:
+            continue
+        one = isinstance(value, str) and value != ""
+        many = key != "group" and isinstance(value, list) and bool(value) and all(
+            isinstance(v, str) and v for v in value)
+        if not (one or many):
+            shape = "a column name" if key == "group" else "a column name or a non-empty list of column names"
+            problems.append(f"{where}: {key!r} must be {shape}; got {value!r}.")
+            labels_ok = False
     if not isinstance(name, str) or not name or any(c in name for c in "/\\\x00") or name in (".", ".."):
         problems.append(f"{where}: 'name' must be a non-empty string usable as a file name; got {name!r}.")
-    if loss is None:
+    if loss is None or not labels_ok:
         return None
     args = {k: v for k, v in entry.items() if k not in _COMMON}
     return Release(str(name), method, loss, args)
