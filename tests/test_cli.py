@@ -21,6 +21,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+import pandas_dp as pdp
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -45,7 +47,10 @@ def test_demo_is_reproducible_with_a_seed_and_secure_without():
 
 
 def test_help_and_bad_command():
-    assert "demo" in run("--help").stdout
+    top = run("--help").stdout
+    assert "demo" in top and "release" in top and "ledger" in top
+    assert "TOML spec" in run("release", "--help").stdout
+    assert "--seed" in run("demo", "--help").stdout
     bad = run("nope")
     assert bad.returncode == 2 and "invalid choice" in bad.stderr
 
@@ -128,7 +133,7 @@ def _spec(workdir: Path, name: str, text: str, *, ledger: bool = True) -> Path:
         (sub / f).symlink_to(workdir / f)
     (sub / "spec.toml").write_text(text)
     if ledger:
-        assert run("ledger", "init", str(sub / "ledger.sqlite")).returncode == 0
+        pdp.Ledger.create(sub / "ledger.sqlite")  # `ledger init` itself is tested in test_ledger.py
     return sub
 
 
@@ -137,9 +142,7 @@ def test_release_writes_tables_manifest_and_ledger(workdir):
     done = run("release", str(d / "spec.toml"))
     assert done.returncode == 0, done.stderr
     manifest = json.loads((d / "released" / "manifest.json").read_text())
-    import pandas_dp
-
-    assert manifest["version"] == pandas_dp.__version__ and manifest["budget"]["spent"] == 2.0
+    assert manifest["version"] == pdp.__version__ and manifest["budget"]["spent"] == 2.0
     assert manifest["complete"] is True and manifest["seeded"] is True
     assert [r["name"] for r in manifest["releases"]] == ["ages", "state_age", "income", "households", "sizes"]
     assert [r["method"] for r in manifest["releases"]] == ["identity", "dpcube", "hierarchical", "hc", "sbar"]
@@ -324,9 +327,6 @@ def test_check_mode_runs_the_whole_preflight_and_writes_nothing(workdir):
     done = run("release", "--check", str(d / "spec.toml"))
     assert done.returncode == 0 and "is valid" in done.stdout and "header" in done.stdout
     assert not (d / "released").exists() and (d / "ledger.sqlite").read_bytes() == before  # not even a budget row
-    assert "TOML spec" in run("release", "--help").stdout
-    assert "--seed" in run("demo", "--help").stdout
-    assert "release" in run("--help").stdout
     (d / "ledger.sqlite").unlink()
     missing = run("release", "--check", str(d / "spec.toml"))
     assert missing.returncode == 2 and "ledger init" in missing.stderr and not (d / "ledger.sqlite").exists()
@@ -456,7 +456,7 @@ def _outcome(workdir: Path, name: str, spec: str, odd: str | None) -> tuple[int,
     (d / "persons.csv").write_bytes(text)
     (d / "households.csv").symlink_to(workdir / "households.csv")
     (d / "spec.toml").write_text(spec)
-    assert run("ledger", "init", str(d / "ledger.sqlite")).returncode == 0
+    pdp.Ledger.create(d / "ledger.sqlite")
     done = run("release", str(d / "spec.toml"))
     return done.returncode, done.stdout.replace(str(d), "<dir>"), done.stderr.replace(str(d), "<dir>")
 
