@@ -210,3 +210,29 @@ def test_threads_sharing_one_ledger_budget_never_overspend(backend):
         t.join()
     assert len(ok) == 40 and b.remaining_exact == 0
     assert pdp.Ledger(ledger).verify().entries == 40
+
+
+def _forked_charge(b: pdp.Budget, queue) -> None:
+    with b:
+        b.spend(Fraction(1, 10), method="child")
+    queue.put(str(b.spent_exact))
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_forked_child_charges_without_disturbing_the_parents_connections(backend):
+    import multiprocessing as mp
+
+    ledger = backend.create()
+    b = pdp.budget(1, ledger=ledger, name="forked")
+    with b:
+        b.spend(Fraction(1, 10), method="parent")  # the parent now holds pooled connections
+    ctx = mp.get_context("fork")
+    queue = ctx.Queue()
+    child = ctx.Process(target=_forked_charge, args=(b, queue))
+    child.start()
+    seen = queue.get(timeout=120)
+    child.join(timeout=60)
+    assert child.exitcode == 0 and seen == "1/5"
+    with b:
+        b.spend(Fraction(1, 10), method="parent again")  # the parent's connections still work
+    assert b.spent_exact == Fraction(3, 10) and pdp.Ledger(ledger).verify().entries == 3

@@ -25,6 +25,10 @@ from ._store import Store, Txn
 
 __all__ = ["PostgresStore", "is_postgres_url", "mask_url"]
 
+#: Connections a forked child inherited: kept open and unused, since closing them in the child would close
+#: (PostgreSQL) or disturb (SQLite) the parent's.
+_INHERITED: list[list[Any]] = []
+
 SCHEMES = ("postgresql://", "postgres://")
 LOCK_TIMEOUT_MS = 60_000
 
@@ -96,6 +100,7 @@ class PostgresStore(Store):
     def _take(self) -> Any:
         with self._lock:
             if self._pid != os.getpid():
+                _INHERITED.append(self._idle)  # never closed here: closing would break the parent's
                 self._idle, self._pid = [], os.getpid()
             while self._idle:
                 conn = self._idle.pop()
@@ -117,8 +122,11 @@ class PostgresStore(Store):
             pass
 
     def close(self) -> None:
-        """Close idle connections."""
+        """Close idle connections (in the process that opened them)."""
         with self._lock:
+            if self._pid != os.getpid():
+                _INHERITED.append(self._idle)
+                self._idle = []
             idle, self._idle = self._idle, []
         for conn in idle:
             conn.close()

@@ -29,6 +29,10 @@ from ._store import Store, Txn
 
 __all__ = ["SQLiteStore", "sqlite_path"]
 
+#: Connections a forked child inherited: kept open and unused, since closing them in the child would close
+#: (PostgreSQL) or disturb (SQLite) the parent's.
+_INHERITED: list[list[Any]] = []
+
 #: Seconds a writer waits for another process's transaction on the same file.
 BUSY_TIMEOUT = 60.0
 
@@ -174,6 +178,7 @@ class SQLiteStore(Store):
         ident = self._identity()
         with self._lock:
             if self._pid != os.getpid():  # a forked child never shares its parent's connections
+                _INHERITED.append(self._idle)  # never closed here: closing would break the parent's
                 self._idle, self._pid = [], os.getpid()
             while self._idle:
                 conn, seen = self._idle.pop()
@@ -200,8 +205,11 @@ class SQLiteStore(Store):
             pass
 
     def close(self) -> None:
-        """Close idle connections."""
+        """Close idle connections (in the process that opened them)."""
         with self._lock:
+            if self._pid != os.getpid():
+                _INHERITED.append(self._idle)
+                self._idle = []
             idle, self._idle = self._idle, []
         for conn, _ in idle:
             conn.close()
