@@ -51,9 +51,13 @@ class _MeasureError(ParameterError, AttributeError):
 def _as_loss(loss: object, *, what: str = "loss") -> PrivacyLoss:
     """A release's loss: a :class:`PrivacyLoss`, or a plain positive number read as a pure epsilon."""
     if isinstance(loss, PrivacyLoss):
-        amount = loss.amount
+        amount = getattr(loss, "amount", None)
+        if isinstance(amount, int) and not isinstance(amount, bool):
+            amount = Fraction(amount)
+            loss = type(loss)(amount)  # type: ignore[call-arg]
         if not isinstance(amount, Fraction) or amount <= 0:
-            raise ParameterError(f"The '{what}' must be a positive privacy loss. Got {safe_repr(loss)}.")
+            raise ParameterError(f"The '{what}' must be a positive privacy loss with an exact amount. Got "
+                                 f"{safe_repr(loss)}.")
         return loss
     try:
         return loss_from(epsilon=loss)
