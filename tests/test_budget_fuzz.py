@@ -9,7 +9,9 @@ raises exactly what ``spend`` raises.
 
 from __future__ import annotations
 
+import atexit
 import math
+import shutil
 import tempfile
 from decimal import Decimal
 from fractions import Fraction
@@ -28,6 +30,7 @@ from pandas_dp.loss import ZCDP, PureDP
 FUZZ = settings(max_examples=200, deadline=None, derandomize=True,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 FOLDER = Path(tempfile.mkdtemp(prefix="pandas_dp_fuzz_"))
+atexit.register(shutil.rmtree, FOLDER, ignore_errors=True)
 
 
 class Hostile:
