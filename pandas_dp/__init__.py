@@ -13,16 +13,18 @@ from __future__ import annotations
 from importlib.metadata import PackageNotFoundError, version
 
 from . import accessor as _accessor  # noqa: F401  (registers DataFrame.dp and Series.dp)
-from .budget import Budget, active_budget, budget
+from .budget import Budget, Charge, Reservation, active_budget, budget
 from .errors import (
     BudgetError,
     BudgetExceededError,
     DomainError,
     NoActiveBudgetError,
     PandasDPError,
+    LedgerError,
     ParameterError,
     SchemaError,
 )
+from .ledger import Ledger
 from .results import Histogram, RangeAnswer
 from .results.count_of_counts import CountOfCounts
 from .results.unattributed import UnattributedHistogram
@@ -54,6 +56,9 @@ __all__ = [
     "budget",
     "Budget",
     "active_budget",
+    "Charge",
+    "Reservation",
+    "Ledger",
     "Histogram",
     "RangeAnswer",
     "CountOfCounts",
@@ -69,4 +74,5 @@ __all__ = [
     "DomainError",
     "SchemaError",
     "ParameterError",
+    "LedgerError",
 ]

@@ -1,9 +1,11 @@
-"""Command line: ``python -m pandas_dp demo`` and ``python -m pandas_dp release SPEC.toml``."""
+"""Command line: ``python -m pandas_dp demo``, ``release SPEC.toml`` and ``ledger init|verify|show``."""
 
 from __future__ import annotations
 
 import argparse
 import sys
+import tempfile
+from pathlib import Path
 from typing import Sequence
 
 import numpy as np
@@ -15,8 +17,19 @@ def _show(title: str, frame: pd.DataFrame) -> None:
     print(frame.to_string(float_format=lambda v: f"{v:,.1f}"))
 
 
-def demo(seed: int | None = None) -> int:
-    """Release a few tables from the bundled synthetic census and print them with error bars."""
+def demo(seed: int | None = None, *, ledger: str | None = None) -> int:
+    """Release a few tables from the bundled synthetic census and print them with error bars.
+
+    The demo creates its ledger explicitly (at ``ledger``, a new path, or in a
+    temporary folder removed at the end) and verifies it after the releases.
+    """
+    if ledger is not None:
+        return _demo(seed, ledger, f"The ledger {ledger}")
+    with tempfile.TemporaryDirectory(prefix="pandas_dp_demo_") as folder:
+        return _demo(seed, str(Path(folder) / "demo.ledger.sqlite"), "The demo's temporary ledger")
+
+
+def _demo(seed: int | None, ledger_path: str, ledger_label: str) -> int:
     import pandas_dp as pdp
     from pandas_dp.data import load_households, load_persons
 
@@ -25,7 +38,8 @@ def demo(seed: int | None = None) -> int:
     print(f"pandas_dp {pdp.__version__} demo: {len(persons):,} synthetic persons "
           f"({'seeded, reproducible' if rng is not None else 'secure noise'}).")
     print("Every figure below is differentially private; ± is the 95% confidence half-width.")
-    with pdp.budget(epsilon=1.0) as budget:
+    ledger = pdp.Ledger.create(ledger_path)  # explicit: budgets open existing ledgers, never create them
+    with pdp.budget(epsilon=1.0, ledger=ledger, name="demo") as budget:
         ages = persons.dp.histogram("age", bins=range(0, 101, 10), epsilon=0.2, rng=rng)
         frame = ages.to_frame()
         frame["± 95%"] = 1.96 * frame["std_error"]
@@ -58,6 +72,9 @@ def demo(seed: int | None = None) -> int:
 
     _show("Budget ledger", budget.ledger[["id", "method", "columns", "epsilon", "status"]])
     print(f"\nSpent ε = {budget.spent:g} of {budget.epsilon:g}; remaining {budget.remaining:g}.")
+    summary = ledger.verify()
+    print(f"{ledger_label}: {summary.entries} entries, hash chain and running total verified "
+          f"(python -m pandas_dp ledger verify PATH does the same; pass --ledger PATH to keep it).")
     return 0
 
 
@@ -71,28 +88,38 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="seed a numpy Generator for reproducible output (experiments only, not production)")
     p_release = sub.add_parser(
         "release", help="run the releases a TOML spec lists (ETL); write tables and a JSON manifest",
-        description="Run the releases listed in a TOML spec under one budget with a ledger file, write each "
-                    "as CSV/Parquet plus manifest.json. The whole spec is validated before the data is read; "
-                    "an invalid spec exits with status 2 and charges nothing. Spec format: see "
-                    "pandas_dp.cli_release or the docs' Command line page.")
+        description="Run the releases listed in a TOML spec under one budget of an existing ledger, write each "
+                    "as CSV/Parquet plus manifest.json. A full preflight (spec, input header, output folder, "
+                    "ledger and budget left) runs first; the spec's total is then reserved in one ledger "
+                    "transaction. Exit status 0 done, 2 for any problem found before a charge (nothing "
+                    "charged), 1 for a failure after a charge. Spec format: see pandas_dp.cli_release or the "
+                    "docs' Command line page.")
     p_release.add_argument("spec", help="path of the TOML spec")
     p_release.add_argument("--check", action="store_true",
-                           help="validate the spec (and the ledger's remaining budget) without reading the data")
+                           help="run the whole preflight (spec, input header, output folder, ledger) and write "
+                                "nothing")
+    p_demo.add_argument("--ledger", default=None,
+                        help="create the demo's ledger at this new path (default: a temporary file)")
+    from .ledger.cli import add_parser as add_ledger_parser
+
+    add_ledger_parser(sub)
     args = parser.parse_args(argv)
     if args.command == "demo":
-        return demo(args.seed)
+        return demo(args.seed, ledger=args.ledger)
+    if args.command == "ledger":
+        from .ledger.cli import run as run_ledger
+
+        return run_ledger(args)
     if args.command == "release":
-        from .cli_release import SpecError, run_release
-        from .errors import PandasDPError
+        from .cli_release import ReleaseError, SpecError, run_release
 
         try:
             return run_release(args.spec, check_only=args.check)
         except SpecError as err:
             print(f"error: {err}", file=sys.stderr)
             return 2
-        except PandasDPError as err:  # e.g. another process sharing the ledger spent the budget meanwhile
-            print(f"error: {type(err).__name__}: {err}\nReleases written before this one are listed in the "
-                  f"ledger; see its 'status' column.", file=sys.stderr)
+        except ReleaseError as err:
+            print(f"error: {err}", file=sys.stderr)
             return 1
     parser.error(f"unknown command {args.command!r}")  # pragma: no cover
     return 2

@@ -1,20 +1,30 @@
 """``python -m pandas_dp release SPEC.toml``: releases listed in a TOML spec, for ETL pipelines.
 
-The spec names an input table (CSV or Parquet), a budget (epsilon and a
-SQLite ledger file) and the releases to run. The whole spec is validated
-before the data is read: unknown keys, missing or non-positive epsilons, a
-total above the budget (or above what the ledger has left), unknown methods,
-bad domains and bad method knobs (each release is rehearsed on an empty table
-of the same columns, under a throwaway budget). After reading the data, its
-column names and dtypes (not its values) are checked the same way, so no
-release is charged unless all of them can run. Each release is written as
-CSV or Parquet and described in ``manifest.json``.
+The spec names an input table (CSV or Parquet), a budget (its total, as
+``epsilon`` for pure DP or ``rho`` for zCDP, and an existing ledger) and the
+releases to run, each with exactly one of ``epsilon``/``rho``. Amounts are read
+exactly as the library reads them (``0.1`` is 1/10), so ten releases of 0.1 fit
+a budget of 1.0.
+
+Order of work (see :mod:`pandas_dp.cli_preflight`): a full preflight that
+charges and writes nothing (the spec; a rehearsal of every release on an empty
+table; the input's header; the output folder; the ledger and the budget left
+in it); then the spec's whole total is **reserved** in one ledger transaction,
+so a second run on the same budget is refused before it reads anything; then
+the data is read and each release is charged to the reservation (its own
+ledger entry) before its noise is drawn, written atomically, and recorded in
+``manifest.json`` (rewritten atomically after every release); finally the
+unused part of the reservation is returned.
+
+Exit statuses: 0 done; 2 for any problem found before a charge (nothing was
+charged; the message says whether anything was read); 1 for a failure after a
+charge.
 
 Example spec::
 
     [budget]
-    epsilon = 1.0
-    ledger = "ledger.sqlite"         # relative to the spec's folder
+    epsilon = 1.0                    # or rho = 0.5 (zCDP)
+    ledger = "ledger.sqlite"         # an existing ledger (python -m pandas_dp ledger init ledger.sqlite)
 
     [input]
     path = "persons.csv"
@@ -43,8 +53,6 @@ Example spec::
 from __future__ import annotations
 
 import json
-import math
-import numbers
 import sys
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -54,18 +62,21 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .errors import PandasDPError, ParameterError
+from .loss import PrivacyLoss, loss_from
+
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
-__all__ = ["SpecError", "Spec", "load_spec", "run_release"]
+__all__ = ["SpecError", "ReleaseError", "Spec", "Release", "load_spec", "run_release", "release_table"]
 
 _TOP = {"budget", "input", "output", "release", "seed"}
-_BUDGET = {"epsilon", "ledger", "name"}
+_BUDGET = {"epsilon", "rho", "ledger", "name"}
 _INPUT = {"path", "format"}
 _OUTPUT = {"dir", "format"}
-_COMMON = {"name", "method", "epsilon"}
+_COMMON = {"name", "method", "epsilon", "rho"}
 _HIST = {"columns", "bins", "range", "categories", "nonnegative"}
 _KEYS = {
     "identity": _HIST,
@@ -78,26 +89,42 @@ _KEYS = {
 }
 _REQUIRED = {"count_of_counts": ("group", "location"), "unattributed": ("group",)}
 _FORMATS = ("csv", "parquet")
+_READ = {"nothing": "nothing was read or charged",
+         "header": "only the input's header (its column names) was read, and nothing was charged",
+         "data": "nothing was charged (the run's reservation was returned in full)"}
 
 
-class SpecError(Exception):
-    """An invalid release spec; ``problems`` lists every problem found."""
+class SpecError(PandasDPError, ValueError):
+    """A problem found before any charge (exit status 2); ``problems`` lists every one found.
 
-    def __init__(self, path: Any, problems: list[str]) -> None:
+    ``read`` says what was read before it was found: ``"nothing"``, ``"header"``
+    (the input's column names) or ``"data"``.
+    """
+
+    def __init__(self, path: Any, problems: list[str], *, read: str = "nothing") -> None:
         self.problems = problems
+        self.read = read
         lines = "\n".join(f"  - {p}" for p in problems)
-        super().__init__(f"Invalid release spec {str(path)!r} ({len(problems)} problem(s)); nothing was read "
-                         f"or charged:\n{lines}")
+        super().__init__(f"Invalid release run {str(path)!r} ({len(problems)} problem(s)); {_READ[read]}:\n{lines}")
+
+
+class ReleaseError(PandasDPError, RuntimeError):
+    """A failure after at least one release was charged (exit status 1)."""
 
 
 @dataclass
 class Release:
-    """One release of the spec, with its accessor arguments."""
+    """One release of the spec: its loss (``epsilon`` or ``rho``, exact) and its accessor arguments."""
 
     name: str
     method: str
-    epsilon: float
+    loss: PrivacyLoss
     args: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def epsilon(self) -> float:
+        """The release's amount as a float (its epsilon, or its rho for a zCDP release)."""
+        return float(self.loss.amount)
 
     def columns(self) -> list[str]:
         """Columns of the input table the release reads."""
@@ -115,8 +142,8 @@ class Spec:
     """A validated release spec (paths resolved against the spec's folder)."""
 
     path: Path
-    epsilon: float
-    ledger: Path
+    total: PrivacyLoss
+    ledger: Path | str
     budget_name: str
     input: Path
     input_format: str
@@ -124,6 +151,15 @@ class Spec:
     output_format: str
     seed: int | None
     releases: list[Release]
+
+    @property
+    def epsilon(self) -> float:
+        """The budget's total as a float (epsilon, or rho for a zCDP budget)."""
+        return float(self.total.amount)
+
+    def asked(self) -> Fraction:
+        """What the releases cost together in the budget's measure (exact)."""
+        return sum((r.loss.charged_as(self.total.measure).amount for r in self.releases), Fraction(0))
 
 
 def _fmt_of(path: Path, given: Any, what: str, problems: list[str]) -> str:
@@ -133,9 +169,19 @@ def _fmt_of(path: Path, given: Any, what: str, problems: list[str]) -> str:
     return fmt
 
 
-def _positive(value: Any) -> bool:
-    return (isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
-            and value > 0)
+def _amount(table: dict[str, Any], where: str, problems: list[str], example: str) -> PrivacyLoss | None:
+    """Exactly one of epsilon/rho, read exactly (to_fraction)."""
+    given = {k: table[k] for k in ("epsilon", "rho") if k in table}
+    if len(given) != 1:
+        got = " and ".join(given) if given else "neither"
+        problems.append(f"{where}: give exactly one of 'epsilon' (pure DP) or 'rho' (zCDP); got {got}. "
+                        f"For example {example}.")
+        return None
+    try:
+        return loss_from(**given)
+    except ParameterError as err:
+        problems.append(f"{where}: {err}")
+        return None
 
 
 def _table(raw: dict[str, Any], key: str, allowed: set[str], problems: list[str]) -> dict[str, Any]:
@@ -156,28 +202,44 @@ def _release(i: int, entry: Any, problems: list[str]) -> Release | None:
     name = entry.get("name", f"release_{i + 1}")
     where = f"[[release]] {name!r}"
     method = entry.get("method")
-    if method not in _KEYS:
+    if not isinstance(method, str) or method not in _KEYS:
         problems.append(f"{where}: unknown method {method!r}; choose one of {sorted(_KEYS)}.")
         return None
     for extra in sorted(set(entry) - _COMMON - _KEYS[method]):
         problems.append(f"{where}: unknown key {extra!r} for method {method!r}; allowed keys: "
                         f"{sorted(_COMMON | _KEYS[method])}.")
-    eps = entry.get("epsilon")
-    if eps is None:
-        problems.append(f"{where}: missing 'epsilon' (the privacy loss of this release), e.g. epsilon = 0.5.")
-    elif not _positive(eps):
-        problems.append(f"{where}: 'epsilon' must be a positive number; got {eps!r}.")
+    if "epsilon" not in entry and "rho" not in entry:
+        problems.append(f"{where}: missing 'epsilon' (the privacy loss of this release), e.g. epsilon = 0.5 "
+                        f"(or rho = 0.1 for zCDP).")
+        loss = None
+    else:
+        loss = _amount(entry, where, problems, "epsilon = 0.5")
+    labels_ok = True
     for req in _REQUIRED.get(method, ("columns",)):
         if req not in entry:
             problems.append(f"{where}: missing {req!r} for method {method!r}.")
-    if not isinstance(name, str) or not name or any(c in name for c in "/\\"):
+            labels_ok = False
+    for key in ("columns", "location", "group"):
+        value = entry.get(key)
+        if key not in entry:
+            continue
+        one = isinstance(value, str) and value != ""
+        many = key != "group" and isinstance(value, list) and bool(value) and all(
+            isinstance(v, str) and v for v in value)
+        if not (one or many):
+            shape = "a column name" if key == "group" else "a column name or a non-empty list of column names"
+            problems.append(f"{where}: {key!r} must be {shape}; got {value!r}.")
+            labels_ok = False
+    if not isinstance(name, str) or not name or any(c in name for c in "/\\\x00") or name in (".", ".."):
         problems.append(f"{where}: 'name' must be a non-empty string usable as a file name; got {name!r}.")
+    if loss is None or not labels_ok:
+        return None
     args = {k: v for k, v in entry.items() if k not in _COMMON}
-    return Release(str(name), method, float(eps) if _positive(eps) else 0.0, args)
+    return Release(str(name), method, loss, args)
 
 
 def load_spec(path: str | Path) -> Spec:
-    """Parse and statically validate a spec (no data is read).
+    """Parse and statically validate a spec (no data is read, nothing is written).
 
     Raises
     ------
@@ -190,6 +252,8 @@ def load_spec(path: str | Path) -> Spec:
         raw = tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise SpecError(path, [f"The spec file {str(path)!r} does not exist."]) from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise SpecError(path, [f"The spec file {str(path)!r} cannot be read: {err}."]) from None
     except tomllib.TOMLDecodeError as err:
         raise SpecError(path, [f"The spec is not valid TOML: {err}."]) from None
     base = path.resolve().parent
@@ -198,12 +262,20 @@ def load_spec(path: str | Path) -> Spec:
     bud = _table(raw, "budget", _BUDGET, problems)
     inp = _table(raw, "input", _INPUT, problems)
     out = _table(raw, "output", _OUTPUT, problems)
-    total = bud.get("epsilon")
-    if total is None:
-        problems.append("Missing [budget] epsilon: the total privacy loss of this run, e.g. epsilon = 1.0.")
-    elif not _positive(total):
-        problems.append(f"[budget] epsilon must be a positive number; got {total!r}.")
-    if "path" not in inp:
+    total = _amount(bud, "[budget]", problems, "epsilon = 1.0 (the total privacy loss of this run)")
+    ledger_given = bud.get("ledger")
+    ledger: Path | str = ""
+    if not isinstance(ledger_given, str) or not ledger_given.strip():
+        problems.append("[budget] ledger must name an existing ledger file (or a postgresql:// URL); create it once "
+                        "with `python -m pandas_dp ledger init PATH`. Got "
+                        f"{ledger_given!r}.")
+    else:
+        ledger = ledger_given if ledger_given.lower().startswith(("postgresql://", "postgres://")) else \
+            base / ledger_given
+    name = bud.get("name", "default")
+    if not isinstance(name, str) or not name.strip():
+        problems.append(f"[budget] name must be a non-empty string; got {name!r}.")
+    if "path" not in inp or not isinstance(inp.get("path"), str):
         problems.append("Missing [input] path: the CSV or Parquet file to release from.")
     in_path = base / str(inp.get("path", ""))
     in_fmt = _fmt_of(in_path, inp.get("format"), "[input]", problems)
@@ -214,7 +286,6 @@ def load_spec(path: str | Path) -> Spec:
             import pyarrow  # noqa: F401
         except ImportError:
             problems.append("Parquet needs pyarrow: pip install pyarrow (or use format = \"csv\").")
-    ledger = base / str(bud.get("ledger", out_dir / "ledger.sqlite"))
     seed = raw.get("seed")
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
         problems.append(f"'seed' must be a non-negative integer (reproducible experiments only); got {seed!r}.")
@@ -226,11 +297,20 @@ def load_spec(path: str | Path) -> Spec:
     names = [r.name for r in releases]
     for dup in sorted({n for n in names if names.count(n) > 1}):
         problems.append(f"Release name {dup!r} is used twice; names become file names, make them unique.")
-    if _positive(total) and releases:
-        asked = sum((Fraction(r.epsilon) for r in releases), Fraction(0))
-        if asked > Fraction(total):
-            problems.append(f"The releases ask for epsilon = {float(asked):g} in total, above the budget "
-                            f"epsilon = {total:g}. Lower their epsilons or raise [budget] epsilon.")
+    if total is not None and releases:
+        asked, ok = Fraction(0), True
+        for r in releases:
+            try:
+                asked += r.loss.charged_as(total.measure).amount
+            except ParameterError:
+                ok = False
+                problems.append(f"[[release]] {r.name!r} asks for rho (zCDP), which a pure-epsilon budget cannot "
+                                f"pay: zCDP gives no pure-DP guarantee. Give it an epsilon, or make the budget a "
+                                f"rho budget.")
+        if ok and asked > total.amount:
+            problems.append(f"The releases ask for {total.parameter} = {float(asked):g} in total, above the budget "
+                            f"{total.parameter} = {float(total.amount):g}. Lower their amounts or raise the "
+                            f"[budget] total.")
     for r in releases:
         for key in ("groups", "hierarchy"):
             value = r.args.get(key)
@@ -242,68 +322,14 @@ def load_spec(path: str | Path) -> Spec:
                     problems.append(f"[[release]] {r.name!r}: public {key} table {value!r} not found.")
                 else:
                     r.args[key] = base / value
-    if problems:
+    if problems or total is None:
         raise SpecError(path, problems)
-    return Spec(path, float(total), ledger, str(bud.get("name", "default")), in_path, in_fmt, out_dir, out_fmt,
-                seed, releases)
+    return Spec(path, total, ledger, str(name), in_path, in_fmt, out_dir, out_fmt, seed, releases)
 
 
-def _read(path: Path, fmt: str, columns: list[str] | None = None) -> pd.DataFrame:
-    if fmt == "parquet":
-        return pd.read_parquet(path, columns=columns)
-    return pd.read_csv(path, usecols=columns)
-
-
-def _call(frame: pd.DataFrame, r: Release, rng: np.random.Generator | None) -> Any:
-    """Run one release through the ``.dp`` accessor."""
-    a = dict(r.args)
-    if r.method == "count_of_counts":
-        for key in ("groups", "hierarchy"):
-            if isinstance(a.get(key), Path):
-                a[key] = _read(a[key], _fmt_of(a[key], None, key, []))
-        if "estimator" in a:
-            a["method"] = a.pop("estimator")
-        return frame.dp.count_of_counts(a.pop("group"), a.pop("location"), epsilon=r.epsilon, rng=rng,
-                                        progress=False, **a)
-    if r.method == "unattributed":
-        return frame.dp.unattributed_histogram(a.pop("group"), epsilon=r.epsilon, rng=rng, **a)
-    columns = a.pop("columns")
-    if r.method == "hierarchical":
-        return frame.dp.hierarchical_histogram(columns, epsilon=r.epsilon, rng=rng, **a)
-    return frame.dp.histogram(columns, epsilon=r.epsilon, method=r.method, rng=rng, **a)
-
-
-def _rehearse(spec: Spec, frame: pd.DataFrame, stage: str) -> None:
-    """Run every release on ``frame`` (no rows) under a throwaway budget; collect the errors."""
-    import pandas_dp as pdp
-
-    problems: list[str] = []
-    with pdp.budget(epsilon=spec.epsilon):
-        for r in spec.releases:
-            missing = [c for c in r.columns() if c not in frame.columns]
-            if missing:
-                if stage == "data":
-                    problems.append(f"[[release]] {r.name!r}: column(s) {missing} not in the input; it has "
-                                    f"{list(frame.columns)}.")
-                continue
-            try:
-                _call(frame, r, np.random.default_rng(0))
-            except (pdp.PandasDPError, TypeError, ValueError, KeyError) as err:
-                problems.append(f"[[release]] {r.name!r}: {type(err).__name__}: {err}")
-    if problems:
-        raise SpecError(spec.path, problems)
-
-
-def _blank(spec: Spec) -> pd.DataFrame:
-    """An empty table with every column the spec reads: numeric where bins are given, text otherwise."""
-    cols: dict[str, Any] = {}
-    for r in spec.releases:
-        cats = r.args.get("categories")
-        for c in r.columns():
-            text = r.method in ("count_of_counts", "unattributed") or (
-                cats is not None and (not isinstance(cats, dict) or c in cats))
-            cols.setdefault(c, pd.Series([], dtype=object if text else np.float64))
-    return pd.DataFrame(cols)
+def read_public_table(path: Path) -> pd.DataFrame:
+    """A public Groups or Hierarchy table named by the spec."""
+    return pd.read_parquet(path) if _fmt_of(path, None, "", []) == "parquet" else pd.read_csv(path)
 
 
 def release_table(result: Any) -> pd.DataFrame:
@@ -341,100 +367,37 @@ def release_table(result: Any) -> pd.DataFrame:
     return result.to_frame().rename_axis("rank").reset_index()
 
 
-def _jsonable(value: Any) -> Any:
-    return json.loads(json.dumps(value, default=str))
-
-
 def run_release(spec_path: str | Path, *, check_only: bool = False) -> int:
-    """Validate the spec, read the input, run every release, write tables and ``manifest.json``.
+    """Preflight, reserve, read, release, write tables and ``manifest.json``; return the exit status (0).
 
     Parameters
     ----------
     spec_path : str or Path
         The TOML spec (see the module documentation).
     check_only : bool
-        Validate the spec and the ledger's remaining budget, read no data.
-
-    Returns
-    -------
-    int
-        The process exit status (0).
+        Run the whole preflight (including reading the input's header) and write nothing.
 
     Raises
     ------
     SpecError
-        For an invalid spec, a missing input or column, or a ledger without
-        enough budget left: before anything is charged.
-
-    Notes
-    -----
-    Order of work: static checks of the spec; a rehearsal of every release
-    on an empty table (the library's own domain and knob checks); the ledger's
-    remaining budget; the input's column names and dtypes (a rehearsal on its
-    zero-row slice); then the releases, each charged to the ledger before its
-    noise is drawn, written, and recorded in the manifest with its ledger id.
+        For every problem found before a charge (exit status 2); nothing was charged.
+    ReleaseError
+        For a failure after a release was charged (exit status 1).
     """
-    import pandas_dp as pdp
+    from .cli_preflight import preflight
+    from .cli_run import execute
 
     spec = load_spec(spec_path)
-    _rehearse(spec, _blank(spec), "spec")
-    asked = sum((Fraction(r.epsilon) for r in spec.releases), Fraction(0))
-    if check_only and not spec.ledger.exists():
-        print(f"Spec {str(spec.path)!r} is valid: {len(spec.releases)} release(s), epsilon = {float(asked):g} "
-              f"of {spec.epsilon:g}.")
-        return 0
-    spec.ledger.parent.mkdir(parents=True, exist_ok=True)
-    budget = pdp.budget(epsilon=spec.epsilon, ledger=spec.ledger, name=spec.budget_name)
-    if asked > budget.remaining_exact:
-        raise SpecError(spec.path, [f"The ledger {str(spec.ledger)!r} has epsilon = {budget.remaining:g} left "
-                                    f"of budget {spec.budget_name!r}; the releases ask for {float(asked):g}. "
-                                    f"Use a new [budget] name or ledger, or lower the epsilons."])
+    preflight(spec)
+    asked = spec.asked()
     if check_only:
-        print(f"Spec {str(spec.path)!r} is valid: {len(spec.releases)} release(s), epsilon = {float(asked):g} "
-              f"of {spec.epsilon:g}.")
+        print(f"Spec {str(spec.path)!r} is valid: {len(spec.releases)} release(s), {spec.total.parameter} = "
+              f"{float(asked):g} of {float(spec.total.amount):g}; the input's header, the output folder and the "
+              f"ledger were checked. Nothing was written.")
         return 0
-    if not spec.input.is_file():
-        raise SpecError(spec.path, [f"[input] path {str(spec.input)!r} not found."])
-    needed = sorted({c for r in spec.releases for c in r.columns()})
-    head = _read(spec.input, spec.input_format).iloc[:0] if spec.input_format == "parquet" else \
-        pd.read_csv(spec.input, nrows=0)
-    missing = [c for c in needed if c not in head.columns]
-    if missing:
-        raise SpecError(spec.path, [f"Column(s) {missing} not in the input {str(spec.input)!r}; it has "
-                                    f"{list(head.columns)}."])
-    frame = _read(spec.input, spec.input_format, needed)
-    _rehearse(spec, frame.iloc[:0], "data")
-    rng = np.random.default_rng(spec.seed) if spec.seed is not None else None
-    if rng is not None:
-        print(f"note: seed = {spec.seed} makes the noise predictable: for experiments, not for production.",
-              file=sys.stderr)
-    spec.output_dir.mkdir(parents=True, exist_ok=True)
-    entries: list[dict[str, Any]] = []
-    manifest_path = spec.output_dir / "manifest.json"
+    return execute(spec)
 
-    def write_manifest() -> None:  # after every release, so a run stopped midway still documents its outputs
-        manifest = {"library": "pandas_dp", "version": pdp.__version__, "spec": str(spec.path),
-                    "input": str(spec.input), "budget": {"name": spec.budget_name, "epsilon": spec.epsilon,
-                                                         "spent": budget.spent, "ledger": str(spec.ledger)},
-                    "seeded": spec.seed is not None, "complete": len(entries) == len(spec.releases),
-                    "releases": entries}
-        manifest_path.write_text(json.dumps(manifest, indent=2), encoding="utf-8")
 
-    with budget:
-        for r in spec.releases:
-            result = _call(frame, r, rng)
-            ledger_id = int(budget.ledger["id"].iloc[-1])
-            out = spec.output_dir / f"{r.name}.{spec.output_format}"
-            table = release_table(result)
-            if spec.output_format == "parquet":
-                table.to_parquet(out, index=False)
-            else:
-                table.to_csv(out, index=False)
-            entries.append({"name": r.name, "file": out.name, "method": result.method,
-                            "parameters": _jsonable(dict(result.params)), "spec": _jsonable(r.args),
-                            "epsilon": result.epsilon, "ledger_id": ledger_id,
-                            "post_processing": list(result.post_processing)})
-            write_manifest()
-            print(f"released {r.name!r} ({result.method}, epsilon = {result.epsilon:g}) -> {out}")
-    print(f"Spent epsilon = {budget.spent:g} of {spec.epsilon:g}; manifest: {manifest_path}")
-    return 0
+def jsonable(value: Any) -> Any:
+    """``value`` as plain JSON types."""
+    return json.loads(json.dumps(value, default=str))

@@ -16,6 +16,7 @@ __all__ = [
     "SchemaError",
     "ParameterError",
     "DataSourceError",
+    "LedgerError",
 ]
 
 
@@ -61,4 +62,15 @@ class DataSourceError(PandasDPError, RuntimeError):
     """The frame's own computation failed (e.g. a Dask graph reading files); nothing was charged.
 
     Its message never quotes the original error, whose text may hold private values.
+    """
+
+
+class LedgerError(PandasDPError, RuntimeError):
+    """A ledger cannot be created, opened, verified or written.
+
+    Raised when the location is bad (missing folder, a directory, a read-only
+    file, an empty or non-path argument), when the file is missing, empty,
+    truncated, garbled or not a pandas_dp ledger, when its hash chain or a
+    budget's running total does not match its rows, or when the database
+    fails during a charge. The message names the ledger and the fix.
     """

@@ -404,6 +404,10 @@ class PrivacyLoss(ABC):
         """JSON-friendly record: ``{"measure": ..., parameter: exact text}``."""
         return {"measure": self.measure, self.parameter: _text(self.amount)}
 
+    @abstractmethod
+    def epsilon_delta(self, delta: float) -> float:
+        """The epsilon of the (epsilon, delta)-DP guarantee this loss implies (never below the true one)."""
+
     @property
     def pure_epsilon(self) -> float | None:
         """The epsilon of a pure-DP loss as a float; None for a measure with no pure guarantee."""
@@ -437,6 +441,13 @@ class PureDP(PrivacyLoss):
     def epsilon(self) -> Fraction:
         """The epsilon of this loss (exact)."""
         return self.amount
+
+    def epsilon_delta(self, delta: float) -> float:
+        """Pure epsilon-DP is (epsilon, delta)-DP for every delta: the epsilon itself."""
+        from ._zcdp import zcdp_epsilon
+
+        zcdp_epsilon(Fraction(1), delta)  # the same checks of delta
+        return float(self.amount)
 
     def planning_variance(self, share: float = 1.0, sensitivity: Sensitivity = UNIT) -> float:
         """Laplace variance ``2 (L1 / (epsilon share))**2`` (0 when it underflows)."""
@@ -481,6 +492,12 @@ class ZCDP(PrivacyLoss):
     def rho(self) -> Fraction:
         """The rho of this loss (exact)."""
         return self.amount
+
+    def epsilon_delta(self, delta: float) -> float:
+        """The tight conversion of Canonne, Kamath and Steinke (2020, Corollary 13), rounded up."""
+        from ._zcdp import zcdp_epsilon
+
+        return 0.0 if self.amount == 0 else zcdp_epsilon(self.amount, delta)
 
     def planning_variance(self, share: float = 1.0, sensitivity: Sensitivity = UNIT) -> float:
         """Gaussian variance ``L2**2 / (2 rho share)`` (0 when it underflows)."""

@@ -36,3 +36,15 @@ def ages() -> pd.DataFrame:
     })
     frame.loc[::50, "income"] = np.nan
     return frame
+
+
+@pytest.fixture(scope="session")
+def postgres_server():
+    """A PostgreSQL 15 server started for this test session (skips with the reason when it cannot start)."""
+    import _postgres_server
+
+    server = _postgres_server.start()
+    if isinstance(server, str):
+        pytest.skip(server)
+    yield server
+    server.stop()

@@ -140,6 +140,7 @@ def test_bad_method_and_knobs(persons, households):
 
 def test_ledger_reopened_with_another_total(tmp_path):
     path = tmp_path / "l.sqlite"
+    pdp.Ledger.create(path)
     pdp.budget(epsilon=1, ledger=path, name="x")
     with pytest.raises(ParameterError) as info:
         pdp.budget(epsilon=2, ledger=path, name="x")
