@@ -70,23 +70,18 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
+from .releases.registry import cli_keys
+
 __all__ = ["SpecError", "ReleaseError", "Spec", "Release", "load_spec", "run_release", "release_table"]
 
 _TOP = {"budget", "input", "output", "release", "seed"}
 _BUDGET = {"epsilon", "rho", "ledger", "name"}
 _INPUT = {"path", "format"}
-_OUTPUT = {"dir", "format"}
+_OUTPUT = {"dir", "format", "confidence"}
 _COMMON = {"name", "method", "epsilon", "rho"}
-_HIST = {"columns", "bins", "range", "categories", "nonnegative"}
-_KEYS = {
-    "identity": _HIST,
-    "hierarchical": _HIST | {"branching", "budget_split", "include_root", "consistent"},
-    "ahp": _HIST | {"epsilon_split", "eta", "clustering"},
-    "dpcube": _HIST | {"epsilon_split", "threshold", "estimate"},
-    "auto": _HIST | {"expected_total", "workload"},
-    "count_of_counts": {"group", "location", "groups", "hierarchy", "max_size", "estimator", "merge"},
-    "unattributed": {"group", "groups"},
-}
+#: Allowed keys of a [[release]] table per method, read from the release registry (every histogram
+#: method with its knobs, count_of_counts, unattributed), so a new method or knob is written once.
+_KEYS = cli_keys()
 _REQUIRED = {"count_of_counts": ("group", "location"), "unattributed": ("group",)}
 _FORMATS = ("csv", "parquet")
 _READ = {"nothing": "nothing was read or charged",
@@ -151,6 +146,7 @@ class Spec:
     output_format: str
     seed: int | None
     releases: list[Release]
+    confidence: float = 0.95
 
     @property
     def epsilon(self) -> float:
@@ -281,6 +277,11 @@ def load_spec(path: str | Path) -> Spec:
     in_fmt = _fmt_of(in_path, inp.get("format"), "[input]", problems)
     out_dir = base / str(out.get("dir", "released"))
     out_fmt = _fmt_of(Path(".csv"), out.get("format"), "[output]", problems)
+    confidence = out.get("confidence", 0.95)
+    if isinstance(confidence, bool) or not isinstance(confidence, (int, float)) or not 0 < confidence < 1:
+        problems.append(f"[output] confidence must be a number in (0, 1), the coverage of the tables' lower/upper "
+                        f"columns; got {confidence!r}. Use e.g. confidence = 0.95.")
+        confidence = 0.95
     if "parquet" in (in_fmt, out_fmt):
         try:
             import pyarrow  # noqa: F401
@@ -324,7 +325,8 @@ def load_spec(path: str | Path) -> Spec:
                     r.args[key] = base / value
     if problems or total is None:
         raise SpecError(path, problems)
-    return Spec(path, total, ledger, str(name), in_path, in_fmt, out_dir, out_fmt, seed, releases)
+    return Spec(path, total, ledger, str(name), in_path, in_fmt, out_dir, out_fmt, seed, releases,
+                float(confidence))
 
 
 def read_public_table(path: Path) -> pd.DataFrame:
@@ -332,20 +334,23 @@ def read_public_table(path: Path) -> pd.DataFrame:
     return pd.read_parquet(path) if _fmt_of(path, None, "", []) == "parquet" else pd.read_csv(path)
 
 
-def release_table(result: Any) -> pd.DataFrame:
+def release_table(result: Any, confidence: float = 0.95) -> pd.DataFrame:
     """A flat, file-friendly table of a release.
 
     Parameters
     ----------
     result : Histogram, CountOfCounts or UnattributedHistogram
+    confidence : float
+        Coverage of the ``lower``/``upper`` columns (the release's own interval rule).
 
     Returns
     -------
     DataFrame
         Histograms: one row per cell, numeric bins as ``<column>_low`` /
         ``<column>_high``, categories as their label, then ``estimate``,
-        ``variance``, ``std_error``. Count-of-counts: ``level, region, size,
-        groups``. Unattributed: ``rank, estimate, variance, std_error``.
+        ``variance``, ``std_error``, ``lower``, ``upper``. Count-of-counts:
+        ``level, region, size, groups``. Unattributed: ``rank, estimate,
+        variance, std_error, lower, upper``.
     """
     from .domain import BinDomain
     from .results import CountOfCounts, Histogram
@@ -363,8 +368,10 @@ def release_table(result: Any) -> pd.DataFrame:
             else:
                 data[dim.column] = dim.categories.to_numpy()[idx]
         body = result.to_frame().reset_index(drop=True)
-        return pd.concat([pd.DataFrame(data), body], axis=1)
-    return result.to_frame().rename_axis("rank").reset_index()
+        bounds = result.confidence_interval(confidence).reset_index(drop=True)
+        return pd.concat([pd.DataFrame(data), body, bounds], axis=1)
+    table = result.to_frame().rename_axis("rank").reset_index()
+    return pd.concat([table, result.confidence_interval(confidence).reset_index(drop=True)], axis=1)
 
 
 def run_release(spec_path: str | Path, *, check_only: bool = False) -> int:

@@ -89,7 +89,7 @@ def execute(spec: Spec) -> int:
                     raise _WhileProcessing(type(err).__name__) from None
                 charge = plan.charges[-1]
                 out = spec.output_dir / f"{r.name}.{spec.output_format}"
-                table = release_table(result)
+                table = release_table(result, spec.confidence)
                 if spec.output_format == "parquet":
                     write_atomic(out, lambda p, t=table: t.to_parquet(p, index=False))
                 else:

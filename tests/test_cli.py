@@ -156,7 +156,9 @@ def test_release_writes_tables_manifest_and_ledger(workdir):
         assert entry[5] == "ok"
     assert len({r["ledger_id"] for r in manifest["releases"]}) == 5
     ages = pd.read_csv(d / "released" / "ages.csv")
-    assert list(ages.columns) == ["age_low", "age_high", "estimate", "variance", "std_error"]
+    assert list(ages.columns) == ["age_low", "age_high", "estimate", "variance", "std_error", "lower", "upper"]
+    # 95% intervals by default ([output] confidence): the identity's exact noise quantile around each estimate
+    assert ((ages["lower"] < ages["estimate"]) & (ages["estimate"] < ages["upper"])).all()
     assert ages["age_low"].tolist() == [0, 18, 30, 50, 65]
     grid = pd.read_csv(d / "released" / "state_age.csv")
     assert len(grid) == 5 * 4 and list(grid.columns[:3]) == ["state", "age_low", "age_high"]
