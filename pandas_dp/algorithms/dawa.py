@@ -1,0 +1,387 @@
+"""DAWA: data- and workload-aware range queries (1-D, and 2-D through a Hilbert ordering).
+
+:func:`dawa` splits its privacy loss exactly in two (``ratio`` for stage 1):
+
+1. a private partition of the domain into buckets of nearly uniform counts
+   (:mod:`pandas_dp.algorithms.dawa_partition`);
+2. a weighted hierarchy of bucket sums chosen for the workload, answered with
+   noise and combined by least squares, each bucket spread evenly over its bins
+   (:mod:`pandas_dp.algorithms.dawa_strategy`).
+
+2-D counts are laid out along a Hilbert curve (:mod:`pandas_dp.algorithms.hilbert`),
+rectangles become runs of positions on that line, and the estimates are put
+back on the grid.
+
+Error bars
+----------
+Given the partition (which depends on the data only through stage-1 noise),
+every estimate is linear in the stage-2 noise, so its noise variance is exact
+(``variances``, :meth:`DawaRelease.range_variance`, ...). What they exclude is
+the *bias* of uniform spreading inside a bucket, which depends on the unknown
+true counts: ``variance_exact`` is ``False``. A query made of whole buckets
+has no such bias (:meth:`DawaRelease.aligned`), and for any query the whole
+buckets inside it and those touching it bracket its true count
+(:meth:`DawaRelease.inner_outer`), since counts are not negative; see
+``docs/methods/dawa.md`` for the recommended confidence intervals.
+
+References
+----------
+.. [1] C. Li, M. Hay, G. Miklau, Y. Wang. "A Data- and Workload-Aware Algorithm
+   for Range Queries Under Differential Privacy", PVLDB 7(5), 2014.
+.. [2] M. Hay, A. Machanavajjhala, G. Miklau, Y. Chen, D. Zhang. "Principled
+   Evaluation of Differentially Private Algorithms using DPBench", SIGMOD 2016.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any, ClassVar, Literal
+
+import numpy as np
+
+from pandas_dp._rational import to_fraction
+from pandas_dp.algorithms.dawa_partition import PrivatePartition, partition_loss_shares, private_partition
+from pandas_dp.algorithms.dawa_strategy import (HierarchicalAnswers, HierarchyStrategy, answer_hierarchy,
+                                                bucket_runs, choose_strategy, query_variance)
+from pandas_dp.algorithms.hilbert import hilbert_order, rectangle_runs
+from pandas_dp.errors import ParameterError
+from pandas_dp.loss import PrivacyLoss, Sensitivity
+
+__all__ = ["DawaRelease", "dawa", "workload_runs", "DEFAULT_RATIO", "PREFIX_2D_CORNERS"]
+
+#: Share of the loss spent on the private partition (the paper's recommendation, rho = 0.25).
+DEFAULT_RATIO = Fraction(1, 4)
+#: ``workload="prefix"`` on a 2-D grid: prefix rectangles at up to this many corners per axis.
+PREFIX_2D_CORNERS = 32
+
+Workload = Literal["prefix", "identity"]
+
+VARIANCE_NOTE = ("Noise-only variances, exact given the private partition; they exclude the bias of "
+                 "spreading a bucket's estimate evenly over its bins (zero for queries made of whole "
+                 "buckets, see aligned()).")
+
+
+def _check_ratio(ratio: Any) -> Fraction:
+    r = to_fraction(ratio, name="ratio")
+    if not 0 < r < 1:
+        raise ParameterError(
+            f"The 'ratio' parameter of dawa must be strictly between 0 and 1 (the share of the loss "
+            f"spent on the partition). Got {ratio!r}. Pass e.g. ratio=0.25 (the paper's choice).")
+    return r
+
+
+def workload_runs(workload: np.ndarray | str, shape: tuple[int, ...]
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """A public workload as runs ``(query, lo, hi, m)`` of positions on DAWA's 1-D line.
+
+    Parameters
+    ----------
+    workload : {"prefix", "identity"} or ndarray
+        1-D: ``"prefix"`` (all ``n`` ranges ``[0, j)``), ``"identity"`` (single
+        bins) or an ``(m, 2)`` int array of half-open ranges ``[lo, hi)``. 2-D:
+        ``"prefix"`` (rectangles ``[0, r) x [0, c)`` with ``r, c`` at up to
+        :data:`PREFIX_2D_CORNERS` evenly spaced corners per axis), ``"identity"``
+        (single cells) or an ``(m, 4)`` int array of rectangles ``r0, r1, c0, c1``.
+    shape : tuple of int
+        Domain shape.
+
+    Returns
+    -------
+    query, lo, hi : ndarray of int64
+        Runs sorted by ``(query, lo)``; 2-D positions are in ``hilbert_order(shape)``.
+    m : int
+        Number of queries.
+
+    Raises
+    ------
+    ParameterError
+        For an unknown name, a wrong array shape, or queries outside the domain or empty.
+    """
+    if isinstance(workload, str):
+        if workload not in ("prefix", "identity"):
+            raise ParameterError(
+                f"The 'workload' parameter of dawa must be 'prefix', 'identity' or an array of "
+                f"ranges/rectangles. Got {workload!r}.")
+        if len(shape) == 1:
+            n = shape[0]
+            lo = np.zeros(n, dtype=np.int64) if workload == "prefix" else np.arange(n, dtype=np.int64)
+            return np.arange(n, dtype=np.int64), lo, np.arange(1, n + 1, dtype=np.int64), n
+        if workload == "identity":
+            rr, cc = np.divmod(np.arange(shape[0] * shape[1], dtype=np.int64), shape[1])
+            rects = np.column_stack([rr, rr + 1, cc, cc + 1])
+        else:
+            corners = [np.unique(np.linspace(0, s, min(s, PREFIX_2D_CORNERS) + 1).round().astype(np.int64)[1:])
+                       for s in shape]
+            r1, c1 = np.meshgrid(*corners, indexing="ij")
+            zeros = np.zeros(r1.size, dtype=np.int64)
+            rects = np.column_stack([zeros, r1.ravel(), zeros, c1.ravel()])
+        return (*rectangle_runs(rects, shape), rects.shape[0])
+    arr = np.asarray(workload)
+    width = 2 if len(shape) == 1 else 4
+    if arr.ndim != 2 or arr.shape[1] != width or arr.shape[0] == 0 or not np.issubdtype(arr.dtype, np.integer):
+        raise ParameterError(
+            f"The 'workload' parameter of dawa must be a non-empty integer array of shape (m, {width}) "
+            f"({'lo, hi ranges' if width == 2 else 'r0, r1, c0, c1 rectangles'}, half-open). Got "
+            f"{'an array of shape ' + str(arr.shape) + ' and dtype ' + str(arr.dtype)}.")
+    arr = arr.astype(np.int64)
+    bounds = [(arr[:, 0], arr[:, 1], shape[0])] + ([(arr[:, 2], arr[:, 3], shape[1])] if width == 4 else [])
+    for lo, hi, size in bounds:
+        bad = (lo < 0) | (hi > size) | (lo >= hi)
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise ParameterError(
+                f"Every workload query of dawa must be a non-empty half-open range inside the domain "
+                f"(0 <= lo < hi <= {size}). Query {i} is {arr[i].tolist()}. Fix or drop it.")
+    if width == 2:
+        m = arr.shape[0]
+        return np.arange(m, dtype=np.int64), arr[:, 0].copy(), arr[:, 1].copy(), m
+    return (*rectangle_runs(arr, shape), arr.shape[0])
+
+
+def _merge_runs(query: np.ndarray, lo: np.ndarray, hi: np.ndarray
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Drop empty runs and merge overlapping or touching runs of the same query (input sorted)."""
+    keep = lo < hi
+    query, lo, hi = query[keep], lo[keep], hi[keep]
+    if query.size == 0:
+        return query, lo, hi
+    # running maximum of hi within each query (runs sorted by (query, lo))
+    starts_q = np.r_[True, query[1:] != query[:-1]]
+    seg = np.cumsum(starts_q) - 1
+    offset = seg * (int(hi.max()) + 1)
+    reach = np.maximum.accumulate(hi + offset) - offset
+    new = np.r_[True, starts_q[1:] | (lo[1:] > reach[:-1])]
+    first = np.flatnonzero(new)
+    last = np.r_[first[1:] - 1, query.size - 1]
+    return query[first], lo[first], reach[last]
+
+
+@dataclass(frozen=True)
+class DawaRelease:
+    """Output of :func:`dawa` (everything is differentially private or public).
+
+    Attributes
+    ----------
+    estimates : ndarray of float64
+        Estimated count of every bin / cell, shaped like the input counts.
+    variances : ndarray of float64
+        Noise variance of every estimate, exact given the partition (``P_j / |B_j|**2``
+        for a bin of bucket ``j``); excludes the bias of uniform spreading.
+    edges : ndarray of int64
+        Bucket edges on the 1-D line (positions in ``order`` for 2-D).
+    bucket_estimates, bucket_variances : ndarray
+        Least-squares estimate of every bucket total and its exact variance.
+    order : ndarray of int64 or None
+        2-D: the Hilbert order (flat cell index of every line position); 1-D: ``None``.
+    shape : tuple of int
+        Shape of the input counts.
+    partition : PrivatePartition
+        Stage 1 (noisy deviations, level losses).
+    strategy : HierarchyStrategy
+        Stage 2's hierarchy, its level shares and the candidates' workload errors.
+    answers : HierarchicalAnswers
+        Stage 2's noisy answers, level losses and noise variances.
+    loss, partition_loss, strategy_loss : PrivacyLoss
+        The whole loss and its two exact parts (``partition_loss + strategy_loss == loss``).
+    ratio : Fraction
+        Share of the loss given to the partition.
+    """
+
+    estimates: np.ndarray
+    variances: np.ndarray
+    edges: np.ndarray
+    bucket_estimates: np.ndarray
+    bucket_variances: np.ndarray
+    order: np.ndarray | None
+    shape: tuple[int, ...]
+    partition: PrivatePartition
+    strategy: HierarchyStrategy
+    answers: HierarchicalAnswers
+    loss: PrivacyLoss
+    partition_loss: PrivacyLoss
+    strategy_loss: PrivacyLoss
+    ratio: Fraction
+
+    #: The variances are noise-only (the bias of uniform spreading is not in them).
+    variance_exact: ClassVar[bool] = False
+    #: What the variances include and exclude, for results and docs.
+    variance_note: ClassVar[str] = VARIANCE_NOTE
+
+    @property
+    def n_buckets(self) -> int:
+        """Number of buckets of the private partition."""
+        return int(self.edges.size - 1)
+
+    @property
+    def phase_losses(self) -> tuple[PrivacyLoss, ...]:
+        """Every exact loss actually composed: partition levels, then strategy levels."""
+        return tuple(self.partition.level_losses) + tuple(self.answers.level_losses)
+
+    # -- queries as runs on the line ----------------------------------------------------------
+    def _runs(self, query: np.ndarray, lo: np.ndarray, hi: np.ndarray, m: int
+              ) -> tuple[np.ndarray, np.ndarray]:
+        line = self.estimates.ravel() if self.order is None else self.estimates.ravel()[self.order]
+        cum = np.concatenate([[0.0], np.cumsum(line)])
+        est = np.bincount(query, weights=cum[hi] - cum[lo], minlength=m)
+        if query.size == 0:
+            return est, np.zeros(m)
+        br = bucket_runs(query, lo, hi, self.edges, m)
+        return est, query_variance(self.strategy.layout, self.answers.structure, br)
+
+    def _query_runs(self, queries: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+        return workload_runs(np.atleast_2d(np.asarray(queries)), self.shape)
+
+    def range_estimate(self, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+        """Estimates of the 1-D half-open bin ranges ``[lo, hi)``."""
+        q, a, b, m = self._query_runs(np.column_stack([np.ravel(lo), np.ravel(hi)]))
+        return self._runs(q, a, b, m)[0]
+
+    def range_variance(self, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+        """Exact noise variance of :meth:`range_estimate` (O(height) per range; bias excluded)."""
+        q, a, b, m = self._query_runs(np.column_stack([np.ravel(lo), np.ravel(hi)]))
+        return self._runs(q, a, b, m)[1]
+
+    def rectangle_estimate(self, rects: np.ndarray) -> np.ndarray:
+        """Estimates of 2-D half-open rectangles (rows ``r0, r1, c0, c1``)."""
+        return self._runs(*self._query_runs(rects))[0]
+
+    def rectangle_variance(self, rects: np.ndarray) -> np.ndarray:
+        """Exact noise variance of :meth:`rectangle_estimate` (bias excluded)."""
+        return self._runs(*self._query_runs(rects))[1]
+
+    def aligned(self, queries: np.ndarray) -> np.ndarray:
+        """Whether each query (1-D ``(lo, hi)`` rows or 2-D rectangles) is a union of whole buckets.
+
+        For such a query the estimate is unbiased given the partition and its
+        variance is the exact error variance.
+        """
+        q, lo, hi, m = self._query_runs(queries)
+        on_edge = np.isin(lo, self.edges) & np.isin(hi, self.edges)
+        return np.bincount(q, weights=~on_edge, minlength=m) == 0
+
+    def inner_outer(self, queries: np.ndarray) -> dict[str, np.ndarray]:
+        """Estimates and exact variances of the whole-bucket queries inside and around each query.
+
+        ``inner`` takes the buckets lying entirely inside the query, ``outer`` the
+        buckets it touches. Both are unbiased given the partition, and since
+        counts are non-negative, ``count(inner) <= count(query) <= count(outer)``.
+
+        Returns
+        -------
+        dict of ndarray
+            ``inner_estimate``, ``inner_variance``, ``outer_estimate``, ``outer_variance``.
+        """
+        q, lo, hi, m = self._query_runs(queries)
+        e = self.edges
+        up = lambda v: e[np.searchsorted(e, v, side="left")]         # noqa: E731 (first edge >= v)
+        down = lambda v: e[np.searchsorted(e, v, side="right") - 1]  # noqa: E731 (last edge <= v)
+        inner = _merge_runs(q, up(lo), down(hi))
+        outer = _merge_runs(q, down(lo), up(hi))
+        ie, iv = self._runs(*inner, m)
+        oe, ov = self._runs(*outer, m)
+        return {"inner_estimate": ie, "inner_variance": iv, "outer_estimate": oe, "outer_variance": ov}
+
+
+def _line(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+    if counts.ndim == 1:
+        return counts, None
+    order = hilbert_order(counts.shape)
+    return counts.ravel()[order], order
+
+
+def dawa(counts: np.ndarray, *, loss: PrivacyLoss, ratio: float | Fraction = DEFAULT_RATIO,
+         workload: np.ndarray | Workload = "prefix", rng: Any = None) -> DawaRelease:
+    """Release 1-D or 2-D counts with DAWA (Li, Hay, Miklau, Wang, PVLDB 2014).
+
+    Parameters
+    ----------
+    counts : ndarray of int
+        Exact counts on the public domain: 1-D bins, or a 2-D grid (laid out
+        along a Hilbert curve).
+    loss : PrivacyLoss
+        Total privacy loss; ``ratio`` of it (exactly) goes to the partition.
+    ratio : float or Fraction
+        Share of the loss spent on the partition, strictly between 0 and 1
+        (default 1/4, the paper's recommendation).
+    workload : {"prefix", "identity"} or ndarray
+        Public queries the strategy is tuned for (see :func:`workload_runs`).
+    rng : numpy.random.Generator, optional
+        ``None``: the secure source (production); a seeded Generator for experiments.
+
+    Returns
+    -------
+    DawaRelease
+
+    Raises
+    ------
+    ParameterError
+        For a bad ``ratio``, ``workload`` or counts shape, or a loss too small
+        for the noise sampler; all checked before the counts are read.
+
+    Notes
+    -----
+    Stage 1 (:func:`~pandas_dp.algorithms.dawa_partition.private_partition`)
+    chooses buckets minimising ``sum_B (dev(x, B) + b2)`` over noisy
+    deviations, with ``b2 = sqrt(Var(Z2) / 2)`` the expected absolute noise of
+    one stage-2 count (``1 / epsilon_2`` for Laplace noise). Stage 2
+    (:mod:`~pandas_dp.algorithms.dawa_strategy`) answers the level sums of a
+    binary tree over the buckets, each level with its exact share of the
+    stage-2 loss, and takes the tree least-squares estimate
+    ``x_hat = (A^T S^-1 A)^-1 A^T S^-1 y``; bin ``i`` of bucket ``j`` gets
+    ``x_hat_j / |B_j|``. Noise variance of a query with bucket weights ``w``:
+    ``w^T (A^T S^-1 A)^-1 w`` (exact; bias of uniform spreading excluded).
+
+    Examples
+    --------
+    >>> from pandas_dp.loss import PureDP
+    >>> x = np.r_[np.zeros(32, dtype=np.int64), np.full(32, 40)]
+    >>> rel = dawa(x, loss=PureDP(Fraction(1)), rng=np.random.default_rng(0))
+    >>> rel.estimates.shape, rel.partition_loss + rel.strategy_loss == rel.loss
+    ((64,), True)
+    """
+    r = _check_ratio(ratio)
+    x = np.asarray(counts)
+    if x.ndim not in (1, 2) or x.size == 0:
+        raise ParameterError(
+            f"dawa takes 1-D or 2-D counts on a non-empty public domain. Got an array of shape {x.shape}. "
+            f"Flatten or slice the domain first.")
+    shape = tuple(int(s) for s in x.shape)
+    query, lo, hi, m = workload_runs(workload, shape)
+    part_loss, strat_loss = loss.split([r, 1 - r])
+    n = x.size
+    _plan_check(n, part_loss, strat_loss)                                            # before reading data
+    b2 = math.sqrt(strat_loss.noise(what="DAWA's bucket counts").variance() / 2.0)
+    line, order = _line(np.asarray(x, dtype=np.int64))
+    partition = private_partition(line, loss=part_loss, bucket_cost=b2, rng=rng)   # reads true counts
+    edges = partition.edges
+    br = bucket_runs(query, lo, hi, edges, m)
+    strategy: HierarchyStrategy = choose_strategy(br)                                 # public + noisy only
+    bucket_counts = np.add.reduceat(line, edges[:-1])
+    answers: HierarchicalAnswers = answer_hierarchy(bucket_counts, strategy, loss=strat_loss, rng=rng)
+    sizes = np.diff(edges)
+    bucket_of = np.repeat(np.arange(sizes.size), sizes)
+    est_line = answers.estimates[bucket_of] / sizes[bucket_of]
+    bucket_var = answers.structure.variances[0].ravel()
+    var_line = bucket_var[bucket_of] / sizes[bucket_of].astype(np.float64) ** 2
+    if order is None:
+        estimates, variances = est_line, var_line
+    else:
+        estimates = np.empty(n)
+        variances = np.empty(n)
+        estimates[order], variances[order] = est_line, var_line
+        estimates, variances = estimates.reshape(shape), variances.reshape(shape)
+    return DawaRelease(estimates=estimates, variances=variances, edges=edges,
+                       bucket_estimates=np.asarray(answers.estimates, dtype=np.float64),
+                       bucket_variances=bucket_var, order=order, shape=shape, partition=partition,
+                       strategy=strategy, answers=answers, loss=loss, partition_loss=part_loss,
+                       strategy_loss=strat_loss, ratio=r)
+
+
+def _plan_check(n: int, part_loss: PrivacyLoss, strat_loss: PrivacyLoss) -> None:
+    """Ask every partition level and the bucket counts for their noise (raises on a too-small loss)."""
+    for k, share in enumerate(partition_loss_shares(n), start=1):
+        length = min(1 << k, n)
+        part_loss.part(share).noise(Sensitivity.cells(per_cell=2 * (length - 1)), what="DAWA's partition")
+    strat_loss.noise(what="DAWA's bucket counts")
