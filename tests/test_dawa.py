@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pandas_dp.algorithms import dawa_runs as dr
 from pandas_dp.algorithms import dawa_strategy as ds
 from pandas_dp.algorithms.dawa import DEFAULT_RATIO, dawa, workload_runs
 from pandas_dp.algorithms.dawa_partition import (deviation_costs, least_cost_partition, level_sensitivities,
@@ -239,7 +240,7 @@ def test_greedy_level_error_equals_the_dense_trace():
     k = edges.size - 1
     ranges = np.sort(rng.integers(0, n + 1, (30, 2)), axis=1)
     ranges = ranges[ranges[:, 0] < ranges[:, 1]]
-    br = ds.bucket_runs(np.arange(len(ranges)), ranges[:, 0], ranges[:, 1], edges, len(ranges))
+    br = dr.bucket_runs(np.arange(len(ranges)), ranges[:, 0], ranges[:, 1], edges, len(ranges))
     w = np.zeros((len(ranges), k))
     for i, (a, b) in enumerate(ranges):
         cells = np.zeros(n)

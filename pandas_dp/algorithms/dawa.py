@@ -34,7 +34,6 @@ References
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, ClassVar, Literal
@@ -43,8 +42,9 @@ import numpy as np
 
 from pandas_dp._rational import to_fraction
 from pandas_dp.algorithms.dawa_partition import PrivatePartition, partition_loss_shares, private_partition
-from pandas_dp.algorithms.dawa_strategy import (HierarchicalAnswers, HierarchyStrategy, answer_hierarchy,
-                                                bucket_runs, choose_strategy, query_variance)
+from pandas_dp.algorithms.dawa_runs import bucket_runs, query_variance
+from pandas_dp.algorithms.dawa_strategy import HierarchicalAnswers, HierarchyStrategy, answer_hierarchy, choose_strategy
+from pandas_dp.algorithms.grids import equivalent_epsilon
 from pandas_dp.algorithms.hilbert import hilbert_order, rectangle_runs
 from pandas_dp.errors import ParameterError
 from pandas_dp.loss import PrivacyLoss, Sensitivity
@@ -324,8 +324,9 @@ def dawa(counts: np.ndarray, *, loss: PrivacyLoss, ratio: float | Fraction = DEF
     -----
     Stage 1 (:func:`~pandas_dp.algorithms.dawa_partition.private_partition`)
     chooses buckets minimising ``sum_B (dev(x, B) + b2)`` over noisy
-    deviations, with ``b2 = sqrt(Var(Z2) / 2)`` the expected absolute noise of
-    one stage-2 count (``1 / epsilon_2`` for Laplace noise). Stage 2
+    deviations, with ``b2 = 1 / epsilon_2`` the expected absolute Laplace noise
+    of one stage-2 bucket count (for other noise, ``epsilon_2`` is
+    :func:`~pandas_dp.algorithms.grids.equivalent_epsilon` of its variance). Stage 2
     (:mod:`~pandas_dp.algorithms.dawa_strategy`) answers the level sums of a
     binary tree over the buckets, each level with its exact share of the
     stage-2 loss, and takes the tree least-squares estimate
@@ -352,7 +353,7 @@ def dawa(counts: np.ndarray, *, loss: PrivacyLoss, ratio: float | Fraction = DEF
     part_loss, strat_loss = loss.split([r, 1 - r])
     n = x.size
     _plan_check(n, part_loss, strat_loss)                                            # before reading data
-    b2 = math.sqrt(strat_loss.noise(what="DAWA's bucket counts").variance() / 2.0)
+    b2 = 1.0 / equivalent_epsilon(strat_loss.noise(what="DAWA's bucket counts").variance())
     line, order = _line(np.asarray(x, dtype=np.int64))
     partition = private_partition(line, loss=part_loss, bucket_cost=b2, rng=rng)   # reads true counts
     edges = partition.edges
