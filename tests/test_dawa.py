@@ -264,6 +264,30 @@ def test_greedy_level_error_equals_the_dense_trace():
         assert ds.workload_error(g.layout, br, np.array([float(s) for s in shares])) == pytest.approx(dense, rel=1e-9)
 
 
+@pytest.mark.parametrize("k", [1, 2, 3, 7, 8, 13, 64, 100])
+def test_compact_variances_equal_the_full_tree_variances(k):
+    from pandas_dp.algorithms.tree_inference import tree_variances
+    layout = tree_layout(k, 2)
+    rng = np.random.default_rng(k)
+    sigma2 = rng.uniform(0.5, 3.0, layout.n_levels)
+    sigma2[rng.random(layout.n_levels) < 0.3] = np.inf
+    sigma2[0] = 1.0
+    full = tree_variances(layout, sigma2)
+    c = dr.compact_variances(layout, sigma2)
+    for level in range(layout.n_levels):
+        v = full.vdown[level].ravel()
+        assert np.allclose(v[:-1], c.v_full[level]) and v[-1] == pytest.approx(c.v_last[level])
+        if level:
+            vs = full.child_var[level].ravel()
+            assert np.allclose(vs[:-1], c.vs_full[level]) and vs[-1] == pytest.approx(c.vs_last[level])
+    ranges = np.sort(rng.integers(0, k + 1, (20, 2)), axis=1)
+    ranges = ranges[ranges[:, 0] < ranges[:, 1]]
+    if ranges.size:
+        br = dr.bucket_runs(np.arange(len(ranges)), ranges[:, 0], ranges[:, 1], np.arange(k + 1), len(ranges))
+        plan = dr.variance_plan(layout, br)
+        np.testing.assert_allclose(dr.plan_variance(plan, c), dr.plan_variance(plan, full), rtol=1e-10)
+
+
 def test_chosen_strategy_is_never_worse_than_greedy_or_uniform():
     rng = np.random.default_rng(5)
     x = rng.poisson(30, 512)

@@ -43,7 +43,7 @@ from pandas_dp.algorithms.tree_inference import TreeVariances
 from pandas_dp.algorithms.tree_layout import TreeLayout
 
 __all__ = ["BucketRuns", "bucket_runs", "subsample_runs", "VariancePlan", "variance_plan", "plan_variance",
-           "query_variance"]
+           "CompactVariances", "compact_variances", "query_variance"]
 
 
 @dataclass(frozen=True)
@@ -196,24 +196,71 @@ def variance_plan(layout: TreeLayout, br: BucketRuns) -> VariancePlan:
                         n_queries=br.n_queries)
 
 
-def plan_variance(plan: VariancePlan, structure: TreeVariances) -> np.ndarray:
+@dataclass(frozen=True)
+class CompactVariances:
+    """Bottom-up variances of a bucket tree with one noise variance per level, in O(levels).
+
+    Every node of a level but the last roots a complete binary subtree, so a
+    level has two values of ``V^down`` and of ``VS`` (its children's sum): the
+    complete nodes' (``*_full``) and the last node's (``*_last``). This is all
+    :func:`plan_variance` needs (plus the root's posterior, its ``V^down``).
+    """
+
+    v_full: np.ndarray
+    v_last: np.ndarray
+    vs_full: np.ndarray
+    vs_last: np.ndarray
+    last: np.ndarray
+
+
+def compact_variances(layout: TreeLayout, sigma2: np.ndarray) -> CompactVariances:
+    """:class:`CompactVariances` for level noise variances ``sigma2`` (``inf`` = level not asked)."""
+    sizes = layout.level_sizes
+    n = len(sizes)
+    v_full, v_last = np.empty(n), np.empty(n)
+    vs_full, vs_last = np.full(n, np.nan), np.full(n, np.nan)
+    v_full[0] = v_last[0] = sigma2[0]
+    for level in range(1, n):
+        vs_full[level] = 2.0 * v_full[level - 1]
+        two = sizes[level - 1] == 2 * sizes[level]            # the last node has a complete first child
+        vs_last[level] = v_full[level - 1] + v_last[level - 1] if two else v_last[level - 1]
+        for vs, out in ((vs_full, v_full), (vs_last, v_last)):
+            out[level] = vs[level] if not np.isfinite(sigma2[level]) else 1.0 / (1.0 / sigma2[level] + 1.0 / vs[level])
+    return CompactVariances(v_full=v_full, v_last=v_last, vs_full=vs_full, vs_last=vs_last,
+                            last=np.asarray(sizes, dtype=np.int64) - 1)
+
+
+def _pick(full: float, last: float, index: np.ndarray, last_index: int) -> np.ndarray:
+    return np.where(index == last_index, last, full)
+
+
+def plan_variance(plan: VariancePlan, structure: TreeVariances | CompactVariances) -> np.ndarray:
     """Evaluate a :class:`VariancePlan` for the GLS variance structure of given level variances."""
+    compact = isinstance(structure, CompactVariances)
     alpha = plan.alpha0
     beta = np.zeros(alpha.size)
     for level, (child, starts, parent, full_sib) in enumerate(plan.levels):
-        v = structure.vdown[level].ravel()
-        vs = structure.child_var[level + 1].ravel()[parent]
-        vc = v[child]
+        sib = np.maximum(full_sib, 0)
+        if compact:
+            c = structure
+            vc = _pick(c.v_full[level], c.v_last[level], child, c.last[level])
+            vsib = _pick(c.v_full[level], c.v_last[level], sib, c.last[level])
+            vs = _pick(c.vs_full[level + 1], c.vs_last[level + 1], parent, c.last[level + 1])
+        else:
+            v = structure.vdown[level].ravel()
+            vc, vsib = v[child], v[sib]
+            vs = structure.child_var[level + 1].ravel()[parent]
         if starts.size:
             a_sum = np.add.reduceat(alpha * vc, starts)
             b_sum = np.add.reduceat(beta + alpha * alpha * vc, starts)
         else:
             a_sum, b_sum = alpha[:0], beta[:0]
-        extra = np.where(full_sib >= 0, v[np.maximum(full_sib, 0)], 0.0)
+        extra = np.where(full_sib >= 0, vsib, 0.0)
         a_sum = a_sum + extra
         alpha = a_sum / vs
         beta = b_sum + extra - a_sum * alpha
-    root = structure.variances[len(plan.levels)].ravel()
+    top = len(plan.levels)
+    root = (np.array([structure.v_last[top]]) if compact else structure.variances[top].ravel())
     out = np.zeros(plan.n_queries)
     out[plan.final_query] = alpha * alpha * root[plan.final_node] + beta
     return np.maximum(out, 0.0)

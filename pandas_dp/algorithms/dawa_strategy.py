@@ -51,9 +51,9 @@ from typing import Any
 
 import numpy as np
 
-from pandas_dp.algorithms.dawa_runs import (BucketRuns, VariancePlan, _level_entries, plan_variance,
-                                            subsample_runs, variance_plan)
-from pandas_dp.algorithms.tree_inference import TreeVariances, constrained_inference, tree_variances
+from pandas_dp.algorithms.dawa_runs import (BucketRuns, VariancePlan, _level_entries, compact_variances,
+                                            plan_variance, subsample_runs, variance_plan)
+from pandas_dp.algorithms.tree_inference import TreeVariances, constrained_inference
 from pandas_dp.algorithms.tree_layout import TreeLayout, tree_layout
 from pandas_dp.loss import PrivacyLoss
 
@@ -64,6 +64,8 @@ __all__ = ["GreedyHierarchy", "greedy_hierarchy", "level_shares", "HierarchyStra
 GREEDY_GRID = 100
 #: Queries of the public subsample on which candidate strategies are compared exactly.
 EVAL_QUERIES = 256
+#: Queries GreedyH sees at most (all of them for every DPBench workload; bounds the cost at 2**20 bins).
+GREEDY_QUERIES = 4096
 _CHUNK = 1 << 21
 
 
@@ -174,7 +176,7 @@ def workload_error(layout: TreeLayout, br: BucketRuns | VariancePlan, shares: np
     plan = br if isinstance(br, VariancePlan) else variance_plan(layout, br)
     w = np.asarray(shares, dtype=np.float64)
     sigma2 = np.where(w > 0, 1.0 / np.where(w > 0, w, 1.0) ** 2, np.inf)
-    return float(np.sum(plan_variance(plan, tree_variances(layout, sigma2))))
+    return float(np.sum(plan_variance(plan, compact_variances(layout, sigma2))))
 
 
 @dataclass(frozen=True)
@@ -191,7 +193,8 @@ class HierarchyStrategy:
         The paper's GreedyH choice (one weight per level), one of the candidates.
     errors : dict
         Workload error ``sum_q Var(q)`` (unit noise scale, on the evaluation subsample)
-        of every candidate: ``"greedy"``, ``"uniform"``, ``"buckets"`` and the ``"chosen"`` shares.
+        of every candidate (``"greedy"``, ``"uniform"``, ``"every s levels"``, ``"buckets"``) and of the
+        ``"chosen"`` shares.
     """
 
     layout: TreeLayout
@@ -226,20 +229,25 @@ def choose_strategy(br: BucketRuns, *, max_queries: int = EVAL_QUERIES, sweeps: 
 
     Notes
     -----
-    Candidates: GreedyH (:func:`greedy_hierarchy`), the uniform split over the
-    levels and all weight on the buckets. From the best, each level's share is
+    Candidates: GreedyH (:func:`greedy_hierarchy`, on at most
+    :data:`GREEDY_QUERIES` queries), the uniform split over the levels, the
+    uniform split over every 2nd, 3rd or 4th level (a 4-, 8- or 16-ary tree) and
+    all weight on the buckets. From the best, each level's share is
     multiplied by 1/4, 1/2, 2, 4 (or set to 0; an unasked level is tried at
     1/10 and 1/2 of the mean share) while the exact workload variance
     :func:`workload_error` decreases. Everything here is a function of public
     queries and the private partition only; no count is read.
     """
-    greedy = greedy_hierarchy(br)
+    greedy = greedy_hierarchy(subsample_runs(br, GREEDY_QUERIES))
     layout = greedy.layout
     sub = variance_plan(layout, subsample_runs(br, max_queries))
     n_levels = layout.n_levels
     cands = {"greedy": np.array([float(s) for s in greedy.shares]),
              "uniform": np.full(n_levels, 1.0 / n_levels),
              "buckets": np.eye(1, n_levels).ravel()}
+    for step in (2, 3, 4):                      # uniform on every step-th level: a 2**step-ary tree
+        if n_levels > step:
+            cands[f"every {step} levels"] = (np.arange(n_levels) % step == 0) / np.ceil(n_levels / step)
     errors = {name: workload_error(layout, sub, w) for name, w in cands.items()}
     best_name = min(errors, key=lambda name: errors[name])
     w, best = cands[best_name].copy(), errors[best_name]
