@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from pandas_dp.algorithms import dawa_runs as dr
 from pandas_dp.algorithms import dawa_strategy as ds
-from pandas_dp.algorithms.dawa import DEFAULT_RATIO, dawa, workload_runs
+from pandas_dp.algorithms.dawa import DEFAULT_RATIO, DEFAULT_RATIO_2D, dawa, workload_runs
 from pandas_dp.algorithms.dawa_partition import (deviation_costs, least_cost_partition, level_sensitivities,
                                                  partition_loss_shares, private_partition)
 from pandas_dp.algorithms.hilbert import hilbert_order
@@ -175,7 +175,9 @@ def test_phase_losses_add_up_to_the_whole_exactly(ratio, loss):
     assert rel.partition_loss == loss.part(Fraction(ratio) if isinstance(ratio, Fraction) else
                                            Fraction(repr(ratio)))
     assert rel.ratio == (Fraction(ratio) if isinstance(ratio, Fraction) else Fraction(repr(ratio)))
-    assert DEFAULT_RATIO == Fraction(1, 4)
+    assert DEFAULT_RATIO == Fraction(1, 4) and DEFAULT_RATIO_2D == Fraction(1, 2)
+    assert dawa(x, loss=loss, rng=np.random.default_rng(2)).ratio == DEFAULT_RATIO
+    assert dawa(x.reshape(10, 10), loss=loss, rng=np.random.default_rng(2)).ratio == DEFAULT_RATIO_2D
 
 
 # ----------------------------------------------------------------------------- stage 2: least squares

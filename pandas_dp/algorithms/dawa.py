@@ -49,10 +49,14 @@ from pandas_dp.algorithms.hilbert import hilbert_order, rectangle_runs
 from pandas_dp.errors import ParameterError
 from pandas_dp.loss import PrivacyLoss, Sensitivity
 
-__all__ = ["DawaRelease", "dawa", "workload_runs", "DEFAULT_RATIO", "PREFIX_2D_CORNERS"]
+__all__ = ["DawaRelease", "dawa", "workload_runs", "DEFAULT_RATIO", "DEFAULT_RATIO_2D", "PREFIX_2D_CORNERS"]
 
-#: Share of the loss spent on the private partition (the paper's recommendation, rho = 0.25).
+#: Share of the loss spent on the partition in 1-D (the paper's recommendation, 0.25; best in 38 of 40
+#: DPBench 1-D cases against 0.1 and 0.5, benchmarks/results/dawa_grids.txt).
 DEFAULT_RATIO = Fraction(1, 4)
+#: Share in 2-D: the Hilbert line has 16 levels of candidates at 256 x 256, so the partition needs more;
+#: 0.5 was best in all 10 DPBench 2-D cases (against 0.1 and 0.25).
+DEFAULT_RATIO_2D = Fraction(1, 2)
 #: ``workload="prefix"`` on a 2-D grid: prefix rectangles at up to this many corners per axis.
 PREFIX_2D_CORNERS = 32
 
@@ -68,7 +72,7 @@ def _check_ratio(ratio: Any) -> Fraction:
     if not 0 < r < 1:
         raise ParameterError(
             f"The 'ratio' parameter of dawa must be strictly between 0 and 1 (the share of the loss "
-            f"spent on the partition). Got {ratio!r}. Pass e.g. ratio=0.25 (the paper's choice).")
+            f"spent on the partition). Got {ratio!r}. Pass e.g. ratio=0.25 (the paper's choice), or leave the default.")
     return r
 
 
@@ -291,7 +295,7 @@ def _line(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
     return counts.ravel()[order], order
 
 
-def dawa(counts: np.ndarray, *, loss: PrivacyLoss, ratio: float | Fraction = DEFAULT_RATIO,
+def dawa(counts: np.ndarray, *, loss: PrivacyLoss, ratio: float | Fraction | None = None,
          workload: np.ndarray | Workload = "prefix", rng: Any = None) -> DawaRelease:
     """Release 1-D or 2-D counts with DAWA (Li, Hay, Miklau, Wang, PVLDB 2014).
 
@@ -302,9 +306,10 @@ def dawa(counts: np.ndarray, *, loss: PrivacyLoss, ratio: float | Fraction = DEF
         along a Hilbert curve).
     loss : PrivacyLoss
         Total privacy loss; ``ratio`` of it (exactly) goes to the partition.
-    ratio : float or Fraction
-        Share of the loss spent on the partition, strictly between 0 and 1
-        (default 1/4, the paper's recommendation).
+    ratio : float or Fraction, optional
+        Share of the loss spent on the partition, strictly between 0 and 1.
+        Default: :data:`DEFAULT_RATIO` (1/4, the paper's) for 1-D counts,
+        :data:`DEFAULT_RATIO_2D` (1/2, measured) for 2-D.
     workload : {"prefix", "identity"} or ndarray
         Public queries the strategy is tuned for (see :func:`workload_runs`).
     rng : numpy.random.Generator, optional
@@ -342,12 +347,12 @@ def dawa(counts: np.ndarray, *, loss: PrivacyLoss, ratio: float | Fraction = DEF
     >>> rel.estimates.shape, rel.partition_loss + rel.strategy_loss == rel.loss
     ((64,), True)
     """
-    r = _check_ratio(ratio)
     x = np.asarray(counts)
     if x.ndim not in (1, 2) or x.size == 0:
         raise ParameterError(
             f"dawa takes 1-D or 2-D counts on a non-empty public domain. Got an array of shape {x.shape}. "
             f"Flatten or slice the domain first.")
+    r = _check_ratio((DEFAULT_RATIO if x.ndim == 1 else DEFAULT_RATIO_2D) if ratio is None else ratio)
     shape = tuple(int(s) for s in x.shape)
     query, lo, hi, m = workload_runs(workload, shape)
     part_loss, strat_loss = loss.split([r, 1 - r])
