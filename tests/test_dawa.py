@@ -300,6 +300,21 @@ def test_chosen_strategy_is_never_worse_than_greedy_or_uniform():
     assert sum(rel.strategy.greedy.shares, Fraction(0)) == 1
 
 
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.integers(0, 60), min_size=1, max_size=70), st.integers(0, 2**31))
+def test_release_invariants_on_any_counts(values, seed):
+    x = np.array(values)
+    rel = dawa(x, loss=EPS1, rng=np.random.default_rng(seed))
+    e = rel.edges
+    assert e[0] == 0 and e[-1] == x.size and np.all(np.diff(e) > 0)
+    assert rel.estimates.shape == x.shape and np.all(np.isfinite(rel.estimates))
+    np.testing.assert_allclose(np.add.reduceat(rel.estimates, e[:-1]), rel.bucket_estimates, atol=1e-8)
+    assert np.all(rel.variances > 0)
+    assert sum(rel.phase_losses, EPS1.zero()) == EPS1
+    # the estimate is consistent: the whole domain is the root of the bucket tree
+    assert rel.range_estimate([0], [x.size])[0] == pytest.approx(rel.estimates.sum())
+
+
 # ----------------------------------------------------------------------------- 2-D
 
 def test_two_dimensional_dawa_runs_on_the_hilbert_line():

@@ -238,7 +238,7 @@ def private_partition(counts: np.ndarray, *, loss: PrivacyLoss, bucket_cost: flo
     n = x.size
     layout = tree_layout(max(n, 1), 2)
     shares = partition_loss_shares(n)
-    level_losses = loss.split(list(shares)) if shares else ()
+    level_losses = loss.split(list(shares)) if shares else (loss,)    # one bin: spent, nothing to noise
     exact = deviation_costs(x)                                           # reads true counts
     noisy = []
     scale = 0.0

@@ -55,6 +55,7 @@ from pandas_dp.algorithms.dawa_runs import (BucketRuns, VariancePlan, _level_ent
                                             plan_variance, subsample_runs, variance_plan)
 from pandas_dp.algorithms.tree_inference import TreeVariances, constrained_inference
 from pandas_dp.algorithms.tree_layout import TreeLayout, tree_layout
+from pandas_dp.errors import ParameterError
 from pandas_dp.loss import PrivacyLoss
 
 __all__ = ["GreedyHierarchy", "greedy_hierarchy", "level_shares", "HierarchyStrategy", "choose_strategy",
@@ -326,7 +327,13 @@ def answer_hierarchy(bucket_counts: np.ndarray, strategy: HierarchyStrategy, *, 
         if strategy.shares[level] == 0:
             noisy.append(None)
             continue
-        noise = losses[level].noise(what="DAWA's hierarchical strategy")
+        try:
+            noise = losses[level].noise(what="DAWA's hierarchical strategy")
+        except ParameterError:
+            if level == 0:
+                raise
+            noisy.append(None)          # a share too small for the sampler: the level is not asked
+            continue
         noisy.append(noise.add(true, rng))
         sigma2[level] = noise.variance()
     inference = constrained_inference(layout, noisy, sigma2)

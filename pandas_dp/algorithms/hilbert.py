@@ -4,7 +4,9 @@ DAWA works on a 1-D vector of counts. For 2-D data its authors, and the DPBench
 study that compares it, lay the cells out along a Hilbert curve: the curve
 visits every aligned ``2**j x 2**j`` block of a ``2**m x 2**m`` square as one
 contiguous stretch, so cells close in the plane are mostly close on the line,
-and consecutive cells on the line are always neighbours in the plane.
+and, on a power-of-two square, consecutive cells on the line are always
+neighbours in the plane (on other shapes the curve skips padding cells, so a
+few steps jump).
 
 * :func:`hilbert_index` / :func:`hilbert_cells`: the curve position of a cell
   of a ``side x side`` square (``side`` a power of two) and its inverse,
