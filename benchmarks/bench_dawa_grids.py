@@ -30,6 +30,7 @@ at 2**20 bins (< 10 s), on data tiled from the DPBench histograms.
 from __future__ import annotations
 
 import argparse
+import inspect
 import io
 import time
 import zlib
@@ -61,23 +62,29 @@ def _loss(eps: float) -> PureDP:
     return PureDP(Fraction(repr(eps)))
 
 
+def _budget(fn: Callable, eps: float) -> dict:
+    """``epsilon=`` for the older algorithm signatures, ``loss=`` for those that take a privacy loss."""
+    return {"loss": _loss(eps)} if "loss" in inspect.signature(fn).parameters else {"epsilon": eps}
+
+
 def identity(x, eps, rng, w):
     return _loss(eps).noise().add(x, rng).astype(np.float64)
 
 
 def hierarchical(nonnegative: bool) -> Method:
     def run(x, eps, rng, w):
-        return release_tree(x, epsilon=eps, branching="auto", nonnegative=nonnegative, rng=rng).leaf_estimates()
+        return release_tree(x, branching="auto", nonnegative=nonnegative, rng=rng,
+                            **_budget(release_tree, eps)).leaf_estimates()
     return run
 
 
 def ahp_greedy(x, eps, rng, w):
-    return ahp(x.ravel(), epsilon=eps, rng=rng).estimates.reshape(x.shape)
+    return ahp(x.ravel(), rng=rng, **_budget(ahp, eps)).estimates.reshape(x.shape)
 
 
 def dpcube_method(estimate: str) -> Method:
     def run(x, eps, rng, w):
-        return dpcube(x, epsilon=eps, estimate=estimate, rng=rng).estimates
+        return dpcube(x, estimate=estimate, rng=rng, **_budget(dpcube, eps)).estimates
     return run
 
 

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from pandas_dp.algorithms import dawa_runs as dr
 from pandas_dp.algorithms import dawa_strategy as ds
-from pandas_dp.algorithms.dawa import DEFAULT_RATIO, DEFAULT_RATIO_2D, dawa, workload_runs
+from pandas_dp.algorithms.dawa import DEFAULT_RATIO, DEFAULT_RATIO_2D, dawa, plan_dawa, workload_runs
 from pandas_dp.algorithms.dawa_partition import (deviation_costs, least_cost_partition, level_sensitivities,
                                                  partition_loss_shares, private_partition)
 from pandas_dp.algorithms.hilbert import hilbert_order
@@ -378,6 +378,20 @@ def test_zcdp_loss_needs_no_other_code_path():
 def test_bad_public_inputs_raise_parameter_error(kwargs, match):
     with pytest.raises(ParameterError, match=match):
         dawa(np.zeros(64, dtype=np.int64), loss=EPS1, **kwargs)
+
+
+def test_a_plan_is_public_and_gives_the_same_release():
+    x = np.random.default_rng(13).integers(0, 30, (8, 12))
+    plan = plan_dawa(x.shape, loss=EPS1, workload=np.array([[0, 8, 0, 12], [2, 5, 3, 9]]))
+    assert plan.ratio == DEFAULT_RATIO_2D and plan.n_queries == 2 and plan.size == 96
+    a = dawa(x, plan, rng=np.random.default_rng(4))
+    b = dawa(x, loss=EPS1, workload=np.array([[0, 8, 0, 12], [2, 5, 3, 9]]), rng=np.random.default_rng(4))
+    np.testing.assert_array_equal(a.estimates, b.estimates)
+    assert a.plan is plan and a.loss == EPS1
+    with pytest.raises(ParameterError, match="plan was made for"):
+        dawa(x.T, plan)
+    with pytest.raises(TypeError, match="plan or a loss"):
+        dawa(x)
 
 
 def test_bad_shapes_and_too_small_loss_raise_before_reading_data():

@@ -11,7 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pandas_dp.algorithms.grids import (DEFAULT_ALPHA, DEFAULT_C, DEFAULT_TOTAL_SHARE, agrid, agrid_first_size,
-                                        agrid_second_size, axis_edges, equivalent_epsilon, ugrid, ugrid_size)
+                                        agrid_second_size, axis_edges, equivalent_epsilon, plan_agrid, plan_ugrid,
+                                        ugrid, ugrid_size)
 from pandas_dp.errors import ParameterError
 from pandas_dp.loss import PureDP
 from pandas_dp.testing import assert_dp
@@ -226,6 +227,21 @@ def test_losses_add_up_to_the_whole_exactly(method, expected_total):
 def test_bad_public_inputs_raise(method, kwargs, match):
     with pytest.raises(ParameterError, match=match):
         method(np.ones((8, 8), dtype=np.int64), loss=EPS1, **kwargs)
+
+
+@pytest.mark.parametrize("method,planner", [(ugrid, plan_ugrid), (agrid, plan_agrid)])
+def test_a_plan_is_public_and_gives_the_same_release(method, planner):
+    x = np.random.default_rng(14).poisson(3, (24, 20))
+    plan = planner(x.shape, loss=EPS1)
+    assert plan.total_loss == EPS1.part(DEFAULT_TOTAL_SHARE) and plan.shape == (24, 20)
+    a = method(x, plan, rng=np.random.default_rng(5))
+    b = method(x, loss=EPS1, rng=np.random.default_rng(5))
+    np.testing.assert_array_equal(a.estimates, b.estimates)
+    assert a.plan is plan
+    with pytest.raises(ParameterError, match="plan was made for"):
+        method(x.T, plan)
+    with pytest.raises(TypeError, match="plan or a loss"):
+        method(x)
 
 
 def test_bad_alpha_shape_and_rectangles_raise():

@@ -36,20 +36,22 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar
 
 import numpy as np
 
 from pandas_dp._rational import to_fraction
 from pandas_dp.algorithms.dawa_partition import PrivatePartition, partition_loss_shares, private_partition
-from pandas_dp.algorithms.dawa_runs import bucket_runs, query_variance
+from pandas_dp.algorithms.dawa_runs import (PREFIX_2D_CORNERS, Workload, _merge_runs, bucket_runs, query_variance,
+                                            workload_runs)
 from pandas_dp.algorithms.dawa_strategy import HierarchicalAnswers, HierarchyStrategy, answer_hierarchy, choose_strategy
 from pandas_dp.algorithms.grids import equivalent_epsilon
-from pandas_dp.algorithms.hilbert import hilbert_order, rectangle_runs
+from pandas_dp.algorithms.hilbert import hilbert_order
 from pandas_dp.errors import ParameterError
 from pandas_dp.loss import PrivacyLoss, Sensitivity
 
-__all__ = ["DawaRelease", "dawa", "workload_runs", "DEFAULT_RATIO", "DEFAULT_RATIO_2D", "PREFIX_2D_CORNERS"]
+__all__ = ["DawaPlan", "plan_dawa", "DawaRelease", "dawa", "workload_runs", "DEFAULT_RATIO", "DEFAULT_RATIO_2D",
+           "PREFIX_2D_CORNERS"]
 
 #: Share of the loss spent on the partition in 1-D (the paper's recommendation, 0.25; best in 38 of 40
 #: DPBench 1-D cases against 0.1 and 0.5, benchmarks/results/dawa_grids.txt).
@@ -57,10 +59,6 @@ DEFAULT_RATIO = Fraction(1, 4)
 #: Share in 2-D: the Hilbert line has 16 levels of candidates at 256 x 256, so the partition needs more;
 #: 0.5 was best in all 10 DPBench 2-D cases (against 0.1 and 0.25).
 DEFAULT_RATIO_2D = Fraction(1, 2)
-#: ``workload="prefix"`` on a 2-D grid: prefix rectangles at up to this many corners per axis.
-PREFIX_2D_CORNERS = 32
-
-Workload = Literal["prefix", "identity"]
 
 VARIANCE_NOTE = ("Noise-only variances, exact given the private partition; they exclude the bias of "
                  "spreading a bucket's estimate evenly over its bins (zero for queries made of whole "
@@ -76,90 +74,90 @@ def _check_ratio(ratio: Any) -> Fraction:
     return r
 
 
-def workload_runs(workload: np.ndarray | str, shape: tuple[int, ...]
-                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
-    """A public workload as runs ``(query, lo, hi, m)`` of positions on DAWA's 1-D line.
+@dataclass(frozen=True)
+class DawaPlan:
+    """The public part of a DAWA release (made without data and without budget).
+
+    Attributes
+    ----------
+    shape : tuple of int
+        The public domain's shape (1-D or 2-D).
+    loss, partition_loss, strategy_loss : PrivacyLoss
+        The whole loss and its two exact parts (``partition_loss + strategy_loss == loss``).
+    ratio : Fraction
+        Share of the loss given to the partition.
+    bucket_cost : float
+        ``b2 = 1 / epsilon_2``: the expected absolute noise of one stage-2 bucket count.
+    query, lo, hi : ndarray of int64
+        The workload as runs of positions on DAWA's line (sorted by query, then ``lo``).
+    n_queries : int
+        Number of workload queries.
+    order : ndarray of int64 or None
+        2-D: the Hilbert order (flat cell index of every line position); 1-D: ``None``.
+    """
+
+    shape: tuple[int, ...]
+    loss: PrivacyLoss
+    partition_loss: PrivacyLoss
+    strategy_loss: PrivacyLoss
+    ratio: Fraction
+    bucket_cost: float
+    query: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
+    n_queries: int
+    order: np.ndarray | None
+
+    @property
+    def size(self) -> int:
+        """Number of bins / cells."""
+        return int(np.prod(self.shape))
+
+
+def plan_dawa(shape: int | tuple[int, ...], *, loss: PrivacyLoss, ratio: float | Fraction | None = None,
+              workload: np.ndarray | Workload = "prefix") -> DawaPlan:
+    """Plan a DAWA release from public information (the domain shape, the loss, the workload).
 
     Parameters
     ----------
+    shape : int or tuple of int
+        Number of bins, or the 2-D grid shape.
+    loss : PrivacyLoss
+        Total privacy loss; ``ratio`` of it (exactly) goes to the partition.
+    ratio : float or Fraction, optional
+        Share of the loss spent on the partition, strictly between 0 and 1.
+        Default: :data:`DEFAULT_RATIO` (1/4, the paper's) in 1-D,
+        :data:`DEFAULT_RATIO_2D` (1/2, measured) in 2-D.
     workload : {"prefix", "identity"} or ndarray
-        1-D: ``"prefix"`` (all ``n`` ranges ``[0, j)``), ``"identity"`` (single
-        bins) or an ``(m, 2)`` int array of half-open ranges ``[lo, hi)``. 2-D:
-        ``"prefix"`` (rectangles ``[0, r) x [0, c)`` with ``r, c`` at up to
-        :data:`PREFIX_2D_CORNERS` evenly spaced corners per axis), ``"identity"``
-        (single cells) or an ``(m, 4)`` int array of rectangles ``r0, r1, c0, c1``.
-    shape : tuple of int
-        Domain shape.
+        Public queries the strategy is tuned for (see :func:`workload_runs`).
 
     Returns
     -------
-    query, lo, hi : ndarray of int64
-        Runs sorted by ``(query, lo)``; 2-D positions are in ``hilbert_order(shape)``.
-    m : int
-        Number of queries.
+    DawaPlan
 
     Raises
     ------
     ParameterError
-        For an unknown name, a wrong array shape, or queries outside the domain or empty.
+        For a bad shape, ``ratio`` or ``workload``, or a loss too small for the
+        noise sampler (every partition level and the bucket counts are asked for
+        their noise here).
     """
-    if isinstance(workload, str):
-        if workload not in ("prefix", "identity"):
-            raise ParameterError(
-                f"The 'workload' parameter of dawa must be 'prefix', 'identity' or an array of "
-                f"ranges/rectangles. Got {workload!r}.")
-        if len(shape) == 1:
-            n = shape[0]
-            lo = np.zeros(n, dtype=np.int64) if workload == "prefix" else np.arange(n, dtype=np.int64)
-            return np.arange(n, dtype=np.int64), lo, np.arange(1, n + 1, dtype=np.int64), n
-        if workload == "identity":
-            rr, cc = np.divmod(np.arange(shape[0] * shape[1], dtype=np.int64), shape[1])
-            rects = np.column_stack([rr, rr + 1, cc, cc + 1])
-        else:
-            corners = [np.unique(np.linspace(0, s, min(s, PREFIX_2D_CORNERS) + 1).round().astype(np.int64)[1:])
-                       for s in shape]
-            r1, c1 = np.meshgrid(*corners, indexing="ij")
-            zeros = np.zeros(r1.size, dtype=np.int64)
-            rects = np.column_stack([zeros, r1.ravel(), zeros, c1.ravel()])
-        return (*rectangle_runs(rects, shape), rects.shape[0])
-    arr = np.asarray(workload)
-    width = 2 if len(shape) == 1 else 4
-    if arr.ndim != 2 or arr.shape[1] != width or arr.shape[0] == 0 or not np.issubdtype(arr.dtype, np.integer):
+    dims = (int(shape),) if np.isscalar(shape) else tuple(int(s) for s in shape)
+    if len(dims) not in (1, 2) or min(dims, default=0) < 1:
         raise ParameterError(
-            f"The 'workload' parameter of dawa must be a non-empty integer array of shape (m, {width}) "
-            f"({'lo, hi ranges' if width == 2 else 'r0, r1, c0, c1 rectangles'}, half-open). Got "
-            f"{'an array of shape ' + str(arr.shape) + ' and dtype ' + str(arr.dtype)}.")
-    arr = arr.astype(np.int64)
-    bounds = [(arr[:, 0], arr[:, 1], shape[0])] + ([(arr[:, 2], arr[:, 3], shape[1])] if width == 4 else [])
-    for lo, hi, size in bounds:
-        bad = (lo < 0) | (hi > size) | (lo >= hi)
-        if bad.any():
-            i = int(np.flatnonzero(bad)[0])
-            raise ParameterError(
-                f"Every workload query of dawa must be a non-empty half-open range inside the domain "
-                f"(0 <= lo < hi <= {size}). Query {i} is {arr[i].tolist()}. Fix or drop it.")
-    if width == 2:
-        m = arr.shape[0]
-        return np.arange(m, dtype=np.int64), arr[:, 0].copy(), arr[:, 1].copy(), m
-    return (*rectangle_runs(arr, shape), arr.shape[0])
-
-
-def _merge_runs(query: np.ndarray, lo: np.ndarray, hi: np.ndarray
-                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Drop empty runs and merge overlapping or touching runs of the same query (input sorted)."""
-    keep = lo < hi
-    query, lo, hi = query[keep], lo[keep], hi[keep]
-    if query.size == 0:
-        return query, lo, hi
-    # running maximum of hi within each query (runs sorted by (query, lo))
-    starts_q = np.r_[True, query[1:] != query[:-1]]
-    seg = np.cumsum(starts_q) - 1
-    offset = seg * (int(hi.max()) + 1)
-    reach = np.maximum.accumulate(hi + offset) - offset
-    new = np.r_[True, starts_q[1:] | (lo[1:] > reach[:-1])]
-    first = np.flatnonzero(new)
-    last = np.r_[first[1:] - 1, query.size - 1]
-    return query[first], lo[first], reach[last]
+            f"dawa takes 1-D or 2-D counts on a non-empty public domain. Got an array of shape {dims}. "
+            f"Flatten or slice the domain first.")
+    r = _check_ratio((DEFAULT_RATIO if len(dims) == 1 else DEFAULT_RATIO_2D) if ratio is None else ratio)
+    query, lo, hi, m = workload_runs(workload, dims)
+    part_loss, strat_loss = loss.split([r, 1 - r])
+    n = int(np.prod(dims))
+    for k, share in enumerate(partition_loss_shares(n), start=1):
+        length = min(1 << k, n)
+        part_loss.part(share).noise(Sensitivity.cells(per_cell=2 * (length - 1)), what="DAWA's partition")
+    b2 = 1.0 / equivalent_epsilon(strat_loss.noise(what="DAWA's bucket counts").variance())
+    order = hilbert_order(dims) if len(dims) == 2 else None
+    return DawaPlan(shape=dims, loss=loss, partition_loss=part_loss, strategy_loss=strat_loss, ratio=r,
+                    bucket_cost=b2, query=query, lo=lo, hi=hi, n_queries=m, order=order)
 
 
 @dataclass(frozen=True)
@@ -177,20 +175,14 @@ class DawaRelease:
         Bucket edges on the 1-D line (positions in ``order`` for 2-D).
     bucket_estimates, bucket_variances : ndarray
         Least-squares estimate of every bucket total and its exact variance.
-    order : ndarray of int64 or None
-        2-D: the Hilbert order (flat cell index of every line position); 1-D: ``None``.
-    shape : tuple of int
-        Shape of the input counts.
+    plan : DawaPlan
+        The public plan (shape, losses, workload, Hilbert order).
     partition : PrivatePartition
         Stage 1 (noisy deviations, level losses).
     strategy : HierarchyStrategy
         Stage 2's hierarchy, its level shares and the candidates' workload errors.
     answers : HierarchicalAnswers
         Stage 2's noisy answers, level losses and noise variances.
-    loss, partition_loss, strategy_loss : PrivacyLoss
-        The whole loss and its two exact parts (``partition_loss + strategy_loss == loss``).
-    ratio : Fraction
-        Share of the loss given to the partition.
     """
 
     estimates: np.ndarray
@@ -198,15 +190,10 @@ class DawaRelease:
     edges: np.ndarray
     bucket_estimates: np.ndarray
     bucket_variances: np.ndarray
-    order: np.ndarray | None
-    shape: tuple[int, ...]
+    plan: DawaPlan
     partition: PrivatePartition
     strategy: HierarchyStrategy
     answers: HierarchicalAnswers
-    loss: PrivacyLoss
-    partition_loss: PrivacyLoss
-    strategy_loss: PrivacyLoss
-    ratio: Fraction
 
     #: The variances are noise-only (the bias of uniform spreading is not in them).
     variance_exact: ClassVar[bool] = False
@@ -217,6 +204,36 @@ class DawaRelease:
     def n_buckets(self) -> int:
         """Number of buckets of the private partition."""
         return int(self.edges.size - 1)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """Shape of the counts (the public domain)."""
+        return self.plan.shape
+
+    @property
+    def order(self) -> np.ndarray | None:
+        """2-D: the Hilbert order of the cells on DAWA's line; 1-D: ``None``."""
+        return self.plan.order
+
+    @property
+    def loss(self) -> PrivacyLoss:
+        """The whole loss (exactly ``partition_loss + strategy_loss``)."""
+        return self.plan.loss
+
+    @property
+    def partition_loss(self) -> PrivacyLoss:
+        """Loss of stage 1."""
+        return self.plan.partition_loss
+
+    @property
+    def strategy_loss(self) -> PrivacyLoss:
+        """Loss of stage 2."""
+        return self.plan.strategy_loss
+
+    @property
+    def ratio(self) -> Fraction:
+        """Share of the loss given to the partition."""
+        return self.plan.ratio
 
     @property
     def phase_losses(self) -> tuple[PrivacyLoss, ...]:
@@ -288,15 +305,9 @@ class DawaRelease:
         return {"inner_estimate": ie, "inner_variance": iv, "outer_estimate": oe, "outer_variance": ov}
 
 
-def _line(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
-    if counts.ndim == 1:
-        return counts, None
-    order = hilbert_order(counts.shape)
-    return counts.ravel()[order], order
-
-
-def dawa(counts: np.ndarray, *, loss: PrivacyLoss, ratio: float | Fraction | None = None,
-         workload: np.ndarray | Workload = "prefix", rng: Any = None) -> DawaRelease:
+def dawa(counts: np.ndarray, plan: DawaPlan | None = None, *, loss: PrivacyLoss | None = None,
+         ratio: float | Fraction | None = None, workload: np.ndarray | Workload = "prefix",
+         rng: Any = None) -> DawaRelease:
     """Release 1-D or 2-D counts with DAWA (Li, Hay, Miklau, Wang, PVLDB 2014).
 
     Parameters
@@ -304,12 +315,13 @@ def dawa(counts: np.ndarray, *, loss: PrivacyLoss, ratio: float | Fraction | Non
     counts : ndarray of int
         Exact counts on the public domain: 1-D bins, or a 2-D grid (laid out
         along a Hilbert curve).
-    loss : PrivacyLoss
-        Total privacy loss; ``ratio`` of it (exactly) goes to the partition.
+    plan : DawaPlan, optional
+        From :func:`plan_dawa` on ``counts.shape``; without it one is made here
+        from ``loss``, ``ratio`` and ``workload``.
+    loss : PrivacyLoss, optional
+        Total privacy loss when no plan is given.
     ratio : float or Fraction, optional
-        Share of the loss spent on the partition, strictly between 0 and 1.
-        Default: :data:`DEFAULT_RATIO` (1/4, the paper's) for 1-D counts,
-        :data:`DEFAULT_RATIO_2D` (1/2, measured) for 2-D.
+        Share of the loss spent on the partition (see :func:`plan_dawa`).
     workload : {"prefix", "identity"} or ndarray
         Public queries the strategy is tuned for (see :func:`workload_runs`).
     rng : numpy.random.Generator, optional
@@ -348,46 +360,37 @@ def dawa(counts: np.ndarray, *, loss: PrivacyLoss, ratio: float | Fraction | Non
     ((64,), True)
     """
     x = np.asarray(counts)
-    if x.ndim not in (1, 2) or x.size == 0:
-        raise ParameterError(
-            f"dawa takes 1-D or 2-D counts on a non-empty public domain. Got an array of shape {x.shape}. "
-            f"Flatten or slice the domain first.")
-    r = _check_ratio((DEFAULT_RATIO if x.ndim == 1 else DEFAULT_RATIO_2D) if ratio is None else ratio)
-    shape = tuple(int(s) for s in x.shape)
-    query, lo, hi, m = workload_runs(workload, shape)
-    part_loss, strat_loss = loss.split([r, 1 - r])
-    n = x.size
-    _plan_check(n, part_loss, strat_loss)                                            # before reading data
-    b2 = 1.0 / equivalent_epsilon(strat_loss.noise(what="DAWA's bucket counts").variance())
-    line, order = _line(np.asarray(x, dtype=np.int64))
-    partition = private_partition(line, loss=part_loss, bucket_cost=b2, rng=rng)   # reads true counts
+    if plan is None:
+        if loss is None:
+            raise TypeError("dawa needs a plan or a loss")
+        plan = plan_dawa(x.shape, loss=loss, ratio=ratio, workload=workload)          # before reading data
+    elif tuple(x.shape) != plan.shape:
+        raise ParameterError(f"The counts have shape {x.shape} but the DAWA plan was made for {plan.shape}. "
+                             f"Plan on the counts' public domain.")
+    n = plan.size
+    xi = np.asarray(x, dtype=np.int64)
+    line = xi if plan.order is None else xi.ravel()[plan.order]
+    partition = private_partition(line, loss=plan.partition_loss, bucket_cost=plan.bucket_cost,
+                                  rng=rng)                                             # reads true counts
     edges = partition.edges
-    br = bucket_runs(query, lo, hi, edges, m)
+    br = bucket_runs(plan.query, plan.lo, plan.hi, edges, plan.n_queries)
     strategy: HierarchyStrategy = choose_strategy(br)                                 # public + noisy only
     bucket_counts = np.add.reduceat(line, edges[:-1])
-    answers: HierarchicalAnswers = answer_hierarchy(bucket_counts, strategy, loss=strat_loss, rng=rng)
+    answers: HierarchicalAnswers = answer_hierarchy(bucket_counts, strategy, loss=plan.strategy_loss,
+                                                    rng=rng)                          # reads true counts
     sizes = np.diff(edges)
     bucket_of = np.repeat(np.arange(sizes.size), sizes)
     est_line = answers.estimates[bucket_of] / sizes[bucket_of]
     bucket_var = answers.structure.variances[0].ravel()
     var_line = bucket_var[bucket_of] / sizes[bucket_of].astype(np.float64) ** 2
-    if order is None:
+    if plan.order is None:
         estimates, variances = est_line, var_line
     else:
         estimates = np.empty(n)
         variances = np.empty(n)
-        estimates[order], variances[order] = est_line, var_line
-        estimates, variances = estimates.reshape(shape), variances.reshape(shape)
+        estimates[plan.order], variances[plan.order] = est_line, var_line
+        estimates, variances = estimates.reshape(plan.shape), variances.reshape(plan.shape)
     return DawaRelease(estimates=estimates, variances=variances, edges=edges,
                        bucket_estimates=np.asarray(answers.estimates, dtype=np.float64),
-                       bucket_variances=bucket_var, order=order, shape=shape, partition=partition,
-                       strategy=strategy, answers=answers, loss=loss, partition_loss=part_loss,
-                       strategy_loss=strat_loss, ratio=r)
-
-
-def _plan_check(n: int, part_loss: PrivacyLoss, strat_loss: PrivacyLoss) -> None:
-    """Ask every partition level and the bucket counts for their noise (raises on a too-small loss)."""
-    for k, share in enumerate(partition_loss_shares(n), start=1):
-        length = min(1 << k, n)
-        part_loss.part(share).noise(Sensitivity.cells(per_cell=2 * (length - 1)), what="DAWA's partition")
-    strat_loss.noise(what="DAWA's bucket counts")
+                       bucket_variances=bucket_var, plan=plan, partition=partition,
+                       strategy=strategy, answers=answers)

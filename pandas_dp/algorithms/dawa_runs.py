@@ -36,14 +36,109 @@ References
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 
+from pandas_dp.algorithms.hilbert import rectangle_runs
 from pandas_dp.algorithms.tree_inference import TreeVariances
 from pandas_dp.algorithms.tree_layout import TreeLayout
+from pandas_dp.errors import ParameterError
 
-__all__ = ["BucketRuns", "bucket_runs", "subsample_runs", "VariancePlan", "variance_plan", "plan_variance",
+__all__ = ["workload_runs", "PREFIX_2D_CORNERS", "BucketRuns", "bucket_runs", "subsample_runs", "VariancePlan", "variance_plan", "plan_variance",
            "CompactVariances", "compact_variances", "query_variance"]
+
+
+#: ``workload="prefix"`` on a 2-D grid: prefix rectangles at up to this many corners per axis.
+PREFIX_2D_CORNERS = 32
+
+Workload = Literal["prefix", "identity"]
+
+
+def workload_runs(workload: np.ndarray | str, shape: tuple[int, ...]
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """A public workload as runs ``(query, lo, hi, m)`` of positions on DAWA's 1-D line.
+
+    Parameters
+    ----------
+    workload : {"prefix", "identity"} or ndarray
+        1-D: ``"prefix"`` (all ``n`` ranges ``[0, j)``), ``"identity"`` (single
+        bins) or an ``(m, 2)`` int array of half-open ranges ``[lo, hi)``. 2-D:
+        ``"prefix"`` (rectangles ``[0, r) x [0, c)`` with ``r, c`` at up to
+        :data:`PREFIX_2D_CORNERS` evenly spaced corners per axis), ``"identity"``
+        (single cells) or an ``(m, 4)`` int array of rectangles ``r0, r1, c0, c1``.
+    shape : tuple of int
+        Domain shape.
+
+    Returns
+    -------
+    query, lo, hi : ndarray of int64
+        Runs sorted by ``(query, lo)``; 2-D positions are in ``hilbert_order(shape)``.
+    m : int
+        Number of queries.
+
+    Raises
+    ------
+    ParameterError
+        For an unknown name, a wrong array shape, or queries outside the domain or empty.
+    """
+    if isinstance(workload, str):
+        if workload not in ("prefix", "identity"):
+            raise ParameterError(
+                f"The 'workload' parameter of dawa must be 'prefix', 'identity' or an array of "
+                f"ranges/rectangles. Got {workload!r}.")
+        if len(shape) == 1:
+            n = shape[0]
+            lo = np.zeros(n, dtype=np.int64) if workload == "prefix" else np.arange(n, dtype=np.int64)
+            return np.arange(n, dtype=np.int64), lo, np.arange(1, n + 1, dtype=np.int64), n
+        if workload == "identity":
+            rr, cc = np.divmod(np.arange(shape[0] * shape[1], dtype=np.int64), shape[1])
+            rects = np.column_stack([rr, rr + 1, cc, cc + 1])
+        else:
+            corners = [np.unique(np.linspace(0, s, min(s, PREFIX_2D_CORNERS) + 1).round().astype(np.int64)[1:])
+                       for s in shape]
+            r1, c1 = np.meshgrid(*corners, indexing="ij")
+            zeros = np.zeros(r1.size, dtype=np.int64)
+            rects = np.column_stack([zeros, r1.ravel(), zeros, c1.ravel()])
+        return (*rectangle_runs(rects, shape), rects.shape[0])
+    arr = np.asarray(workload)
+    width = 2 if len(shape) == 1 else 4
+    if arr.ndim != 2 or arr.shape[1] != width or arr.shape[0] == 0 or not np.issubdtype(arr.dtype, np.integer):
+        raise ParameterError(
+            f"The 'workload' parameter of dawa must be a non-empty integer array of shape (m, {width}) "
+            f"({'lo, hi ranges' if width == 2 else 'r0, r1, c0, c1 rectangles'}, half-open). Got "
+            f"{'an array of shape ' + str(arr.shape) + ' and dtype ' + str(arr.dtype)}.")
+    arr = arr.astype(np.int64)
+    bounds = [(arr[:, 0], arr[:, 1], shape[0])] + ([(arr[:, 2], arr[:, 3], shape[1])] if width == 4 else [])
+    for lo, hi, size in bounds:
+        bad = (lo < 0) | (hi > size) | (lo >= hi)
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise ParameterError(
+                f"Every workload query of dawa must be a non-empty half-open range inside the domain "
+                f"(0 <= lo < hi <= {size}). Query {i} is {arr[i].tolist()}. Fix or drop it.")
+    if width == 2:
+        m = arr.shape[0]
+        return np.arange(m, dtype=np.int64), arr[:, 0].copy(), arr[:, 1].copy(), m
+    return (*rectangle_runs(arr, shape), arr.shape[0])
+
+
+def _merge_runs(query: np.ndarray, lo: np.ndarray, hi: np.ndarray
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Drop empty runs and merge overlapping or touching runs of the same query (input sorted)."""
+    keep = lo < hi
+    query, lo, hi = query[keep], lo[keep], hi[keep]
+    if query.size == 0:
+        return query, lo, hi
+    # running maximum of hi within each query (runs sorted by (query, lo))
+    starts_q = np.r_[True, query[1:] != query[:-1]]
+    seg = np.cumsum(starts_q) - 1
+    offset = seg * (int(hi.max()) + 1)
+    reach = np.maximum.accumulate(hi + offset) - offset
+    new = np.r_[True, starts_q[1:] | (lo[1:] > reach[:-1])]
+    first = np.flatnonzero(new)
+    last = np.r_[first[1:] - 1, query.size - 1]
+    return query[first], lo[first], reach[last]
 
 
 @dataclass(frozen=True)

@@ -27,9 +27,9 @@ from typing import ClassVar
 import numpy as np
 
 from pandas_dp.errors import ParameterError
-from pandas_dp.loss import PrivacyLoss
+from pandas_dp.loss import Noise, PrivacyLoss
 
-__all__ = ["GridRelease", "VARIANCE_NOTE"]
+__all__ = ["GridPlan", "GridRelease", "VARIANCE_NOTE"]
 
 VARIANCE_NOTE = ("Noise-only variances, exact given the grid; they exclude the bias of spreading a "
                  "cell's count evenly over its atoms (zero for rectangles made of whole cells).")
@@ -72,6 +72,52 @@ def _axis_sums(length: np.ndarray, parts: np.ndarray, u: np.ndarray, w: np.ndarr
 
 
 @dataclass(frozen=True)
+class GridPlan:
+    """The public part of a UGrid / AGrid release (made without data and without budget).
+
+    Attributes
+    ----------
+    method : {"ugrid", "agrid"}
+    shape : tuple of int
+        The public 2-D domain of atoms.
+    loss : PrivacyLoss
+        The whole loss: ``total_loss`` (if any) plus ``level_losses``, exactly.
+    total_loss : PrivacyLoss or None
+        Loss of the noisy total; ``None`` when ``expected_total`` is public.
+    total_noise : Noise or None
+        Its noise (sensitivity 1).
+    expected_total : float or None
+        The caller's public number of rows, if given.
+    level_losses : tuple of PrivacyLoss
+        Loss of each counting level (one for UGrid, two for AGrid).
+    level_noise : tuple of Noise
+        Each level's noise (cells of a level are disjoint: sensitivity 1).
+    epsilon_used : float
+        ``epsilon`` in the first size formula (:func:`~pandas_dp.algorithms.grids.equivalent_epsilon`
+        of the whole counting loss).
+    epsilon_second : float or None
+        AGrid: ``(1 - alpha) epsilon`` of the second size formula (that of the level-2 noise).
+    c : float
+        The paper's constant (the second level uses ``c / 2``).
+    alpha : Fraction
+        AGrid's first-level share (1 for UGrid).
+    """
+
+    method: str
+    shape: tuple[int, int]
+    loss: PrivacyLoss
+    total_loss: PrivacyLoss | None
+    total_noise: Noise | None
+    expected_total: float | None
+    level_losses: tuple[PrivacyLoss, ...]
+    level_noise: tuple[Noise, ...]
+    epsilon_used: float
+    epsilon_second: float | None
+    c: float
+    alpha: Fraction
+
+
+@dataclass(frozen=True)
 class GridRelease:
     """Output of :func:`ugrid` and :func:`agrid` (everything is differentially private or public).
 
@@ -96,17 +142,9 @@ class GridRelease:
     total : float
         ``N`` used in the size formulas: the caller's ``expected_total`` or the noisy total.
     total_is_noisy : bool
-        Whether ``total`` was released with ``total_loss``.
-    total_loss : PrivacyLoss or None
-        Loss spent on the noisy total.
-    level_losses : tuple of PrivacyLoss
-        Loss of each counting level; with ``total_loss`` they add up to the whole exactly.
-    noise_variances : tuple of float
-        Variance of the noise of each counting level.
-    epsilon_used : float
-        ``epsilon`` in the size formulas (:func:`equivalent_epsilon` of the counting loss).
-    c, alpha : float, Fraction
-        Constants used (``c2 = c / 2``).
+        Whether ``total`` was released with the plan's ``total_loss``.
+    plan : GridPlan
+        The public plan: losses (``total_loss``, ``level_losses``; exactly the whole), noise, constants.
     """
 
     method: str
@@ -123,12 +161,7 @@ class GridRelease:
     sub_variances: np.ndarray | None
     total: float
     total_is_noisy: bool
-    total_loss: PrivacyLoss | None
-    level_losses: tuple[PrivacyLoss, ...]
-    noise_variances: tuple[float, ...]
-    epsilon_used: float
-    c: float
-    alpha: Fraction
+    plan: GridPlan
 
     variance_exact: ClassVar[bool] = False
     variance_note: ClassVar[str] = VARIANCE_NOTE
@@ -137,6 +170,36 @@ class GridRelease:
     def grid_shape(self) -> tuple[int, int]:
         """Number of (first-level) cells per axis."""
         return int(self.row_edges.size - 1), int(self.col_edges.size - 1)
+
+    @property
+    def total_loss(self) -> PrivacyLoss | None:
+        """Loss spent on the noisy total (``None`` with a public ``expected_total``)."""
+        return self.plan.total_loss
+
+    @property
+    def level_losses(self) -> tuple[PrivacyLoss, ...]:
+        """Loss of each counting level."""
+        return self.plan.level_losses
+
+    @property
+    def noise_variances(self) -> tuple[float, ...]:
+        """Variance of the noise of each counting level."""
+        return tuple(noise.variance() for noise in self.plan.level_noise)
+
+    @property
+    def epsilon_used(self) -> float:
+        """``epsilon`` in the size formulas."""
+        return self.plan.epsilon_used
+
+    @property
+    def c(self) -> float:
+        """The paper's constant used."""
+        return self.plan.c
+
+    @property
+    def alpha(self) -> Fraction:
+        """AGrid's first-level share (1 for UGrid)."""
+        return self.plan.alpha
 
     @property
     def phase_losses(self) -> tuple[PrivacyLoss, ...]:

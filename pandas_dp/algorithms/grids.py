@@ -48,11 +48,11 @@ from typing import Any
 import numpy as np
 
 from pandas_dp._rational import to_fraction
-from pandas_dp.algorithms.grid_release import GridRelease
+from pandas_dp.algorithms.grid_release import GridPlan, GridRelease
 from pandas_dp.errors import ParameterError
-from pandas_dp.loss import PrivacyLoss
+from pandas_dp.loss import Noise, PrivacyLoss
 
-__all__ = ["GridRelease", "ugrid", "agrid", "equivalent_epsilon", "ugrid_size", "agrid_first_size",
+__all__ = ["GridPlan", "GridRelease", "plan_ugrid", "plan_agrid", "ugrid", "agrid", "equivalent_epsilon", "ugrid_size", "agrid_first_size",
            "agrid_second_size", "axis_edges", "DEFAULT_C", "DEFAULT_ALPHA", "DEFAULT_TOTAL_SHARE"]
 
 #: The paper's constant c (UGrid and AGrid's first level); AGrid's second level uses c / 2.
@@ -128,14 +128,14 @@ def axis_edges(n: int, parts: int) -> np.ndarray:
     return (np.arange(m + 1, dtype=np.int64) * n) // m
 
 
-# --------------------------------------------------------------------------------------- mechanisms
+# --------------------------------------------------------------------------------------- plans
 
-def _check_counts(counts: np.ndarray, name: str) -> np.ndarray:
-    x = np.asarray(counts)
-    if x.ndim != 2 or x.size == 0:
+def _check_shape(shape: Any, name: str) -> tuple[int, int]:
+    dims = (int(shape),) if np.isscalar(shape) else tuple(int(s) for s in shape)
+    if len(dims) != 2 or min(dims) < 1:
         raise ParameterError(f"{name} takes a 2-D grid of counts on a non-empty public domain. Got an array of "
-                             f"shape {x.shape}. Pass the counts of the 2-D domain grid (e.g. 256 x 256 atoms).")
-    return x
+                             f"shape {dims}. Pass the counts of the 2-D domain grid (e.g. 256 x 256 atoms).")
+    return dims[0], dims[1]
 
 
 def _check_share(value: Any, name: str, what: str) -> Fraction:
@@ -145,39 +145,99 @@ def _check_share(value: Any, name: str, what: str) -> Fraction:
     return s
 
 
+def _check_c(c: Any, name: str) -> float:
+    if isinstance(c, bool) or not isinstance(c, (int, float)) or not math.isfinite(c) or c <= 0:
+        raise ParameterError(f"The 'c' parameter of {name} must be a positive number (the paper's 10). Got {c!r}.")
+    return float(c)
+
+
 def _split_total(loss: PrivacyLoss, total_share: Any, expected_total: Any
-                 ) -> tuple[PrivacyLoss | None, PrivacyLoss]:
+                 ) -> tuple[PrivacyLoss | None, Noise | None, float | None, PrivacyLoss]:
     if expected_total is not None:
         t = float(expected_total)
         if not math.isfinite(t) or t < 0:
             raise ParameterError(f"The 'expected_total' parameter must be a public, finite, non-negative number "
                                  f"of rows. Got {expected_total!r}.")
-        return None, loss
+        return None, None, t, loss
     share = _check_share(total_share, "total_share", "the share of the loss spent on the noisy total")
     total_loss, rest = loss.split([share, 1 - share])
-    return total_loss, rest
+    return total_loss, total_loss.noise(what="the noisy total of the grid"), None, rest
 
 
-def _total(x: np.ndarray, total_loss: PrivacyLoss | None, expected_total: Any, rng: Any) -> tuple[float, bool]:
-    if total_loss is None:
-        return float(expected_total), False
-    noise = total_loss.noise(what="the noisy total of the grid")
-    return float(noise.add(np.array([int(x.sum())]), rng)[0]), True     # reads the true total
+def plan_ugrid(shape: tuple[int, int], *, loss: PrivacyLoss, total_share: float | Fraction = DEFAULT_TOTAL_SHARE,
+               expected_total: float | None = None, c: float = DEFAULT_C) -> GridPlan:
+    """Plan a UGrid release from public information (shape, loss, knobs); see :func:`ugrid`.
+
+    Raises
+    ------
+    ParameterError
+        For a bad shape or knob, or a loss too small for the noise sampler.
+    """
+    dims = _check_shape(shape, "ugrid")
+    cc = _check_c(c, "ugrid")
+    total_loss, total_noise, expected, rest = _split_total(loss, total_share, expected_total)
+    noise = rest.noise(what="the grid counts")
+    return GridPlan(method="ugrid", shape=dims, loss=loss, total_loss=total_loss, total_noise=total_noise,
+                    expected_total=expected, level_losses=(rest,), level_noise=(noise,),
+                    epsilon_used=equivalent_epsilon(noise.variance()), epsilon_second=None, c=cc,
+                    alpha=Fraction(1))
+
+
+def plan_agrid(shape: tuple[int, int], *, loss: PrivacyLoss, alpha: float | Fraction = DEFAULT_ALPHA,
+               total_share: float | Fraction = DEFAULT_TOTAL_SHARE, expected_total: float | None = None,
+               c: float = DEFAULT_C) -> GridPlan:
+    """Plan an AGrid release from public information (shape, loss, knobs); see :func:`agrid`.
+
+    Raises
+    ------
+    ParameterError
+        For a bad shape or knob, or a loss too small for the noise sampler.
+    """
+    dims = _check_shape(shape, "agrid")
+    cc = _check_c(c, "agrid")
+    a = _check_share(alpha, "alpha", "the share of the counting loss spent on the first level")
+    total_loss, total_noise, expected, rest = _split_total(loss, total_share, expected_total)
+    loss1, loss2 = rest.split([a, 1 - a])
+    noise1 = loss1.noise(what="AGrid's first level")
+    noise2 = loss2.noise(what="AGrid's second level")
+    return GridPlan(method="agrid", shape=dims, loss=loss, total_loss=total_loss, total_noise=total_noise,
+                    expected_total=expected, level_losses=(loss1, loss2), level_noise=(noise1, noise2),
+                    epsilon_used=equivalent_epsilon(rest.noise().variance()),
+                    epsilon_second=equivalent_epsilon(noise2.variance()), c=cc, alpha=a)
+
+
+# --------------------------------------------------------------------------------------- mechanisms
+
+def _counts_for(counts: np.ndarray, plan: GridPlan) -> np.ndarray:
+    x = np.asarray(counts)
+    if tuple(x.shape) != plan.shape:
+        raise ParameterError(f"The counts have shape {x.shape} but the {plan.method} plan was made for "
+                             f"{plan.shape}. Plan on the counts' public domain.")
+    return np.asarray(x, dtype=np.int64)
+
+
+def _total(x: np.ndarray, plan: GridPlan, rng: Any) -> tuple[float, bool]:
+    if plan.total_noise is None:
+        return float(plan.expected_total), False
+    return float(plan.total_noise.add(np.array([int(x.sum())]), rng)[0]), True     # reads the true total
 
 
 def _cell_index(edges: np.ndarray, n: int) -> np.ndarray:
     return np.searchsorted(edges, np.arange(n), side="right") - 1
 
 
-def ugrid(counts: np.ndarray, *, loss: PrivacyLoss, total_share: float | Fraction = DEFAULT_TOTAL_SHARE,
-          expected_total: float | None = None, c: float = DEFAULT_C, rng: Any = None) -> GridRelease:
+def ugrid(counts: np.ndarray, plan: GridPlan | None = None, *, loss: PrivacyLoss | None = None,
+          total_share: float | Fraction = DEFAULT_TOTAL_SHARE, expected_total: float | None = None,
+          c: float = DEFAULT_C, rng: Any = None) -> GridRelease:
     """Release 2-D counts with the uniform grid UG (Qardaji, Yang, Li, ICDE 2013).
 
     Parameters
     ----------
     counts : ndarray of int, shape (rows, cols)
         Exact counts of the atoms of a public 2-D domain.
-    loss : PrivacyLoss
+    plan : GridPlan, optional
+        From :func:`plan_ugrid`; without it one is made from the arguments below.
+    loss : PrivacyLoss, optional
         Total loss (noisy total, if bought, plus the grid counts: exactly the whole).
     total_share : float or Fraction
         Share of ``loss`` spent on the noisy total ``N`` when ``expected_total`` is not given.
@@ -212,19 +272,17 @@ def ugrid(counts: np.ndarray, *, loss: PrivacyLoss, total_share: float | Fractio
     >>> rel.grid_shape
     (35, 35)
     """
-    x = _check_counts(counts, "ugrid")
-    if not (isinstance(c, (int, float)) and c > 0):
-        raise ParameterError(f"The 'c' parameter of ugrid must be a positive number. Got {c!r}.")
-    total_loss, rest = _split_total(loss, total_share, expected_total)
-    noise = rest.noise(what="the grid counts")                              # before reading data
-    if total_loss is not None:
-        total_loss.noise(what="the noisy total of the grid")
-    eps = equivalent_epsilon(noise.variance())
-    n_total, noisy_total = _total(np.asarray(x, dtype=np.int64), total_loss, expected_total, rng)
-    m = ugrid_size(n_total, eps, c)
+    if plan is None:
+        if loss is None:
+            raise TypeError("ugrid needs a plan or a loss")
+        plan = plan_ugrid(np.shape(counts), loss=loss, total_share=total_share, expected_total=expected_total,
+                          c=c)                                             # before reading data
+    x = _counts_for(counts, plan)
+    n_total, noisy_total = _total(x, plan, rng)
+    m = ugrid_size(n_total, plan.epsilon_used, plan.c)
     re, ce = axis_edges(x.shape[0], m), axis_edges(x.shape[1], m)
-    x = np.asarray(x, dtype=np.int64)
     cells = np.add.reduceat(np.add.reduceat(x, re[:-1], axis=0), ce[:-1], axis=1)
+    noise = plan.level_noise[0]
     noisy = noise.add(cells, rng)                                           # reads the true counts
     s = noise.variance()
     area = np.outer(np.diff(re), np.diff(ce)).astype(np.float64)
@@ -235,20 +293,21 @@ def ugrid(counts: np.ndarray, *, loss: PrivacyLoss, total_share: float | Fractio
                        cell_counts=noisy, cell_estimates=noisy.astype(np.float64),
                        cell_variances=np.full(noisy.shape, s), sub_shape=np.ones(noisy.shape + (2,), np.int64),
                        sub_counts=None, sub_estimates=None, sub_variances=None, total=n_total,
-                       total_is_noisy=noisy_total, total_loss=total_loss, level_losses=(rest,), noise_variances=(s,), epsilon_used=eps, c=float(c),
-                       alpha=Fraction(1))
+                       total_is_noisy=noisy_total, plan=plan)
 
 
-def agrid(counts: np.ndarray, *, loss: PrivacyLoss, alpha: float | Fraction = DEFAULT_ALPHA,
-          total_share: float | Fraction = DEFAULT_TOTAL_SHARE, expected_total: float | None = None,
-          c: float = DEFAULT_C, rng: Any = None) -> GridRelease:
+def agrid(counts: np.ndarray, plan: GridPlan | None = None, *, loss: PrivacyLoss | None = None,
+          alpha: float | Fraction = DEFAULT_ALPHA, total_share: float | Fraction = DEFAULT_TOTAL_SHARE,
+          expected_total: float | None = None, c: float = DEFAULT_C, rng: Any = None) -> GridRelease:
     """Release 2-D counts with the adaptive grid AG (Qardaji, Yang, Li, ICDE 2013).
 
     Parameters
     ----------
     counts : ndarray of int, shape (rows, cols)
         Exact counts of the atoms of a public 2-D domain.
-    loss : PrivacyLoss
+    plan : GridPlan, optional
+        From :func:`plan_agrid`; without it one is made from the arguments below.
+    loss : PrivacyLoss, optional
         Total loss (noisy total, if bought, plus both levels: exactly the whole).
     alpha : float or Fraction
         Share of the counting loss spent on the first level (1/2 in the paper).
@@ -287,33 +346,27 @@ def agrid(counts: np.ndarray, *, loss: PrivacyLoss, alpha: float | Fraction = DE
     >>> rel.grid_shape, int(rel.sub_shape.max()) >= 1
     ((10, 10), True)
     """
-    x = _check_counts(counts, "agrid")
-    if not (isinstance(c, (int, float)) and c > 0):
-        raise ParameterError(f"The 'c' parameter of agrid must be a positive number. Got {c!r}.")
-    a = _check_share(alpha, "alpha", "the share of the counting loss spent on the first level")
-    total_loss, rest = _split_total(loss, total_share, expected_total)
-    loss1, loss2 = rest.split([a, 1 - a])
-    noise1 = loss1.noise(what="AGrid's first level")                       # before reading data
-    noise2 = loss2.noise(what="AGrid's second level")
-    if total_loss is not None:
-        total_loss.noise(what="the noisy total of the grid")
-    eps = equivalent_epsilon(rest.noise().variance())
-    eps2 = equivalent_epsilon(noise2.variance())
-    xi = np.asarray(x, dtype=np.int64)
-    n_total, noisy_total = _total(xi, total_loss, expected_total, rng)
-    m1 = agrid_first_size(n_total, eps, c)
-    re, ce = axis_edges(x.shape[0], m1), axis_edges(x.shape[1], m1)
+    if plan is None:
+        if loss is None:
+            raise TypeError("agrid needs a plan or a loss")
+        plan = plan_agrid(np.shape(counts), loss=loss, alpha=alpha, total_share=total_share,
+                          expected_total=expected_total, c=c)                # before reading data
+    xi = _counts_for(counts, plan)
+    noise1, noise2 = plan.level_noise
+    n_total, noisy_total = _total(xi, plan, rng)
+    m1 = agrid_first_size(n_total, plan.epsilon_used, plan.c)
+    re, ce = axis_edges(xi.shape[0], m1), axis_edges(xi.shape[1], m1)
     cells = np.add.reduceat(np.add.reduceat(xi, re[:-1], axis=0), ce[:-1], axis=1)
     v = noise1.add(cells, rng)                                             # reads the true counts
     s1, s2 = noise1.variance(), noise2.variance()
-    m2 = agrid_second_size(v, eps2, c / 2.0)                               # noisy values only
+    m2 = agrid_second_size(v, plan.epsilon_second, plan.c / 2.0)           # noisy values only
     heights, widths = np.diff(re), np.diff(ce)
     m2r = np.minimum(m2, heights[:, None])
     m2c = np.minimum(m2, widths[None, :])
     sub_shape = np.stack([m2r, m2c], axis=-1)
     # Sub-cell of every atom: cell (i, j), then sub-row / sub-column inside it.
-    ri, cj = _cell_index(re, x.shape[0]), _cell_index(ce, x.shape[1])
-    rr, cc = np.meshgrid(np.arange(x.shape[0]), np.arange(x.shape[1]), indexing="ij")
+    ri, cj = _cell_index(re, xi.shape[0]), _cell_index(ce, xi.shape[1])
+    rr, cc = np.meshgrid(np.arange(xi.shape[0]), np.arange(xi.shape[1]), indexing="ij")
     ci, cjj = ri[rr], cj[cc]
     pr, pc = m2r[ci, cjj], m2c[ci, cjj]
     sub_r = ((rr - re[ci] + 1) * pr - 1) // heights[ci]
@@ -338,6 +391,4 @@ def agrid(counts: np.ndarray, *, loss: PrivacyLoss, alpha: float | Fraction = DE
     return GridRelease(method="agrid", estimates=estimates, variances=variances, row_edges=re, col_edges=ce,
                        cell_counts=v, cell_estimates=total.reshape(v.shape), cell_variances=p_cell.reshape(v.shape),
                        sub_shape=sub_shape, sub_counts=u, sub_estimates=u_hat, sub_variances=p_sub,
-                       total=n_total, total_is_noisy=noisy_total,
-                       total_loss=total_loss, level_losses=(loss1, loss2), noise_variances=(s1, s2),
-                       epsilon_used=eps, c=float(c), alpha=a)
+                       total=n_total, total_is_noisy=noisy_total, plan=plan)
