@@ -225,6 +225,10 @@ def count_of_counts(frame: pd.DataFrame, group: str, location: Any, *, epsilon: 
         f"{loss.parameter}_max_size": str(plan.losses["max_size"].amount),
         f"{loss.parameter}_group_totals": str(plan.losses["group_totals"].amount),
     }
+    # The noise of every level's estimator (sensitivity SENSITIVITY[method]): its exact parameter.
+    level_noise = plan.level_noise.describe()
+    params["noise"] = level_noise.pop("noise")
+    params.update({f"{key}_per_level": value for key, value in level_noise.items()})
 
     def mechanism(tables: Any) -> CountOfCounts:
         tick, bar = progress_callback(knobs["progress"], 2 * plan.n_levels, "count-of-counts")
@@ -247,6 +251,7 @@ def count_of_counts(frame: pd.DataFrame, group: str, location: Any, *, epsilon: 
             params=result_params,
             post_processing=post,
             parents=tuple(tables.parents),
+            loss=loss,
         )
 
     return run(frame, Release(

@@ -88,7 +88,9 @@ def _release(counts: np.ndarray, grid: Grid, planned: Planned, *, rng: Any, nonn
         "include_root": plan.include_root, "consistent": plan.consistent, "nonnegative": nonnegative,
         "integer": integer,
         f"level_{loss.parameter}s": [str(part.amount) for part in plan.level_losses],
-        "level_noise_scales": [None if d is None else d.get("noise_scale", d.get("sigma2")) for d in noises],
+        # Exact per-level noise parameters: discrete Laplace scales (pure), discrete Gaussian sigma^2 (zCDP).
+        **({"level_sigma2": [None if d is None else d["sigma2"] for d in noises]} if loss.measure == "zcdp" else
+           {"level_noise_scales": [None if d is None else d["noise_scale"] for d in noises]}),
         "noise": next(d["noise"] for d in noises if d is not None), "sensitivity_per_level": 1,
         "branching_chosen_by": "auto" if plan.choice is not None else "caller",
         "variance": ("exact (linear form of the estimator)" if not nonnegative else

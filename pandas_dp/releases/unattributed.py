@@ -96,6 +96,7 @@ def unattributed_histogram(frame: pd.DataFrame, group: Any, *, epsilon: Any = No
             method="sbar",
             params=dict(params, **{k: v for k, v in described.items() if k != "noise"}, groups=int(n)),
             post_processing=("isotonic regression (PAV, >= 0)", "rounding"),
+            loss=loss,
         )
 
     # Rows of groups outside the public ids, and missing or non-scalar ids, are outside the domain: dropped.

@@ -39,6 +39,12 @@ class AHPHistogram(Histogram):
     """
 
     detail: AHPRelease | None = field(default=None, compare=False)
+    _noise_by = "by phase"
+
+    def _noises(self) -> list[Any]:
+        if self.detail is None:
+            return super()._noises()
+        return [self.detail.plan.noise_1.describe(), self.detail.plan.noise_2.describe()]
 
     @property
     def clusters(self) -> pd.DataFrame:
@@ -69,6 +75,12 @@ class DPCubeHistogram(Histogram):
     """
 
     detail: DPCubeRelease | None = field(default=None, compare=False)
+    _noise_by = "by phase"
+
+    def _noises(self) -> list[Any]:
+        if self.detail is None:
+            return super()._noises()
+        return [self.detail.plan.noise_1.describe(), self.detail.plan.noise_2.describe()]
 
     @property
     def partitions(self) -> pd.DataFrame:

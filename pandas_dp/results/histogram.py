@@ -11,8 +11,8 @@ import pandas as pd
 
 from ..domain import BinDomain, Grid
 from ..errors import DomainError, ParameterError
-from ._base import EstimatesView, FrozenRelease, confidence_bounds, noise_radius, normal_quantile
-from ._format import estimates_table, html_params
+from ._base import EstimatesView, FrozenRelease, MeasureView, confidence_bounds, noise_radius, normal_quantile
+from ._format import estimates_table, guarantee_text, html_params
 from ._frozen import stored_fields
 
 __all__ = ["Histogram", "RangeAnswer"]
@@ -53,7 +53,7 @@ class RangeAnswer:
 
 @stored_fields
 @dataclass(frozen=True, repr=False, eq=False)
-class Histogram(FrozenRelease, EstimatesView):
+class Histogram(FrozenRelease, EstimatesView, MeasureView):
     """A differentially private histogram over a public domain.
 
     Attributes
@@ -105,16 +105,6 @@ class Histogram(FrozenRelease, EstimatesView):
     loss: Any = field(default=None, compare=False)
     noise: Any = field(default=None, compare=False)
     single_draw: bool = False
-
-    @property
-    def measure(self) -> str | None:
-        """``"pure"`` (epsilon-DP) or ``"zcdp"`` (rho-zCDP): what ``loss`` measures."""
-        return None if self.loss is None else self.loss.measure
-
-    @property
-    def rho(self) -> float | None:
-        """The rho of a zCDP release (None for a pure-epsilon release)."""
-        return float(self.loss.amount) if self.measure == "zcdp" else None
 
     def _cells_noise(self) -> tuple[Any, int]:
         return self.noise, (1 if self.single_draw else 0)
@@ -321,8 +311,19 @@ class Histogram(FrozenRelease, EstimatesView):
         return html_estimates(self.to_frame().head(n), self.variance_exact,
                               ", ".join(map(str, self.domain.columns)))
 
+    #: How several noises of one release are told apart in its description.
+    _noise_by = "by level"
+
+    def _noises(self) -> list[Any]:
+        """Descriptions (``Noise.describe()``) of the noise the release drew, shown with its guarantee."""
+        return [] if self.noise is None else [self.noise.describe()]
+
+    def _guarantee(self, *, html: bool = True) -> str:
+        """``ε = 0.5, noise scale t = 2`` or ``ρ = 0.125 (zCDP), σ = 2`` (``repr``: ``rho=0.125 (zCDP), sigma=2``)."""
+        return guarantee_text(self.loss, self.epsilon, self._noises(), html=html, by=self._noise_by)
+
     def _repr_head(self) -> str:
-        return (f"{type(self).__name__}(method={self.method!r}, epsilon={self.epsilon:g}, "
+        return (f"{type(self).__name__}(method={self.method!r}, {self._guarantee(html=False)}, "
                 f"columns={list(self.domain.columns)}, bins={self.domain.size:,})")
 
     def __repr__(self) -> str:
@@ -331,7 +332,7 @@ class Histogram(FrozenRelease, EstimatesView):
 
     def _html_title(self) -> str:
         """The method's facts shown after the method name (subclasses add theirs)."""
-        return f"ε = {self.epsilon:g}"
+        return self._guarantee()
 
     def _html_notes(self) -> str:
         """Escaped HTML shown above the parameters (subclasses add theirs)."""
