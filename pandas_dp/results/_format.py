@@ -149,7 +149,10 @@ def privacy_text(loss: Any, epsilon: float | None = None, *, html: bool = True) 
     if loss is not None and getattr(loss, "measure", None) == "zcdp":
         value = f"{float(loss.amount):g}"
         return f"ρ = {value} (zCDP)" if html else f"rho={value} (zCDP)"
-    value = f"{float(loss.amount if loss is not None else epsilon):g}"  # type: ignore[arg-type]
+    amount = loss.amount if loss is not None else epsilon
+    if amount is None:
+        return ""
+    value = f"{float(amount):g}"
     return f"ε = {value}" if html else f"epsilon={value}"
 
 
