@@ -44,7 +44,9 @@ class DPAccessorBase:
     def histogram(self, columns: Any, *, bins: Any = None, range: Any = None, categories: Any = None,
                   epsilon: float | None = None, rho: float | None = None,
                   method: HistogramMethodName = "identity", rng: Any = None,
-                  nonnegative: bool = False, **method_params: Any) -> Histogram:
+                  nonnegative: bool = False, privacy_unit: Any = None, max_rows: int | str | None = None,
+                  max_cells: int | None = None, max_rows_per_cell: int | None = None,
+                  **method_params: Any) -> Histogram:
         """Release a differentially private histogram of one or more columns.
 
         Parameters
@@ -79,6 +81,15 @@ class DPAccessorBase:
             cryptographically secure source (use it in production).
         nonnegative : bool
             Clip negative estimates at 0 (post-processing; error bars become noise-only).
+        privacy_unit : column label, optional
+            The column identifying each person (rider, customer, household): neighbouring
+            frames then differ by all the rows of one unit. Default: one row is one unit.
+        max_rows : int or "auto", optional
+            With ``privacy_unit``: keep at most this many rows per unit, chosen at random
+            (``"auto"`` chooses it privately with 5% of the loss).
+        max_cells, max_rows_per_cell : int, optional
+            With ``privacy_unit``, instead of ``max_rows``: at most ``max_cells`` distinct cells
+            per unit and ``max_rows_per_cell`` rows in each (L1 ``c r``, L2 ``sqrt(c) r``).
         **method_params
             Knobs of the chosen method (see its documentation): ``ahp``:
             ``epsilon_split``, ``eta``, ``clustering``; ``dpcube``: ``epsilon_split``,
@@ -119,7 +130,8 @@ class DPAccessorBase:
         """
         return _histogram(self._frame(), columns, bins=bins, range=range, categories=categories,
                           epsilon=epsilon, rho=rho, method=method, rng=rng, nonnegative=nonnegative,
-                          **method_params)
+                          privacy_unit=privacy_unit, max_rows=max_rows, max_cells=max_cells,
+                          max_rows_per_cell=max_rows_per_cell, **method_params)
 
 
     def count_of_counts(self, group: str, location: Any, *, epsilon: float | None = None, rho: float | None = None,
@@ -234,7 +246,9 @@ class DPAccessorBase:
                                budget_split: Literal["uniform", "geometric", "optimal"] = "uniform",
                                include_root: bool = False, consistent: bool = True,
                                nonnegative: bool = False, integer: bool = False,
-                               rng: Any = None) -> HierarchicalHistogram:
+                               rng: Any = None, privacy_unit: Any = None, max_rows: int | str | None = None,
+                               max_cells: int | None = None,
+                               max_rows_per_cell: int | None = None) -> HierarchicalHistogram:
         """Release a hierarchical histogram: noisy counts on a tree over the bins (H-bar, H_b^c).
 
         Parameters
@@ -263,6 +277,16 @@ class DPAccessorBase:
             Non-negative integer counts on every node, consistent up the tree (controlled
             rounding of the non-negative estimates: each node is the floor or ceiling of its
             real estimate); tables ready to publish. Needs ``consistent=True``.
+        privacy_unit : column label, optional
+            The column identifying each person (rider, customer, household): neighbouring
+            frames then differ by all the rows of one unit. Default: one row is one unit.
+        max_rows : int or "auto", optional
+            With ``privacy_unit``: keep at most this many rows per unit, chosen at random
+            (``"auto"`` chooses it privately with 5% of the loss).
+        max_cells, max_rows_per_cell : int, optional
+            With ``privacy_unit``, instead of ``max_rows``: at most ``max_cells`` distinct cells
+            per unit and ``max_rows_per_cell`` rows in each (L1 ``c r``, L2 ``sqrt(c) r``).
+            Each level of the tree is then calibrated to its own sensitivity under the bounds.
         rng : numpy.random.Generator, optional
             Reproducible experiments only; ``None`` uses secure randomness.
 
@@ -291,12 +315,15 @@ class DPAccessorBase:
                                        categories=categories, epsilon=epsilon, rho=rho, branching=branching,
                                        budget_split=budget_split, include_root=include_root,
                                        consistent=consistent, nonnegative=nonnegative, integer=integer,
-                                       rng=rng)
+                                       rng=rng, privacy_unit=privacy_unit, max_rows=max_rows,
+                                       max_cells=max_cells, max_rows_per_cell=max_rows_per_cell)
 
     def range_query(self, column: Any, ranges: Any, *, bins: Any = None, range: Any = None,
                     categories: Any = None, epsilon: float | None = None, rho: float | None = None,
                     method: str = "auto", rng: Any = None,
-                    nonnegative: bool = False, **method_params: Any) -> pd.DataFrame:
+                    nonnegative: bool = False, privacy_unit: Any = None, max_rows: int | str | None = None,
+                    max_cells: int | None = None, max_rows_per_cell: int | None = None,
+                    **method_params: Any) -> pd.DataFrame:
         """Release the histogram best suited to range queries and answer ``ranges`` from it.
 
         Parameters
@@ -312,7 +339,7 @@ class DPAccessorBase:
         method : {"auto", "hierarchical", "identity", ...}
             ``"auto"`` releases a hierarchical histogram with the best ``b`` when its
             predicted average range variance beats the flat histogram's, else the flat one.
-        rng, nonnegative, **method_params
+        rng, nonnegative, privacy_unit, max_rows, max_cells, max_rows_per_cell, **method_params
             As for :meth:`histogram` / :meth:`hierarchical_histogram`.
 
         Returns
@@ -335,7 +362,8 @@ class DPAccessorBase:
         """
         return _range_query(self._frame(), column, ranges, bins=bins, range=range,
                             categories=categories, epsilon=epsilon, rho=rho, method=method, rng=rng,
-                            nonnegative=nonnegative, **method_params)
+                            nonnegative=nonnegative, privacy_unit=privacy_unit, max_rows=max_rows,
+                            max_cells=max_cells, max_rows_per_cell=max_rows_per_cell, **method_params)
 
 def _series_method(name: str) -> Callable[..., Any]:
     """``Series.dp.<name>``: the DataFrame method with the Series as its column argument."""
