@@ -139,7 +139,7 @@ class DPAccessorBase:
                         hierarchy: pd.DataFrame | None = None, max_size: int | None = None,
                         method: Literal["hc", "hg", "naive"] = "hc",
                         merge: Literal["weighted", "average"] = "weighted", rng: Any = None,
-                        progress: bool | None = None) -> CountOfCounts:
+                        progress: bool | None = None, privacy_unit: str | None = None) -> CountOfCounts:
         """Release consistent count-of-counts histograms for every region of a hierarchy.
 
         For every region and size ``i``: how many groups (households) have ``i``
@@ -175,6 +175,11 @@ class DPAccessorBase:
             Reproducible experiments only; ``None`` uses secure randomness.
         progress : bool, optional
             Progress bar (tqdm) — by default only on a terminal.
+        privacy_unit : {"person", "group"}, optional
+            ``"person"`` (default, Kuo et al.): neighbours differ by one row of this frame.
+            ``"group"``: household-level privacy, neighbours differ by one whole group and its
+            persons; needs a public ``max_size`` (groups larger keep ``max_size`` persons), and
+            the noise grows with it (``hc``: sensitivity ``max_size`` per level).
 
         Returns
         -------
@@ -203,10 +208,12 @@ class DPAccessorBase:
         """
         return _count_of_counts(self._frame(), group, location, epsilon=epsilon, rho=rho, groups=groups,
                                 hierarchy=hierarchy, max_size=max_size, method=method, merge=merge,
-                                rng=rng, progress=progress)
+                                rng=rng, progress=progress, privacy_unit=privacy_unit)
 
     def unattributed_histogram(self, group: str, *, epsilon: float | None = None, rho: float | None = None,
-                               groups: Any = None, rng: Any = None) -> UnattributedHistogram:
+                               groups: Any = None, rng: Any = None, privacy_unit: Any = None,
+                               max_rows: int | None = None, max_cells: int | None = None,
+                               max_rows_per_cell: int | None = None) -> UnattributedHistogram:
         """Release the sorted number of rows per group (Hay et al.'s S-bar), e.g. a degree sequence.
 
         Parameters
@@ -222,6 +229,10 @@ class DPAccessorBase:
             1/10 of ``epsilon``.
         rng : numpy.random.Generator, optional
             Reproducible experiments only.
+        privacy_unit, max_rows, max_cells, max_rows_per_cell : optional
+            A privacy unit and its public bounds, as for :meth:`histogram` (``max_rows`` must be
+            a number here); the unit may be the group column itself (node-level privacy of a
+            degree sequence).
 
         Returns
         -------
@@ -238,7 +249,9 @@ class DPAccessorBase:
         >>> len(u.counts)
         4
         """
-        return _unattributed_histogram(self._frame(), group, epsilon=epsilon, rho=rho, groups=groups, rng=rng)
+        return _unattributed_histogram(self._frame(), group, epsilon=epsilon, rho=rho, groups=groups, rng=rng,
+                                       privacy_unit=privacy_unit, max_rows=max_rows, max_cells=max_cells,
+                                       max_rows_per_cell=max_rows_per_cell)
 
     def hierarchical_histogram(self, columns: Any, *, bins: Any = None, range: Any = None,
                                categories: Any = None, epsilon: float | None = None, rho: float | None = None,

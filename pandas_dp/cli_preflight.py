@@ -47,10 +47,12 @@ def _text_columns(r: "Release") -> set[str]:
     cols = r.columns()
     if r.method in ("count_of_counts", "unattributed"):
         return set(cols)
+    unit = r.args.get("privacy_unit")
+    ids = {unit} if isinstance(unit, str) else set()  # a unit is an identifier, never a number to bin
     cats = r.args.get("categories")
     if cats is None:
-        return set()
-    return {c for c in cols if not isinstance(cats, dict) or c in cats}
+        return ids
+    return ids | {c for c in cols if not isinstance(cats, dict) or c in cats}
 
 
 def numeric_columns(r: "Release") -> set[str]:

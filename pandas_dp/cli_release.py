@@ -122,14 +122,16 @@ class Release:
         return float(self.loss.amount)
 
     def columns(self) -> list[str]:
-        """Columns of the input table the release reads."""
+        """Columns of the input table the release reads (with its privacy unit's column, if any)."""
         if self.method == "count_of_counts":
             loc = self.args["location"]
             return [self.args["group"], *([loc] if isinstance(loc, str) else loc)]
+        unit = self.args.get("privacy_unit")
+        extra = [unit] if isinstance(unit, str) else []
         if self.method == "unattributed":
-            return [self.args["group"]]
+            return list(dict.fromkeys([self.args["group"], *extra]))
         cols = self.args.get("columns")
-        return [cols] if isinstance(cols, str) else list(cols or [])
+        return [*([cols] if isinstance(cols, str) else list(cols or [])), *extra]
 
 
 @dataclass

@@ -101,6 +101,10 @@ class UnitBounds:
             raise ValueError("max_rows='auto' has not chosen its bound yet")
         return int(self.max_rows)
 
+    def cells_touched(self) -> int:
+        """Most distinct cells (groups) one unit's kept rows can touch: ``max_rows``, or ``max_cells``."""
+        return int(self.max_cells) if self.scheme == "cells" else self.row_bound  # type: ignore[arg-type]
+
     def histogram_sensitivity(self) -> Sensitivity:
         """How far one unit moves a flat histogram of the cells."""
         return self.level_sensitivity(1)

@@ -9,6 +9,7 @@ that the Dask engine gives the pandas engine's release for the same rng.
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import numpy as np
 import pandas as pd
@@ -229,3 +230,58 @@ def test_unit_hashes_identify_units_whatever_the_column_dtype():
     assert unit_codes(ints).tolist() == [0, 1, 1, 2]
     text = unit_hashes(pd.Series(["a", None, "a", [1]], dtype=object))
     assert text[1] == 0 and text[3] == 0 and text[0] == text[2] != 0
+
+
+# ------------------------------------------------------------------ unattributed histograms and count-of-counts
+
+EDGES = pd.DataFrame({"user": RNG.integers(0, 30, 300), "page": RNG.integers(0, 20, 300)})
+
+
+@pytest.mark.parametrize("groups", [None, list(range(20))], ids=["estimated groups", "public groups"])
+@pytest.mark.parametrize("scheme", [dict(max_rows=4), dict(max_cells=2, max_rows_per_cell=2)])
+def test_unattributed_histograms_bound_units(groups, scheme):
+    dask = pytest.importorskip("dask")
+    dd = pytest.importorskip("dask.dataframe")
+    call = lambda f, rng: f.dp.unattributed_histogram("page", epsilon=1.0, groups=groups,   # noqa: E731
+                                                      privacy_unit="user", rng=rng, **scheme)
+    with pdp.budget(epsilon=10.0), dask.config.set(scheduler="sync"):
+        a = call(EDGES, np.random.default_rng(2))
+        c = call(dd.from_pandas(EDGES, npartitions=3), np.random.default_rng(2))
+    np.testing.assert_array_equal(a.counts.to_numpy(), c.counts.to_numpy())
+    bound = scheme.get("max_rows") or scheme["max_cells"] * scheme["max_rows_per_cell"]
+    assert a.params["noise_scale"] == str(Fraction(bound) / (Fraction(9, 10) if groups is None else 1))
+    heavy = pd.concat([EDGES, pd.DataFrame({"user": 99, "page": np.arange(30) % 20})], ignore_index=True)
+    report = assert_dp(call, EDGES, heavy, epsilon=1.0, trials=300, rng=8,
+                       statistic=lambda r: np.concatenate([np.zeros(40), r.counts.to_numpy(float)])[-40:])
+    assert report.passed
+
+
+HOUSEHOLDS = pd.DataFrame({"hh": range(12), "state": list("ababababaabb")})
+PERSONS = pd.DataFrame({"hh": [0, 0, 0, 1, 2, 2, 3, 4, 4, 4, 4, 5, 6, 7, 7, 8, 9, 9, 10, 11, 11, 11]}).merge(
+    HOUSEHOLDS, on="hh")
+
+
+@pytest.mark.parametrize("method", ["hc", "hg", "naive"])
+def test_count_of_counts_with_the_group_as_the_unit(method):
+    from pandas_dp.releases.count_of_counts import group_unit_sensitivity
+
+    assert group_unit_sensitivity("hc", 5, 0).l1 == 5 and group_unit_sensitivity("naive", 5, 0).l1 == 2
+    assert group_unit_sensitivity("hg", 5, 1).l2_squared == 16
+    with pdp.budget(epsilon=1.0) as b:
+        with pytest.raises(pdp.ParameterError, match="max_size"):
+            PERSONS.dp.count_of_counts("hh", "state", groups=HOUSEHOLDS, epsilon=0.5, privacy_unit="group")
+        with pytest.raises(pdp.ParameterError, match="privacy_unit"):
+            PERSONS.dp.count_of_counts("hh", "state", groups=HOUSEHOLDS, epsilon=0.5, privacy_unit="hh_size")
+    assert b.spent == 0
+    # Neighbour: household 4 (4 persons) replaced by an empty one: a whole group changes.
+    emptied = PERSONS[PERSONS["hh"] != 4].reset_index(drop=True)
+    call = lambda f, rng: f.dp.count_of_counts("hh", "state", groups=HOUSEHOLDS, epsilon=1.0, max_size=4,  # noqa: E731
+                                               method=method, privacy_unit="group", rng=rng)
+
+    def sizes(r):
+        return np.concatenate([np.bincount(np.minimum(r.at(level, region).index.to_numpy(int).repeat(
+            r.at(level, region).to_numpy(int)), 6), minlength=7) for level, region in
+            (("national", None), ("state", "a"), ("state", "b"))])
+
+    report = assert_dp(call, PERSONS, emptied, epsilon=1.0, trials=200, statistic=sizes, rng=9)
+    assert report.passed and report.charged_per_run == 1.0

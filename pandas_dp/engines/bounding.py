@@ -33,7 +33,7 @@ from .._labels import factorize
 from ..domain import Grid
 from ..units import AUTO_STEPS, UnitBounds
 
-__all__ = ["CodedRows", "coded_rows", "release_key", "row_keys", "bound_codes", "contribution_histogram",
+__all__ = ["CodedRows", "coded_rows", "coded_group_rows", "group_cells", "release_key", "row_keys", "bound_codes", "contribution_histogram",
            "unit_hashes", "unit_codes"]
 
 
@@ -91,7 +91,8 @@ def _keep_at_most(groups: np.ndarray, limit: int, keys_of: Any) -> np.ndarray:
 
 
 def bound_codes(cells: np.ndarray, units: np.ndarray, bounds: UnitBounds, key: bytes, *,
-                positions: np.ndarray | None = None, unit_hashes: np.ndarray | None = None) -> np.ndarray:
+                positions: np.ndarray | None = None, unit_hashes: np.ndarray | None = None,
+                cell_ids: np.ndarray | None = None) -> np.ndarray:
     """Cell codes with every row beyond its unit's bounds set to -1 (out of domain).
 
     Parameters
@@ -108,6 +109,9 @@ def bound_codes(cells: np.ndarray, units: np.ndarray, bounds: UnitBounds, key: b
         Each row's position in the frame (default ``0..n-1``).
     unit_hashes : ndarray of uint64, optional
         A hash of every row's unit value (cells scheme: keys of (unit, cell) pairs).
+    cell_ids : ndarray, optional
+        A stable identity of every row's cell for those keys when ``cells`` are local codes
+        (groups without public ids: their hash); default the cell codes themselves.
     """
     n = cells.size
     pos = np.arange(n, dtype=np.uint64) if positions is None else np.asarray(positions, dtype=np.uint64)
@@ -127,7 +131,8 @@ def bound_codes(cells: np.ndarray, units: np.ndarray, bounds: UnitBounds, key: b
     first_row[pair_of_row[::-1]] = live[::-1]       # one row of every pair (any one)
     pair_unit = units[first_row]
     hashes = unit_hashes[first_row] if unit_hashes is not None else pair_unit.astype(np.uint64)
-    pair_key_input = hashes ^ (cells[first_row].astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15))
+    ids = cells if cell_ids is None else cell_ids
+    pair_key_input = hashes ^ (ids[first_row].astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15))
     keep_pair = _keep_at_most(pair_unit, int(bounds.max_cells),  # type: ignore[arg-type]
                               lambda idx: row_keys(key, pair_key_input[idx], tweak=1))
     keep &= keep_pair[pair_of_row]
@@ -157,11 +162,12 @@ class CodedRows:
     unit_hashes: np.ndarray
     size: int
     positions: np.ndarray | None = None
+    cell_ids: np.ndarray | None = None
 
     def counts(self, bounds: UnitBounds, key: bytes) -> np.ndarray:
         """Exact counts per cell after bounding every unit's contribution."""
         kept = bound_codes(self.cells, self.units, bounds, key, positions=self.positions,
-                           unit_hashes=self.unit_hashes)
+                           unit_hashes=self.unit_hashes, cell_ids=self.cell_ids)
         return np.bincount(kept + 1, minlength=self.size + 1)[1:].astype(np.int64)
 
     def contributions(self) -> np.ndarray:
@@ -196,6 +202,30 @@ def unit_codes(hashes: np.ndarray) -> np.ndarray:
     if ok.any():
         codes[ok] = pd.factorize(hashes[ok])[0]
     return codes
+
+
+def group_cells(values: pd.Series, ids: pd.Index | None) -> tuple[np.ndarray, np.ndarray]:
+    """Group code of every row and a stable identity of its group.
+
+    With public ids: the position among them (-1 for an unknown, missing or odd id), which is its
+    own identity. Without: groups are identified by :func:`unit_hashes` of their value, as units
+    are, so both engines agree; the code is local (0..), the identity the hash.
+    """
+    from .._labels import positions
+
+    if ids is not None:
+        codes = np.asarray(positions(ids, values), dtype=np.int64)
+        return codes, codes
+    hashes = unit_hashes(values)
+    return unit_codes(hashes), hashes
+
+
+def coded_group_rows(frame: pd.DataFrame, group: Any, ids: pd.Index | None, bounds: UnitBounds) -> CodedRows:
+    """Rows coded by group (the unattributed histogram's cells) and by unit (pandas engine)."""
+    cells, identity = group_cells(frame[group], ids)
+    size = len(ids) if ids is not None else (int(cells.max()) + 1 if cells.size else 0)
+    hashes = unit_hashes(frame[bounds.column])
+    return CodedRows(cells, unit_codes(hashes), hashes, size, cell_ids=identity)
 
 
 def coded_rows(frame: pd.DataFrame, grid: Grid, bounds: UnitBounds) -> CodedRows:

@@ -25,7 +25,7 @@ from ..domain import CategoryDomain, Grid
 from ..errors import DataSourceError, DomainError
 from . import pandas as pandas_engine
 
-__all__ = ["bin_counts", "coded_rows", "compute_private", "partitions", "check_known_categories", "tree_sum", "sum_arrays", "share", "group_counts",
+__all__ = ["bin_counts", "coded_rows", "coded_group_rows", "compute_private", "partitions", "check_known_categories", "tree_sum", "sum_arrays", "share", "group_counts",
            "count_groups", "prepare_groups", "SPLIT_EVERY"]
 
 SPLIT_EVERY = 8
@@ -271,3 +271,10 @@ def coded_rows(frame: Any, grid: Grid, bounds: Any) -> Any:
     from .dask_bounding import coded_rows as code
 
     return code(frame, grid, bounds)
+
+
+def coded_group_rows(frame: Any, group: Any, ids: Any, bounds: Any) -> Any:
+    """Rows coded by group and privacy unit, shuffled by unit (see :mod:`.dask_bounding`)."""
+    from .dask_bounding import coded_group_rows as code
+
+    return code(frame, group, ids, bounds)

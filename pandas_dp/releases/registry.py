@@ -22,8 +22,9 @@ from .unattributed import unattributed_histogram
 __all__ = ["Entry", "ENTRIES", "HISTOGRAM_ARGUMENTS", "histogram_methods", "cli_keys"]
 
 #: The arguments every histogram-like release takes besides its method's knobs.
-HISTOGRAM_ARGUMENTS = ("columns", "bins", "range", "categories", "nonnegative", "privacy_unit", "max_rows",
-                       "max_cells", "max_rows_per_cell")
+#: A privacy unit and its public bounds (every release but count-of-counts, whose unit is person or group).
+UNIT_ARGUMENTS = ("privacy_unit", "max_rows", "max_cells", "max_rows_per_cell")
+HISTOGRAM_ARGUMENTS = ("columns", "bins", "range", "categories", "nonnegative", *UNIT_ARGUMENTS)
 
 
 @dataclass(frozen=True)
@@ -59,8 +60,9 @@ ENTRIES: dict[str, Entry] = {e.name: e for e in (
     Entry("hierarchical_histogram", hierarchical_histogram, "columns", True, TREE_PARAMS, HISTOGRAM_ARGUMENTS),
     Entry("range_query", range_query, "column", True, arguments=("column", "ranges", *HISTOGRAM_ARGUMENTS[1:])),
     Entry("count_of_counts", count_of_counts, "group", False, COUNT_OF_COUNTS_PARAMS,
-          ("group", "location", "groups", "hierarchy")),
-    Entry("unattributed_histogram", unattributed_histogram, "group", True, None, ("group", "groups")),
+          ("group", "location", "groups", "hierarchy", "privacy_unit")),
+    Entry("unattributed_histogram", unattributed_histogram, "group", True, None,
+          ("group", "groups", *UNIT_ARGUMENTS)),
 )}
 
 
