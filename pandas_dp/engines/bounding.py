@@ -44,49 +44,83 @@ def release_key(rng: Any) -> bytes:
     return np.asarray(_word_source(rng)(4), dtype=np.uint64).tobytes()
 
 
+_CHUNK = 1 << 21  # positions per AES call (32 MiB of keystream)
+
+
 def row_keys(key: bytes, positions: np.ndarray, *, tweak: int = 0) -> np.ndarray:
-    """``AES-256_key(tweak || position)``'s first 64 bits for every position (uint64, vectorized)."""
+    """The first 64 bits of ``AES-256_key(tweak * 2**64 + position)`` for every position (uint64).
+
+    The block is the 128-bit big-endian integer ``tweak * 2**64 + position``. Sorted positions that
+    cover most of their span are computed as one AES-CTR keystream per chunk (the same blocks,
+    faster); others block by block (ECB). Either way the key of a position does not depend on the
+    other positions asked for.
+    """
     from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 
     pos = np.asarray(positions, dtype=np.uint64)
-    blocks = np.empty((pos.size, 2), dtype=np.uint64)
-    blocks[:, 0] = pos
-    blocks[:, 1] = np.uint64(tweak)
-    encryptor = Cipher(algorithms.AES(key), modes.ECB()).encryptor()
-    out = np.frombuffer(encryptor.update(blocks.tobytes()) + encryptor.finalize(), dtype=np.uint64)
-    return out[0::2].copy()
+    out = np.empty(pos.size, dtype=np.uint64)
+    if pos.size == 0:
+        return out
+    lo, hi = int(pos.min()), int(pos.max())
+    if hi - lo < 2 * pos.size and bool(np.all(pos[1:] >= pos[:-1])):
+        for start in range(lo, hi + 1, _CHUNK):
+            stop = min(start + _CHUNK, hi + 1)
+            nonce = ((tweak << 64) | start).to_bytes(16, "big")
+            stream = Cipher(algorithms.AES(key), modes.CTR(nonce)).encryptor().update(bytes(16 * (stop - start)))
+            words = np.frombuffer(stream, dtype=np.uint64)[0::2]
+            a, b = np.searchsorted(pos, [start, stop])
+            out[a:b] = words[(pos[a:b] - np.uint64(start)).astype(np.int64)]
+        return out
+    blocks = np.empty((pos.size, 2), dtype=">u8")
+    blocks[:, 0] = tweak
+    blocks[:, 1] = pos
+    encrypted = Cipher(algorithms.AES(key), modes.ECB()).encryptor().update(blocks.tobytes())
+    return np.frombuffer(encrypted, dtype=np.uint64)[0::2].copy()
 
 
-def _rank_within(groups: np.ndarray, keys: np.ndarray) -> np.ndarray:
-    """Rank of every element among those of its group, by key (0 = smallest)."""
-    if groups.size == 0:
-        return np.zeros(0, dtype=np.int64)
-    bits = max(int(groups.max()).bit_length(), 1)
-    if bits <= 40:  # one sort of (group, key) packed in a word
-        packed = (groups.astype(np.uint64) << np.uint64(64 - bits)) | (keys >> np.uint64(bits))
-        order = np.argsort(packed)
-    else:
-        order = np.lexsort((keys, groups))
+def _exact_keep(groups: np.ndarray, keys: np.ndarray, limit: int) -> np.ndarray:
+    """Keep the ``limit`` smallest full 64-bit keys of every group (a lexicographic sort; ties by position)."""
+    order = np.lexsort((np.arange(groups.size), keys, groups))
     sorted_groups = groups[order]
-    first = np.searchsorted(sorted_groups, sorted_groups, side="left")
     rank = np.empty(groups.size, dtype=np.int64)
-    rank[order] = np.arange(groups.size) - first
-    return rank
+    rank[order] = np.arange(groups.size) - np.searchsorted(sorted_groups, sorted_groups, side="left")
+    return rank < limit
 
 
 def _keep_at_most(groups: np.ndarray, limit: int, keys_of: Any) -> np.ndarray:
     """Boolean mask keeping, in every group, the ``limit`` members of smallest key.
 
-    Only groups over their limit are ranked (``keys_of(members)`` gives their keys).
+    Only the members of groups over their limit get keys (``keys_of(members)``). The members are
+    ranked by one sort of (group, key) packed in a 64-bit word: the ``limit``-th smallest packed
+    value of each group is its threshold. Packing drops low bits of the keys, so members can tie
+    at a threshold: the (rare) groups that would keep too many are re-ranked on the full keys.
     """
     keep = np.ones(groups.size, dtype=bool)
     if groups.size == 0:
         return keep
     sizes = np.bincount(groups)
     over = np.flatnonzero(sizes[groups] > limit)
-    if over.size:
-        rank = _rank_within(groups[over], keys_of(over))
-        keep[over[rank >= limit]] = False
+    if over.size == 0:
+        return keep
+    g = groups[over]
+    keys = keys_of(over)
+    bits = max(int(g.max()).bit_length(), 1)
+    if bits > 40:
+        keep[over[~_exact_keep(g, keys, limit)]] = False
+        return keep
+    packed = (g.astype(np.uint64) << np.uint64(64 - bits)) | (keys >> np.uint64(bits))
+    ranked = np.sort(packed)
+    heavy = np.flatnonzero(sizes > limit)
+    first = np.concatenate([[0], np.cumsum(sizes[heavy])[:-1]])  # each heavy group's start in the sort
+    threshold = np.zeros(sizes.size, dtype=np.uint64)
+    threshold[heavy] = ranked[first + limit - 1]
+    kept = packed <= threshold[g]
+    del packed, ranked
+    tied = np.flatnonzero(np.bincount(g[kept], minlength=sizes.size) > limit)
+    if tied.size:  # ties at a threshold (probability about limit * 2**-(64-bits) per group)
+        rows = np.flatnonzero(np.isin(g, tied))
+        kept[rows] = _exact_keep(g[rows], keys[rows], limit)
+    keep[over[~kept]] = False
     return keep
 
 
@@ -159,7 +193,7 @@ class CodedRows:
 
     cells: np.ndarray
     units: np.ndarray
-    unit_hashes: np.ndarray
+    unit_hashes: np.ndarray | None
     size: int
     positions: np.ndarray | None = None
     cell_ids: np.ndarray | None = None
@@ -228,10 +262,23 @@ def coded_group_rows(frame: pd.DataFrame, group: Any, ids: pd.Index | None, boun
     return CodedRows(cells, unit_codes(hashes), hashes, size, cell_ids=identity)
 
 
+def units_of(values: pd.Series, *, hashes: bool) -> tuple[np.ndarray, np.ndarray | None]:
+    """Unit codes of every row (-1: no unit), and their hashes when asked (the cells scheme's pair keys).
+
+    A numeric column groups by value directly (one hash-table pass; the same grouping as by
+    :func:`unit_hashes`, but for 64-bit collisions); other columns group by the hash of each value.
+    """
+    dtype = values.dtype
+    if not hashes and isinstance(dtype, np.dtype) and dtype.kind in "iub":
+        return pd.factorize(values.to_numpy(), use_na_sentinel=True)[0].astype(np.int64), None
+    unit_hash = unit_hashes(values)
+    return unit_codes(unit_hash), unit_hash
+
+
 def coded_rows(frame: pd.DataFrame, grid: Grid, bounds: UnitBounds) -> CodedRows:
     """Code every row of ``frame`` on ``grid`` and by unit (pandas engine); never raises on a value."""
     from .pandas import column_values
 
     cells = grid.codes([column_values(frame[c], d) for c, d in zip(grid.columns, grid.dims)])
-    hashes = unit_hashes(frame[bounds.column])
-    return CodedRows(np.asarray(cells, dtype=np.int64), unit_codes(hashes), hashes, grid.size)
+    units, hashes = units_of(frame[bounds.column], hashes=bounds.scheme == "cells")
+    return CodedRows(np.asarray(cells, dtype=np.int64), units, hashes, grid.size)
