@@ -204,6 +204,13 @@ def level_shares(level_weights: Any, levels: tuple[str, ...], *, flat: bool = Fa
     level of weight 0 is not measured: its tables are the sums of its
     children's); the finest level's is positive. Shares are ``w / sum(w)``,
     exactly.
+
+    Examples
+    --------
+    >>> level_shares([1, 1, 2], ("national", "state", "county"))
+    (Fraction(1, 4), Fraction(1, 4), Fraction(1, 2))
+    >>> level_shares(None, ("national", "origin"), flat=True)
+    (Fraction(0, 1), Fraction(1, 1))
     """
     n = len(levels)
     if level_weights is None:

@@ -80,6 +80,22 @@ class GeographyHistogram(FrozenRelease, EstimatesView):
     Results are immutable, pickle, and compare by value (see
     :class:`~pandas_dp.results.histogram.Histogram`). Every method here reads
     only the release: no budget is spent.
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd, pandas_dp as pdp
+    >>> regions = pd.DataFrame({"state": ["A", "A", "B"], "county": ["a1", "a2", "b1"]})
+    >>> df = pd.DataFrame({"state": ["A", "A", "B"] * 20, "county": ["a1", "a2", "b1"] * 20,
+    ...                    "age": np.arange(60) % 90})
+    >>> with pdp.budget(epsilon=1.0):
+    ...     t = df.dp.histogram("age", bins=[0, 18, 65, 90], by=["state", "county"], hierarchy=regions,
+    ...                         epsilon=1.0, integer=True, rng=np.random.default_rng(0))
+    >>> t.n_regions
+    (1, 2, 3)
+    >>> bool((t.at("county", "a1") + t.at("county", "a2") == t.at("state", "A")).all())
+    True
+    >>> list(t.range_query(18, 90, level="state").columns)
+    ['level', 'region', 'low', 'high', 'estimate', 'std_error', 'lower', 'upper']
     """
 
     counts: pd.Series
@@ -205,7 +221,9 @@ class GeographyHistogram(FrozenRelease, EstimatesView):
         """
         lvl = self._level(level)
         if region is None and len(self.regions[lvl]) > 1:
-            return self.counts.iloc[self._block(lvl)].droplevel("level").rename("estimate")
+            part = self.counts.iloc[self._block(lvl)].rename("estimate")
+            part.index = part.index.droplevel("level").remove_unused_levels()
+            return part
         pos = self._one_region(lvl, region)
         return pd.Series(self._table(lvl)[pos], index=self.domain.index, name="estimate")
 
