@@ -13,14 +13,12 @@ one region has ``k`` times that variance.
 from __future__ import annotations
 
 import html
-import math
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 import numpy as np
 import pandas as pd
 
-from .._optional import import_optional
 from ..domain import BinDomain, Grid
 from ..errors import DomainError, ParameterError
 from ._base import EstimatesView, FrozenRelease, confidence_bounds, noise_radius, normal_quantile
@@ -415,35 +413,10 @@ class GeographyHistogram(FrozenRelease, EstimatesView):
         -------
         matplotlib Axes (one region) or ndarray of Axes (small multiples)
         """
-        lvl = self._level(level) if level is not None else min(1, len(self.levels) - 1)
-        name = self.levels[lvl]
-        if region is not None or len(self.regions[lvl]) == 1:
-            label = self.regions[lvl][self._one_region(lvl, region)]
-            out = self.histogram(name, label).plot(ax, confidence_level=confidence_level, **kwargs)
-            out.set_title(f"{name} = {label}" if lvl else name)
-            return out
-        if ax is not None:
-            raise ParameterError("ax= draws one region: pass region= too, or leave ax out for small multiples.")
-        if isinstance(max_regions, bool) or not isinstance(max_regions, int) or max_regions < 1:
-            raise ParameterError(f"The 'max_regions' parameter must be a positive integer. Got {max_regions!r}.")
-        plt = import_optional("matplotlib.pyplot", extra="plot", purpose="GeographyHistogram.plot()")
-        totals = self._table(lvl).sum(axis=1)
-        top = np.argsort(-totals, kind="stable")[:max_regions]
-        ncols = min(4, top.size)
-        nrows = math.ceil(top.size / ncols)
-        fig, axes = plt.subplots(nrows, ncols, figsize=(3.6 * ncols, 2.8 * nrows), sharex=True, sharey=True,
-                                 squeeze=False)
-        flat = axes.ravel()
-        for panel, pos in zip(flat, top):          # at most max_regions panels
-            label = self.regions[lvl][pos]
-            self.histogram(name, label).plot(panel, confidence_level=confidence_level, **kwargs)
-            panel.set_title(str(label), fontsize="small")
-            panel.set_xlabel("")
-        for panel in flat[top.size:]:
-            panel.set_visible(False)
-        fig.suptitle(f"{', '.join(map(str, self.domain.columns))} by {name} "
-                     f"(largest {top.size} of {len(self.regions[lvl]):,})")
-        return flat[:top.size]
+        from ._geography_plot import plot_regions
+
+        return plot_regions(self, level, region, ax, max_regions=max_regions, confidence_level=confidence_level,
+                            **kwargs)
 
     def _head(self) -> pd.DataFrame:
         return self.histogram(self.levels[0]).to_frame().head(10)
