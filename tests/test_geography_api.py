@@ -246,7 +246,8 @@ def call(frame):
 def test_odd_regions_are_out_of_domain(column, data):
     value = data.draw(adversarial_values(known=COUNTIES if column == "county" else STATES))
     odd = with_row(BASE, {column: value})
-    assert_same_outcome(call, BASE, odd)
+    returned, _ = assert_same_outcome(call, BASE, odd)
+    assert returned.kind == "returned" and returned.warnings == frozenset() and returned.charged == 1
     first, second = assert_same_outcome(call, BASE, odd, budget=None)
     assert first.error_type == "pandas_dp.errors.NoActiveBudgetError"
     with pdp.budget(epsilon=10.0):
@@ -260,7 +261,8 @@ def test_odd_regions_are_out_of_domain(column, data):
                          ids=["unknown", "wrong state", "no state", "no county", "age out", "sex out"])
 def test_rows_out_of_domain_change_nothing(row):
     odd = with_row(BASE, row)
-    assert_same_outcome(call, BASE, odd)
+    returned, _ = assert_same_outcome(call, BASE, odd)
+    assert returned.warnings == frozenset() and len(returned.ledger) == 1
     with pdp.budget(epsilon=10.0):
         assert call(odd) == call(BASE)
 
