@@ -24,6 +24,7 @@ from .releases.registry import ENTRIES
 from .releases.unattributed import unattributed_histogram as _unattributed_histogram
 from .results.hierarchical import HierarchicalHistogram
 from .results.count_of_counts import CountOfCounts
+from .results.geography import GeographyHistogram
 from .results.histogram import Histogram
 from .results.unattributed import UnattributedHistogram
 
@@ -46,8 +47,10 @@ class DPAccessorBase:
                   method: HistogramMethodName = "identity", rng: Any = None,
                   nonnegative: bool = False, privacy_unit: Any = None, max_rows: int | str | None = None,
                   max_cells: int | None = None, max_rows_per_cell: int | None = None,
-                  **method_params: Any) -> Histogram:
-        """Release a differentially private histogram of one or more columns.
+                  by: str | list[str] | None = None, hierarchy: pd.DataFrame | None = None,
+                  by_categories: Any = None, level_weights: Any = None, integer: bool | None = None,
+                  **method_params: Any) -> Histogram | GeographyHistogram:
+        """Release a differentially private histogram of one or more columns (per region with ``by=``).
 
         Parameters
         ----------
@@ -81,6 +84,7 @@ class DPAccessorBase:
             cryptographically secure source (use it in production).
         nonnegative : bool
             Clip negative estimates at 0 (post-processing; error bars become noise-only).
+            With ``by=``: non-negative tables that stay consistent (top-down projection).
         privacy_unit : column label, optional
             The column identifying each person (rider, customer, household): neighbouring
             frames then differ by all the rows of one unit. Default: one row is one unit.
@@ -90,6 +94,31 @@ class DPAccessorBase:
         max_cells, max_rows_per_cell : int, optional
             With ``privacy_unit``, instead of ``max_rows``: at most ``max_cells`` distinct cells
             per unit and ``max_rows_per_cell`` rows in each (L1 ``c r``, L2 ``sqrt(c) r``).
+        by : str or list of str, optional
+            Geography columns of the frame, coarse to fine (``["state", "county"]``):
+            release one histogram for every region of every level, from ``"national"``
+            (all rows) down to the finest column, consistent (each parent's histogram is
+            the sum of its children's in every cell, exact GLS across the geography).
+            Returns a :class:`~pandas_dp.results.geography.GeographyHistogram`. Only
+            ``method="identity"`` (a flat table per region).
+        hierarchy : DataFrame, optional
+            With ``by``: the public region table, one column per ``by`` level, one row per
+            finest region (validated loudly with pandera before anything is read). Regions
+            never come from the data: a row whose region is not in it, is missing, or whose
+            coarser columns disagree with it is out of domain and dropped, silently.
+        by_categories : list, optional
+            With one ``by`` column instead of ``hierarchy``: every group label (the flat
+            case: one table per group, parallel composition, the whole loss on the groups;
+            the national table is their sum).
+        level_weights : list or dict, optional
+            With ``by``: each level's share of the loss (``"national"`` first, or a dict
+            keyed by level; 0 leaves a level unmeasured, the finest must be positive).
+            Levels compose sequentially, the regions of a level in parallel. Default:
+            uniform (``by_categories``: all on the groups).
+        integer : bool, optional
+            With ``by``: non-negative integer tables, still consistent (controlled rounding,
+            each value the floor or ceiling of its non-negative estimate). Also a knob of
+            ``method="hierarchical"``.
         **method_params
             Knobs of the chosen method (see its documentation): ``ahp``:
             ``epsilon_split``, ``eta``, ``clustering``; ``dpcube``: ``epsilon_split``,
@@ -98,7 +127,10 @@ class DPAccessorBase:
 
         Returns
         -------
-        Histogram
+        Histogram or GeographyHistogram
+            A ``GeographyHistogram`` with ``by=``: ``counts`` indexed by
+            ``(level, region, *cells)``, ``at(level, region)``, tidy ``to_frame()``,
+            ``range_query(..., level=, region=)``, ``plot()``, ``sample()``.
 
         Raises
         ------
@@ -127,11 +159,27 @@ class DPAccessorBase:
         ...                         rng=np.random.default_rng(0))
         >>> h.counts.index[0]
         Interval(0.0, 20.0, closed='left')
+
+        One consistent table per region of a public geography:
+
+        >>> from pandas_dp.data import load_persons, load_households
+        >>> persons = load_persons()
+        >>> regions = load_households()[["state", "county"]].drop_duplicates()
+        >>> with pdp.budget(epsilon=1.0):
+        ...     t = persons.dp.histogram("sex", categories=["F", "M"], by=["state", "county"],
+        ...                              hierarchy=regions, epsilon=1.0, integer=True,
+        ...                              rng=np.random.default_rng(0))
+        >>> t.levels
+        ('national', 'state', 'county')
+        >>> bool((t.at("state").groupby("sex", observed=True).sum() == t.at("national")).all())
+        True
         """
         return _histogram(self._frame(), columns, bins=bins, range=range, categories=categories,
                           epsilon=epsilon, rho=rho, method=method, rng=rng, nonnegative=nonnegative,
                           privacy_unit=privacy_unit, max_rows=max_rows, max_cells=max_cells,
-                          max_rows_per_cell=max_rows_per_cell, **method_params)
+                          max_rows_per_cell=max_rows_per_cell, by=by, hierarchy=hierarchy,
+                          by_categories=by_categories, level_weights=level_weights, integer=integer,
+                          **method_params)
 
 
     def count_of_counts(self, group: str, location: Any, *, epsilon: float | None = None, rho: float | None = None,

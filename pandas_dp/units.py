@@ -205,8 +205,9 @@ def unit_bounds(columns: Any, privacy_unit: Any = None, *, max_rows: Any = None,
         raise ParameterError(f"The 'privacy_unit' parameter must name a column of the frame (the column that "
                              f"identifies each person). Got {privacy_unit!r}; columns are {labels[:20]}.")
     if privacy_unit in reserved:
-        raise ParameterError(f"The privacy unit {privacy_unit!r} is also a released column; a unit's own id is "
-                             f"not a public domain. Release other columns, or pick the unit column.")
+        raise ParameterError(f"The 'privacy_unit' column {privacy_unit!r} is also a released column (or a region "
+                             f"column of by=); a unit's own id is not a public domain. Release other columns, or "
+                             f"pass the column that identifies each person as privacy_unit.")
     if max_rows is not None and (max_cells is not None or max_rows_per_cell is not None):
         raise ParameterError("Pass either max_rows=k, or max_cells=c with max_rows_per_cell=r, not both.")
     if max_rows is None and max_cells is None and max_rows_per_cell is None:

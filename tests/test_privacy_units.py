@@ -285,3 +285,91 @@ def test_count_of_counts_with_the_group_as_the_unit(method):
 
     report = assert_dp(call, PERSONS, emptied, epsilon=1.0, trials=200, statistic=sizes, rng=9)
     assert report.passed and report.charged_per_run == 1.0
+
+
+# ------------------------------------------------------------------ tables by geography
+
+GEO = pd.DataFrame({"state": ["A", "A", "B"], "county": ["a1", "a2", "b1"]})
+PEOPLE = RIDES.assign(county=np.array(["a1", "a2", "b1"])[RIDES["rider"] % 3],
+                      state=np.array(["A", "A", "B"])[RIDES["rider"] % 3])
+
+
+def by_region(frame, **kw):
+    kw.setdefault("epsilon", 1.0)
+    return frame.dp.histogram("hour", bins=6, range=(0, 24), by=["state", "county"], hierarchy=GEO,
+                              privacy_unit="rider", **kw)
+
+
+@pytest.mark.parametrize("scheme,k", [(dict(max_rows=3), 3), (dict(max_cells=2, max_rows_per_cell=2), 4)])
+def test_geography_noises_every_level_for_the_unit_row_bound(scheme, k):
+    # Coarser levels sum the leaf table: a unit's k kept rows may meet in one cell there, so every
+    # level is noised at sensitivity k (group privacy), in L1 and in L2.
+    with pdp.budget(epsilon=10.0):
+        plain = PEOPLE.dp.histogram("hour", bins=6, range=(0, 24), by=["state", "county"], hierarchy=GEO,
+                                    epsilon=1.0)
+        unit = by_region(PEOPLE, **scheme)
+    with pdp.budget(rho=10.0):
+        zplain = PEOPLE.dp.histogram("hour", bins=6, range=(0, 24), by=["state", "county"], hierarchy=GEO,
+                                     rho=0.5)
+        zunit = by_region(PEOPLE, epsilon=None, rho=0.5, **scheme)
+    assert unit.params["unit_sensitivity"] == str(k)
+    for a, b in zip(plain.noises, unit.noises):
+        assert b.scale == a.scale * k            # Laplace scale k / epsilon_level
+    for a, b in zip(zplain.noises, zunit.noises):
+        assert b.sigma2 == a.sigma2 * k * k      # Gaussian sigma**2 = k**2 / (2 rho_level)
+    assert unit.loss == plain.loss
+
+
+def test_geography_bounds_every_unit_on_the_leaf_table():
+    heavy = pd.concat([PEOPLE, pd.DataFrame({"rider": 999, "hour": 3, "fare": 1.0, "state": "A", "county": "a1"},
+                                            index=range(500))], ignore_index=True)
+    from pandas_dp.engines.region_counts import coded_region_rows, level_tables
+    from pandas_dp.regions import region_tree
+
+    tree = region_tree(heavy.columns, None, ["state", "county"], hierarchy=GEO)
+    grid = make_grid(heavy, ["hour"], bins=6, range=(0, 24))
+    bounds = unit_bounds(heavy.columns, "rider", max_rows=3)
+    key = release_key(np.random.default_rng(0))
+    before = coded_region_rows(PEOPLE, tree, grid, bounds).counts(bounds, key)
+    after = coded_region_rows(heavy, tree, grid, bounds).counts(bounds, key)
+    for lo, hi in zip(level_tables(before.reshape(3, 6), tree), level_tables(after.reshape(3, 6), tree)):
+        assert 0 <= np.abs(hi - lo).sum() <= 3
+
+
+def test_geography_with_units_is_dp_for_whole_units():
+    base = PEOPLE[PEOPLE["rider"] < 6].reset_index(drop=True)
+    heavy = pd.concat([base, pd.DataFrame({"rider": 77, "hour": 3, "fare": 1.0, "state": "A", "county": "a1"},
+                                          index=range(40))], ignore_index=True)
+    mech = lambda df, rng: by_region(df, max_rows=3, rng=rng)   # noqa: E731
+    report = assert_dp(mech, base, heavy, epsilon=1.0, trials=300, rng=5)
+    assert report.passed and report.charged_per_run == 1.0
+
+
+@pytest.mark.parametrize("scheme", [dict(max_rows=4), dict(max_cells=3, max_rows_per_cell=2), dict(max_rows="auto")])
+def test_geography_with_units_on_dask_gives_the_pandas_release(scheme):
+    dask = pytest.importorskip("dask")
+    dd = pytest.importorskip("dask.dataframe")
+    with dask.config.set(scheduler="sync"), pdp.budget(epsilon=10.0):
+        a = by_region(PEOPLE, rng=np.random.default_rng(4), **scheme)
+        c = by_region(dd.from_pandas(PEOPLE, npartitions=4), rng=np.random.default_rng(4), **scheme)
+    pd.testing.assert_series_equal(a.counts, c.counts)
+    assert dict(a.params) == dict(c.params)
+
+
+@pytest.mark.parametrize("unit", ["county", "state"])
+def test_geography_unit_cannot_be_a_region_column(unit):
+    with pdp.budget(epsilon=1.0) as b:
+        with pytest.raises(pdp.ParameterError, match="privacy_unit"):
+            PEOPLE.dp.histogram("hour", bins=6, range=(0, 24), by=["state", "county"], hierarchy=GEO,
+                                privacy_unit=unit, max_rows=2, epsilon=1.0)
+        assert b.spent == 0
+
+
+@settings(max_examples=8, deadline=None)
+@given(value=st.sampled_from([np.nan, None, [1, 2], {"a": 1}, pd.NaT]))
+def test_geography_odd_unit_value_is_out_of_domain(value):
+    d_prime = with_row(PEOPLE, {"rider": value, "state": "A", "county": "a1", "hour": 3})
+    call = lambda f: by_region(f, max_rows=3, rng=np.random.default_rng(0))   # noqa: E731
+    assert_same_outcome(call, PEOPLE, d_prime)
+    with pdp.budget(epsilon=10.0):
+        pd.testing.assert_series_equal(call(PEOPLE).counts, call(d_prime).counts)

@@ -21,6 +21,7 @@ from ..domain import Grid, make_grid
 from ..errors import ParameterError
 from ..engines.bounding import release_key
 from ..loss import UNIT, Noise, PrivacyLoss
+from ..results.geography import GeographyHistogram
 from ..units import AUTO_MAX_ROWS, AUTO_QUANTILE, AUTO_SHARE, AUTO_STEPS, UnitBounds, unit_bounds
 from ..results.histogram import Histogram, as_series
 from .params import ParamTable, check_columns, check_flag, check_rng
@@ -167,8 +168,24 @@ def choose_max_rows(contributions: np.ndarray, noise: Noise, rng: Any) -> int:
 def histogram(frame: pd.DataFrame, columns: Any, *, bins: Any = None, range: Any = None,
               categories: Any = None, epsilon: Any = None, rho: Any = None, method: str = "identity",
               rng: Any = None, nonnegative: bool = False, privacy_unit: Any = None, max_rows: Any = None,
-              max_cells: Any = None, max_rows_per_cell: Any = None, **method_params: Any) -> Histogram:
-    """Release a DP histogram of ``frame[columns]`` over a public domain (see ``DataFrame.dp.histogram``)."""
+              max_cells: Any = None, max_rows_per_cell: Any = None, by: Any = None, hierarchy: Any = None,
+              by_categories: Any = None, level_weights: Any = None, integer: bool | None = None,
+              **method_params: Any) -> Histogram | GeographyHistogram:
+    """Release a DP histogram of ``frame[columns]`` over a public domain (see ``DataFrame.dp.histogram``).
+
+    With ``by=`` (and its public regions), one consistent histogram per region
+    (:func:`pandas_dp.releases.geography.histogram_by_region`).
+    """
+    if by is not None or hierarchy is not None or by_categories is not None or level_weights is not None:
+        from .geography import histogram_by_region
+
+        return histogram_by_region(frame, columns, bins=bins, range=range, categories=categories, epsilon=epsilon,
+                                   rho=rho, method=method, rng=rng, nonnegative=nonnegative, by=by,
+                                   hierarchy=hierarchy, by_categories=by_categories, level_weights=level_weights,
+                                   integer=integer, privacy_unit=privacy_unit, max_rows=max_rows,
+                                   max_cells=max_cells, max_rows_per_cell=max_rows_per_cell, **method_params)
+    if integer is not None:
+        method_params["integer"] = integer  # a knob of method="hierarchical"
     cols = check_columns(frame, columns)
     loss = privacy_loss(epsilon, rho)
     generator = check_rng(rng)

@@ -246,5 +246,6 @@ def plot_grid(result: Any, ax: Any = None, *, confidence_level: float = 0.95, de
         _plot_1d(result, ax, scales[0], confidence_level, density, dict(kwargs))
     else:
         _plot_2d(result, ax, scales[0], scales[1], density, dict(kwargs))
-    ax.set_title(f"{result.method} histogram, ε = {result.epsilon:g}")
+    spent = f"ε = {result.epsilon:g}" if result.epsilon is not None else f"ρ = {result.rho:g}"  # zCDP: no epsilon
+    ax.set_title(f"{result.method} histogram, {spent}")
     return ax
