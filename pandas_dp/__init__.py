@@ -22,6 +22,7 @@ from .errors import (
     PandasDPError,
     LedgerError,
     ParameterError,
+    GroupbyReleaseWarning,
     SchemaError,
 )
 from .ledger import Ledger
@@ -76,5 +77,6 @@ __all__ = [
     "DomainError",
     "SchemaError",
     "ParameterError",
+    "GroupbyReleaseWarning",
     "LedgerError",
 ]

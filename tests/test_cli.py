@@ -12,6 +12,7 @@ from __future__ import annotations
 import inspect
 import json
 import os
+import re
 import signal
 import sqlite3
 import subprocess
@@ -39,6 +40,11 @@ def test_demo_prints_every_release_and_spends_the_whole_budget():
                   "Budget ledger"):
         assert title in out
     assert "± 95%" in out and "Spent ε = 1 of 1; remaining 0." in out
+    # Every term is explained in one line, and whole counts print as integers (issue 13.8).
+    for term in ("identity: ", "hierarchical: ", "b = 16 children", "Size 0: "):
+        assert term in out
+    income = out.split("== Adults by income band")[1].split("==")[0]
+    assert re.search(r"\n0\s+0\s+20,000\s+[\d,]+\s+[\d.]+\n", income), income
 
 
 def test_demo_is_reproducible_with_a_seed_and_secure_without():
