@@ -15,7 +15,9 @@ import pandas as pd
 
 from ..domain import BinDomain, Grid, numeric_values
 
-__all__ = ["bin_counts", "column_values", "group_counts", "count_groups", "prepare_groups"]
+from .bounding import coded_group_rows, coded_rows  # noqa: E402  (rows coded by cell and unit, for bounding)
+
+__all__ = ["coded_rows", "coded_group_rows", "bin_counts", "column_values", "group_counts", "count_groups", "prepare_groups"]
 
 
 def column_values(series: pd.Series, dim: Any) -> Any:

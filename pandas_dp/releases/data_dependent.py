@@ -222,12 +222,12 @@ AUTO_PARAMS = ParamTable("method='auto'", (
 ))
 
 
-def _plan_auto(grid: Grid, loss: PrivacyLoss, knobs: dict[str, Any]) -> Planned:
+def _plan_auto(grid: Grid, loss: PrivacyLoss, knobs: dict[str, Any], unit: Any = None) -> Planned:
     """Make the choice now, from public information, so the ledger records the method actually run."""
     total = None if knobs["expected_total"] is None else float(knobs["expected_total"])
     name, extra, reason = choose_method(grid.shape, epsilon=float(loss.amount), expected_total=total,
                                         workload=knobs["workload"], loss=loss)
-    chosen = plan_method(name, grid, loss, extra)
+    chosen = plan_method(name, grid, loss, extra, unit)
     return Planned("auto", chosen, {"method": name, "chosen_params": chosen.knobs, "auto_reason": reason,
                                     "auto_workload": knobs["workload"], "auto_expected_total": total},
                    label=name)
@@ -250,4 +250,4 @@ register_method(HistogramMethod("dpcube", DPCUBE_PARAMS, _plan_dpcube, _release_
                                 summary="kd-tree partitions of the noisy cell grid"))
 register_method(HistogramMethod("auto", AUTO_PARAMS, _plan_auto, _release_auto,
                                 measures=frozenset({"pure", "zcdp"}),
-                                summary="picks a method from public information only"))
+                                summary="picks a method from public information only", unit_aware=True))

@@ -23,7 +23,8 @@ from ..algorithms.controlled_rounding import integer_tree
 from ..algorithms.tree import TreePlan, plan_tree, release_tree
 from ..domain import Grid, make_grid
 from ..errors import ParameterError
-from ..loss import PrivacyLoss
+from ..loss import UNIT, PrivacyLoss
+from ..units import AUTO_SHARE, UnitBounds, unit_bounds
 from ..results.hierarchical import HierarchicalHistogram
 from ..results.histogram import as_series
 from .histogram import (BOTH_MEASURES, HistogramMethod, Planned, histogram, histogram_release, method_named,
@@ -47,12 +48,13 @@ TREE_PARAMS = ParamTable("method='hierarchical'", (
 ))
 
 
-def _plan(grid: Grid, loss: PrivacyLoss, knobs: dict[str, Any]) -> Planned:
+def _plan(grid: Grid, loss: PrivacyLoss, knobs: dict[str, Any], unit: UnitBounds | None = None) -> Planned:
     if knobs["integer"] and not knobs["consistent"]:
         raise ParameterError("integer=True rounds a consistent tree (parents equal the sum of their children); "
                              "it needs consistent=True. Drop integer=True or consistent=False.")
     plan = plan_tree(grid.shape, loss=loss, branching=knobs["branching"], budget_split=knobs["budget_split"],
-                     include_root=knobs["include_root"], consistent=knobs["consistent"])
+                     include_root=knobs["include_root"], consistent=knobs["consistent"],
+                     sensitivity=UNIT if unit is None else unit.level_sensitivity)
     return Planned("hierarchical", plan, knobs)
 
 
@@ -112,7 +114,8 @@ def _release(counts: np.ndarray, grid: Grid, planned: Planned, *, rng: Any, nonn
 
 
 register_method(HistogramMethod("hierarchical", TREE_PARAMS, _plan, _release, measures=BOTH_MEASURES,
-                                summary="noisy counts on a tree over the bins, exact GLS inference"))
+                                summary="noisy counts on a tree over the bins, exact GLS inference",
+                                unit_aware=True))
 
 
 def hierarchical_histogram(frame: pd.DataFrame, columns: Any, *, bins: Any = None, range: Any = None,
@@ -121,12 +124,14 @@ def hierarchical_histogram(frame: pd.DataFrame, columns: Any, *, bins: Any = Non
                            budget_split: Literal["uniform", "geometric", "optimal"] = "uniform",
                            include_root: bool = False, consistent: bool = True,
                            nonnegative: bool = False, integer: bool = False,
-                           rng: Any = None) -> HierarchicalHistogram:
+                           rng: Any = None, privacy_unit: Any = None, max_rows: Any = None,
+                           max_cells: Any = None, max_rows_per_cell: Any = None) -> HierarchicalHistogram:
     """Release a hierarchical histogram (see ``DataFrame.dp.hierarchical_histogram``)."""
     return histogram(frame, columns, bins=bins, range=range, categories=categories, epsilon=epsilon, rho=rho,
                      method="hierarchical", rng=rng, nonnegative=nonnegative, branching=branching,
                      budget_split=budget_split, include_root=include_root,
-                     consistent=consistent, integer=integer)  # type: ignore[return-value]
+                     consistent=consistent, integer=integer, privacy_unit=privacy_unit, max_rows=max_rows,
+                     max_cells=max_cells, max_rows_per_cell=max_rows_per_cell)  # type: ignore[return-value]
 
 
 def _range_pairs(ranges: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -145,7 +150,8 @@ def _range_pairs(ranges: Any) -> tuple[np.ndarray, np.ndarray]:
 
 def range_query(frame: pd.DataFrame, column: Any, ranges: Any, *, bins: Any = None, range: Any = None,
                 categories: Any = None, epsilon: Any = None, rho: Any = None, method: str = "auto",
-                rng: Any = None, nonnegative: bool = False, **method_params: Any) -> pd.DataFrame:
+                rng: Any = None, nonnegative: bool = False, privacy_unit: Any = None, max_rows: Any = None,
+                max_cells: Any = None, max_rows_per_cell: Any = None, **method_params: Any) -> pd.DataFrame:
     """Release the histogram best suited to ranges and answer ``ranges`` from it.
 
     See ``DataFrame.dp.range_query``.  Everything (column, domain, ranges on
@@ -159,6 +165,8 @@ def range_query(frame: pd.DataFrame, column: Any, ranges: Any, *, bins: Any = No
     generator = check_rng(rng)
     nonneg = check_flag(nonnegative, "nonnegative")
     name = method_named(method, "range_query", extra=("auto",))
+    unit = unit_bounds(frame.columns, privacy_unit, max_rows=max_rows, max_cells=max_cells,
+                       max_rows_per_cell=max_rows_per_cell, reserved=tuple(cols))
     grid = make_grid(frame, cols, bins=bins, range=range, categories=categories)
     lows, highs = _range_pairs(ranges)
     grid.dims[0].align(lows, highs)   # DomainError before any charge
@@ -174,8 +182,10 @@ def range_query(frame: pd.DataFrame, column: Any, ranges: Any, *, bins: Any = No
         else:
             name = "hierarchical"
             knobs.setdefault("branching", "auto")
-    planned = plan_method(name, grid, loss, knobs)
-    result = histogram_release(frame, cols, grid, loss, planned, rng=generator, nonnegative=nonneg)
+    method_loss = loss if unit is None or not unit.auto else loss - loss.part(AUTO_SHARE)
+    planned = plan_method(name, grid, method_loss, knobs, unit)
+    result = histogram_release(frame, cols, grid, loss, planned, rng=generator, nonnegative=nonneg, unit=unit,
+                               knobs=knobs)
     answers = result.range_query(list(zip(lows, highs)))
     answers.attrs["release"] = result
     return answers

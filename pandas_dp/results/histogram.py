@@ -157,7 +157,8 @@ class Histogram(FrozenRelease, EstimatesView, MeasureView):
         -------
         RangeAnswer or DataFrame
             For a list, one row per range with columns ``low, high, estimate,
-            std_error, lower, upper``; ``lower``/``upper`` follow the rule of
+            std_error, lower, upper`` (``estimate`` is int64 for an integer
+            table, ``integer=True``); ``lower``/``upper`` follow the rule of
             :meth:`RangeAnswer.confidence_interval` (:func:`confidence_bounds`).
 
         Raises
@@ -193,6 +194,8 @@ class Histogram(FrozenRelease, EstimatesView, MeasureView):
             std = np.sqrt(var)
             radius = noise_radius(*self._ranges_noise(i, j), std, confidence_level)
             lower, upper = confidence_bounds(est, std, confidence_level, radius=radius)
+            if self.counts.dtype.kind in "iu":  # integer tables answer in whole counts (exact sums)
+                est = np.rint(est).astype(np.int64)
             return pd.DataFrame({"low": dim.edges[i], "high": dim.edges[j], "estimate": est,
                                  "std_error": std, "lower": lower, "upper": upper})
         i, j = dim.align(low, high)
