@@ -1,4 +1,4 @@
-"""Public domains: numeric bins, categories and d-dimensional grids.
+"""Public domains: numeric, date and duration bins, categories and d-dimensional grids.
 
 A domain always comes from the caller's arguments, never from the data: not
 from its values and not from its dtype (a stray token turns a numeric column
@@ -7,14 +7,19 @@ values). A pandas ``Categorical`` column's own categories are used only when
 the caller says so with ``categories="dtype"`` (for a dtype built from a public
 codebook, ``pd.CategoricalDtype(codebook)``).
 
-Values are mapped to bin codes with vectorized arithmetic (equal-width bins)
-or ``searchsorted`` (arbitrary edges). Mapping never raises or warns because of
-a value: numeric bins read any column through a coercion that turns anything
-that is not a real number (strings that do not parse, unhashable objects,
-dates, ``NaN``, ``inf``) into a missing value, and label domains look values up
-without requiring them to be hashable. Values outside the domain and missing
-values get code ``-1`` and are dropped without revealing how many there were
-(the boundary rule, DESIGN section 6).
+Values are mapped to bin codes by the coder a domain picks once for its edges
+(:mod:`pandas_dp._binning`): integer arithmetic for evenly spaced integer
+edges, exact float arithmetic for evenly spaced integer-valued edges on float
+columns, corrected arithmetic for other evenly spaced edges, ``searchsorted``
+on the values' own dtype for uneven edges, and codes for categories. Mapping
+never raises or warns because of a value: numeric bins read any column
+through a coercion that turns anything that is not a real number (strings
+that do not parse, unhashable objects, dates, ``NaN``, ``inf``) into a missing
+value, date and duration bins read their kind of value only
+(:mod:`pandas_dp._timevalues`), and label domains look values up without
+requiring them to be hashable. Values outside the domain and missing values
+are dropped without revealing how many there were (the boundary rule,
+DESIGN section 6).
 
 Bins are half-open, ``[low, high)``, including the last one: with
 ``bins=120, range=(0, 120)`` the value 120 is outside the domain.
@@ -25,70 +30,160 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Hashable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
+from functools import cached_property
 from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd
 
+from ._binning import CHUNK_ROWS, ChunkBuffers, Coder, EvenIntegers, coder_for_edges
+from ._edges import MAX_CELLS, parse_bins
+from ._timevalues import NAT, datetime_keys, timedelta_keys
 from .errors import DomainError, ParameterError
 
 __all__ = ["BinDomain", "CategoryDomain", "Grid", "make_grid", "numeric_values", "MAX_CELLS"]
 
-#: Largest number of cells of a release: each cell holds a count and draws noise (2**26 int64 = 512 MiB).
-MAX_CELLS = 2**26
+
+class _Cached:
+    """Derived values (coders, indexes) are caches: recomputed after unpickling, never compared."""
+
+    def __getstate__(self) -> dict[str, Any]:
+        names = {f.name for f in fields(self)}  # type: ignore[arg-type]
+        return {k: v for k, v in self.__dict__.items() if k in names}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
 
 
 @dataclass(frozen=True, eq=False)
-class BinDomain:
-    """Numeric bins given by increasing edges; bin i is ``[edges[i], edges[i+1])``."""
+class BinDomain(_Cached):
+    """Bins given by increasing edges; bin i is ``[edges[i], edges[i+1])``.
+
+    ``edges`` is a float64 array for numbers, a ``DatetimeIndex`` (naive or
+    tz-aware) for dates, a ``TimedeltaIndex`` for durations; ``equal_width``
+    says whether they are evenly spaced (then values are binned arithmetically).
+    """
 
     column: str
-    edges: np.ndarray
+    edges: Any
     equal_width: bool
 
+    # -- what the domain is ------------------------------------------------------
     @property
     def size(self) -> int:
-        return int(self.edges.size - 1)
+        return int(len(self.edges) - 1)
 
     @property
+    def kind(self) -> str:
+        """``"number"``, ``"datetime"`` or ``"timedelta"``."""
+        if isinstance(self.edges, pd.DatetimeIndex):
+            return "datetime"
+        if isinstance(self.edges, pd.TimedeltaIndex):
+            return "timedelta"
+        return "number"
+
+    @property
+    def keys(self) -> np.ndarray:
+        """The edges as binned: float64 numbers, or int64 counts of :attr:`unit` (UTC for tz-aware dates)."""
+        if self.kind == "number":
+            return np.asarray(self.edges)
+        return self.edges.asi8
+
+    @property
+    def unit(self) -> str | None:
+        """Resolution of date and duration keys (``"s"``, ``"ms"``, ``"us"``, ``"ns"``); None for numbers."""
+        return None if self.kind == "number" else str(self.edges.unit)
+
+    @property
+    def tz(self) -> Any:
+        """Time zone of a tz-aware date domain (None otherwise)."""
+        return getattr(self.edges, "tz", None)
+
+    @cached_property
+    def coder(self) -> Coder:
+        """The chunk coder picked once for these edges (see :mod:`pandas_dp._binning`)."""
+        return coder_for_edges(self.keys, even=self.equal_width)
+
+    @cached_property
     def index(self) -> pd.IntervalIndex:
+        """The bins as an ``IntervalIndex`` (closed on the left), built on first use and kept."""
         return pd.IntervalIndex.from_breaks(self.edges, closed="left", name=self.column)
 
-    def codes(self, values: np.ndarray) -> np.ndarray:
+    def edge_values(self, positions: Any) -> Any:
+        """Edges at ``positions`` as public values: a float64 array, or a ``DatetimeIndex`` / ``TimedeltaIndex``."""
+        if self.kind == "number":
+            return np.asarray(self.edges)[positions]
+        return self.edges[positions]
+
+    def edge_value(self, position: int) -> Any:
+        """One edge as a public scalar: a float, a Timestamp or a Timedelta."""
+        value = self.edges[int(position)]
+        return float(value) if self.kind == "number" else value
+
+    # -- private values to codes ---------------------------------------------------
+    def column_values(self, series: Any) -> np.ndarray:
+        """A column's values as the keys this domain bins (never raises or warns).
+
+        Numbers: int64/float64 from :func:`numeric_values`; dates and durations:
+        int64 keys of :attr:`unit` (:mod:`pandas_dp._timevalues`), ``NAT`` for
+        anything out of domain.
+        """
+        if self.kind == "datetime":
+            return datetime_keys(series, aware=self.tz is not None, unit=str(self.unit))
+        if self.kind == "timedelta":
+            return timedelta_keys(series, unit=str(self.unit))
+        return numeric_values(series if isinstance(series, pd.Series) else pd.Series(series))
+
+    def reader(self, series: pd.Series) -> tuple[np.ndarray, Coder]:
+        """Values to slice in chunks and the coder that codes each chunk."""
+        return self.column_values(series), self.coder
+
+    def codes(self, values: Any) -> np.ndarray:
         """Bin code of every value, ``-1`` outside ``[edges[0], edges[-1])`` or missing.
 
-        ``values`` is a numeric array (see :func:`numeric_values`); no value makes
-        this warn (over/underflow and invalid operations are ignored: their
-        results fall outside the domain).
+        ``values`` is what :meth:`column_values` returns (numbers may also be any
+        numeric array; a date domain also converts datetime arrays). No value
+        makes this raise or warn.
         """
-        with np.errstate(all="ignore"):
-            return self._codes(np.asarray(values))
+        arr = np.asarray(values)
+        if self.kind == "number" and arr.dtype.kind not in "if":
+            arr = numeric_values(pd.Series(arr))
+        elif self.kind != "number" and arr.dtype != np.int64:
+            arr = self.column_values(pd.Series(values))
+        return normalised_codes(arr, self.coder)
 
-    def _codes(self, values: np.ndarray) -> np.ndarray:
-        lo, hi, n = self.edges[0], self.edges[-1], self.size
-        if values.dtype.kind in "iu" and self.equal_width and _integral(self.edges):
-            width = int(self.edges[1] - self.edges[0])
-            shifted = values.astype(np.int64, copy=False) - int(lo)
-            codes = shifted // width if width != 1 else shifted.copy()
-            codes[(shifted < 0) | (codes >= n)] = -1
-            return codes
-        x = values.astype(np.float64, copy=False)
-        if self.equal_width:
-            with np.errstate(invalid="ignore"):
-                raw = np.floor((x - lo) * (n / (hi - lo)))
-            inside = (x >= lo) & (x < hi)
-            codes = np.where(inside, raw, -1).astype(np.int64)
-            np.clip(codes, -1, n - 1, out=codes)
-            # Arithmetic may land one bin off next to an edge: correct against the exact edges.
-            below = inside & (x < self.edges[np.maximum(codes, 0)])
-            codes[below] -= 1
-            above = inside & (x >= self.edges[np.minimum(codes + 1, n)])
-            codes[above] += 1
-            return codes
-        codes = np.searchsorted(self.edges, x, side="right").astype(np.int64) - 1
-        codes[~((x >= lo) & (x < hi))] = -1
-        return codes
+    # -- range queries --------------------------------------------------------------
+    def bound_keys(self, name: str, value: Any) -> np.ndarray:
+        """Public range bounds as keys comparable with :attr:`keys` (raises DomainError on a bad bound)."""
+        if self.kind == "number":
+            try:
+                arr = np.atleast_1d(np.asarray(value, dtype=np.float64))
+            except (TypeError, ValueError) as err:
+                raise DomainError(f"Range bounds must be numbers. Got {name}={value!r}.") from err
+            if not np.all(np.isfinite(arr)):
+                raise DomainError(f"Range bounds must be finite numbers. Got {name}={value!r}.")
+            return arr
+        what = "dates (Timestamps)" if self.kind == "datetime" else "durations (Timedeltas)"
+        try:
+            items = np.atleast_1d(np.asarray(value, dtype=object)).ravel()
+            if self.kind == "datetime":
+                stamps = pd.DatetimeIndex([pd.Timestamp(v) for v in items])
+                if (stamps.tz is None) != (self.tz is None):
+                    raise TypeError("naive and tz-aware")
+                if stamps.tz is not None:
+                    stamps = stamps.tz_convert("UTC")
+                keys = stamps.as_unit(str(self.unit)).asi8
+            else:
+                keys = pd.TimedeltaIndex([pd.Timedelta(v) for v in items]).as_unit(str(self.unit)).asi8
+        except (TypeError, ValueError, OverflowError) as err:
+            aware = "tz-aware" if self.tz is not None else "naive"
+            raise DomainError(f"Range bounds on column {self.column!r} must be {what}"
+                              f"{' (' + aware + ', like the bins)' if self.kind == 'datetime' else ''}. "
+                              f"Got {name}={value!r}.") from err
+        if np.any(keys == NAT):
+            raise DomainError(f"Range bounds on column {self.column!r} must be {what}, not NaT. Got {name}={value!r}.")
+        return keys
 
     def align(self, low: Any, high: Any) -> tuple[np.ndarray, np.ndarray]:
         """Bin indices ``(i, j)`` such that ``[low, high)`` is bins ``i..j-1`` (vectorized).
@@ -96,38 +191,80 @@ class BinDomain:
         Raises :class:`DomainError` naming the nearest edges when a bound is
         not a bin edge, and when ``low > high``.
         """
+        keys = self.keys
         bounds = []
         for name, value in (("low", low), ("high", high)):
-            try:
-                arr = np.atleast_1d(np.asarray(value, dtype=np.float64))
-            except (TypeError, ValueError) as err:
-                raise DomainError(f"Range bounds must be numbers. Got {name}={value!r}.") from err
-            if not np.all(np.isfinite(arr)):
-                raise DomainError(f"Range bounds must be finite numbers. Got {name}={value!r}.")
-            pos = np.searchsorted(self.edges, arr)
-            clipped = np.minimum(pos, self.edges.size - 1)
-            bad = np.flatnonzero(self.edges[clipped] != arr)
+            arr = self.bound_keys(name, value)
+            pos = np.searchsorted(keys, arr)
+            clipped = np.minimum(pos, keys.size - 1)
+            bad = np.flatnonzero(keys[clipped] != arr)
             if bad.size:
                 k = bad[0]
-                left = float(self.edges[max(pos[k] - 1, 0)])
-                right = float(self.edges[clipped[k]])
+                shown = float(arr[k]) if self.kind == "number" else self._shown(arr[k])
+                left, right = self.edge_value(max(pos[k] - 1, 0)), self.edge_value(clipped[k])
                 raise DomainError(
-                    f"Range {name}={float(arr[k])!r} on column {self.column!r} does not fall on a bin edge. "
-                    f"The nearest edges are {left!r} and {right!r}. Ranges are half-open [low, high) and "
-                    f"must start and end on bin edges within [{float(self.edges[0])!r}, {float(self.edges[-1])!r}]."
+                    f"Range {name}={shown!r} on column {self.column!r} does not fall on a bin edge. "
+                    f"The nearest edges are {_text(left)} and {_text(right)}. Ranges are half-open [low, high) "
+                    f"and must start and end on bin edges within [{_text(self.edge_value(0))}, "
+                    f"{_text(self.edge_value(self.size))}]."
                 )
             bounds.append(pos.astype(np.int64))
         i, j = np.broadcast_arrays(*bounds)
         reversed_ = np.flatnonzero(i > j)
         if reversed_.size:
             k = reversed_[0]
-            raise DomainError(f"Range low={float(self.edges[i[k]])!r} is above high={float(self.edges[j[k]])!r}; "
-                              f"pass low <= high.")
+            raise DomainError(f"Range low={_text(self.edge_value(i[k]))} is above "
+                              f"high={_text(self.edge_value(j[k]))}; pass low <= high.")
         return i, j
+
+    def _shown(self, key: int) -> Any:
+        unit = str(self.unit)
+        if self.kind == "timedelta":
+            return pd.Timedelta(int(key), unit=unit)
+        stamp = pd.Timestamp(int(key), unit=unit)
+        return stamp.tz_localize("UTC").tz_convert(self.tz) if self.tz is not None else stamp
+
+
+def _text(value: Any) -> str:
+    return repr(value) if isinstance(value, float) else str(value)
+
+
+def normalised_codes(values: np.ndarray, coder: Coder) -> np.ndarray:
+    """Codes of all ``values`` with ``-1`` for every dropped value (chunked, int64)."""
+    n, offset = coder.size, coder.offset
+    out = np.empty(len(values), dtype=np.int64)
+    buffers = ChunkBuffers()
+    with np.errstate(all="ignore"):
+        for start in range(0, len(values), CHUNK_ROWS):
+            part = out[start:start + CHUNK_ROWS]
+            part[...] = coder.codes(values[start:start + CHUNK_ROWS], buffers)
+            if offset:
+                part -= offset
+            part[part >= n] = -1
+    return out
+
+
+@dataclass(frozen=True)
+class CategoryCodes:
+    """Coder of precomputed label codes (``-1`` = no label), optionally re-mapped through ``mapping``."""
+
+    size: int
+    mapping: np.ndarray | None = None
+    offset: int = 0
+
+    def codes(self, values: np.ndarray, buffers: ChunkBuffers) -> np.ndarray:
+        if self.mapping is None and values.dtype == np.int64:
+            return values  # read only by the caller
+        out = buffers.int_view(values.size)
+        if self.mapping is None:
+            np.copyto(out, values, casting="unsafe")
+        else:
+            np.take(self.mapping, values, out=out)
+        return out
 
 
 @dataclass(frozen=True, eq=False)
-class CategoryDomain:
+class CategoryDomain(_Cached):
     """A public list of category labels; bin i is ``categories[i]``."""
 
     column: str
@@ -137,9 +274,36 @@ class CategoryDomain:
     def size(self) -> int:
         return int(self.categories.size)
 
-    @property
+    @cached_property
     def index(self) -> pd.CategoricalIndex:
         return pd.CategoricalIndex(self.categories, categories=self.categories, ordered=False, name=self.column)
+
+    def column_values(self, series: Any) -> Any:
+        """The column itself: :meth:`codes` looks its values up (a Categorical through its codes)."""
+        return series
+
+    def reader(self, series: pd.Series) -> tuple[np.ndarray, Any]:
+        """Codes to slice in chunks and their coder: a Categorical's codes (re-mapped when its categories
+        differ), arithmetic for an int64 column over a run of consecutive integer labels, else the lookup."""
+        dtype = series.dtype
+        if isinstance(dtype, pd.CategoricalDtype):
+            raw = series.cat.codes.to_numpy()
+            if dtype.categories.equals(self.categories):
+                return raw, CategoryCodes(self.size)
+            mapping = np.append(np.asarray(self._lookup(dtype.categories), dtype=np.int64), -1)
+            return raw, CategoryCodes(self.size, mapping)
+        start = self._integer_run()
+        if start is not None and dtype == np.int64:
+            return series.to_numpy(copy=False), EvenIntegers(start, 1, self.size)
+        return self._lookup(series), CategoryCodes(self.size)
+
+    def _integer_run(self) -> int | None:
+        """The first label when the labels are the consecutive integers ``start, start + 1, ...``."""
+        cats = self.categories
+        if cats.dtype != np.int64 or not cats.is_monotonic_increasing:
+            return None
+        first, last = int(cats[0]), int(cats[-1])
+        return first if last - first == cats.size - 1 else None
 
     def codes(self, values: Any) -> np.ndarray:
         """Position of every value among the categories, ``-1`` for unknown, missing or unhashable values."""
@@ -178,7 +342,7 @@ Dimension = BinDomain | CategoryDomain
 
 
 @dataclass(frozen=True, eq=False)
-class Grid:
+class Grid(_Cached):
     """The public domain of a release: one dimension per column, cells in C order."""
 
     dims: tuple[Dimension, ...]
@@ -199,8 +363,9 @@ class Grid:
     def ndim(self) -> int:
         return len(self.dims)
 
-    @property
+    @cached_property
     def index(self) -> pd.Index:
+        """The cells' index (built on first use, then shared by every Series of the release)."""
         if self.ndim == 1:
             return self.dims[0].index
         return pd.MultiIndex.from_product([d.index for d in self.dims], names=list(self.columns))
@@ -286,10 +451,6 @@ def _real_or_nan(value: Any) -> float:
     return out
 
 
-def _integral(edges: np.ndarray) -> bool:
-    return bool(np.all(np.isfinite(edges)) and np.all(edges == np.round(edges)) and np.abs(edges).max() < 2**52)
-
-
 def _is_categorical(series: pd.Series) -> bool:
     return isinstance(series.dtype, pd.CategoricalDtype)
 
@@ -323,54 +484,12 @@ def _is_sequence(v: Any) -> bool:
 
 
 def _is_bins_spec(v: Any) -> bool:
-    return isinstance(v, (int, np.integer)) or _is_sequence(v)
+    return isinstance(v, (int, np.integer, str)) or _is_sequence(v)
 
 
 def _bin_dimension(column: str, bins: Any, rng: Any) -> BinDomain:
-    if isinstance(bins, (bool, np.bool_)):
-        raise ParameterError(f"The 'bins' parameter for column {column!r} must be an int or a sequence of edges. Got {bins!r}.")
-    if isinstance(bins, (int, np.integer)):
-        if rng is None:
-            raise DomainError(
-                f"The 'bins' parameter of histogram must be a sequence of edges or an int with range=. "
-                f"Got bins={int(bins)} without range for column {column!r}. Deriving the range from the data "
-                f"would leak it: pass range=(low, high) from public knowledge."
-            )
-        if bins < 1:
-            raise ParameterError(f"The 'bins' parameter for column {column!r} must be at least 1. Got {int(bins)}.")
-        if bins > MAX_CELLS:
-            raise DomainError(f"bins={int(bins):,} for column {column!r} is above the limit of {MAX_CELLS:,} "
-                              f"cells (2**26): every cell gets its own noisy count. Use coarser bins.")
-        try:
-            low, high = (float(rng[0]), float(rng[1]))
-            if len(rng) != 2:
-                raise TypeError
-        except (TypeError, ValueError, IndexError) as err:
-            raise ParameterError(f"The 'range' parameter for column {column!r} must be a pair (low, high). "
-                                 f"Got {rng!r}.") from err
-        if not (math.isfinite(low) and math.isfinite(high)) or not low < high:
-            raise DomainError(f"The 'range' for column {column!r} must be finite with low < high. Got {rng!r}.")
-        edges = np.linspace(low, high, int(bins) + 1)
-        if np.any(np.diff(edges) <= 0):
-            raise DomainError(f"range={rng!r} is too narrow for bins={int(bins)} on column {column!r}.")
-        return BinDomain(column, edges, True)
-    if rng is not None:
-        raise ParameterError(f"Pass either explicit bin edges or bins=int with range=, not both "
-                             f"(column {column!r} got bins={bins!r} and range={rng!r}).")
-    try:
-        edges = np.asarray(list(bins), dtype=np.float64)
-    except (TypeError, ValueError) as err:
-        raise ParameterError(f"The 'bins' parameter for column {column!r} must be an int with range= or an "
-                             f"increasing sequence of numeric edges. Got {bins!r}.") from err
-    if edges.ndim != 1 or edges.size < 2:
-        raise DomainError(f"Bin edges for column {column!r} need at least two values. Got {bins!r}.")
-    if not np.all(np.isfinite(edges)):
-        raise DomainError(f"Bin edges for column {column!r} must be finite. Got {bins!r}.")
-    if np.any(np.diff(edges) <= 0):
-        raise DomainError(f"Bin edges for column {column!r} must be strictly increasing. Got {bins!r}.")
-    widths = np.diff(edges)
-    equal = bool(np.allclose(widths, widths[0], rtol=0, atol=0))
-    return BinDomain(column, edges, equal)
+    edges, even = parse_bins(column, bins, rng)
+    return BinDomain(column, edges, even)
 
 
 def _category_dimension(column: str, categories: Any) -> CategoryDomain:
@@ -401,11 +520,15 @@ def make_grid(frame: pd.DataFrame, columns: Sequence[str], *, bins: Any = None, 
         Columns released, one dimension each.
     bins, range, categories
         One spec for every column, a list aligned with ``columns``, or a dict keyed by column.
+        ``bins`` is an int (with ``range=(low, high)`` of numbers, Timestamps or
+        Timedeltas), a sequence of edges (numbers, Timestamps, Timedeltas), a
+        pandas frequency string such as ``"M"`` (with a ``range`` of dates), or an
+        ``IntervalIndex`` (see :mod:`pandas_dp._edges`).
 
     Raises
     ------
     DomainError
-        When a domain would have to be derived from the data.
+        When a domain would have to be derived from the data, or is invalid.
     """
     bins_per = _per_column(bins, columns, "bins", _is_bins_spec)
     range_per = _per_column(range, columns, "range", _is_sequence)
@@ -435,9 +558,9 @@ def make_grid(frame: pd.DataFrame, columns: Sequence[str], *, bins: Any = None, 
         else:
             raise DomainError(
                 f"Column {column!r} needs a public domain: pass bins= (edges, or an int with range=(low, high)) "
-                f"for numbers, or categories=[...] with every possible label (categories='dtype' uses a "
-                f"Categorical column's own categories, when its dtype was built from a public codebook). "
-                f"The library never derives the domain from the data."
+                f"for numbers, dates or durations, or categories=[...] with every possible label "
+                f"(categories='dtype' uses a Categorical column's own categories, when its dtype was built "
+                f"from a public codebook). The library never derives the domain from the data."
             )
     grid = Grid(tuple(dims))
     if grid.size > MAX_CELLS:

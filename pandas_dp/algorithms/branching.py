@@ -20,7 +20,8 @@ References
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
 
 import numpy as np
 
@@ -115,8 +116,21 @@ def choose_branching(shape: int | tuple[int, ...], *, epsilon: float = 1.0,
         For ``d >= 3`` the flat histogram usually wins (Qardaji Section 5.3).
     """
     dims = (int(shape),) if np.isscalar(shape) else tuple(int(s) for s in shape)
-    n_axis = max(dims)
     model = loss if loss is not None else PureDP(to_fraction(epsilon))
+    choice = _choose(dims, model, budget_split, bool(include_root), bool(consistent))
+    return replace(choice, candidates=dict(choice.candidates))
+
+
+@lru_cache(maxsize=512)
+def _choose(dims: tuple[int, ...], model: PrivacyLoss, budget_split: str, include_root: bool,
+            consistent: bool) -> BranchingChoice:
+    """The choice for public inputs only, memoised: a call that plans twice (``range_query``'s
+    ``method="auto"``, then the tree) or a loop of releases over one domain evaluates the candidates once.
+
+    The key is everything the predictions read: the shape, the loss (its class fixes the noise model,
+    ``variance_exponent`` and ``planning_variance``; its exact amount scales them), the split and the flags.
+    """
+    n_axis = max(dims)
 
     def predict(b: int, split: BudgetSplit) -> float:
         layout = tree_layout(dims, b)
