@@ -184,14 +184,21 @@ def _time_value(column: str, value: Any, rng: Any) -> Any:
 
 
 def _parse_text(text: str) -> Any:
-    for parse in (lambda t: pd.Timestamp(t), lambda t: pd.Timedelta(t)):
-        try:
-            value = parse(text)
-        except (ValueError, TypeError, OverflowError):
-            continue
-        if value is not pd.NaT:
-            return value
-    return None
+    """A duration (pandas' formats: ``"1 days"``, ``"6h"``, ``"PT6H"``), else an ISO 8601 date, else None.
+
+    A bare number has no unit and is neither; durations go first because
+    pandas reads ``"10:00"`` as today's date at 10:00.
+    """
+    if _is_number_text(text):
+        return None
+    try:
+        return pd.Timedelta(text)
+    except (ValueError, TypeError, OverflowError):
+        pass
+    try:
+        return pd.Timestamp(pd.to_datetime(text, format="ISO8601"))
+    except (ValueError, TypeError, OverflowError):
+        return None
 
 
 # ------------------------------------------------------------------------------------ frequency strings
@@ -212,11 +219,14 @@ def _frequency_edges(column: str, freq: str, rng: Any) -> tuple[Any, bool]:
                              f"durations. Got range={rng!r}; pass e.g. range=('2020-01-01', '2021-01-01').")
     if not low < high:
         raise DomainError(f"The 'range' for column {column!r} must have start < end. Got {rng!r}.")
+    fixed = isinstance(offset, (pd.offsets.Tick, pd.offsets.Day))
     try:
         if isinstance(low, pd.Timestamp):
             edges = pd.date_range(low, high, freq=offset)
-        else:
+        elif fixed:
             edges = pd.timedelta_range(low, high, freq=offset)
+        else:
+            raise ValueError(f"{offset.freqstr} is a calendar frequency")
     except (ValueError, TypeError) as err:
         raise DomainError(f"bins={freq!r} on column {column!r}: {err}. Durations take fixed frequencies "
                           f"('D', 'h', '15min'...), dates any calendar one.") from err
@@ -298,12 +308,14 @@ def _time_edges_from(column: str, items: Any, shown: Any) -> tuple[Any, bool]:
     try:
         if isinstance(items, np.ndarray) and items.dtype.kind in "mM":
             edges: Any = pd.TimedeltaIndex(items) if items.dtype.kind == "m" else pd.DatetimeIndex(items)
-        elif all(isinstance(v, _TIMEDELTA_TYPES) for v in items):
-            edges = pd.TimedeltaIndex(items)
-        elif all(isinstance(v, str) or (isinstance(v, _DATETIME_TYPES) and not isinstance(v, bool)) for v in items):
-            edges = pd.DatetimeIndex([pd.Timestamp(v) for v in items])
         else:
-            raise TypeError(message)
+            values = [_parse_text(v) if isinstance(v, str) else v for v in items]
+            if all(isinstance(v, _TIMEDELTA_TYPES) for v in values):
+                edges = pd.TimedeltaIndex(values)
+            elif all(isinstance(v, _DATETIME_TYPES) and not isinstance(v, bool) for v in values):
+                edges = pd.DatetimeIndex([pd.Timestamp(v) for v in values])
+            else:
+                raise TypeError(message)
     except (TypeError, ValueError, OverflowError) as err:
         raise ParameterError(message) from err
     return _checked_time_edges(column, edges, shown)

@@ -131,7 +131,8 @@ def _parse_strings(strings: np.ndarray, *, aware: bool, unit: str) -> np.ndarray
             parsed = pd.to_datetime(text, format="ISO8601", errors="coerce", utc=True)
         except Exception:  # noqa: BLE001 - a private value may break the parser: element by element
             return np.array([_one_string(s, aware, unit) for s in strings], dtype=np.int64)
-    keys = _keys_of(parsed.dt.tz_localize(None), unit)  # UTC instants (aware) or wall times (naive)
+    # UTC instants (aware) or wall times (naive); a copy, as pandas hands out read-only arrays.
+    keys = np.array(_keys_of(parsed.dt.tz_localize(None), unit), dtype=np.int64)
     keys[has_offset != aware] = NAT
     return keys
 
@@ -155,7 +156,7 @@ def _parse_objects(objects: np.ndarray, *, aware: bool, unit: str) -> np.ndarray
         warnings.simplefilter("ignore")
         try:
             parsed = pd.to_datetime(pd.Series(objects, dtype=object), errors="coerce", utc=True)
-            keys = _keys_of(parsed.dt.tz_localize(None), unit)
+            keys = np.array(_keys_of(parsed.dt.tz_localize(None), unit), dtype=np.int64)
         except Exception:  # noqa: BLE001
             keys = np.array([_one_object(v, unit) for v in objects], dtype=np.int64)
     keys[has_tz != aware] = NAT

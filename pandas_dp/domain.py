@@ -200,7 +200,7 @@ class BinDomain(_Cached):
             bad = np.flatnonzero(keys[clipped] != arr)
             if bad.size:
                 k = bad[0]
-                shown = float(arr[k]) if self.kind == "number" else self._shown(arr[k])
+                shown = float(arr[k]) if self.kind == "number" else self.key_value(arr[k])
                 left, right = self.edge_value(max(pos[k] - 1, 0)), self.edge_value(clipped[k])
                 raise DomainError(
                     f"Range {name}={shown!r} on column {self.column!r} does not fall on a bin edge. "
@@ -217,7 +217,10 @@ class BinDomain(_Cached):
                               f"high={_text(self.edge_value(j[k]))}; pass low <= high.")
         return i, j
 
-    def _shown(self, key: int) -> Any:
+    def key_value(self, key: Any) -> Any:
+        """The public value of one key: a float, or a Timestamp (in the domain's time zone) / Timedelta."""
+        if self.kind == "number":
+            return float(key)
         unit = str(self.unit)
         if self.kind == "timedelta":
             return pd.Timedelta(int(key), unit=unit)
