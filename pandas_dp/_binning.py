@@ -46,7 +46,7 @@ References
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 import numpy as np
@@ -88,7 +88,11 @@ class Coder(Protocol):
     offset: int
 
     def codes(self, values: np.ndarray, buffers: ChunkBuffers) -> np.ndarray:
-        """int64 codes of ``values``: in-domain in ``[offset, offset + size)``, else ``offset - 1`` or ``offset + size``."""
+        """int64 codes of ``values``: in-domain in ``[offset, offset + size)``, else ``offset - 1`` or ``offset + size``.
+
+        The result may be ``values`` itself or a buffer of ``buffers``: read it before the next call, never
+        write into it.
+        """
 
 
 @dataclass(frozen=True)
@@ -103,6 +107,14 @@ class EvenIntegers:
     def codes(self, values: np.ndarray, buffers: ChunkBuffers) -> np.ndarray:
         if values.dtype != np.int64:
             return self._floats().codes(values, buffers)
+        if values.size and _inside(values, self.lo, self.lo + self.width * self.size):
+            if self.lo == 0 and self.width == 1:
+                return values  # every value is its own code: counting reads the column itself
+            out = buffers.int_view(values.size)
+            np.subtract(values, np.int64(self.lo), out=out)
+            if self.width != 1:
+                np.floor_divide(out, np.int64(self.width), out=out)
+            return out
         out = buffers.int_view(values.size)
         np.subtract(values, np.int64(self.lo), out=out)  # wraps modulo 2**64: exact membership below
         u = out.view(_U64)
@@ -115,6 +127,19 @@ class EvenIntegers:
         return IntegralFloats(float(self.lo), float(self.width), self.size)
 
 
+def _inside(values: np.ndarray, lo: float, hi: float) -> bool:
+    """Whether every value of a chunk lies in ``[lo, hi)`` (two reductions; NaN makes it False).
+
+    Most chunks of real data are wholly inside the domain: they skip the
+    clipping passes, which only exist for values that drop.
+    """
+    with np.errstate(all="ignore"):
+        low, high = values.min(), values.max()
+    if values.dtype.kind == "f":
+        return bool(float(low) >= lo and float(high) < hi)
+    return int(low) >= lo and int(high) < hi
+
+
 @dataclass(frozen=True)
 class IntegralFloats:
     """Integer-valued edges ``lo + i * width`` (magnitude below ``2**52``) for float values."""
@@ -123,10 +148,34 @@ class IntegralFloats:
     width: float
     size: int
     offset: int = 0
+    _ints: EvenIntegers | None = field(init=False, repr=False, compare=False, default=None)
+
+    def __post_init__(self) -> None:
+        exact = abs(self.lo) < 2**62 and self.width < 2**62
+        object.__setattr__(self, "_ints", EvenIntegers(int(self.lo), int(self.width), self.size) if exact else None)
 
     def codes(self, values: np.ndarray, buffers: ChunkBuffers) -> np.ndarray:
-        if values.dtype == np.int64 and abs(self.lo) < 2**62 and self.width < 2**62:
-            return EvenIntegers(int(self.lo), int(self.width), self.size).codes(values, buffers)
+        if values.dtype == np.int64 and self._ints is not None:  # integer values: no float at all
+            return self._ints.codes(values, buffers)
+        out = buffers.int_view(values.size)
+        hi = self.lo + self.width * self.size
+        if values.dtype == np.float64 and values.size and _inside(values, self.lo, hi):
+            # lo <= x < hi: x - lo is exact for an integer lo >= 0 (both are multiples of ulp(x) and
+            # 0 <= x - lo <= x), so truncating it is flooring it; a negative lo floors x first.
+            if self.lo == 0.0 and self.width == 1.0:
+                np.copyto(out, values, casting="unsafe")
+                return out
+            t = buffers.float_view(values.size)
+            with np.errstate(all="ignore"):
+                if self.lo >= 0.0:
+                    np.subtract(values, self.lo, out=t)
+                else:
+                    np.floor(values, out=t)
+                    np.subtract(t, self.lo, out=t)
+                if self.width != 1.0:
+                    np.floor_divide(t, self.width, out=t)
+            np.copyto(out, t, casting="unsafe")
+            return out
         t = buffers.float_view(values.size)
         with np.errstate(all="ignore"):
             np.floor(values, out=t)
@@ -136,7 +185,6 @@ class IntegralFloats:
                 np.floor_divide(t, self.width, out=t)
             np.fmax(t, -1.0, out=t)
             np.fmin(t, float(self.size), out=t)
-        out = buffers.int_view(values.size)
         np.copyto(out, t, casting="unsafe")
         return out
 

@@ -108,7 +108,7 @@ class BinDomain(_Cached):
     @cached_property
     def index(self) -> pd.IntervalIndex:
         """The bins as an ``IntervalIndex`` (closed on the left), built on first use and kept."""
-        return pd.IntervalIndex.from_breaks(self.edges, closed="left", name=self.column)
+        return interval_index(self.edges, self.column)
 
     def edge_values(self, positions: Any) -> Any:
         """Edges at ``positions`` as public values: a float64 array, or a ``DatetimeIndex`` / ``TimedeltaIndex``."""
@@ -228,6 +228,35 @@ class BinDomain(_Cached):
         return stamp.tz_localize("UTC").tz_convert(self.tz) if self.tz is not None else stamp
 
 
+def interval_index(edges: Any, name: Any) -> pd.IntervalIndex:
+    """``IntervalIndex.from_breaks(edges, closed="left", name=name)`` for edges this module validated.
+
+    ``from_breaks`` re-checks every interval (``left <= right``, missing
+    values on both sides): 4 ms for 2**20 bins, a third of counting 10**7 rows
+    at that size. The edges were checked once when the domain was built
+    (finite, strictly increasing), so the index is assembled from the two
+    shifted views directly; any pandas that refuses the shortcut gets
+    ``from_breaks``.
+    """
+    try:
+        from pandas.core.arrays.interval import IntervalArray
+
+        breaks = pd.Index(edges)
+        dtype = pd.IntervalDtype(breaks.dtype, closed="left")
+        left, right = breaks[:-1], breaks[1:]
+        if isinstance(breaks, (pd.DatetimeIndex, pd.TimedeltaIndex)):
+            left, right = left.array, right.array
+        else:
+            left, right = left.to_numpy(), right.to_numpy()
+        array = IntervalArray._simple_new(left, right, dtype)
+        index = pd.IntervalIndex._simple_new(array, name=name)
+        if len(index) == len(breaks) - 1 and index.dtype == dtype:
+            return index
+    except Exception:  # noqa: BLE001 - a pandas without these internals: the public constructor
+        pass
+    return pd.IntervalIndex.from_breaks(edges, closed="left", name=name)
+
+
 def _text(value: Any) -> str:
     return repr(value) if isinstance(value, float) else str(value)
 
@@ -279,7 +308,10 @@ class CategoryDomain(_Cached):
 
     @cached_property
     def index(self) -> pd.CategoricalIndex:
-        return pd.CategoricalIndex(self.categories, categories=self.categories, ordered=False, name=self.column)
+        """The labels as a ``CategoricalIndex`` (cell i is label i: built from its codes, no label hashed)."""
+        dtype = pd.CategoricalDtype(self.categories, ordered=False)
+        codes = np.arange(self.size, dtype=np.int64)
+        return pd.CategoricalIndex(pd.Categorical.from_codes(codes, dtype=dtype), name=self.column)
 
     def column_values(self, series: Any) -> Any:
         """The column itself: :meth:`codes` looks its values up (a Categorical through its codes)."""
@@ -290,7 +322,7 @@ class CategoryDomain(_Cached):
         differ), arithmetic for an int64 column over a run of consecutive integer labels, else the lookup."""
         dtype = series.dtype
         if isinstance(dtype, pd.CategoricalDtype):
-            raw = series.cat.codes.to_numpy()
+            raw = np.asarray(series.array.codes)  # a view of the codes, no copy
             if dtype.categories.equals(self.categories):
                 return raw, CategoryCodes(self.size)
             mapping = np.append(np.asarray(self._lookup(dtype.categories), dtype=np.int64), -1)
@@ -499,7 +531,9 @@ def _category_dimension(column: str, categories: Any) -> CategoryDomain:
     if isinstance(categories, (str, bytes)) or not hasattr(categories, "__iter__"):
         raise ParameterError(f"The 'categories' parameter for column {column!r} must be a list of labels. "
                              f"Got {categories!r}.")
-    index = pd.Index(list(categories))
+    # An Index (e.g. a CategoricalDtype's categories) is kept as is: it is immutable, and its uniqueness,
+    # once known, is not computed again (each check below hashes every label).
+    index = categories.rename(None) if type(categories) is pd.Index else pd.Index(list(categories))
     if index.size == 0:
         raise DomainError(f"The 'categories' for column {column!r} are empty; pass at least one label.")
     if index.has_duplicates:

@@ -177,3 +177,46 @@ def test_the_interval_index_is_built_once_and_shared():
     grid = make_grid(frame, ["x"], bins=4, range=(0, 4))
     assert "index" not in vars(grid.dims[0])  # nothing built until a result needs it
     assert grid.index is grid.index and grid.index is grid.dims[0].index
+
+
+@pytest.mark.parametrize("edges", [
+    np.linspace(0, 10, 11), np.array([0.0, 0.5, 3.0]),
+    pd.date_range("2020-01-01", periods=5, freq="MS"),
+    pd.date_range("2020-03-28", periods=5, freq="D", tz="Europe/Paris"),
+    pd.timedelta_range("0h", periods=4, freq="15min"),
+])
+def test_the_shortcut_interval_index_equals_from_breaks(edges):
+    from pandas_dp.domain import interval_index
+
+    fast = interval_index(edges, "x")
+    slow = pd.IntervalIndex.from_breaks(edges, closed="left", name="x")
+    assert fast.equals(slow) and fast.dtype == slow.dtype and fast.name == "x"
+    assert list(fast) == list(slow) and fast.is_monotonic_increasing and fast.is_non_overlapping_monotonic
+    frame = pd.Series(np.arange(len(slow)), index=fast)
+    assert frame.loc[slow[1].left] == 1  # lookups work on the shortcut index
+
+
+@pytest.mark.parametrize("labels", [["b", "a", "c"], [3, 1, 2], list("xyz")])
+def test_category_index_from_codes_equals_the_labelled_index(labels):
+    frame = pd.DataFrame({"c": pd.Categorical(labels[:2], categories=labels)})
+    for categories in (labels, "dtype"):
+        index = make_grid(frame, ["c"], categories=categories).index
+        expected = pd.CategoricalIndex(labels, categories=labels, ordered=False, name="c")
+        assert index.equals(expected) and index.dtype == expected.dtype and list(index) == labels
+
+
+@settings(max_examples=80, deadline=None)
+@given(data=st.data(), start=st.integers(-30, 30), width=st.integers(1, 9), n=st.integers(1, 12))
+def test_chunks_wholly_inside_the_domain_take_the_short_path_exactly(data, start, width, n):
+    # Every value in [lo, hi): the chunk skips clipping; values just below and on edges must stay exact.
+    lo, hi = start, start + width * n
+    edges = np.arange(lo, hi + 1, width, dtype=np.float64)
+    near = np.concatenate([edges[:-1], np.nextafter(edges[1:], -np.inf), edges[:-1] + 1e-9])
+    pool = st.sampled_from(near.tolist()) | st.floats(lo, hi, exclude_max=True) | st.just(0.0 if lo <= 0 < hi else lo)
+    values = np.asarray(data.draw(st.lists(pool, min_size=1, max_size=60)), dtype=np.float64)
+    if lo <= 0 < hi:
+        values = np.append(values, -0.0)
+    assert lo <= values.min() and values.max() < hi
+    np.testing.assert_array_equal(grid_codes(values, bins=n, range=(lo, hi)), reference_codes(values, edges.tolist()))
+    ints = np.floor(values).astype(np.int64)
+    np.testing.assert_array_equal(grid_codes(ints, bins=n, range=(lo, hi)), reference_codes(ints, edges.tolist()))

@@ -109,7 +109,7 @@ def bin_counts(frame: pd.DataFrame, grid: Grid, *, chunk_rows: int = CHUNK_ROWS)
             acc = np.zeros(grid.size + 2, dtype=np.int64)
             for start in range(0, rows, chunk_rows):
                 np.add.at(acc, coder.codes(values[start:start + chunk_rows], buffers[0]), 1)
-            return acc[coder.offset:coder.offset + grid.size].copy()
+            return acc[coder.offset:coder.offset + grid.size]
         acc = np.zeros(grid.size + 1, dtype=np.int64)
         for start in range(0, rows, chunk_rows):
             np.add.at(acc, _flat_chunk(readers, grid, start, min(start + chunk_rows, rows), buffers), 1)
