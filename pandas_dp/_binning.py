@@ -207,12 +207,14 @@ class EvenFloats:
         x = values if values.dtype == np.float64 else values.astype(np.float64)
         t = buffers.float_view(x.size)
         out = buffers.int_view(x.size)
+        inside = x.size > 0 and _inside(x, lo, hi)
         with np.errstate(all="ignore"):
             np.subtract(x, lo, out=t)
             np.multiply(t, n / (hi - lo), out=t)
             np.floor(t, out=t)
-            np.fmax(t, -1.0, out=t)
-            np.fmin(t, float(n), out=t)
+            if not inside:  # values inside land in [0, n] already (the correction fixes n); others: clip
+                np.fmax(t, -1.0, out=t)
+                np.fmin(t, float(n), out=t)
             np.copyto(out, t, casting="unsafe")
             # One bin off next to an edge: compare with the exact edges (-inf / NaN pads keep -1 and n in place).
             padded = self._padded()

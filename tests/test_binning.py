@@ -220,3 +220,17 @@ def test_chunks_wholly_inside_the_domain_take_the_short_path_exactly(data, start
     np.testing.assert_array_equal(grid_codes(values, bins=n, range=(lo, hi)), reference_codes(values, edges.tolist()))
     ints = np.floor(values).astype(np.int64)
     np.testing.assert_array_equal(grid_codes(ints, bins=n, range=(lo, hi)), reference_codes(ints, edges.tolist()))
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.data(), n=st.integers(1, 50), low=st.floats(-1e3, 1e3), width=st.floats(1e-3, 1e4))
+def test_non_integral_even_edges_on_chunks_wholly_inside(data, n, low, width):
+    # The arithmetic code may be one bin off next to an edge (or n just below hi): corrected exactly.
+    frame = pd.DataFrame({"x": [low]})
+    grid = make_grid(frame, ["x"], bins=n, range=(low, low + width))
+    edges = grid.dims[0].edges
+    near = np.concatenate([edges[:-1], np.nextafter(edges[1:], -np.inf), np.nextafter(edges[:-1], np.inf)])
+    near = near[(near >= edges[0]) & (near < edges[-1])]
+    values = np.asarray(data.draw(st.lists(st.sampled_from(near.tolist()), min_size=1, max_size=80)))
+    frame = pd.DataFrame({"x": values})
+    np.testing.assert_array_equal(cell_codes(frame, grid), reference_codes(values, edges.tolist()))
