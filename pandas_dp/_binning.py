@@ -84,8 +84,13 @@ class ChunkBuffers:
 class Coder(Protocol):
     """Codes one chunk of a column's values into a caller-owned int64 buffer."""
 
-    size: int
-    offset: int
+    @property
+    def size(self) -> int:
+        """Number of bins ``n``."""
+
+    @property
+    def offset(self) -> int:
+        """Code of the first bin (in-domain codes are ``offset .. offset + n - 1``)."""
 
     def codes(self, values: np.ndarray, buffers: ChunkBuffers) -> np.ndarray:
         """int64 codes of ``values``: in-domain in ``[offset, offset + size)``, else ``offset - 1`` or ``offset + size``.
@@ -246,10 +251,11 @@ class SortedEdges:
     def codes(self, values: np.ndarray, buffers: ChunkBuffers) -> np.ndarray:
         keys = self.edges
         if values.dtype == np.int64 and keys.dtype != np.int64:
-            keys = self._integer_keys()
-            if keys is None:
+            integer_keys = self._integer_keys()
+            if integer_keys is None:
                 values = values.astype(np.float64)
-                keys = self.edges
+            else:
+                keys = integer_keys
         elif values.dtype != keys.dtype:
             values = values.astype(keys.dtype)
         return np.searchsorted(keys, values, side="right")

@@ -28,36 +28,26 @@ Bins are half-open, ``[low, high)``, including the last one: with
 from __future__ import annotations
 
 import math
-import warnings
-from collections.abc import Hashable
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd
 
-from ._binning import CHUNK_ROWS, ChunkBuffers, Coder, EvenIntegers, coder_for_edges
+from ._binning import CHUNK_ROWS, ChunkBuffers, Coder, coder_for_edges
+from ._cached import DerivedCache
+from ._categories import CategoryDomain, category_dimension
 from ._edges import MAX_CELLS, parse_bins
+from ._numeric_values import numeric_values
 from ._timevalues import NAT, datetime_keys, timedelta_keys
 from .errors import DomainError, ParameterError
 
 __all__ = ["BinDomain", "CategoryDomain", "Grid", "make_grid", "numeric_values", "MAX_CELLS"]
 
 
-class _Cached:
-    """Derived values (coders, indexes) are caches: recomputed after unpickling, never compared."""
-
-    def __getstate__(self) -> dict[str, Any]:
-        names = {f.name for f in fields(self)}  # type: ignore[arg-type]
-        return {k: v for k, v in self.__dict__.items() if k in names}
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-
-
 @dataclass(frozen=True, eq=False)
-class BinDomain(_Cached):
+class BinDomain(DerivedCache):
     """Bins given by increasing edges; bin i is ``[edges[i], edges[i+1])``.
 
     ``edges`` is a float64 array for numbers, a ``DatetimeIndex`` (naive or
@@ -276,108 +266,11 @@ def normalised_codes(values: np.ndarray, coder: Coder) -> np.ndarray:
     return out
 
 
-@dataclass(frozen=True)
-class CategoryCodes:
-    """Coder of precomputed label codes (``-1`` = no label), optionally re-mapped through ``mapping``."""
-
-    size: int
-    mapping: np.ndarray | None = None
-    offset: int = 0
-
-    def codes(self, values: np.ndarray, buffers: ChunkBuffers) -> np.ndarray:
-        if self.mapping is None and values.dtype == np.int64:
-            return values  # read only by the caller
-        out = buffers.int_view(values.size)
-        if self.mapping is None:
-            np.copyto(out, values, casting="unsafe")
-        else:
-            np.take(self.mapping, values, out=out)
-        return out
-
-
-@dataclass(frozen=True, eq=False)
-class CategoryDomain(_Cached):
-    """A public list of category labels; bin i is ``categories[i]``."""
-
-    column: str
-    categories: pd.Index
-
-    @property
-    def size(self) -> int:
-        return int(self.categories.size)
-
-    @cached_property
-    def index(self) -> pd.CategoricalIndex:
-        """The labels as a ``CategoricalIndex`` (cell i is label i: built from its codes, no label hashed)."""
-        dtype = pd.CategoricalDtype(self.categories, ordered=False)
-        codes = np.arange(self.size, dtype=np.int64)
-        return pd.CategoricalIndex(pd.Categorical.from_codes(codes, dtype=dtype), name=self.column)
-
-    def column_values(self, series: Any) -> Any:
-        """The column itself: :meth:`codes` looks its values up (a Categorical through its codes)."""
-        return series
-
-    def reader(self, series: pd.Series) -> tuple[np.ndarray, Any]:
-        """Codes to slice in chunks and their coder: a Categorical's codes (re-mapped when its categories
-        differ), arithmetic for an int64 column over a run of consecutive integer labels, else the lookup."""
-        dtype = series.dtype
-        if isinstance(dtype, pd.CategoricalDtype):
-            raw = np.asarray(series.array.codes)  # a view of the codes, no copy
-            if dtype.categories.equals(self.categories):
-                return raw, CategoryCodes(self.size)
-            mapping = np.append(np.asarray(self._lookup(dtype.categories), dtype=np.int64), -1)
-            return raw, CategoryCodes(self.size, mapping)
-        start = self._integer_run()
-        if start is not None and dtype == np.int64:
-            return series.to_numpy(copy=False), EvenIntegers(start, 1, self.size)
-        return self._lookup(series), CategoryCodes(self.size)
-
-    def _integer_run(self) -> int | None:
-        """The first label when the labels are the consecutive integers ``start, start + 1, ...``."""
-        cats = self.categories
-        if cats.dtype != np.int64 or not cats.is_monotonic_increasing:
-            return None
-        first, last = int(cats[0]), int(cats[-1])
-        return first if last - first == cats.size - 1 else None
-
-    def codes(self, values: Any) -> np.ndarray:
-        """Position of every value among the categories, ``-1`` for unknown, missing or unhashable values."""
-        if isinstance(getattr(values, "dtype", None), pd.CategoricalDtype):
-            cat = pd.Categorical(values)
-            raw = cat.codes.astype(np.int64)
-            if cat.categories.equals(self.categories):
-                return raw
-            mapping = np.asarray(self._lookup(cat.categories), dtype=np.int64)
-            return np.where(raw >= 0, mapping[raw], -1)
-        return self._lookup(values)
-
-    def _lookup(self, values: Any) -> np.ndarray:
-        """``categories.get_indexer(values)`` that never raises or warns on a value."""
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            try:
-                return np.asarray(self.categories.get_indexer(pd.Index(values)), dtype=np.int64)
-            except (TypeError, ValueError):
-                # An unhashable value (a list, a dict...) in an object column: it matches no label.
-                arr = np.asarray(pd.Series(values, dtype=object).to_numpy(), dtype=object)
-                ok = np.frompyfunc(_hashable, 1, 1)(arr).astype(bool) if arr.size else np.zeros(0, bool)
-                out = np.full(arr.size, -1, dtype=np.int64)
-                if ok.any():
-                    out[ok] = self.categories.get_indexer(pd.Index(arr[ok], dtype=object))
-                return out
-
-    def align(self, low: Any, high: Any) -> tuple[int, int]:
-        raise DomainError(
-            f"Range queries need numeric bins; column {self.column!r} has categories. "
-            f"Sum the categories you need from result.counts instead."
-        )
-
-
 Dimension = BinDomain | CategoryDomain
 
 
 @dataclass(frozen=True, eq=False)
-class Grid(_Cached):
+class Grid(DerivedCache):
     """The public domain of a release: one dimension per column, cells in C order."""
 
     dims: tuple[Dimension, ...]
@@ -413,77 +306,6 @@ class Grid(_Cached):
             valid = (codes >= 0) & (sub >= 0)
             codes = np.where(valid, codes * dim.size + sub, -1)
         return codes
-
-
-def _hashable(value: Any) -> bool:
-    if not isinstance(value, Hashable):
-        return False
-    try:
-        hash(value)
-    except Exception:  # noqa: BLE001 - a private value's __hash__ may raise anything
-        return False
-    return True
-
-
-def numeric_values(series: Any) -> np.ndarray:
-    """A column's values as an int64 or float64 numpy array, ``NaN`` where a value is not a real number.
-
-    Never raises and never warns, whatever the values: numeric dtypes are read
-    as they are (booleans as 0/1, unsigned integers above ``2**63 - 1`` as
-    floats, complex numbers with a non-zero imaginary part as ``NaN``); dates,
-    durations and categoricals are not numbers (all ``NaN``); any other column
-    goes through ``pandas.to_numeric(errors="coerce")`` (so the strings of a CSV
-    column that pandas could not read as numbers still count where they parse).
-
-    Parameters
-    ----------
-    series : pandas.Series
-        The column (private data).
-
-    Returns
-    -------
-    numpy.ndarray
-        ``int64`` or ``float64`` values aligned with the rows.
-    """
-    dtype = series.dtype
-    if isinstance(dtype, np.dtype):
-        kind = dtype.kind
-        if kind in "if":
-            return series.to_numpy(copy=False)
-        if kind == "b":
-            return series.to_numpy(dtype=np.int64)
-        if kind == "u":
-            arr = series.to_numpy(copy=False)
-            return arr.astype(np.int64) if dtype.itemsize < 8 else arr.astype(np.float64)
-        if kind == "c":
-            arr = series.to_numpy(copy=False)
-            return np.where(arr.imag == 0, arr.real, np.nan)
-        if kind in "mM":
-            return np.full(len(series), np.nan)
-    elif isinstance(dtype, pd.CategoricalDtype):
-        return np.full(len(series), np.nan)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        try:
-            converted = pd.to_numeric(series, errors="coerce")
-        except Exception:  # noqa: BLE001 - a private value may break the converter: element by element
-            converted = pd.Series([_real_or_nan(v) for v in series.to_numpy(dtype=object)], dtype=np.float64)
-        if isinstance(converted.dtype, np.dtype):
-            if converted.dtype.kind in "mMO":
-                return np.full(len(series), np.nan)
-            return numeric_values(converted)
-        try:
-            return converted.to_numpy(dtype=np.float64, na_value=np.nan)
-        except Exception:  # noqa: BLE001
-            return np.full(len(series), np.nan)
-
-
-def _real_or_nan(value: Any) -> float:
-    try:
-        out = float(value) if isinstance(value, (int, float, np.number, str, bytes)) else math.nan
-    except Exception:  # noqa: BLE001
-        return math.nan
-    return out
 
 
 def _is_categorical(series: pd.Series) -> bool:
@@ -527,23 +349,6 @@ def _bin_dimension(column: str, bins: Any, rng: Any) -> BinDomain:
     return BinDomain(column, edges, even)
 
 
-def _category_dimension(column: str, categories: Any) -> CategoryDomain:
-    if isinstance(categories, (str, bytes)) or not hasattr(categories, "__iter__"):
-        raise ParameterError(f"The 'categories' parameter for column {column!r} must be a list of labels. "
-                             f"Got {categories!r}.")
-    # An Index (e.g. a CategoricalDtype's categories) is kept as is: it is immutable, and its uniqueness,
-    # once known, is not computed again (each check below hashes every label).
-    index = categories.rename(None) if type(categories) is pd.Index else pd.Index(list(categories))
-    if index.size == 0:
-        raise DomainError(f"The 'categories' for column {column!r} are empty; pass at least one label.")
-    if index.has_duplicates:
-        dup = index[index.duplicated()].unique().tolist()
-        raise DomainError(f"The 'categories' for column {column!r} repeat labels {dup}; pass each label once.")
-    if index.hasnans:
-        raise DomainError(f"The 'categories' for column {column!r} contain a missing value; pass real labels.")
-    return CategoryDomain(column, index)
-
-
 def make_grid(frame: pd.DataFrame, columns: Sequence[str], *, bins: Any = None, range: Any = None,
               categories: Any = None) -> Grid:
     """Build the public domain of a release from the caller's arguments (never from the data).
@@ -582,11 +387,11 @@ def make_grid(frame: pd.DataFrame, columns: Sequence[str], *, bins: Any = None, 
                     f"categories='dtype' for column {column!r} needs a pandas Categorical column whose "
                     f"categories are a public codebook (pd.CategoricalDtype(codebook)). Pass categories=[...] "
                     f"with every possible label instead.")
-            dims.append(_category_dimension(column, frame[column].dtype.categories))
+            dims.append(category_dimension(column, frame[column].dtype.categories))
         elif c is not None:
             if b is not None or r is not None:
                 raise ParameterError(f"Column {column!r}: pass either categories= or bins=/range=, not both.")
-            dims.append(_category_dimension(column, c))
+            dims.append(category_dimension(column, c))
         elif b is not None:
             if categorical:
                 raise ParameterError(f"Column {column!r} is Categorical: its categories are its domain. "

@@ -124,7 +124,7 @@ def choose_branching(shape: int | tuple[int, ...], *, epsilon: float = 1.0,
         The minimiser over :func:`candidate_branchings` of the longest axis.
         For ``d >= 3`` the flat histogram usually wins (Qardaji Section 5.3).
     """
-    dims = (int(shape),) if np.isscalar(shape) else tuple(int(s) for s in shape)
+    dims = (int(shape),) if np.isscalar(shape) else tuple(int(s) for s in shape)  # type: ignore[arg-type,union-attr]
     model = loss if loss is not None else PureDP(to_fraction(epsilon))
     choice = _choose(dims, model, budget_split, bool(include_root), bool(consistent))
     return replace(choice, candidates=dict(choice.candidates))
@@ -135,7 +135,7 @@ NEAR_TIE = 1e-9
 
 
 @lru_cache(maxsize=512)
-def _choose(dims: tuple[int, ...], model: PrivacyLoss, budget_split: str, include_root: bool,
+def _choose(dims: tuple[int, ...], model: PrivacyLoss, budget_split: BudgetSplit, include_root: bool,
             consistent: bool, closed_form: bool = True) -> BranchingChoice:
     """The choice for public inputs only, memoised: a call that plans twice (``range_query``'s
     ``method="auto"``, then the tree) or a loop of releases over one domain evaluates the candidates once.
@@ -182,7 +182,7 @@ def _choose(dims: tuple[int, ...], model: PrivacyLoss, budget_split: str, includ
         # The optimal split is iterative: rank by the uniform split, refine the best three.
         first = {b: quick(b, "uniform") for b in candidate_branchings(n_axis)}
         settle(first, "uniform", sorted(first.values())[min(2, len(first) - 1)])
-        preds = {b: predict(b, "optimal") for b in sorted(first, key=first.get)[:3]}
+        preds = {b: predict(b, "optimal") for b in sorted(first, key=lambda c: first[c])[:3]}
     else:
         preds = {b: quick(b, budget_split) for b in candidate_branchings(n_axis)}
         settle(preds, budget_split, min(preds.values()))

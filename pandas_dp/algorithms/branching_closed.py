@@ -41,7 +41,7 @@ References
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from typing import Any
 
 __all__ = ["closed_form_average_variance"]
 
@@ -69,7 +69,7 @@ def _pair_counts(c: int) -> tuple[float, float, float, float]:
     return float(n0), float(ns), float(nt), float(nts)
 
 
-def closed_form_average_variance(n: int, branching: int, level_variances: Sequence[float]) -> float:
+def closed_form_average_variance(n: int, branching: int, level_variances: Any) -> float:
     """Exact mean GLS error variance over all ``n (n + 1) / 2`` ranges of a 1-D tree, in O(h^2).
 
     Parameters
@@ -78,7 +78,7 @@ def closed_form_average_variance(n: int, branching: int, level_variances: Sequen
         Number of leaves.
     branching : int
         Fan-out ``b``.
-    level_variances : sequence of float
+    level_variances : sequence or array of float
         Noise variance per level (index 0 = leaves; ``inf`` where a level is
         not noised); one per level of ``tree_layout(n, b)``.
 
