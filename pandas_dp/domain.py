@@ -40,7 +40,7 @@ from ._cached import DerivedCache
 from ._categories import CategoryDomain, category_dimension
 from ._edges import MAX_CELLS, parse_bins
 from ._numeric_values import numeric_values
-from ._timevalues import NAT, datetime_keys, timedelta_keys
+from ._timevalues import NAT, convert_unit, datetime_keys, timedelta_keys
 from .errors import DomainError, ParameterError
 
 __all__ = ["BinDomain", "CategoryDomain", "Grid", "make_grid", "numeric_values", "MAX_CELLS"]
@@ -158,14 +158,15 @@ class BinDomain(DerivedCache):
         try:
             items = np.atleast_1d(np.asarray(value, dtype=object)).ravel()
             if self.kind == "datetime":
-                stamps = pd.DatetimeIndex([pd.Timestamp(v) for v in items])
-                if (stamps.tz is None) != (self.tz is None):
+                bounds: Any = pd.DatetimeIndex([pd.Timestamp(v) for v in items])
+                if (bounds.tz is None) != (self.tz is None):
                     raise TypeError("naive and tz-aware")
-                if stamps.tz is not None:
-                    stamps = stamps.tz_convert("UTC")
-                keys = stamps.as_unit(str(self.unit)).asi8
             else:
-                keys = pd.TimedeltaIndex([pd.Timedelta(v) for v in items]).as_unit(str(self.unit)).asi8
+                bounds = pd.TimedeltaIndex([pd.Timedelta(v) for v in items])
+            own = bounds.asi8  # UTC for tz-aware bounds, in their own unit
+            keys = convert_unit(own, str(bounds.unit), str(self.unit))
+            # A bound finer than the bins' unit is exact only if it converts back unchanged.
+            exact = convert_unit(keys, str(self.unit), str(bounds.unit)) == own
         except (TypeError, ValueError, OverflowError) as err:
             aware = "tz-aware" if self.tz is not None else "naive"
             raise DomainError(f"Range bounds on column {self.column!r} must be {what}"
@@ -173,6 +174,9 @@ class BinDomain(DerivedCache):
                               f"Got {name}={value!r}.") from err
         if np.any(keys == NAT):
             raise DomainError(f"Range bounds on column {self.column!r} must be {what}, not NaT. Got {name}={value!r}.")
+        if not np.all(exact):
+            raise DomainError(f"Range {name}={value!r} on column {self.column!r} does not fall on a bin edge: it is "
+                              f"finer than the bins' unit ({self.unit}). Ranges start and end on bin edges.")
         return keys
 
     def align(self, low: Any, high: Any) -> tuple[np.ndarray, np.ndarray]:

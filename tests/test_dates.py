@@ -358,3 +358,13 @@ epsilon = 0.5
     assert list(monthly["when_low"][:2]) == ["2020-01-01", "2020-02-01"] and len(monthly) == 12
     weekly = pd.read_csv(tmp_path / "out" / "weekly.csv")
     assert weekly["when_low"].iloc[0] == "2019-12-30" and len(weekly) == 53
+
+
+def test_range_bounds_in_other_units_and_zones_are_exact():
+    with pdp.budget(epsilon=1):
+        h = FRAME.dp.histogram("t", bins="M", range=("2020-01-01", "2021-01-01"), epsilon=1,
+                               rng=np.random.default_rng(0))
+    same = h.range_query(pd.Timestamp("2020-02-01").as_unit("ns"), np.datetime64("2020-03-01", "s"))
+    assert same.estimate == h.counts.iloc[1]
+    with pytest.raises(pdp.DomainError, match="finer than the bins' unit"):
+        h.range_query(pd.Timestamp("2020-02-01") - pd.Timedelta(1, unit="ns"), "2020-03-01")
