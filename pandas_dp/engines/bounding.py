@@ -277,8 +277,8 @@ def units_of(values: pd.Series, *, hashes: bool) -> tuple[np.ndarray, np.ndarray
 
 def coded_rows(frame: pd.DataFrame, grid: Grid, bounds: UnitBounds) -> CodedRows:
     """Code every row of ``frame`` on ``grid`` and by unit (pandas engine); never raises on a value."""
-    from .pandas import column_values
+    from .pandas import cell_codes
 
-    cells = grid.codes([column_values(frame[c], d) for c, d in zip(grid.columns, grid.dims)])
+    cells = cell_codes(frame, grid)
     units, hashes = units_of(frame[bounds.column], hashes=bounds.scheme == "cells")
     return CodedRows(np.asarray(cells, dtype=np.int64), units, hashes, grid.size)

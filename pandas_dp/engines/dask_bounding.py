@@ -30,9 +30,9 @@ _META = pd.DataFrame({"cell": np.array([], dtype=np.int64), "unit": np.array([],
 
 
 def _code_partition(part: pd.DataFrame, grid: Grid, column: Any, offset: int) -> pd.DataFrame:
-    from .pandas import column_values
+    from .pandas import cell_codes
 
-    cells = grid.codes([column_values(part[c], d) for c, d in zip(grid.columns, grid.dims)])
+    cells = cell_codes(part, grid)
     return pd.DataFrame({"cell": np.asarray(cells, dtype=np.int64), "unit": unit_hashes(part[column]),
                          "pos": np.arange(offset, offset + len(part), dtype=np.uint64)})
 

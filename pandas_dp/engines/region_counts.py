@@ -39,7 +39,7 @@ from ..domain import Grid
 from ..regions import RegionTree
 from ..units import UnitBounds
 from .bounding import CodedRows, units_of
-from .pandas import CHUNK_ROWS, column_values
+from .pandas import CHUNK_ROWS, cell_codes
 
 __all__ = ["region_bin_counts", "leaf_positions", "leaf_cell_codes", "leaf_cell_counts", "level_tables",
            "tree_layout", "coded_region_rows"]
@@ -70,15 +70,10 @@ def leaf_positions(frame: pd.DataFrame, tree: RegionTree) -> np.ndarray:
         return leaf
 
 
-def leaf_cell_codes(frame: pd.DataFrame, tree: RegionTree, grid: Grid, columns: list[np.ndarray] | None = None) -> np.ndarray:
-    """Code ``leaf * cells + cell`` of every row's (leaf region, cell) (int64); -1 when the row is out of domain.
-
-    ``columns``: the grid columns' values already read (:func:`.pandas.column_values`), else read here.
-    """
-    if columns is None:
-        columns = [column_values(frame[c], d) for c, d in zip(grid.columns, grid.dims)]
+def leaf_cell_codes(frame: pd.DataFrame, tree: RegionTree, grid: Grid) -> np.ndarray:
+    """Code ``leaf * cells + cell`` of every row's (leaf region, cell) (int64); -1 when the row is out of domain."""
     leaf = leaf_positions(frame, tree)
-    cell = np.asarray(grid.codes(columns), dtype=np.int64)
+    cell = cell_codes(frame, grid)
     return np.where((leaf >= 0) & (cell >= 0), leaf * grid.size + cell, -1)
 
 
@@ -91,13 +86,11 @@ def leaf_cell_counts(frame: pd.DataFrame, tree: RegionTree, grid: Grid, *,
     (:func:`leaf_positions`) and its cell code (``grid.codes``) are found.
     """
     n_leaves, cells = len(tree.regions[-1]), grid.size
-    columns = [column_values(frame[c], d) for c, d in zip(grid.columns, grid.dims)]
     counts = np.zeros(n_leaves * cells + 1, dtype=np.int64)
     for start in range(0, max(len(frame), 1), chunk_rows):
-        stop = start + chunk_rows
-        part = frame.iloc[start:stop] if len(frame) > chunk_rows else frame
+        part = frame.iloc[start:start + chunk_rows] if len(frame) > chunk_rows else frame
         # Shift by one so that dropped rows (code -1) land in cell 0, which is discarded.
-        codes = leaf_cell_codes(part, tree, grid, [col[start:stop] for col in columns])
+        codes = leaf_cell_codes(part, tree, grid)
         counts += np.bincount(codes + 1, minlength=counts.size)
     return counts[1:].reshape(n_leaves, cells)
 

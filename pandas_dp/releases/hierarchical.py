@@ -135,11 +135,19 @@ def hierarchical_histogram(frame: pd.DataFrame, columns: Any, *, bins: Any = Non
 
 
 def _range_pairs(ranges: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Lows and highs of one ``(low, high)`` pair or a list of pairs: floats, or objects (dates, durations)
+    that the domain's ``align`` reads."""
     try:
         pairs = np.asarray(ranges, dtype=np.float64)
-    except (TypeError, ValueError, OverflowError) as err:
-        raise ParameterError(f"The 'ranges' parameter must be a (low, high) pair or a list of pairs of "
-                             f"numbers. Got {ranges!r}.") from err
+    except (TypeError, ValueError, OverflowError):
+        try:
+            pairs = np.asarray(ranges, dtype=object)
+        except (TypeError, ValueError) as err:
+            raise ParameterError(f"The 'ranges' parameter must be a (low, high) pair or a list of pairs of "
+                                 f"numbers, dates or durations. Got {ranges!r}.") from err
+        if pairs.ndim == 0:
+            raise ParameterError(f"The 'ranges' parameter must be a (low, high) pair or a list of pairs of "
+                                 f"numbers, dates or durations. Got {ranges!r}.")
     if pairs.ndim == 1 and pairs.size == 2:
         pairs = pairs[None, :]
     if pairs.ndim != 2 or pairs.shape[1] != 2 or pairs.shape[0] == 0:

@@ -24,11 +24,13 @@ class RangeAnswer:
 
     ``std_error`` is exact (from the estimator's linear form) when
     ``exact_std_error`` is true; otherwise it excludes bias or nonlinear
-    post-processing, as the release's ``params`` explain.
+    post-processing, as the release's ``params`` explain. ``low`` and ``high``
+    are floats for numeric bins, Timestamps or Timedeltas for date and
+    duration bins.
     """
 
-    low: float
-    high: float
+    low: Any
+    high: Any
     estimate: float
     std_error: float
     exact_std_error: bool = True
@@ -145,8 +147,9 @@ class Histogram(FrozenRelease, EstimatesView, MeasureView):
 
         Parameters
         ----------
-        low, high : float
-            A half-open range in value space. Or pass one list of
+        low, high : float, Timestamp or Timedelta
+            A half-open range in value space (dates and durations for date and
+            duration bins; ISO 8601 text is read as a date). Or pass one list of
             ``(low, high)`` pairs as ``low`` to answer many at once.
         confidence_level : float
             Coverage of the ``lower``/``upper`` columns of the list form (the
@@ -160,6 +163,8 @@ class Histogram(FrozenRelease, EstimatesView, MeasureView):
             std_error, lower, upper`` (``estimate`` is int64 for an integer
             table, ``integer=True``); ``lower``/``upper`` follow the rule of
             :meth:`RangeAnswer.confidence_interval` (:func:`confidence_bounds`).
+            ``low``/``high`` hold the bins' own kind of value (floats, or
+            Timestamps / Timedeltas).
 
         Raises
         ------
@@ -188,20 +193,19 @@ class Histogram(FrozenRelease, EstimatesView, MeasureView):
             pairs = np.asarray(low, dtype=object)
             if pairs.ndim != 2 or pairs.shape[1] != 2:
                 raise ParameterError(f"range_query takes (low, high) or a list of (low, high) pairs. Got {low!r}.")
-            lows, highs = pairs[:, 0].astype(np.float64), pairs[:, 1].astype(np.float64)
-            i, j = dim.align(lows, highs)
+            i, j = dim.align(pairs[:, 0], pairs[:, 1])
             est, var = self._range_stats(i, j)
             std = np.sqrt(var)
             radius = noise_radius(*self._ranges_noise(i, j), std, confidence_level)
             lower, upper = confidence_bounds(est, std, confidence_level, radius=radius)
             if self.counts.dtype.kind in "iu":  # integer tables answer in whole counts (exact sums)
                 est = np.rint(est).astype(np.int64)
-            return pd.DataFrame({"low": dim.edges[i], "high": dim.edges[j], "estimate": est,
+            return pd.DataFrame({"low": dim.edge_values(i), "high": dim.edge_values(j), "estimate": est,
                                  "std_error": std, "lower": lower, "upper": upper})
         i, j = dim.align(low, high)
         est, var = self._range_stats(i, j)
         noise, terms = self._ranges_noise(i, j)
-        return RangeAnswer(float(dim.edges[i[0]]), float(dim.edges[j[0]]), float(est[0]),
+        return RangeAnswer(dim.edge_value(i[0]), dim.edge_value(j[0]), float(est[0]),
                            float(np.sqrt(var[0])), self.variance_exact,
                            noise[0] if isinstance(noise, list) else noise, int(np.ravel(terms)[0]))
 
