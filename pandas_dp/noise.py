@@ -87,6 +87,7 @@ from ._exact_cdf import _CDF, _exp_neg_bounds, _GeometricCDF, _LaplaceCDF, _Trun
 __all__ = [
     "noise_scale",
     "discrete_laplace",
+    "add_discrete_laplace",
     "discrete_laplace_variance",
     "discrete_laplace_quantile",
     "SecureRandom",
@@ -554,22 +555,99 @@ def discrete_laplace(
     (2, 3)
     """
     t = _as_scale(scale)
+    shape = _shape(size)
+    out = np.empty(math.prod(shape), dtype=np.int64)
+    _laplace_into(t, out, _word_source(rng), add=False)
+    return out.reshape(shape)
+
+
+def add_discrete_laplace(
+    scale: float | Fraction,
+    values: np.ndarray,
+    *,
+    rng: np.random.Generator | SecureRandom | None = None,
+) -> np.ndarray:
+    """Add exact discrete Laplace noise to ``values`` in place; returns ``values``.
+
+    Parameters
+    ----------
+    scale : Fraction, int or float
+        ``t > 0``, as for :func:`discrete_laplace`.
+    values : numpy.ndarray
+        A writeable ``int64`` array; every element gets one independent draw.
+    rng : None, SecureRandom or numpy.random.Generator, optional
+        As for :func:`discrete_laplace`.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``values`` itself, now ``values + discrete_laplace(scale, values.shape, rng=rng)``.
+
+    Raises
+    ------
+    ParameterError
+        If ``values`` is not a writeable int64 array, or ``scale`` / ``rng`` is invalid.
+
+    Notes
+    -----
+    The draws are those :func:`discrete_laplace` returns for the same
+    ``rng`` state, in C order (the same words, chunk by chunk), and they are
+    added chunk by chunk: no noise array of the full size is made, only
+    temporaries of one chunk (``2**16`` values).
+
+    Examples
+    --------
+    >>> counts = np.array([10, 20, 30, 40, 50, 60])
+    >>> add_discrete_laplace(noise_scale(1, 0.5), counts, rng=np.random.default_rng(0))
+    array([11, 19, 25, 33, 52, 63])
+    """
+    t = _as_scale(scale)
+    flat = _writeable_int64(values)
+    _laplace_into(t, flat, _word_source(rng), add=True)
+    return values
+
+
+def _shape(size: object) -> tuple[int, ...]:
+    """``size`` (an int or a tuple of ints, none negative) as a shape tuple."""
     try:
         if isinstance(size, (tuple, list)):
             shape = tuple(operator.index(s) for s in size)
         else:
-            shape = (operator.index(size),)
+            shape = (operator.index(size),)  # type: ignore[arg-type]
     except TypeError as err:
         raise ParameterError(f"size must be an int or a tuple of ints; got {size!r}.") from err
     if any(s < 0 for s in shape):
         raise ParameterError(f"size must not be negative; got {size!r}.")
-    total = math.prod(shape)
-    draw = _word_source(rng)
+    return shape
+
+
+def _writeable_int64(values: object) -> np.ndarray:
+    """The flat C-order view of a writeable int64 array that noise is added to in place."""
+    if not (isinstance(values, np.ndarray) and values.dtype == np.int64 and values.flags.writeable):
+        kind = values.dtype if isinstance(values, np.ndarray) else type(values).__name__
+        raise ParameterError(f"values must be a writeable int64 numpy array to add noise in place; got {kind}. "
+                             "Use np.array(values, dtype=np.int64) first.")
+    flat = values.reshape(-1)
+    if values.size and not np.may_share_memory(flat, values):  # reshaping a non-contiguous array copies
+        raise ParameterError("values must be contiguous to add noise in place; use np.ascontiguousarray first.")
+    return flat
+
+
+def _laplace_into(t: Fraction, flat: np.ndarray, draw, *, add: bool) -> None:
+    """Write (``add=False``) or add (``add=True``) one exact draw into each element of the 1-D ``flat``.
+
+    Samples are made ``_CHUNK`` at a time from one reused word buffer, so
+    writing and adding consume the same words in the same order.
+    """
+    total = flat.size
+    if total == 0:
+        return
     sampler = _laplace_sampler(t)
-    out = np.empty(total, dtype=np.int64)
     buf = np.empty(min(total, _CHUNK) + 2, dtype=np.uint64)
     for start in range(0, total, _CHUNK):
         m = min(_CHUNK, total - start)
-        w = draw(m, out=buf)
-        out[start : start + m] = sampler.sample_words(w, draw)
-    return out.reshape(shape)
+        z = sampler.sample_words(draw(m, out=buf), draw)
+        if add:
+            flat[start : start + m] += z
+        else:
+            flat[start : start + m] = z
