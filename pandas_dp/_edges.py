@@ -102,6 +102,8 @@ def _even_edges(column: str, n: int, rng: Any) -> tuple[Any, bool]:
         if not (math.isfinite(low) and math.isfinite(high)) or not low < high:
             raise DomainError(f"The 'range' for column {column!r} must be finite with low < high. Got {rng!r}.")
         edges = np.linspace(low, high, n + 1)
+        if edges.base is not None:  # linspace returns a view: own the edges, so a result freezes them in place
+            edges = edges.copy()
         step = (high - low) / n
         # linspace is strictly increasing when a step spans several floats; check narrow ranges edge by edge.
         if not step > 8 * np.spacing(max(abs(low), abs(high))) and np.any(np.diff(edges) <= 0):

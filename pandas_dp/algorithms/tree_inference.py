@@ -99,9 +99,18 @@ def tree_variances(layout: TreeLayout, level_variances: Sequence[float]) -> Tree
     TreeVariances
         ``V_v = 1 / (1/sigma2 + 1/VS_v)`` bottom-up, then
         ``P_c = a_c^2 P_v + V_c (1 - a_c)`` with ``a_c = V_c / VS_v`` top-down.
+
+    Notes
+    -----
+    Every leaf has the same ``V = sigma2[0]``: ``vdown[0]`` is a read-only
+    broadcast view of that one value, and on a 1-D tree the leaf variances
+    are computed once per parent (they depend on the leaf only through its
+    parent) and spread to the leaves, as a broadcast view again when every
+    parent gives the same value (a complete tree). The values are those of
+    the formulas evaluated leaf by leaf, bit for bit.
     """
     sigma2 = [float(v) for v in level_variances]
-    vdown = [np.full(layout.level_shapes[0], sigma2[0])]
+    vdown = [constant_level(sigma2[0], layout.level_shapes[0])]
     child_var: list[np.ndarray | None] = [None]
     for k in range(1, layout.n_levels):
         vs = layout.aggregate(vdown[k - 1], k - 1)
@@ -111,13 +120,53 @@ def tree_variances(layout: TreeLayout, level_variances: Sequence[float]) -> Tree
     var: list[np.ndarray] = [np.empty(0)] * layout.n_levels
     var[top] = vdown[top]
     for k in range(top - 1, -1, -1):
-        a = vdown[k] / layout.expand(child_var[k + 1], k)
-        var[k] = a * a * layout.expand(var[k + 1], k) + vdown[k] * (1.0 - a)
+        if k == 0 and layout.ndim == 1:
+            # a = V_leaf / VS_parent is a per-parent value: P = a^2 P_parent + V (1 - a) per parent, spread.
+            a = sigma2[0] / child_var[1]
+            var[0] = spread_to_leaves(a * a * var[1] + sigma2[0] * (1.0 - a), layout)
+            continue
+        a = vdown[k] / _expand(layout, child_var[k + 1], k)
+        var[k] = a * a * _expand(layout, var[k + 1], k) + vdown[k] * (1.0 - a)
     return TreeVariances(vdown=tuple(vdown), child_var=tuple(child_var), variances=tuple(var))
 
 
+def constant_level(value: float, shape: tuple[int, ...]) -> np.ndarray:
+    """``np.full(shape, value)`` as a read-only broadcast view of one float64 (8 bytes, not ``8 * size``)."""
+    return np.broadcast_to(np.array(value, dtype=np.float64), shape)
+
+
+def spread_to_leaves(per_parent: np.ndarray, layout: TreeLayout) -> np.ndarray:
+    """``layout.expand(per_parent, 0)`` on a 1-D tree: each parent's value on each of its leaves.
+
+    A broadcast view of one value when every parent has the same one; otherwise each value repeated
+    for its parent's children (the last parent may have fewer than ``b``).
+    """
+    if per_parent.size and np.all(per_parent == per_parent[0]):
+        return constant_level(float(per_parent[0]), (layout.n_leaves,))
+    return _expand(layout, per_parent, 0)
+
+
+def _expand(layout: TreeLayout, parent_values: np.ndarray, level: int) -> np.ndarray:
+    """``layout.expand(parent_values, level)``; on a 1-D tree by ``np.repeat`` (no index array)."""
+    if layout.ndim != 1:
+        return layout.expand(parent_values, level)
+    n, b = layout.level_sizes[level], layout.branching
+    reps = np.full(parent_values.size, b, dtype=np.int64)
+    reps[-1] = n - b * (parent_values.size - 1)
+    return np.repeat(parent_values, reps)
+
+
+def _add_per_parent(leaves: np.ndarray, per_parent: np.ndarray, b: int) -> None:
+    """``leaves += expand(per_parent)`` in place on a 1-D tree, without the expanded array."""
+    full = leaves.size // b
+    if full:
+        leaves[: full * b].reshape(full, b)[...] += per_parent[:full, None]
+    if leaves.size > full * b:
+        leaves[full * b:] += per_parent[full]
+
+
 def constrained_inference(layout: TreeLayout, noisy: Sequence[np.ndarray | None],
-                          level_variances: Sequence[float]) -> TreeInference:
+                          level_variances: Sequence[float], *, keep_bottom_up: bool = True) -> TreeInference:
     """Exact GLS estimate of every node of the tree from its noisy counts.
 
     Parameters
@@ -129,16 +178,26 @@ def constrained_inference(layout: TreeLayout, noisy: Sequence[np.ndarray | None]
         level that was not noised.  The leaf level must be noised.
     level_variances : sequence of float
         Noise variance of each level (``inf`` when not noised).
+    keep_bottom_up : bool
+        Return the bottom-up ``z`` and ``child_sum`` (needed by :func:`nonnegative_tree`).
+        With False they are left out (empty tuples) and the leaf estimates are
+        built in the buffer of the leaves' ``z``: one leaf-sized array less.
 
     Returns
     -------
     TreeInference
         Bottom-up and final estimates and their exact variances.  O(number of
         nodes), vectorized per level.
+
+    Notes
+    -----
+    On a 1-D tree the leaf step adds ``a (est_v - S_v)`` once per parent
+    (``a = sigma2[0] / VS_v`` is the same for all children of ``v``) to the
+    leaves' ``z``: the same operations on the same values as leaf by leaf.
     """
     tv = tree_variances(layout, level_variances)
     sigma2 = [float(v) for v in level_variances]
-    z = [np.asarray(noisy[0], dtype=np.float64)]
+    z = [np.array(noisy[0], dtype=np.float64)]  # a copy: the leaf estimates may be built in it
     child_sum: list[np.ndarray | None] = [None]
     for k in range(1, layout.n_levels):
         s = layout.aggregate(z[k - 1], k - 1)
@@ -152,8 +211,16 @@ def constrained_inference(layout: TreeLayout, noisy: Sequence[np.ndarray | None]
     est: list[np.ndarray] = [np.empty(0)] * layout.n_levels
     est[top] = z[top]
     for k in range(top - 1, -1, -1):
-        a = tv.vdown[k] / layout.expand(tv.child_var[k + 1], k)
-        est[k] = z[k] + a * layout.expand(est[k + 1] - child_sum[k + 1], k)
+        if k == 0 and layout.ndim == 1:
+            leaves = z[0] if not keep_bottom_up else z[0].copy()
+            _add_per_parent(leaves, sigma2[0] / tv.child_var[1] * (est[1] - child_sum[1]), layout.branching)
+            est[0] = leaves
+            continue
+        a = tv.vdown[k] / _expand(layout, tv.child_var[k + 1], k)
+        est[k] = z[k] + a * _expand(layout, est[k + 1] - child_sum[k + 1], k)
+    if not keep_bottom_up:
+        return TreeInference(z=(), vdown=tv.vdown, child_sum=(), child_var=tv.child_var, estimates=tuple(est),
+                             variances=tv.variances)
     return TreeInference(z=tuple(z), vdown=tv.vdown, child_sum=tuple(child_sum),
                          child_var=tv.child_var, estimates=tuple(est), variances=tv.variances)
 
