@@ -52,6 +52,18 @@ def hierarchical(epsilon: float, **kw):
                                                         rng=rng, **kw)
 
 
+def dawa_outputs(r: pdp.DAWAHistogram) -> np.ndarray:
+    """Every estimate and the private partition (1 where a bucket starts, on DAWA's line)."""
+    starts = np.zeros(r.counts.size + 1)
+    starts[r.buckets["start"].to_numpy()] = 1
+    return np.concatenate([r.counts.to_numpy(float), starts])
+
+
+def grid_outputs(r: pdp.GridHistogram) -> np.ndarray:
+    """Every atom estimate and the total that sized the grid (noisy unless public)."""
+    return np.concatenate([r.counts.to_numpy(float), [r.params["total"]]])
+
+
 def range_queries(epsilon: float):
     return lambda df, rng: df.dp.range_query("x", [(0, 4), (2, 8), (3, 4)], bins=EDGES, epsilon=epsilon,
                                              rng=rng)["estimate"]
@@ -68,13 +80,15 @@ HISTOGRAM_MECHANISMS = {
     "ahp": (lambda e: histogram_method("ahp", e), None),
     "dpcube": (lambda e: histogram_method("dpcube", e), None),
     "auto": (lambda e: histogram_method("auto", e), None),
+    "dawa": (lambda e: histogram_method("dawa", e), dawa_outputs),
+    "dawa prefix, ratio 1/2": (lambda e: histogram_method("dawa", e, workload="prefix", ratio=0.5), dawa_outputs),
     "range_query": (range_queries, None),
 }
 
 
 def test_every_registered_method_is_tested():
     # The registry is the list of methods: a new method cannot skip the privacy suite.
-    assert {name.split(" ")[0] for name in HISTOGRAM_MECHANISMS} >= set(METHODS)
+    assert {name.split(" ")[0] for name in [*HISTOGRAM_MECHANISMS, *GRID_MECHANISMS]} >= set(METHODS)
 
 
 def _check(mechanism, statistic, neighbour, epsilon, trials, seed):
@@ -276,6 +290,7 @@ DASK_MECHANISMS = {
     "identity": (lambda e: histogram_method("identity", e), None),
     "hierarchical": (lambda e: hierarchical(e), tree_outputs),
     "ahp": (lambda e: histogram_method("ahp", e), None),
+    "dawa": (lambda e: histogram_method("dawa", e), dawa_outputs),
 }
 
 
@@ -302,6 +317,15 @@ GRID_MECHANISMS = {
                                                                  method="dpcube", estimate="uniform", rng=rng), None),
     "hierarchical": (lambda e: lambda df, rng: df.dp.hierarchical_histogram(["x", "y"], bins=BINS2, epsilon=e,
                                                                              branching=2, rng=rng), tree_outputs),
+    "dawa 2-D": (lambda e: lambda df, rng: df.dp.histogram(["x", "y"], bins=BINS2, epsilon=e, method="dawa",
+                                                           rng=rng), dawa_outputs),
+    "ugrid": (lambda e: lambda df, rng: df.dp.histogram(["x", "y"], bins=BINS2, epsilon=e, method="ugrid",
+                                                        rng=rng), grid_outputs),
+    "agrid": (lambda e: lambda df, rng: df.dp.histogram(["x", "y"], bins=BINS2, epsilon=e, method="agrid",
+                                                        rng=rng), grid_outputs),
+    "agrid public total": (lambda e: lambda df, rng: df.dp.histogram(["x", "y"], bins=BINS2, epsilon=e,
+                                                                     method="agrid", expected_total=8, rng=rng),
+                           grid_outputs),
 }
 
 

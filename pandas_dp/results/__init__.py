@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from .adaptive import DAWAHistogram, GridHistogram
 from .count_of_counts import CountOfCounts
 from .data_dependent import AHPHistogram, DPCubeHistogram
 from .hierarchical import HierarchicalHistogram
@@ -9,4 +10,5 @@ from .histogram import Histogram, RangeAnswer
 from .unattributed import UnattributedHistogram
 
 __all__ = ["Histogram", "RangeAnswer", "HierarchicalHistogram", "AHPHistogram", "DPCubeHistogram",
+           "DAWAHistogram", "GridHistogram",
            "CountOfCounts", "UnattributedHistogram"]
