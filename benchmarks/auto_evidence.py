@@ -71,13 +71,16 @@ def grid_of(shape: tuple[int, ...]) -> Grid:
 
 
 def release_estimates(counts: np.ndarray, method: str, knobs: dict, epsilon: float, nonnegative: bool,
-                      rng: np.random.Generator) -> np.ndarray:
-    """The estimates of ``histogram(method=...)`` on exact ``counts`` (the release step, no counting)."""
+                      rng: np.random.Generator, *, result: bool = False) -> Any:
+    """The estimates of ``histogram(method=...)`` on exact ``counts`` (the release step, no counting).
+
+    ``result=True`` returns the result object instead of its estimates.
+    """
     grid = grid_of(tuple(counts.shape))
     loss = pure(epsilon)
     planned = plan_method(method, grid, loss, knobs)
-    result = METHODS[method].release(counts, grid, planned, rng=rng, nonnegative=nonnegative, loss=loss)
-    return result.counts.to_numpy(dtype=np.float64).reshape(counts.shape)
+    out = METHODS[method].release(counts, grid, planned, rng=rng, nonnegative=nonnegative, loss=loss)
+    return out if result else out.counts.to_numpy(dtype=np.float64).reshape(counts.shape)
 
 
 def workloads(shape: tuple[int, ...]) -> dict[str, np.ndarray | None]:
@@ -168,7 +171,7 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=6)
     parser.add_argument("--datasets", nargs="*", default=list(dpbench.DATASETS_1D + dpbench.DATASETS_2D))
     parser.add_argument("--scales", nargs="*", type=float, default=list(SCALES))
-    parser.add_argument("--out", default="benchmarks/results/auto_evidence.csv")
+    parser.add_argument("--out", default="benchmarks/results/auto_evidence.csv.gz")
     args = parser.parse_args()
     rows: list[dict] = []
     for case in cases(tuple(args.datasets), tuple(args.scales)):
@@ -177,7 +180,7 @@ def main() -> None:
             rows += measure(case, eps, args.trials)
             print(f"{case['dataset']:12s} {case['domain']:6s} {case['scale']:8s} eps={eps:<4g} "
                   f"{time.perf_counter() - t0:6.1f}s", flush=True)
-            pd.DataFrame(rows).to_csv(args.out, index=False)
+            pd.DataFrame(rows).to_csv(args.out, index=False, float_format="%.5g")
     print(f"wrote {len(rows)} rows to {args.out}")
 
 

@@ -64,6 +64,14 @@ def grid_outputs(r: pdp.GridHistogram) -> np.ndarray:
     return np.concatenate([r.counts.to_numpy(float), [r.params["total"]]])
 
 
+def auto_outputs(r: pdp.Histogram) -> np.ndarray:
+    """Every estimate, the noisy total auto bought and the configuration it chose (as a number)."""
+    from pandas_dp.releases.auto_rule import AUTO_CONFIGS
+
+    return np.concatenate([r.counts.to_numpy(float),
+                           [r.params["auto_total"], list(AUTO_CONFIGS).index(r.params["auto_config"])]])
+
+
 def range_queries(epsilon: float):
     return lambda df, rng: df.dp.range_query("x", [(0, 4), (2, 8), (3, 4)], bins=EDGES, epsilon=epsilon,
                                              rng=rng)["estimate"]
@@ -80,6 +88,8 @@ HISTOGRAM_MECHANISMS = {
     "ahp": (lambda e: histogram_method("ahp", e), None),
     "dpcube": (lambda e: histogram_method("dpcube", e), None),
     "auto": (lambda e: histogram_method("auto", e), None),
+    "auto prefix, noisy total": (lambda e: histogram_method("auto", e, workload="prefix"), auto_outputs),
+    "auto bins, noisy total": (lambda e: histogram_method("auto", e, workload="bins"), auto_outputs),
     "dawa": (lambda e: histogram_method("dawa", e), dawa_outputs),
     "dawa prefix, ratio 1/2": (lambda e: histogram_method("dawa", e, workload="prefix", ratio=0.5), dawa_outputs),
     "range_query": (range_queries, None),
@@ -97,8 +107,16 @@ def _check(mechanism, statistic, neighbour, epsilon, trials, seed):
     return report
 
 
+#: Variants of a method already in the quick run: checked with --runslow only (keeps the default run short).
+SLOW_ONLY = {"dawa prefix, ratio 1/2", "auto bins, noisy total", "agrid public total"}
+
+
+def _quick(names):
+    return [pytest.param(n, marks=pytest.mark.slow) if n in SLOW_ONLY else n for n in names]
+
+
 @pytest.mark.parametrize("epsilon", EPSILONS)
-@pytest.mark.parametrize("name", list(HISTOGRAM_MECHANISMS))
+@pytest.mark.parametrize("name", _quick(HISTOGRAM_MECHANISMS))
 def test_histogram_methods_are_dp(name, epsilon):
     make, statistic = HISTOGRAM_MECHANISMS[name]
     _check(make(epsilon), statistic, QUICK, epsilon, QUICK_TRIALS, seed=11)
@@ -290,7 +308,6 @@ DASK_MECHANISMS = {
     "identity": (lambda e: histogram_method("identity", e), None),
     "hierarchical": (lambda e: hierarchical(e), tree_outputs),
     "ahp": (lambda e: histogram_method("ahp", e), None),
-    "dawa": (lambda e: histogram_method("dawa", e), dawa_outputs),
 }
 
 
@@ -323,6 +340,9 @@ GRID_MECHANISMS = {
                                                         rng=rng), grid_outputs),
     "agrid": (lambda e: lambda df, rng: df.dp.histogram(["x", "y"], bins=BINS2, epsilon=e, method="agrid",
                                                         rng=rng), grid_outputs),
+    "auto 2-D bins, noisy total": (lambda e: lambda df, rng: df.dp.histogram(["x", "y"], bins=BINS2, epsilon=e,
+                                                                         method="auto", workload="bins", rng=rng),
+                               auto_outputs),
     "agrid public total": (lambda e: lambda df, rng: df.dp.histogram(["x", "y"], bins=BINS2, epsilon=e,
                                                                      method="agrid", expected_total=8, rng=rng),
                            grid_outputs),
@@ -330,7 +350,7 @@ GRID_MECHANISMS = {
 
 
 @pytest.mark.parametrize("epsilon", EPSILONS)
-@pytest.mark.parametrize("name", list(GRID_MECHANISMS))
+@pytest.mark.parametrize("name", _quick(GRID_MECHANISMS))
 def test_grid_methods_are_dp(name, epsilon):
     make, statistic = GRID_MECHANISMS[name]
     report = assert_dp(make(epsilon), D2, CASES2["add to largest cell"], epsilon=epsilon, trials=QUICK_TRIALS,
