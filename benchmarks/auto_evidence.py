@@ -7,7 +7,9 @@ Cases. Every shared DPBench dataset (``benchmarks/dpbench.py``) gives a *shape*;
 each shape is measured at its natural scale and resampled (multinomial, fixed
 seed, DPBench's own protocol) to totals ``1e3 .. 1e7``, on its own domain and on
 a coarser one (1-D: 4096 -> 512 bins; 2-D: 256 x 256 -> 64 x 64 cells, summing
-blocks), at epsilon in {0.1, 1}. Workloads: 1-D Prefix1D, 2,000 random ranges and
+blocks), at epsilon in {0.1, 1}. Synthetic shapes (:data:`SYNTHETIC`: flat,
+smooth bumps, sparse Zipf spikes, piecewise-constant steps; 1-D and 2-D) are
+resampled the same way (they have no natural scale). Workloads: 1-D Prefix1D, 2,000 random ranges and
 single bins; 2-D 2,000 random rectangles and single cells (seed 0, as in
 ``bench_dawa_grids``).
 
@@ -110,6 +112,43 @@ def resample(x: np.ndarray, total: float, seed: int) -> np.ndarray:
     return np.random.default_rng(seed).multinomial(int(total), p).reshape(x.shape).astype(np.int64)
 
 
+def _synthetic(name: str) -> np.ndarray:
+    """A synthetic shape (probabilities on 4096 bins or 256 x 256 cells), fixed by its name."""
+    rng = np.random.default_rng(seed_of("synthetic", name))
+    two_d = name.startswith("SYN2")
+    shape = (256, 256) if two_d else (4096,)
+    kind = name.split("-", 1)[1]
+    grids = np.meshgrid(*[np.arange(k) for k in shape], indexing="ij")
+    if kind == "UNIFORM":
+        p = np.ones(shape)
+    elif kind == "BUMPS":              # smooth clusters of different widths on an empty background
+        p = np.zeros(shape)
+        for _ in range(6):
+            centre = [rng.integers(0, k) for k in shape]
+            width = rng.uniform(0.01, 0.08) * shape[0]
+            p += rng.random() * np.exp(-0.5 * sum((g - c) ** 2 for g, c in zip(grids, centre)) / width ** 2)
+        p[p < 1e-3 * p.max()] = 0
+    elif kind == "SPIKES":             # Zipf weights on a sparse random support
+        p = np.zeros(int(np.prod(shape)))
+        support = rng.choice(p.size, max(8, p.size // 200), replace=False)
+        p[support] = 1.0 / np.arange(1, support.size + 1) ** 1.1
+        p = p.reshape(shape)
+    elif kind == "STEPS":              # piecewise constant: random boxes of random density, half empty
+        p = np.zeros(shape)
+        for _ in range(12):
+            lo = [rng.integers(0, k) for k in shape]
+            hi = [min(k, a + rng.integers(k // 32, k // 4)) for a, k in zip(lo, shape)]
+            p[tuple(slice(a, b) for a, b in zip(lo, hi))] += rng.exponential()
+    else:
+        raise ValueError(name)
+    return p / p.sum()
+
+
+#: Synthetic shapes (1-D over 4096 bins, 2-D over 256 x 256), resampled like the DPBench ones.
+SYNTHETIC = ("SYN-UNIFORM", "SYN-BUMPS", "SYN-SPIKES", "SYN-STEPS",
+             "SYN2-UNIFORM", "SYN2-BUMPS", "SYN2-SPIKES", "SYN2-STEPS")
+
+
 def seed_of(*parts: Any) -> int:
     return zlib.crc32("|".join(map(str, parts)).encode())
 
@@ -118,12 +157,14 @@ def cases(datasets: tuple[str, ...], scales: tuple[float, ...]) -> list[dict]:
     """Every (shape, domain, scale) case: natural scale and resampled, fine and coarse domains."""
     out = []
     for name in datasets:
-        x = dpbench.load(name)
+        synthetic = name in SYNTHETIC
+        x = _synthetic(name) if synthetic else dpbench.load(name)
         if x is None:
             print(f"skip {name}: not in {dpbench.DATA_DIR}")
             continue
         for domain, base in (("fine", x), ("coarse", coarsen(x))):
-            out.append({"dataset": name, "domain": domain, "scale": "natural", "x": base})
+            if not synthetic:
+                out.append({"dataset": name, "domain": domain, "scale": "natural", "x": base})
             for total in scales:
                 out.append({"dataset": name, "domain": domain, "scale": f"{total:.0e}",
                             "x": resample(base, total, seed_of(name, domain, total))})
@@ -169,11 +210,13 @@ def measure(case: dict, epsilon: float, trials: int) -> list[dict]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trials", type=int, default=6)
-    parser.add_argument("--datasets", nargs="*", default=list(dpbench.DATASETS_1D + dpbench.DATASETS_2D))
+    parser.add_argument("--datasets", nargs="*",
+                        default=list(dpbench.DATASETS_1D + dpbench.DATASETS_2D + SYNTHETIC))
     parser.add_argument("--scales", nargs="*", type=float, default=list(SCALES))
     parser.add_argument("--out", default="benchmarks/results/auto_evidence.csv.gz")
+    parser.add_argument("--append", action="store_true", help="add the rows to those already in --out")
     args = parser.parse_args()
-    rows: list[dict] = []
+    rows: list[dict] = pd.read_csv(args.out).to_dict("records") if args.append else []
     for case in cases(tuple(args.datasets), tuple(args.scales)):
         for eps in EPSILONS:
             t0 = time.perf_counter()

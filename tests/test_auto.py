@@ -150,17 +150,15 @@ def test_every_candidate_is_planned_before_the_charge():
     from pandas_dp.releases.histogram import plan_method
 
     grid = make_grid(FRAME, ["x", "y"], **TWO)
-    planned = plan_method("auto", grid, pure(0.5), {"workload": "bins"})
+    planned = plan_method("auto", grid, pure(0.5), {"workload": "ranges"})
     plan: AutoPlan = planned.plan
     assert planned.label == "auto" and plan.choice is None
-    assert set(plan.plans) == set(auto_candidates((64, 32), workload="bins"))
+    assert set(plan.plans) == set(auto_candidates((64, 32), workload="ranges")) == {"agrid", "hierarchical-geo+nn"}
     assert plan.total_loss + plan.rest == pure(0.5) and plan.total_loss == pure(0.5).part(AUTO_TOTAL_SHARE)
 
 
-def test_a_grid_chosen_from_the_noisy_total_records_it(monkeypatch):
-    import pandas_dp.releases.auto_rule as rule
-
-    monkeypatch.setitem(rule.AUTO_RULE, (2, "ranges"), ((3.0, "agrid"), (math.inf, "hierarchical-geo+nn")))
+def test_a_grid_chosen_from_the_noisy_total_is_sized_by_it():
+    # 800 rows at epsilon 0.5: log10(N epsilon) = 2.6 < 3.5, AGrid (2-D ranges)
     with pdp.budget(1.0):
         h = FRAME.iloc[:800].dp.histogram(["x", "y"], **TWO, epsilon=0.5, method="auto",
                                           rng=np.random.default_rng(6))

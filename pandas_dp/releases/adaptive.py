@@ -15,11 +15,11 @@ pure-DP analysis only (``rho=`` is refused).
 from __future__ import annotations
 
 from dataclasses import replace
-from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
+from .._rational import to_fraction
 from ..algorithms import dawa as _dawa
 from ..algorithms import grids as _grids
 from ..domain import Grid
@@ -157,15 +157,9 @@ AGRID_PARAMS = ParamTable("method='agrid'", (
 ))
 
 
-def _rational(value: Any, name: str) -> Fraction:
-    from .._rational import to_fraction
-
-    return to_fraction(value, name=name)
-
-
 def _grid_knobs(knobs: dict[str, Any]) -> dict[str, Any]:
     """The checked knobs as the ledger records them (exact shares as text)."""
-    out: dict[str, Any] = {name: str(_rational(knobs[name], name)) for name in ("alpha", "total_share")
+    out: dict[str, Any] = {name: str(to_fraction(knobs[name], name=name)) for name in ("alpha", "total_share")
                            if name in knobs}
     out["expected_total"] = None if knobs["expected_total"] is None else float(knobs["expected_total"])
     out["c"] = float(knobs["c"])
@@ -174,15 +168,15 @@ def _grid_knobs(knobs: dict[str, Any]) -> dict[str, Any]:
 
 def _plan_ugrid(grid: Grid, loss: PrivacyLoss, knobs: dict[str, Any]) -> Planned:
     _check_dims(grid, "ugrid", (2,), "2-D grids only (a uniform grid over two columns)")
-    plan = _grids.plan_ugrid(grid.shape, loss=loss, total_share=_rational(knobs["total_share"], "total_share"),
+    plan = _grids.plan_ugrid(grid.shape, loss=loss, total_share=to_fraction(knobs["total_share"], name="total_share"),
                              expected_total=knobs["expected_total"], c=float(knobs["c"]))
     return Planned("ugrid", plan, _grid_knobs(knobs))
 
 
 def _plan_agrid(grid: Grid, loss: PrivacyLoss, knobs: dict[str, Any]) -> Planned:
     _check_dims(grid, "agrid", (2,), "2-D grids only (an adaptive grid over two columns)")
-    plan = _grids.plan_agrid(grid.shape, loss=loss, alpha=_rational(knobs["alpha"], "alpha"),
-                             total_share=_rational(knobs["total_share"], "total_share"),
+    plan = _grids.plan_agrid(grid.shape, loss=loss, alpha=to_fraction(knobs["alpha"], name="alpha"),
+                             total_share=to_fraction(knobs["total_share"], name="total_share"),
                              expected_total=knobs["expected_total"], c=float(knobs["c"]))
     return Planned("agrid", plan, _grid_knobs(knobs))
 
