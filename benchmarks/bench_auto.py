@@ -188,7 +188,8 @@ def target_report(frame: pd.DataFrame) -> str:
              to_markdown(frame, index=False, digits=3)]
     summary = pd.concat({col: frame.groupby(["auto", "dims"])[col].agg(
         mean="mean", geo_mean=lambda r: float(np.exp(np.mean(np.log(r)))), worst="max",
-        above_1_3=lambda r: int((r > 1.3).sum()), cases="size") for col in ("ratio", "choice_ratio")}, axis=0)
+        above_1_3=lambda r: int((r > 1.3).sum()), cases="size") for col in ("ratio", "choice_ratio")},
+        axis=0, names=["of"])
     parts += ["\n#### Summary (targets: mean <= 1.1, worst <= 1.3)\n", to_markdown(summary)]
     return "\n".join(parts)
 
