@@ -31,6 +31,7 @@ from .results.count_of_counts import CountOfCounts
 from .results.unattributed import UnattributedHistogram
 from .results.data_dependent import AHPHistogram, DPCubeHistogram
 from .results.geography import GeographyHistogram
+from .results.adaptive import DAWAHistogram, GridHistogram
 from .results.hierarchical import HierarchicalHistogram
 
 from ._dask_hook import install as _install_dask_accessor
@@ -67,6 +68,8 @@ __all__ = [
     "UnattributedHistogram",
     "AHPHistogram",
     "DPCubeHistogram",
+    "DAWAHistogram",
+    "GridHistogram",
     "HierarchicalHistogram",
     "GeographyHistogram",
     "schema",

@@ -76,6 +76,26 @@ def range_queries(privacy: float | dict):
                                              **p)["estimate"]
 
 
+def dawa_outputs(r: pdp.DAWAHistogram) -> np.ndarray:
+    """Every estimate and the private partition (1 where a bucket starts, on DAWA's line)."""
+    starts = np.zeros(r.counts.size + 1)
+    starts[r.buckets["start"].to_numpy()] = 1
+    return np.concatenate([r.counts.to_numpy(float), starts])
+
+
+def grid_outputs(r: pdp.GridHistogram) -> np.ndarray:
+    """Every atom estimate and the total that sized the grid (noisy unless public)."""
+    return np.concatenate([r.counts.to_numpy(float), [r.params["total"]]])
+
+
+def auto_outputs(r: pdp.Histogram) -> np.ndarray:
+    """Every estimate, the noisy total auto bought and the configuration it chose (as a number)."""
+    from pandas_dp.releases.auto_rule import AUTO_CONFIGS
+
+    return np.concatenate([r.counts.to_numpy(float),
+                           [r.params["auto_total"], list(AUTO_CONFIGS).index(r.params["auto_config"])]])
+
+
 HISTOGRAM_MECHANISMS = {
     "identity": (lambda e: histogram_method("identity", e), None),
     "identity nonnegative": (lambda e: histogram_method("identity", e, nonnegative=True), None),
@@ -88,6 +108,10 @@ HISTOGRAM_MECHANISMS = {
     "ahp": (lambda e: histogram_method("ahp", e), None),
     "dpcube": (lambda e: histogram_method("dpcube", e), None),
     "auto": (lambda e: histogram_method("auto", e), None),
+    "auto prefix, noisy total": (lambda e: histogram_method("auto", e, workload="prefix"), auto_outputs),
+    "auto bins, noisy total": (lambda e: histogram_method("auto", e, workload="bins"), auto_outputs),
+    "dawa": (lambda e: histogram_method("dawa", e), dawa_outputs),
+    "dawa prefix, ratio 1/2": (lambda e: histogram_method("dawa", e, workload="prefix", ratio=0.5), dawa_outputs),
     "range_query": (range_queries, None),
 }
 #: The mechanisms whose method accepts rho= (discrete Gaussian noise); the others refuse it
@@ -98,10 +122,10 @@ GAUSSIAN_MECHANISMS = {name: v for name, v in HISTOGRAM_MECHANISMS.items()
 
 def test_every_registered_method_is_tested():
     # The registry is the list of methods: a new method cannot skip the privacy suite, in either measure.
-    assert {name.split(" ")[0] for name in HISTOGRAM_MECHANISMS} >= set(METHODS)
     assert {name.split(" ")[0] for name in GAUSSIAN_MECHANISMS} >= {m for m, spec in METHODS.items()
                                                                       if "zcdp" in spec.measures}
     assert {"identity", "hierarchical uniform", "auto", "range_query"} <= set(GAUSSIAN_MECHANISMS)
+    assert {name.split(" ")[0] for name in [*HISTOGRAM_MECHANISMS, *GRID_MECHANISMS]} >= set(METHODS)
 
 
 def _check(mechanism, statistic, neighbour, epsilon, trials, seed):
@@ -122,8 +146,16 @@ def check_gaussian(mechanism, frame, neighbour, rho, trials, seed, statistic=Non
     return report
 
 
+#: Variants of a method already in the quick run: checked with --runslow only (keeps the default run short).
+SLOW_ONLY = {"dawa prefix, ratio 1/2", "auto bins, noisy total", "agrid public total"}
+
+
+def _quick(names):
+    return [pytest.param(n, marks=pytest.mark.slow) if n in SLOW_ONLY else n for n in names]
+
+
 @pytest.mark.parametrize("epsilon", EPSILONS)
-@pytest.mark.parametrize("name", list(HISTOGRAM_MECHANISMS))
+@pytest.mark.parametrize("name", _quick(HISTOGRAM_MECHANISMS))
 def test_histogram_methods_are_dp(name, epsilon):
     make, statistic = HISTOGRAM_MECHANISMS[name]
     _check(make(epsilon), statistic, QUICK, epsilon, QUICK_TRIALS, seed=11)
@@ -421,11 +453,22 @@ GRID_MECHANISMS = {
                                                                  method="dpcube", estimate="uniform", rng=rng), None),
     "hierarchical": (lambda e: lambda df, rng: df.dp.hierarchical_histogram(["x", "y"], bins=BINS2, epsilon=e,
                                                                              branching=2, rng=rng), tree_outputs),
+    "dawa 2-D": (lambda e: lambda df, rng: df.dp.histogram(["x", "y"], bins=BINS2, epsilon=e, method="dawa",
+                                                           rng=rng), dawa_outputs),
+    "ugrid": (lambda e: lambda df, rng: df.dp.histogram(["x", "y"], bins=BINS2, epsilon=e, method="ugrid",
+                                                        rng=rng), grid_outputs),
+    "agrid": (lambda e: lambda df, rng: df.dp.histogram(["x", "y"], bins=BINS2, epsilon=e, method="agrid",
+                                                        rng=rng), grid_outputs),
+    "auto 2-D ranges, noisy total": (lambda e: lambda df, rng: df.dp.histogram(["x", "y"], bins=BINS2, epsilon=e,
+                                                                           method="auto", rng=rng), auto_outputs),
+    "agrid public total": (lambda e: lambda df, rng: df.dp.histogram(["x", "y"], bins=BINS2, epsilon=e,
+                                                                     method="agrid", expected_total=8, rng=rng),
+                           grid_outputs),
 }
 
 
 @pytest.mark.parametrize("epsilon", EPSILONS)
-@pytest.mark.parametrize("name", list(GRID_MECHANISMS))
+@pytest.mark.parametrize("name", _quick(GRID_MECHANISMS))
 def test_grid_methods_are_dp(name, epsilon):
     make, statistic = GRID_MECHANISMS[name]
     report = assert_dp(make(epsilon), D2, CASES2["add to largest cell"], epsilon=epsilon, trials=QUICK_TRIALS,

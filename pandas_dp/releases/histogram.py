@@ -264,3 +264,4 @@ register_method(HistogramMethod("identity", ParamTable("method='identity'"), _pl
 # Other histogram methods register themselves on import (kept last: they import this module).
 from . import hierarchical as _hierarchical  # noqa: E402,F401  ("hierarchical")
 from . import data_dependent as _data_dependent  # noqa: E402,F401  ("ahp", "dpcube", "auto")
+from . import adaptive as _adaptive  # noqa: E402,F401  ("dawa", "ugrid", "agrid")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from .adaptive import DAWAHistogram, GridHistogram
 from .count_of_counts import CountOfCounts
 from .data_dependent import AHPHistogram, DPCubeHistogram
 from .geography import GeographyHistogram
@@ -10,4 +11,4 @@ from .histogram import Histogram, RangeAnswer
 from .unattributed import UnattributedHistogram
 
 __all__ = ["Histogram", "RangeAnswer", "HierarchicalHistogram", "AHPHistogram", "DPCubeHistogram",
-           "CountOfCounts", "UnattributedHistogram", "GeographyHistogram"]
+           "DAWAHistogram", "GridHistogram", "CountOfCounts", "UnattributedHistogram", "GeographyHistogram"]
