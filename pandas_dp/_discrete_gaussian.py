@@ -63,7 +63,7 @@ from ._exact_cdf import _exp_bounds, floor_exp_neg
 from ._gaussian_tail import certified_quantile
 from ._rational import to_fraction
 from .errors import ParameterError
-from .noise import (RngLike, _as_probability, _laplace_sampler, _round_up_denominator, _shape, _word_source,
+from .noise import (_BLOCK, RngLike, _as_probability, _laplace_sampler, _round_up_denominator, _shape, _word_source,
                     _writeable_int64)
 
 __all__ = ["discrete_gaussian", "add_discrete_gaussian", "discrete_gaussian_variance", "discrete_gaussian_quantile"]
@@ -199,18 +199,31 @@ class _Sampler:
         y = self.laplace.sample_words(draw(m, out=buf), draw)
         w = draw(m, out=buf)
         acc = self.accept
-        k = np.abs(y)
-        b = np.minimum(k >> acc.shift if acc.shift else k, acc.n)  # bucket; n = beyond the table
-        low = acc.low.take(b)
-        accept = w < low
-        if acc.exact:
-            unsure = w == low
-        else:
-            unsure = ~accept
-            unsure &= w <= acc.high.take(b)
-        if unsure.any():
-            for i in np.flatnonzero(unsure):  # ties (2**-64) or narrow uncertain bands
-                accept[i] = acc.decide(int(k[i]), int(w[i]), draw)
+        # The bucket bounds are looked up block by block (temporaries of one block); the proposals
+        # the bounds leave unsure are decided afterwards in proposal order, drawing the same words.
+        accept = np.empty(m, dtype=np.bool_)
+        size = min(m, _BLOCK)
+        bucket, bound = np.empty(size, dtype=np.int64), np.empty(size, dtype=np.uint64)
+        unsure_at: list[np.ndarray] = []
+        for start in range(0, m, _BLOCK):
+            yb, wb = y[start : start + _BLOCK], w[start : start + _BLOCK]
+            n = yb.size
+            b = np.abs(yb, out=bucket[:n])
+            if acc.shift:
+                np.right_shift(b, acc.shift, out=b)
+            np.minimum(b, acc.n, out=b)  # bucket; n = beyond the table
+            low = np.take(acc.low, b, out=bound[:n], mode="clip")  # b <= n: always in range
+            ok = np.less(wb, low, out=accept[start : start + n])
+            if acc.exact:
+                unsure = wb == low
+            else:
+                unsure = ~ok
+                unsure &= wb <= np.take(acc.high, b, out=bound[:n], mode="clip")
+            if unsure.any():
+                unsure_at.append(np.flatnonzero(unsure) + start)
+        if unsure_at:
+            for i in np.concatenate(unsure_at):  # ties (2**-64) or narrow uncertain bands
+                accept[i] = acc.decide(int(abs(y[i])), int(w[i]), draw)
         return y[accept]
 
 
@@ -342,6 +355,7 @@ def _gaussian_into(s2: Fraction, flat: np.ndarray, draw: Any, *, add: bool) -> N
         else:
             flat[filled : filled + take] = got[:take]
         filled += take
+        del got  # one round of proposals alive at a time
 
 
 # ----------------------------------------------------------- variance ----

@@ -106,6 +106,7 @@ _LAPLACE_L_MAX = 4096  # at most 2 * 4096 + 2 thresholds
 _GEOM_TABLE_MAX = 256
 _DIGIT_BASE = 256
 _CHUNK = 1 << 16  # samples per vectorized pass (temporaries stay in cache)
+_BLOCK = 1 << 14  # words per block of a table's fast path (its temporaries: 3 x 128 KiB)
 _SLOW = np.int64(1 << 62)  # guess value marking buckets for the exact search
 
 
@@ -391,13 +392,22 @@ class _Table:
         """
         if not fast:
             return _count_below(self.thresholds, self.cdf, w, draw) + self.offset, None
-        b = (w >> self.shift).view(np.int64)
-        thr = self.bucket_threshold.take(b)
-        c = self.guess.take(b)
-        c += w >= thr
-        bad = w == thr  # a tie, or the sentinel of an empty bucket
-        bad |= c >= _SLOW
-        idx = np.flatnonzero(bad) if bad.any() else np.empty(0, dtype=np.intp)
+        # The fast path draws no words: it runs block by block (temporaries of one block, kept in
+        # cache), then the exact search takes every word it left over at once, in order, as before.
+        n = w.size
+        c = np.empty(n, dtype=np.int64)
+        slow: list[np.ndarray] = []
+        for start in range(0, n, _BLOCK):
+            wb = w[start : start + _BLOCK]
+            b = (wb >> self.shift).view(np.int64)
+            t = self.bucket_threshold.take(b)
+            cb = np.take(self.guess, b, out=c[start : start + wb.size], mode="wrap")  # b < 2**k: in range
+            cb += wb >= t
+            bad = wb == t  # a tie, or the sentinel of an empty bucket
+            bad |= cb >= _SLOW
+            if bad.any():
+                slow.append(np.flatnonzero(bad) + start)
+        idx = np.concatenate(slow) if slow else np.empty(0, dtype=np.intp)
         if idx.size:
             c[idx] = _count_below(self.thresholds, self.cdf, w[idx], draw) + self.offset
         return c, idx
@@ -651,3 +661,4 @@ def _laplace_into(t: Fraction, flat: np.ndarray, draw, *, add: bool) -> None:
             flat[start : start + m] += z
         else:
             flat[start : start + m] = z
+        del z  # one chunk of samples alive at a time

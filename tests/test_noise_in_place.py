@@ -9,6 +9,7 @@ element for element, at sizes around the chunk boundary (2**16) and on the rare 
 
 from __future__ import annotations
 
+import tracemalloc
 from fractions import Fraction
 
 import numpy as np
@@ -93,3 +94,23 @@ def test_noise_add_on_a_scalar_keeps_its_type(noise):
     expected = np.asarray(4) + noise.sample((), np.random.default_rng(1))
     out = noise.add(np.asarray(4), np.random.default_rng(1))
     assert type(out) is type(expected) and out == expected
+
+
+@pytest.mark.parametrize("add, bound", [
+    (lambda v: add_discrete_laplace(Fraction(1), v, rng=np.random.default_rng(0)), 2.0),
+    (lambda v: add_discrete_gaussian(Fraction(4), v, rng=np.random.default_rng(0)), 2.75)])
+def test_adding_in_place_holds_one_chunk_at_a_time(add, bound):
+    # A chunk is 2**16 samples: its words and its samples are 0.5 MiB each (a seeded Generator returns a
+    # fresh array of words per draw; a Gaussian round draws two: proposals and acceptance words); the
+    # table lookups and the acceptance test work in blocks of 2**14 (a few 128 KiB temporaries). The
+    # peak beyond ``values`` (2**20 of them) stays under ``bound`` MiB whatever their size: the noise
+    # array alone would be 8 MiB, and chunk-sized lookup temporaries took 2.6 (Laplace) and 3.8 MiB.
+    values = np.zeros(2**20, dtype=np.int64)
+    add(values[:1000].copy())   # build the cached tables outside the measure
+    tracemalloc.start()
+    try:
+        add(values)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < bound * 2**20
