@@ -68,11 +68,16 @@ def test_tree_holds_its_noisy_leaves_estimates_and_small_upper_levels(frame):
             return frame.dp.hierarchical_histogram("x", bins=CELLS, range=(0, CELLS), branching=16, epsilon=1.0,
                                                    rng=np.random.default_rng(0))
     h, peak = _peak(release)
-    # edges, noisy int64 leaves, float64 estimates; upper levels: 7 arrays of 8 bytes per node, N/15 nodes.
-    assert peak <= (24 + 7 * 8 / 15) * CELLS + CHUNKS
+    # edges, noisy int64 leaves, float64 estimates; upper levels (N/15 nodes): noisy counts, estimates and
+    # at most two more arrays of 8 bytes per node at a time; then block-sized temporaries (the count's
+    # and the noise's chunks are freed before the inference allocates the estimates).
+    assert peak <= (24 + 4 * 8 / 15) * CELLS + 2 * 2**20
     d = h.detail
     assert np.shares_memory(h.counts.to_numpy(), d.estimates[0])
     assert h.variance.to_numpy().strides == (0,)   # a complete tree: one leaf variance
+    # ... and one variance per level of the structure: every node of a level has the same.
+    levels = (*d.variances, *d.structure.vdown, *d.structure.child_var[1:])
+    assert all(v.size == 1 or not any(v.strides) for v in levels)
     assert not d.noisy[0].flags.writeable and not d.estimates[0].flags.writeable
 
 

@@ -106,16 +106,17 @@ def tree_variances(layout: TreeLayout, level_variances: Sequence[float]) -> Tree
     broadcast view of that one value, and on a 1-D tree the leaf variances
     are computed once per parent (they depend on the leaf only through its
     parent) and spread to the leaves, as a broadcast view again when every
-    parent gives the same value (a complete tree). The values are those of
-    the formulas evaluated leaf by leaf, bit for bit.
+    parent gives the same value (a complete tree). Any level whose nodes all
+    have the same value (every level of a complete tree) is stored the same
+    way. The values are those of the formulas evaluated leaf by leaf, bit for bit.
     """
     sigma2 = [float(v) for v in level_variances]
     vdown = [constant_level(sigma2[0], layout.level_shapes[0])]
     child_var: list[np.ndarray | None] = [None]
     for k in range(1, layout.n_levels):
-        vs = layout.aggregate(vdown[k - 1], k - 1)
+        vs = _compact(layout.aggregate(vdown[k - 1], k - 1))
         child_var.append(vs)
-        vdown.append(vs if not np.isfinite(sigma2[k]) else 1.0 / (1.0 / sigma2[k] + 1.0 / vs))
+        vdown.append(vs if not np.isfinite(sigma2[k]) else _compact(1.0 / (1.0 / sigma2[k] + 1.0 / vs)))
     top = layout.n_levels - 1
     var: list[np.ndarray] = [np.empty(0)] * layout.n_levels
     var[top] = vdown[top]
@@ -126,13 +127,22 @@ def tree_variances(layout: TreeLayout, level_variances: Sequence[float]) -> Tree
             var[0] = spread_to_leaves(a * a * var[1] + sigma2[0] * (1.0 - a), layout)
             continue
         a = vdown[k] / _expand(layout, child_var[k + 1], k)
-        var[k] = a * a * _expand(layout, var[k + 1], k) + vdown[k] * (1.0 - a)
+        var[k] = _compact(a * a * _expand(layout, var[k + 1], k) + vdown[k] * (1.0 - a))
     return TreeVariances(vdown=tuple(vdown), child_var=tuple(child_var), variances=tuple(var))
 
 
 def constant_level(value: float, shape: tuple[int, ...]) -> np.ndarray:
     """``np.full(shape, value)`` as a read-only broadcast view of one float64 (8 bytes, not ``8 * size``)."""
     return np.broadcast_to(np.array(value, dtype=np.float64), shape)
+
+
+def _compact(values: np.ndarray) -> np.ndarray:
+    """``values``, or a read-only broadcast view of its one value when all its elements are that value."""
+    if values.size > 1 and any(values.strides):
+        first = values.flat[0]
+        if np.all(values == first):
+            return constant_level(float(first), values.shape)
+    return values
 
 
 def spread_to_leaves(per_parent: np.ndarray, layout: TreeLayout) -> np.ndarray:
@@ -191,9 +201,11 @@ def constrained_inference(layout: TreeLayout, noisy: Sequence[np.ndarray | None]
 
     Notes
     -----
-    On a 1-D tree the leaf step adds ``a (est_v - S_v)`` once per parent
-    (``a = sigma2[0] / VS_v`` is the same for all children of ``v``) to the
-    leaves' ``z``: the same operations on the same values as leaf by leaf.
+    On a 1-D tree the top-down step of the leaves (and of any level whose
+    nodes share one ``V``, e.g. every level of a complete tree) adds
+    ``a (est_v - S_v)`` once per parent (``a = V / VS_v`` is the same for all
+    children of ``v``) to the nodes' ``z``: the same operations on the same
+    values as node by node.
     """
     tv = tree_variances(layout, level_variances)
     sigma2 = [float(v) for v in level_variances]
@@ -205,16 +217,28 @@ def constrained_inference(layout: TreeLayout, noisy: Sequence[np.ndarray | None]
         if noisy[k] is None or not np.isfinite(sigma2[k]):
             z.append(s)
         else:
-            v, vs = tv.vdown[k], tv.child_var[k]
-            z.append(v * (np.asarray(noisy[k], dtype=np.float64) / sigma2[k] + s / vs))
+            # v (n / sigma2 + S / VS), evaluated in one new array (the same operations, the same bits).
+            zk = np.array(noisy[k], dtype=np.float64)
+            zk /= sigma2[k]
+            zk += s / tv.child_var[k]
+            zk *= tv.vdown[k]
+            z.append(zk)
     top = layout.n_levels - 1
     est: list[np.ndarray] = [np.empty(0)] * layout.n_levels
     est[top] = z[top]
     for k in range(top - 1, -1, -1):
-        if k == 0 and layout.ndim == 1:
-            leaves = z[0] if not keep_bottom_up else z[0].copy()
-            _add_per_parent(leaves, sigma2[0] / tv.child_var[1] * (est[1] - child_sum[1]), layout.branching)
-            est[0] = leaves
+        v = tv.vdown[k]
+        if layout.ndim == 1 and not any(v.strides):
+            # Every node of the level has the same V (the leaves; any level of a complete tree), so
+            # a = V / VS_v is a per-parent value: add a (est_v - S_v) once per parent to the nodes' z.
+            # The leaves' z is a copy made above: the leaf estimates may be built in it.
+            nodes = z[0] if k == 0 and not keep_bottom_up else z[k].copy()
+            step = est[k + 1] - child_sum[k + 1]
+            vs = tv.child_var[k + 1]
+            step *= v.flat[0] / (vs if any(vs.strides) else vs.flat[0])
+            _add_per_parent(nodes, step, layout.branching)
+            del step
+            est[k] = nodes
             continue
         a = tv.vdown[k] / _expand(layout, tv.child_var[k + 1], k)
         est[k] = z[k] + a * _expand(layout, est[k + 1] - child_sum[k + 1], k)
