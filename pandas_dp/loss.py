@@ -212,9 +212,11 @@ class DiscreteLaplace(Noise):
         return discrete_laplace(self.scale, shape, rng=rng)
 
     def add_in_place(self, values: np.ndarray, rng: Any) -> np.ndarray:
-        from .noise import add_discrete_laplace
+        from .noise import add_in_chunks
 
-        return add_discrete_laplace(self.scale, values, rng=rng)
+        # Chunk by chunk through ``sample`` (the same words as one call): whatever draws the
+        # samples, the noise added in place is the noise ``sample`` gives.
+        return add_in_chunks(values, lambda shape: self.sample(shape, rng))
 
     def variance(self) -> float:
         from .noise import discrete_laplace_variance

@@ -74,7 +74,7 @@ import numbers
 import operator
 from fractions import Fraction
 from functools import lru_cache
-from typing import Union
+from typing import Any, Callable, Union
 
 import numpy as np
 
@@ -566,8 +566,13 @@ def discrete_laplace(
     """
     t = _as_scale(scale)
     shape = _shape(size)
-    out = np.empty(math.prod(shape), dtype=np.int64)
-    _laplace_into(t, out, _word_source(rng), add=False)
+    total = math.prod(shape)
+    draw = _word_source(rng)
+    if 0 < total <= _CHUNK:  # one chunk: its samples are the output (the words of _laplace_into, no copy)
+        words = draw(total, out=np.empty(total + 2, dtype=np.uint64))
+        return _laplace_sampler(t).sample_words(words, draw).reshape(shape)
+    out = np.empty(total, dtype=np.int64)
+    _laplace_into(t, out, draw, add=False)
     return out.reshape(shape)
 
 
@@ -614,6 +619,26 @@ def add_discrete_laplace(
     t = _as_scale(scale)
     flat = _writeable_int64(values)
     _laplace_into(t, flat, _word_source(rng), add=True)
+    return values
+
+
+def add_in_chunks(values: np.ndarray, sample: Callable[[Any], np.ndarray]) -> np.ndarray:
+    """``values += sample(values.shape)`` in place, the draws made one chunk (``2**16`` values) at a time.
+
+    ``sample(shape)`` draws one value per element of ``shape``; it is called once with
+    ``values.shape`` when ``values`` fits in one chunk, else once per chunk of the flat (C order)
+    values. Only for samplers whose draws of ``n`` values are those of consecutive calls over
+    chunks of ``2**16`` (the discrete Laplace, :func:`discrete_laplace`, works chunk by chunk):
+    then the result is ``values + sample(values.shape)`` drawn from the same words, and no noise
+    array of the full size is made. Returns ``values``.
+    """
+    flat = _writeable_int64(values)
+    if flat.size <= _CHUNK:
+        values += sample(values.shape)
+        return values
+    for start in range(0, flat.size, _CHUNK):
+        m = min(_CHUNK, flat.size - start)
+        flat[start : start + m] += sample((m,))
     return values
 
 
