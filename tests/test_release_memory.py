@@ -75,9 +75,10 @@ def test_tree_holds_its_noisy_leaves_estimates_and_small_upper_levels(frame):
     d = h.detail
     assert np.shares_memory(h.counts.to_numpy(), d.estimates[0])
     assert h.variance.to_numpy().strides == (0,)   # a complete tree: one leaf variance
-    # ... and one variance per level of the structure: every node of a level has the same.
+    # ... and one variance per large level of the structure (4096 nodes or more): all its nodes share it.
     levels = (*d.variances, *d.structure.vdown, *d.structure.child_var[1:])
-    assert all(v.size == 1 or not any(v.strides) for v in levels)
+    assert all(v.size < 4096 or not any(v.strides) for v in levels)
+    assert sum(v.size >= 4096 for v in levels) == 5         # the leaves (twice) and 16384 parents (three times)
     assert not d.noisy[0].flags.writeable and not d.estimates[0].flags.writeable
 
 

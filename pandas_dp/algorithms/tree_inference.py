@@ -30,7 +30,7 @@ References
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -111,7 +111,9 @@ def tree_variances(layout: TreeLayout, level_variances: Sequence[float]) -> Tree
     way. The values are those of the formulas evaluated leaf by leaf, bit for bit.
     """
     sigma2 = [float(v) for v in level_variances]
-    vdown = [constant_level(sigma2[0], layout.level_shapes[0])]
+    lean = layout.n_leaves >= _COMPACT_MIN   # small trees: the plain formulas cost less than the bookkeeping
+    vdown = [constant_level(sigma2[0], layout.level_shapes[0]) if lean else np.full(layout.level_shapes[0], sigma2[0])]
+    expand = _expander(layout, lean)
     child_var: list[np.ndarray | None] = [None]
     for k in range(1, layout.n_levels):
         vs = _compact(layout.aggregate(vdown[k - 1], k - 1))
@@ -121,13 +123,13 @@ def tree_variances(layout: TreeLayout, level_variances: Sequence[float]) -> Tree
     var: list[np.ndarray] = [np.empty(0)] * layout.n_levels
     var[top] = vdown[top]
     for k in range(top - 1, -1, -1):
-        if k == 0 and layout.ndim == 1:
+        if lean and k == 0 and layout.ndim == 1:
             # a = V_leaf / VS_parent is a per-parent value: P = a^2 P_parent + V (1 - a) per parent, spread.
             a = sigma2[0] / child_var[1]
             var[0] = spread_to_leaves(a * a * var[1] + sigma2[0] * (1.0 - a), layout)
             continue
-        a = vdown[k] / _expand(layout, child_var[k + 1], k)
-        var[k] = _compact(a * a * _expand(layout, var[k + 1], k) + vdown[k] * (1.0 - a))
+        a = vdown[k] / expand(child_var[k + 1], k)
+        var[k] = _compact(a * a * expand(var[k + 1], k) + vdown[k] * (1.0 - a))
     return TreeVariances(vdown=tuple(vdown), child_var=tuple(child_var), variances=tuple(var))
 
 
@@ -136,9 +138,16 @@ def constant_level(value: float, shape: tuple[int, ...]) -> np.ndarray:
     return np.broadcast_to(np.array(value, dtype=np.float64), shape)
 
 
+_COMPACT_MIN = 4096  # nodes: a level this large is stored once when all its nodes share a value
+
+
 def _compact(values: np.ndarray) -> np.ndarray:
-    """``values``, or a read-only broadcast view of its one value when all its elements are that value."""
-    if values.size > 1 and any(values.strides):
+    """``values``, or a read-only broadcast view of its one value when all its elements are that value.
+
+    Only levels of at least :data:`_COMPACT_MIN` nodes: on smaller ones the check costs more than the
+    memory it saves (many small trees are released in a row, e.g. by the privacy tests).
+    """
+    if values.size >= _COMPACT_MIN and any(values.strides):
         first = values.flat[0]
         if np.all(values == first):
             return constant_level(float(first), values.shape)
@@ -154,6 +163,11 @@ def spread_to_leaves(per_parent: np.ndarray, layout: TreeLayout) -> np.ndarray:
     if per_parent.size and np.all(per_parent == per_parent[0]):
         return constant_level(float(per_parent[0]), (layout.n_leaves,))
     return _expand(layout, per_parent, 0)
+
+
+def _expander(layout: TreeLayout, lean: bool) -> Callable[[np.ndarray, int], np.ndarray]:
+    """``expand(parent_values, level)``: :func:`_expand` on large trees, ``layout.expand`` (cheaper) on small ones."""
+    return (lambda values, level: _expand(layout, values, level)) if lean else layout.expand
 
 
 def _expand(layout: TreeLayout, parent_values: np.ndarray, level: int) -> np.ndarray:
@@ -209,6 +223,7 @@ def constrained_inference(layout: TreeLayout, noisy: Sequence[np.ndarray | None]
     """
     tv = tree_variances(layout, level_variances)
     sigma2 = [float(v) for v in level_variances]
+    expand = _expander(layout, layout.n_leaves >= _COMPACT_MIN)
     z = [np.array(noisy[0], dtype=np.float64)]  # a copy: the leaf estimates may be built in it
     child_sum: list[np.ndarray | None] = [None]
     for k in range(1, layout.n_levels):
@@ -240,8 +255,8 @@ def constrained_inference(layout: TreeLayout, noisy: Sequence[np.ndarray | None]
             del step
             est[k] = nodes
             continue
-        a = tv.vdown[k] / _expand(layout, tv.child_var[k + 1], k)
-        est[k] = z[k] + a * _expand(layout, est[k + 1] - child_sum[k + 1], k)
+        a = tv.vdown[k] / expand(tv.child_var[k + 1], k)
+        est[k] = z[k] + a * expand(est[k + 1] - child_sum[k + 1], k)
     if not keep_bottom_up:
         return TreeInference(z=(), vdown=tv.vdown, child_sum=(), child_var=tv.child_var, estimates=tuple(est),
                              variances=tv.variances)
