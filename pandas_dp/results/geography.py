@@ -421,9 +421,15 @@ class GeographyHistogram(FrozenRelease, EstimatesView):
     def _head(self) -> pd.DataFrame:
         return self.histogram(self.levels[0]).to_frame().head(10)
 
+    def _guarantee(self, *, html: bool = True) -> str:
+        """``ε = 1, noise scale t = 2..6 by level`` or ``ρ = 0.5 (zCDP), σ = 1.7..3.2 by level``."""
+        from ._format import guarantee_text
+
+        described = [noise.describe() for noise in self.noises if noise is not None]
+        return guarantee_text(self.loss, self.epsilon, described, html=html, by="by level")
+
     def __repr__(self) -> str:
-        eps = f"epsilon={self.epsilon:g}" if self.epsilon is not None else f"rho={self.rho:g}"
-        head = (f"GeographyHistogram(method={self.method!r}, {eps}, levels={list(self.levels)}, "
+        head = (f"GeographyHistogram(method={self.method!r}, {self._guarantee(html=False)}, levels={list(self.levels)}, "
                 f"regions={list(self.n_regions)}, columns={list(self.domain.columns)}, cells={self.domain.size:,})")
         from ._format import estimates_table
 
@@ -432,7 +438,7 @@ class GeographyHistogram(FrozenRelease, EstimatesView):
 
     def _repr_html_(self) -> str:
         levels = " &gt; ".join(f"{html.escape(str(n))} ({k:,})" for n, k in zip(self.levels, self.n_regions))
-        eps = f"ε = {self.epsilon:g}" if self.epsilon is not None else f"ρ = {self.rho:g}"
+        eps = self._guarantee()
         table = html_estimates(self._head(), self.variance_exact, ", ".join(map(str, self.domain.columns)))
         return (f"<div><strong>GeographyHistogram</strong> — method <code>{html.escape(self.method)}</code>, "
                 f"{eps}, {self.domain.size:,} cells per region<br>levels: {levels}"
