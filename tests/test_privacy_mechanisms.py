@@ -37,7 +37,7 @@ from pandas_dp.releases.count_of_counts import estimate_count_of_counts, plan_co
 from pandas_dp.releases.histogram import METHODS
 from pandas_dp.testing import assert_dp, neighbours
 
-from _slow import SLOW_TRIALS, slow_cases, slow_levels
+from _slow import FULL, SLOW_TRIALS, slow_cases, slow_levels
 
 EPSILONS = [0.5, 1.0]
 RHOS = [0.125, 0.5]     # epsilon**2 / 2 of EPSILONS: the zCDP these pure releases imply
@@ -311,6 +311,11 @@ COC_VARIANTS = {
 
 COC_GAUSSIAN_VARIANTS = {**COC_VARIANTS, "hg estimated groups": dict(method="hg", max_size=None, public_groups=False),
                          "hc estimated groups": dict(method="hc", public_groups=False)}
+#: The public count-of-counts calls in the slow matrices (about 30 ms a call). Every variant's public call
+#: equals its pipeline twin byte for byte (test below), and the twins run every variant; at CI depth
+#: the public calls run one variant with public groups and one that estimates them (tests/_slow.py).
+PUBLIC_SLOW_VARIANTS = list(COC_VARIANTS) if FULL else ["hc", "naive estimated groups"]
+PUBLIC_SLOW_GAUSSIAN_VARIANTS = list(COC_GAUSSIAN_VARIANTS) if FULL else ["hc", "hg estimated groups"]
 
 
 @pytest.mark.parametrize("budget,privacy", [(10, {"epsilon": 1.0}), ({"rho": 10}, {"rho": 0.5})],
@@ -357,7 +362,7 @@ def test_gaussian_count_of_counts_on_every_neighbour(variant, rho, case):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("case", slow_cases(COC_CASES, quick=COC_QUICK.name))
-@pytest.mark.parametrize("variant", list(COC_GAUSSIAN_VARIANTS))
+@pytest.mark.parametrize("variant", PUBLIC_SLOW_GAUSSIAN_VARIANTS)
 def test_gaussian_public_count_of_counts_on_every_neighbour(variant, case):
     check_gaussian(coc_public(loss_kw(QUICK_RHO, "rho"), **COC_GAUSSIAN_VARIANTS[variant]), PERSONS,
                    COC_CASES[case], QUICK_RHO, 600, seed=28, statistic=coc_vector)
@@ -382,7 +387,7 @@ def test_count_of_counts_is_dp_on_every_neighbour(variant, epsilon, case):
 @pytest.mark.slow
 @pytest.mark.parametrize("case", slow_cases(COC_CASES, quick=COC_QUICK.name))
 @pytest.mark.parametrize("epsilon", SLOW_EPSILONS)
-@pytest.mark.parametrize("variant", list(COC_VARIANTS))
+@pytest.mark.parametrize("variant", PUBLIC_SLOW_VARIANTS)
 def test_public_count_of_counts_is_dp_on_every_neighbour(variant, epsilon, case):
     # about 30 ms a call: fewer trials; the pipeline test above has the power
     report = assert_dp(coc_public(epsilon, **COC_VARIANTS[variant]), PERSONS, COC_CASES[case], epsilon=epsilon,
