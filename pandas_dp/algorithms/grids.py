@@ -49,6 +49,7 @@ import numpy as np
 
 from pandas_dp._rational import to_fraction
 from pandas_dp.algorithms.grid_release import GridPlan, GridRelease
+from pandas_dp.algorithms.tree_layout import shape_dims
 from pandas_dp.errors import ParameterError
 from pandas_dp.loss import Noise, PrivacyLoss
 
@@ -132,7 +133,7 @@ def axis_edges(n: int, parts: int) -> np.ndarray:
 # --------------------------------------------------------------------------------------- plans
 
 def _check_shape(shape: Any, name: str) -> tuple[int, int]:
-    dims = (int(shape),) if np.isscalar(shape) else tuple(int(s) for s in shape)
+    dims = shape_dims(shape)
     if len(dims) != 2 or min(dims) < 1:
         raise ParameterError(f"{name} takes a 2-D grid of counts on a non-empty public domain. Got an array of "
                              f"shape {dims}. Pass the counts of the 2-D domain grid (e.g. 256 x 256 atoms).")
@@ -219,6 +220,7 @@ def _counts_for(counts: np.ndarray, plan: GridPlan) -> np.ndarray:
 
 def _total(x: np.ndarray, plan: GridPlan, rng: Any) -> tuple[float, bool]:
     if plan.total_noise is None:
+        assert plan.expected_total is not None, "_split_total sets a noisy total or the public one"
         return float(plan.expected_total), False
     return float(plan.total_noise.add(np.array([int(x.sum())]), rng)[0]), True     # reads the true total
 
@@ -360,6 +362,7 @@ def agrid(counts: np.ndarray, plan: GridPlan | None = None, *, loss: PrivacyLoss
     cells = np.add.reduceat(np.add.reduceat(xi, re[:-1], axis=0), ce[:-1], axis=1)
     v = noise1.add(cells, rng)                                             # reads the true counts
     s1, s2 = noise1.variance(), noise2.variance()
+    assert plan.epsilon_second is not None, "plan_agrid always sets the second phase"
     m2 = agrid_second_size(v, plan.epsilon_second, plan.c / 2.0)           # noisy values only
     heights, widths = np.diff(re), np.diff(ce)
     m2r = np.minimum(m2, heights[:, None])
