@@ -116,7 +116,7 @@ class DawaPlan:
 
 
 def plan_dawa(shape: int | tuple[int, ...], *, loss: PrivacyLoss, ratio: float | Fraction | None = None,
-              workload: np.ndarray | Workload = "prefix") -> DawaPlan:
+              workload: np.ndarray | Workload | str = "prefix") -> DawaPlan:
     """Plan a DAWA release from public information (the domain shape, the loss, the workload).
 
     Parameters

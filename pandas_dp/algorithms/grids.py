@@ -166,7 +166,7 @@ def _split_total(loss: PrivacyLoss, total_share: Any, expected_total: Any
     return total_loss, total_loss.noise(what="the noisy total of the grid"), None, rest
 
 
-def plan_ugrid(shape: tuple[int, int], *, loss: PrivacyLoss, total_share: float | Fraction = DEFAULT_TOTAL_SHARE,
+def plan_ugrid(shape: tuple[int, ...], *, loss: PrivacyLoss, total_share: float | Fraction = DEFAULT_TOTAL_SHARE,
                expected_total: float | None = None, c: float = DEFAULT_C) -> GridPlan:
     """Plan a UGrid release from public information (shape, loss, knobs); see :func:`ugrid`.
 
@@ -185,7 +185,7 @@ def plan_ugrid(shape: tuple[int, int], *, loss: PrivacyLoss, total_share: float 
                     alpha=Fraction(1))
 
 
-def plan_agrid(shape: tuple[int, int], *, loss: PrivacyLoss, alpha: float | Fraction = DEFAULT_ALPHA,
+def plan_agrid(shape: tuple[int, ...], *, loss: PrivacyLoss, alpha: float | Fraction = DEFAULT_ALPHA,
                total_share: float | Fraction = DEFAULT_TOTAL_SHARE, expected_total: float | None = None,
                c: float = DEFAULT_C) -> GridPlan:
     """Plan an AGrid release from public information (shape, loss, knobs); see :func:`agrid`.

@@ -71,7 +71,7 @@ def _partition_pieces(part: pd.DataFrame, plan: _Plan) -> list[Any]:
         return [pd.Series(sizes[bucket == b].astype(np.int64), index=keys[bucket == b])
                 for b in range(plan.buckets)]
     rows, leaf, size = group_leaf_sizes(part, tree, with_rows=True)
-    ids = part[tree.group].take(rows)  # type: ignore[arg-type]
+    ids = part[tree.group].take(rows)
     # The class (boolean, number, string...) goes with the id: a boolean never merges with a number.
     groups = pd.DataFrame({"cls": value_classes(ids), "id": ids.to_numpy(), "leaf": leaf, "size": size})
     bucket = leaf % plan.buckets
