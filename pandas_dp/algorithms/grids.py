@@ -225,6 +225,12 @@ def _total(x: np.ndarray, plan: GridPlan, rng: Any) -> tuple[float, bool]:
     return float(plan.total_noise.add(np.array([int(x.sum())]), rng)[0]), True     # reads the true total
 
 
+def _grid_cells(x: np.ndarray, m: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Row and column edges of the ``m x m`` grid over ``x`` (capped at the atoms) and every cell's exact count."""
+    re, ce = axis_edges(x.shape[0], m), axis_edges(x.shape[1], m)
+    return re, ce, np.add.reduceat(np.add.reduceat(x, re[:-1], axis=0), ce[:-1], axis=1)
+
+
 def _cell_index(edges: np.ndarray, n: int) -> np.ndarray:
     return np.searchsorted(edges, np.arange(n), side="right") - 1
 
@@ -283,8 +289,7 @@ def ugrid(counts: np.ndarray, plan: GridPlan | None = None, *, loss: PrivacyLoss
     x = _counts_for(counts, plan)
     n_total, noisy_total = _total(x, plan, rng)
     m = ugrid_size(n_total, plan.epsilon_used, plan.c)
-    re, ce = axis_edges(x.shape[0], m), axis_edges(x.shape[1], m)
-    cells = np.add.reduceat(np.add.reduceat(x, re[:-1], axis=0), ce[:-1], axis=1)
+    re, ce, cells = _grid_cells(x, m)
     noise = plan.level_noise[0]
     noisy = noise.add(cells, rng)                                           # reads the true counts
     s = noise.variance()
@@ -358,8 +363,7 @@ def agrid(counts: np.ndarray, plan: GridPlan | None = None, *, loss: PrivacyLoss
     noise1, noise2 = plan.level_noise
     n_total, noisy_total = _total(xi, plan, rng)
     m1 = agrid_first_size(n_total, plan.epsilon_used, plan.c)
-    re, ce = axis_edges(xi.shape[0], m1), axis_edges(xi.shape[1], m1)
-    cells = np.add.reduceat(np.add.reduceat(xi, re[:-1], axis=0), ce[:-1], axis=1)
+    re, ce, cells = _grid_cells(xi, m1)
     v = noise1.add(cells, rng)                                             # reads the true counts
     s1, s2 = noise1.variance(), noise2.variance()
     assert plan.epsilon_second is not None, "plan_agrid always sets the second phase"
