@@ -40,7 +40,7 @@ class DPAccessorBase:
         self._obj = obj
 
     def _frame(self) -> pd.DataFrame:
-        return self._obj  # type: ignore[return-value]
+        return self._obj
 
     def histogram(self, columns: Any, *, bins: Any = None, range: Any = None, categories: Any = None,
                   epsilon: float | None = None, rho: float | None = None,

@@ -155,7 +155,7 @@ class UnitBounds:
 
 
 def _bound(value: Any, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not 1 <= value <= MAX_BOUND:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not 1 <= int(value) <= MAX_BOUND:
         raise ParameterError(f"The '{name}' parameter must be a positive integer (a public bound on each "
                              f"unit's contribution) of at most {MAX_BOUND:,}. Got {value!r}.")
     return int(value)

@@ -21,7 +21,7 @@ import pandas as pd
 
 from ..domain import BinDomain, Grid
 from ..errors import DomainError, ParameterError
-from ._base import EstimatesView, FrozenRelease, confidence_bounds, noise_radius, normal_quantile
+from ._base import EstimatesView, FrozenRelease, MeasureView, confidence_bounds, noise_radius, normal_quantile
 from ._format import html_params
 from ._frozen import stored_fields
 from ._geography_layout import level_offsets, synthetic_rows, tidy_frame
@@ -32,7 +32,7 @@ __all__ = ["GeographyHistogram"]
 
 @stored_fields
 @dataclass(frozen=True, repr=False, eq=False)
-class GeographyHistogram(FrozenRelease, EstimatesView):
+class GeographyHistogram(FrozenRelease, EstimatesView, MeasureView):
     """Differentially private histograms of every region of a public geography, consistent across levels.
 
     Attributes
@@ -112,16 +112,6 @@ class GeographyHistogram(FrozenRelease, EstimatesView):
     detail: Any = field(default=None, compare=False)
 
     # -- positions -------------------------------------------------------------
-    @property
-    def measure(self) -> str | None:
-        """``"pure"`` (epsilon-DP) or ``"zcdp"`` (rho-zCDP)."""
-        return None if self.loss is None else self.loss.measure
-
-    @property
-    def rho(self) -> float | None:
-        """The rho of a zCDP release (None for a pure-epsilon release)."""
-        return float(self.loss.amount) if self.measure == "zcdp" else None
-
     @property
     def n_regions(self) -> tuple[int, ...]:
         """Number of regions of every level, coarse to fine."""
