@@ -31,6 +31,7 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
+from ._public import float_array, safe_repr
 from .errors import DomainError, ParameterError
 
 __all__ = ["BinDomain", "CategoryDomain", "Grid", "make_grid", "numeric_values", "MAX_CELLS"]
@@ -98,12 +99,12 @@ class BinDomain:
         """
         bounds = []
         for name, value in (("low", low), ("high", high)):
-            try:
-                arr = np.atleast_1d(np.asarray(value, dtype=np.float64))
-            except (TypeError, ValueError) as err:
-                raise DomainError(f"Range bounds must be numbers. Got {name}={value!r}.") from err
+            converted = float_array(value)
+            if converted is None:
+                raise DomainError(f"Range bounds must be numbers. Got {name}={safe_repr(value)}.")
+            arr = np.atleast_1d(converted)
             if not np.all(np.isfinite(arr)):
-                raise DomainError(f"Range bounds must be finite numbers. Got {name}={value!r}.")
+                raise DomainError(f"Range bounds must be finite numbers. Got {name}={safe_repr(value)}.")
             pos = np.searchsorted(self.edges, arr)
             clipped = np.minimum(pos, self.edges.size - 1)
             bad = np.flatnonzero(self.edges[clipped] != arr)
@@ -328,7 +329,8 @@ def _is_bins_spec(v: Any) -> bool:
 
 def _bin_dimension(column: str, bins: Any, rng: Any) -> BinDomain:
     if isinstance(bins, (bool, np.bool_)):
-        raise ParameterError(f"The 'bins' parameter for column {column!r} must be an int or a sequence of edges. Got {bins!r}.")
+        raise ParameterError(f"The 'bins' parameter for column {column!r} must be an int or a sequence of edges. "
+                             f"Got {safe_repr(bins)}.")
     if isinstance(bins, (int, np.integer)):
         if rng is None:
             raise DomainError(
@@ -341,33 +343,36 @@ def _bin_dimension(column: str, bins: Any, rng: Any) -> BinDomain:
         if bins > MAX_CELLS:
             raise DomainError(f"bins={int(bins):,} for column {column!r} is above the limit of {MAX_CELLS:,} "
                               f"cells (2**26): every cell gets its own noisy count. Use coarser bins.")
-        try:
-            low, high = (float(rng[0]), float(rng[1]))
-            if len(rng) != 2:
-                raise TypeError
-        except (TypeError, ValueError, IndexError) as err:
+        pair = None if isinstance(rng, (str, bytes, dict, set)) else float_array(rng)
+        if pair is None or pair.shape != (2,):
             raise ParameterError(f"The 'range' parameter for column {column!r} must be a pair (low, high). "
-                                 f"Got {rng!r}.") from err
-        if not (math.isfinite(low) and math.isfinite(high)) or not low < high:
-            raise DomainError(f"The 'range' for column {column!r} must be finite with low < high. Got {rng!r}.")
+                                 f"Got {safe_repr(rng)}.")
+        low, high = float(pair[0]), float(pair[1])
+        # high - low must be finite too: np.linspace over (-1e308, 1e308) overflows to inf edges.
+        if not (math.isfinite(low) and math.isfinite(high) and math.isfinite(high - low)) or not low < high:
+            raise DomainError(f"The 'range' for column {column!r} must be finite with low < high (and high - low "
+                              f"below about 1.8e308). Got {safe_repr(rng)}.")
         edges = np.linspace(low, high, int(bins) + 1)
         if np.any(np.diff(edges) <= 0):
-            raise DomainError(f"range={rng!r} is too narrow for bins={int(bins)} on column {column!r}.")
+            raise DomainError(f"range={safe_repr(rng)} is too narrow for bins={int(bins)} on column {column!r}.")
         return BinDomain(column, edges, True)
     if rng is not None:
         raise ParameterError(f"Pass either explicit bin edges or bins=int with range=, not both "
-                             f"(column {column!r} got bins={bins!r} and range={rng!r}).")
+                             f"(column {column!r} got bins={safe_repr(bins)} and range={safe_repr(rng)}).")
     try:
-        edges = np.asarray(list(bins), dtype=np.float64)
-    except (TypeError, ValueError) as err:
+        listed = list(bins)
+    except Exception:  # noqa: BLE001 - an iterable whose iteration raises
+        listed = None
+    edges = None if listed is None else float_array(listed)
+    if edges is None:
         raise ParameterError(f"The 'bins' parameter for column {column!r} must be an int with range= or an "
-                             f"increasing sequence of numeric edges. Got {bins!r}.") from err
+                             f"increasing sequence of numeric edges. Got {safe_repr(bins)}.")
     if edges.ndim != 1 or edges.size < 2:
-        raise DomainError(f"Bin edges for column {column!r} need at least two values. Got {bins!r}.")
+        raise DomainError(f"Bin edges for column {column!r} need at least two values. Got {safe_repr(bins)}.")
     if not np.all(np.isfinite(edges)):
-        raise DomainError(f"Bin edges for column {column!r} must be finite. Got {bins!r}.")
+        raise DomainError(f"Bin edges for column {column!r} must be finite. Got {safe_repr(bins)}.")
     if np.any(np.diff(edges) <= 0):
-        raise DomainError(f"Bin edges for column {column!r} must be strictly increasing. Got {bins!r}.")
+        raise DomainError(f"Bin edges for column {column!r} must be strictly increasing. Got {safe_repr(bins)}.")
     widths = np.diff(edges)
     equal = bool(np.allclose(widths, widths[0], rtol=0, atol=0))
     return BinDomain(column, edges, equal)
@@ -376,14 +381,23 @@ def _bin_dimension(column: str, bins: Any, rng: Any) -> BinDomain:
 def _category_dimension(column: str, categories: Any) -> CategoryDomain:
     if isinstance(categories, (str, bytes)) or not hasattr(categories, "__iter__"):
         raise ParameterError(f"The 'categories' parameter for column {column!r} must be a list of labels. "
-                             f"Got {categories!r}.")
-    index = pd.Index(list(categories))
+                             f"Got {safe_repr(categories)}.")
+    try:
+        index = pd.Index(list(categories))
+        if isinstance(index, pd.MultiIndex):
+            raise TypeError("tuples")
+        duplicated, missing = index.has_duplicates, index.hasnans
+        if not duplicated:  # build the hash table values are looked up in (every label hashed), as counting will
+            index.get_indexer(pd.Index([object()], dtype=object))
+    except Exception as err:  # noqa: BLE001 - unhashable labels, tuples, a label whose __hash__/__eq__ raises
+        raise ParameterError(f"The 'categories' parameter for column {column!r} must be a list of hashable, scalar "
+                             f"labels (strings, numbers, dates). Got {safe_repr(categories)}.") from err
     if index.size == 0:
         raise DomainError(f"The 'categories' for column {column!r} are empty; pass at least one label.")
-    if index.has_duplicates:
-        dup = index[index.duplicated()].unique().tolist()
+    if duplicated:
+        dup = safe_repr(index[index.duplicated()].unique().tolist(), 200)
         raise DomainError(f"The 'categories' for column {column!r} repeat labels {dup}; pass each label once.")
-    if index.hasnans:
+    if missing:
         raise DomainError(f"The 'categories' for column {column!r} contain a missing value; pass real labels.")
     return CategoryDomain(column, index)
 
