@@ -72,6 +72,11 @@ def _class_of(value: Any) -> int:
         return _MISSING
     if isinstance(value, (bool, np.bool_)):
         return _BOOL
+    if isinstance(value, (np.datetime64, np.timedelta64)):  # before numbers: np.timedelta64 is an np.integer
+        if np.isnat(value):
+            return _MISSING
+        # A generic-unit value (np.timedelta64(1)) has no hash: it cannot be a label.
+        return _NONE if np.datetime_data(value.dtype)[0] == "generic" else _OTHER
     if isinstance(value, str):
         return _STRING
     if isinstance(value, (int, np.integer)):
@@ -80,8 +85,6 @@ def _class_of(value: Any) -> int:
         return _MISSING if value != value else _NUMBER
     if isinstance(value, decimal.Decimal):
         return _MISSING if value.is_nan() else _NUMBER  # Decimal('sNaN') raises on hashing and comparison
-    if isinstance(value, (np.datetime64, np.timedelta64)):
-        return _MISSING if np.isnat(value) else _OTHER
     if isinstance(value, _OTHER_TYPES):
         return _OTHER
     return _NONE
