@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from ._labels import public_labels
+from ._rational import safe_repr
 from .errors import DomainError, ParameterError
 
 __all__ = ["ROOT", "RegionTree", "region_tree"]
@@ -101,8 +102,9 @@ def _levels(location: Any, hierarchy: pd.DataFrame | None) -> list[str]:
             cols = list(hierarchy.columns)
             if not cols or cols[-1] != location:
                 raise ParameterError(
-                    f"With location={location!r} (a leaf column), the hierarchy table's columns must be "
-                    f"its levels coarse to fine ending with {location!r}. Got columns {cols}.")
+                    f"With location={safe_repr(location)} (a leaf column), the hierarchy table's columns must "
+                    f"be its levels coarse to fine ending with {safe_repr(location)}. Got columns "
+                    f"{safe_repr(cols, 200)}.")
             return cols
         return [location]
     if isinstance(location, (list, tuple)) and location and all(isinstance(c, str) for c in location):
@@ -111,7 +113,7 @@ def _levels(location: Any, hierarchy: pd.DataFrame | None) -> list[str]:
         return list(location)
     raise ParameterError(
         f"The 'location' parameter must be a column name (the leaf region, with hierarchy=) or a list of "
-        f"column names coarse to fine, e.g. ['state', 'county']. Got {location!r}.")
+        f"column names coarse to fine, e.g. ['state', 'county']. Got {safe_repr(location)}.")
 
 
 def _sorted_unique(values: pd.Series) -> pd.Index:
@@ -124,14 +126,21 @@ def _sorted_unique(values: pd.Series) -> pd.Index:
 
 def _check_columns(columns: Sequence[Any], group: Any, groups: Any, hierarchy: Any) -> None:
     if group is not None and (not isinstance(group, str) or group not in columns):
-        raise ParameterError(f"The 'group' parameter must name a column of the frame. Got {group!r}; "
-                             f"columns are {list(columns)[:20]}.")
+        raise ParameterError(f"The 'group' parameter must name a column of the frame. Got {safe_repr(group)}; "
+                             f"columns are {safe_repr(list(columns)[:20], 400)}.")
     if group is None and groups is not None:
         raise ParameterError("A groups= table needs the 'group' parameter: the name of the group id column "
                              "of the frame and of the table. Got None.")
     for name, table in (("groups", groups), ("hierarchy", hierarchy)):
         if table is not None and not isinstance(table, pd.DataFrame):
             raise ParameterError(f"The '{name}' parameter must be a pandas DataFrame. Got {type(table).__name__}.")
+        if isinstance(table, pd.DataFrame) and isinstance(table.columns, pd.MultiIndex):
+            raise ParameterError(f"The '{name}' table has MultiIndex columns; its columns must be the plain names "
+                                 f"of the group and location columns. Flatten them first (e.g. "
+                                 f"table.columns = table.columns.get_level_values(-1)).")
+        if isinstance(table, pd.DataFrame) and len(table) == 0:
+            raise ParameterError(f"The '{name}' table has no rows: a release over public regions needs at least "
+                                 f"one {'group' if name == 'groups' else 'region'}. Pass the full public table.")
 
 
 def _check_unique_labels(where: str, labels: Sequence[Any], used: Sequence[str]) -> None:
@@ -195,8 +204,9 @@ def region_tree(columns: Sequence[Any], group: str | None, location: Any, *,
     """
     try:
         cols = list(columns)
-    except TypeError as err:
-        raise ParameterError(f"The 'columns' argument must be the frame's column names. Got {columns!r}.") from err
+    except Exception as err:  # noqa: BLE001 - not an iterable of labels
+        raise ParameterError(f"The 'columns' argument must be the frame's column names. Got "
+                             f"{safe_repr(columns)}.") from err
     _check_columns(cols, group, groups, hierarchy)
     levels = _levels(location, hierarchy)
     leaf = levels[-1]
