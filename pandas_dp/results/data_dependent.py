@@ -15,8 +15,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .._public import float_array, safe_repr
 from ..algorithms.ahp import AHPRelease
 from ..algorithms.dpcube import DPCubeRelease, box_sums
+from ..errors import DomainError, ParameterError
 from ._frozen import stored_fields
 from .histogram import Histogram
 
@@ -101,9 +103,15 @@ class DPCubeHistogram(Histogram):
         -------
         DataFrame
             Columns ``estimate`` and ``std_error``, one row per box.
+
+        Raises
+        ------
+        ParameterError
+            When the corners are not integer cell indices of the grid's dimension.
+        DomainError
+            When a box leaves the grid or ``lower > upper``.
         """
-        lo = np.atleast_2d(np.asarray(lower, dtype=np.int64))
-        hi = np.atleast_2d(np.asarray(upper, dtype=np.int64))
+        lo, hi = _cell_boxes(lower, upper, self.domain.shape)
         grid = self.counts.to_numpy(dtype=np.float64).reshape(self.domain.shape)
         sat = np.zeros(tuple(k + 1 for k in grid.shape))
         inner = grid
@@ -117,3 +125,28 @@ class DPCubeHistogram(Histogram):
         est = np.concatenate([[0.0], np.cumsum(self.counts.to_numpy(dtype=np.float64))])
         var = self.detail.box_variance(np.asarray(i)[:, None], np.asarray(j)[:, None])
         return est[j] - est[i], var
+
+
+def _cell_boxes(lower: Any, upper: Any, shape: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """Validated ``(q, d)`` int64 corners of half-open cell boxes inside a grid of ``shape``."""
+    d = len(shape)
+    corners = []
+    for name, value in (("lower", lower), ("upper", upper)):
+        arr = None if isinstance(value, (str, bytes)) else float_array(value)
+        if arr is not None:
+            arr = np.atleast_2d(arr)
+        if arr is None or arr.ndim != 2 or arr.shape[1] != d or not np.all(np.isfinite(arr)) \
+                or not np.all(arr == np.round(arr)):
+            raise ParameterError(f"The '{name}' parameter of cell_box_query must be {d} integer cell indices "
+                                 f"(one box) or an array of shape (q, {d}). Got {safe_repr(value)}.")
+        corners.append(arr)
+    lo, hi = corners
+    if lo.shape != hi.shape:
+        raise ParameterError(f"cell_box_query needs as many lower as upper corners; got {lo.shape[0]} and "
+                             f"{hi.shape[0]}.")
+    limit = np.asarray(shape, dtype=np.float64)
+    if np.any(lo < 0) or np.any(hi > limit) or np.any(lo > hi):
+        raise DomainError(f"Cell boxes must satisfy 0 <= lower <= upper <= {list(shape)} in every dimension "
+                          f"(half-open [lower, upper) in cell indices). Got lower={safe_repr(lower)}, "
+                          f"upper={safe_repr(upper)}.")
+    return lo.astype(np.int64), hi.astype(np.int64)

@@ -9,9 +9,11 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 
+from .._public import float_array, safe_repr
 from ..domain import BinDomain, Grid
 from ..errors import DomainError, ParameterError
 from ._base import EstimatesView, FrozenRelease, confidence_bounds, noise_radius, normal_quantile
+from ._checks import check_axes, check_flag
 from ._format import estimates_table, html_params
 from ._frozen import stored_fields
 
@@ -194,10 +196,11 @@ class Histogram(FrozenRelease, EstimatesView):
         normal_quantile(confidence_level)  # validate the public argument before any work
         dim = self._bin_domain()
         if high is None:
-            pairs = np.asarray(low, dtype=object)
-            if pairs.ndim != 2 or pairs.shape[1] != 2:
-                raise ParameterError(f"range_query takes (low, high) or a list of (low, high) pairs. Got {low!r}.")
-            lows, highs = pairs[:, 0].astype(np.float64), pairs[:, 1].astype(np.float64)
+            pairs = None if isinstance(low, (str, bytes)) else float_array(low)
+            if pairs is None or pairs.ndim != 2 or pairs.shape[1] != 2:
+                raise ParameterError(f"range_query takes (low, high) or a list of (low, high) pairs of numbers. "
+                                     f"Got {safe_repr(low)}.")
+            lows, highs = pairs[:, 0], pairs[:, 1]
             i, j = dim.align(lows, highs)
             est, var = self._range_stats(i, j)
             std = np.sqrt(var)
@@ -205,7 +208,12 @@ class Histogram(FrozenRelease, EstimatesView):
             lower, upper = confidence_bounds(est, std, confidence_level, radius=radius)
             return pd.DataFrame({"low": dim.edges[i], "high": dim.edges[j], "estimate": est,
                                  "std_error": std, "lower": lower, "upper": upper})
-        i, j = dim.align(low, high)
+        bounds = [None if isinstance(v, (str, bytes)) else float_array(v) for v in (low, high)]
+        if any(v is None or v.ndim != 0 for v in bounds):
+            raise ParameterError(f"range_query(low, high) takes two numbers, the bin edges that start and end the "
+                                 f"range (for several ranges pass one list of (low, high) pairs). Got "
+                                 f"low={safe_repr(low)}, high={safe_repr(high)}.")
+        i, j = dim.align(bounds[0], bounds[1])
         est, var = self._range_stats(i, j)
         noise, terms = self._ranges_noise(i, j)
         return RangeAnswer(float(dim.edges[i[0]]), float(dim.edges[j[0]]), float(est[0]),
@@ -310,6 +318,9 @@ class Histogram(FrozenRelease, EstimatesView):
         """
         from ._plot import plot_grid
 
+        check_axes(ax, f"{type(self).__name__}.plot()")
+        normal_quantile(confidence_level)
+        density = check_flag(density, "density", f"{type(self).__name__}.plot()")
         return plot_grid(self, ax, confidence_level=confidence_level, density=density, **kwargs)
 
     def _summary_rows(self, n: int = 10) -> pd.DataFrame:

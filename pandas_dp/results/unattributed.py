@@ -11,6 +11,7 @@ import pandas as pd
 
 from .._optional import import_optional
 from ._base import EstimatesView, FrozenRelease
+from ._checks import check_axes
 from ._format import estimates_table, html_params
 from ._frozen import stored_fields
 
@@ -99,6 +100,7 @@ class UnattributedHistogram(FrozenRelease, EstimatesView):
         plt = import_optional("matplotlib.pyplot", extra="plot", purpose="UnattributedHistogram.plot()")
         from ._plot import readable_numbers
 
+        check_axes(ax, "UnattributedHistogram.plot()")
         ci = self.confidence_interval(confidence_level)
         counts = self.counts
         if ax is None:
