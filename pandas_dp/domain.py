@@ -159,7 +159,7 @@ class CategoryDomain:
             warnings.simplefilter("ignore")
             try:
                 return np.asarray(self.categories.get_indexer(pd.Index(values)), dtype=np.int64)
-            except (TypeError, ValueError):
+            except Exception:  # noqa: BLE001 - a private value's own __hash__/__eq__ may raise anything
                 # An unhashable value (a list, a dict...) in an object column: it matches no label.
                 arr = np.asarray(pd.Series(values, dtype=object).to_numpy(), dtype=object)
                 ok = np.frompyfunc(_hashable, 1, 1)(arr).astype(bool) if arr.size else np.zeros(0, bool)
@@ -323,6 +323,10 @@ def _is_sequence(v: Any) -> bool:
     return hasattr(v, "__iter__") and not isinstance(v, (str, bytes))
 
 
+def _is_dtype_keyword(v: Any) -> bool:
+    return isinstance(v, str) and str.__str__(v) == "dtype"  # a str subclass's own __eq__ is not called
+
+
 def _is_bins_spec(v: Any) -> bool:
     return isinstance(v, (int, np.integer)) or _is_sequence(v)
 
@@ -424,11 +428,11 @@ def make_grid(frame: pd.DataFrame, columns: Sequence[str], *, bins: Any = None, 
     bins_per = _per_column(bins, columns, "bins", _is_bins_spec)
     range_per = _per_column(range, columns, "range", _is_sequence)
     cats_per = _per_column(categories, columns, "categories",
-                           lambda v: (isinstance(v, str) and v == "dtype") or _is_sequence(v))
+                           lambda v: _is_dtype_keyword(v) or _is_sequence(v))
     dims: list[Dimension] = []
     for column, b, r, c in zip(columns, bins_per, range_per, cats_per):
         categorical = _is_categorical(frame[column])
-        if isinstance(c, str) and c == "dtype":
+        if _is_dtype_keyword(c):
             if b is not None or r is not None:
                 raise ParameterError(f"Column {column!r}: pass either categories= or bins=/range=, not both.")
             if not categorical:

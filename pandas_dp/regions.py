@@ -96,8 +96,14 @@ class RegionTree:
         return np.bincount(self.group_leaf, minlength=len(self.regions[-1])).astype(np.int64)
 
 
+def _plain(label: Any) -> Any:
+    """A str subclass as a plain str (its own ``__eq__``/``__hash__`` are never called); other labels as given."""
+    return str.__str__(label) if isinstance(label, str) else label
+
+
 def _levels(location: Any, hierarchy: pd.DataFrame | None) -> list[str]:
     if isinstance(location, str):
+        location = _plain(location)
         if hierarchy is not None:
             cols = list(hierarchy.columns)
             if not cols or cols[-1] != location:
@@ -108,9 +114,10 @@ def _levels(location: Any, hierarchy: pd.DataFrame | None) -> list[str]:
             return cols
         return [location]
     if isinstance(location, (list, tuple)) and location and all(isinstance(c, str) for c in location):
+        location = [_plain(c) for c in location]
         if len(set(location)) != len(location):
-            raise ParameterError(f"The 'location' parameter repeats a column: {list(location)}.")
-        return list(location)
+            raise ParameterError(f"The 'location' parameter repeats a column: {location}.")
+        return location
     raise ParameterError(
         f"The 'location' parameter must be a column name (the leaf region, with hierarchy=) or a list of "
         f"column names coarse to fine, e.g. ['state', 'county']. Got {safe_repr(location)}.")
@@ -207,8 +214,12 @@ def region_tree(columns: Sequence[Any], group: str | None, location: Any, *,
     except Exception as err:  # noqa: BLE001 - not an iterable of labels
         raise ParameterError(f"The 'columns' argument must be the frame's column names. Got "
                              f"{safe_repr(columns)}.") from err
+    group = _plain(group)
     _check_columns(cols, group, groups, hierarchy)
     levels = _levels(location, hierarchy)
+    if group is not None and group in levels:
+        raise ParameterError(f"The group column {group!r} is also a location column {levels}; location columns "
+                             f"name the regions the groups live in. Remove it from 'location'.")
     leaf = levels[-1]
     if ROOT in levels:
         raise ParameterError(f"{ROOT!r} is reserved for the root level; rename that location column.")
