@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Callable, Literal
 
+import numpy as np
 import pandas as pd
 
 from ..algorithms.count_of_counts import (SENSITIVITY, Runs, consistent_group_totals, estimate_level,
@@ -59,7 +60,8 @@ MAX_GROUPS = MAX_CELLS
 def _check_max_size(max_size: Any, name: str = "max_size") -> int | None:
     if max_size is None:
         return None
-    if isinstance(max_size, bool) or not isinstance(max_size, numbers.Integral) or int(max_size) < 1:
+    if isinstance(max_size, (bool, np.bool_, np.timedelta64)) or not isinstance(max_size, numbers.Integral) \
+            or int(max_size) < 1:
         raise ParameterError(f"The 'max_size' parameter must be a positive integer (a public upper bound on "
                              f"the group size) or None to estimate it privately. Got {safe_repr(max_size)}.")
     if int(max_size) > MAX_SIZE_LIMIT:
@@ -258,6 +260,6 @@ def count_of_counts(frame: pd.DataFrame, group: str, location: Any, *, epsilon: 
         )
 
     return run(frame, Release(
-        loss=loss, method=f"count_of_counts:{plan.method}", columns=[group, *tree.level_names[1:]], params=params,
+        loss=loss, method=f"count_of_counts:{plan.method}", columns=[tree.group, *tree.level_names[1:]], params=params,
         count=lambda engine: engine.count_groups(frame, tree),  # type: ignore[attr-defined]
         mechanism=mechanism))

@@ -153,7 +153,7 @@ def range_query(frame: pd.DataFrame, column: Any, ranges: Any, *, bins: Any = No
     bin edges, method knobs) is validated before the single charge.
     """
     if isinstance(column, (list, tuple)):
-        raise ParameterError(f"range_query answers 1-D ranges of one column; got columns {list(column)}. "
+        raise ParameterError(f"range_query answers 1-D ranges of one column; got columns {safe_repr(list(column))}. "
                              f"Pass a single column name.")
     cols = check_columns(frame, column, name="column")
     loss = privacy_loss(epsilon, rho)

@@ -72,7 +72,9 @@ class Integer(Constraint):
     hint: str = ""
 
     def check(self, value: Any, name: str) -> int:
-        bad = isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral) or value < self.low \
+        # np.timedelta64 registers as an Integral (it subclasses np.signedinteger) but is a duration.
+        bad = isinstance(value, (bool, np.bool_, np.timedelta64)) or not isinstance(value, numbers.Integral) \
+            or value < self.low \
             or (self.high is not None and value > self.high)
         if bad:
             span = f">= {self.low}" if self.high is None else f"in [{self.low}, {self.high}]"
@@ -94,7 +96,7 @@ class Real(Constraint):
     allow_inf: bool = False
 
     def check(self, value: Any, name: str) -> float | Fraction:
-        if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        if isinstance(value, (bool, np.bool_, np.timedelta64)) or not isinstance(value, numbers.Real):
             raise ParameterError(f"The '{name}' parameter must be a number. Got {safe_repr(value)}.")
         try:
             v = float(value)

@@ -44,7 +44,8 @@ def check_flag(value: Any, name: str, purpose: str) -> bool:
 
 def check_count(value: Any, name: str, purpose: str, *, low: int = 0, high: int | None = None) -> int:
     """An integer (not a bool) in ``[low, high]``."""
-    ok = not isinstance(value, (bool, np.bool_)) and isinstance(value, numbers.Integral)
+    # np.timedelta64 registers as an Integral (it subclasses np.signedinteger) but is a duration.
+    ok = not isinstance(value, (bool, np.bool_, np.timedelta64)) and isinstance(value, numbers.Integral)
     if ok:
         ok = int(value) >= low and (high is None or int(value) <= high)  # type: ignore[arg-type]
     if not ok:

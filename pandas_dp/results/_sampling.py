@@ -44,7 +44,7 @@ def cell_counts(estimates: Any) -> np.ndarray:
 def _check_n(n: Any) -> int | None:
     if n is None:
         return None
-    if isinstance(n, (bool, np.bool_)) or not isinstance(n, numbers.Integral) or n < 0:
+    if isinstance(n, (bool, np.bool_, np.timedelta64)) or not isinstance(n, numbers.Integral) or n < 0:
         raise ParameterError(f"The 'n' parameter of sample() must be a non-negative integer or None "
                              f"(None: the released total). Got {safe_repr(n)}.")
     return check_count(n, "n", "sample()", high=MAX_SAMPLE_ROWS)

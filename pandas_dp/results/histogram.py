@@ -321,7 +321,7 @@ class Histogram(FrozenRelease, EstimatesView):
         check_axes(ax, f"{type(self).__name__}.plot()")
         normal_quantile(confidence_level)
         density = check_flag(density, "density", f"{type(self).__name__}.plot()")
-        return plot_grid(self, ax, confidence_level=confidence_level, density=density, **kwargs)
+        return plot_grid(self, ax, confidence_level=float(confidence_level), density=density, **kwargs)
 
     def _summary_rows(self, n: int = 10) -> pd.DataFrame:
         """The first ``n`` rows of :meth:`to_frame` for reading (labels and numbers formatted)."""

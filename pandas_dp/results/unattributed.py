@@ -102,6 +102,7 @@ class UnattributedHistogram(FrozenRelease, EstimatesView):
 
         check_axes(ax, "UnattributedHistogram.plot()")
         ci = self.confidence_interval(confidence_level)
+        confidence_level = float(confidence_level)  # validated: a plain float for the label
         counts = self.counts
         if ax is None:
             _, ax = plt.subplots(figsize=(8, 4))
