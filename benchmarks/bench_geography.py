@@ -1,23 +1,28 @@
-"""Tables by geography: speed of the algorithm part and accuracy of the consistency step.
+"""Tables by geography: end-to-end speed of ``df.dp.histogram(..., by=, hierarchy=)`` and accuracy of consistency.
 
 A synthetic population (default 10^7 persons, nation > 50 states > 3,000
-counties, age 0-99 x sex = 200 cells per region, about 610k released cells)
-is tabulated once, then :func:`pandas_dp.algorithms.geography.release_geography`
-runs on the exact tables:
+counties, age 0-99 x sex = 200 cells per region, about 610k released cells):
 
-* **speed**: best wall time of the algorithm part (noise on the three levels,
-  exact GLS, non-negative projection, controlled rounding), each step and in
-  total, with its peak traced memory, next to the plain pandas
-  ``groupby([...]).size()`` at all three levels on the same frame (the
-  pandas/Dask end-to-end release is timed by the release benchmark);
+* **end to end** (``--no-end-to-end`` skips it): best wall time and peak
+  traced memory of the public release
+  ``persons.dp.histogram(["age", "sex"], ..., by=["state", "county"],
+  hierarchy=regions, epsilon=1)`` (secure noise, exact GLS; and with
+  ``integer=True``), next to the plain pandas ``groupby([...]).size()`` at
+  all three levels on the same frame, in the same run; then the same release
+  on a Dask frame read from Parquet (``--no-dask`` skips it), checked equal
+  to the pandas release for one seed;
+* **algorithm part** (``--no-speed`` skips it): each step of
+  :func:`pandas_dp.algorithms.geography.release_geography` on the exact tables;
 * **accuracy** (epsilon split equally over the three levels, ``--trials``
-  releases): per level, the RMSE and mean absolute error per cell against the
-  truth, and the county-sum-to-state (and state-sum-to-nation) discrepancy of
-  the published tables, for the noisy tables without consistency, GLS,
-  GLS + non-negative, GLS + integer (controlled rounding), and for each level
-  released on its own with the whole epsilon (three such releases would cost
-  three times the budget).  ``exact`` is the RMSE predicted by the GLS
-  variances.
+  releases), on the synthetic population and on the bundled census
+  (:mod:`pandas_dp.data`: its persons by state and county, the households
+  table's geography): per level, the RMSE and mean absolute error per cell
+  against the truth, and the county-sum-to-state (and state-sum-to-nation)
+  discrepancy of the published tables, for the noisy tables without
+  consistency, GLS, GLS + non-negative, GLS + integer (controlled rounding),
+  and for each level released on its own with the whole epsilon (three such
+  releases would cost three times the budget).  ``exact`` is the RMSE
+  predicted by the GLS variances.
 
 Pure epsilon (``PureDP``) always; zCDP (``ZCDP``, rho = epsilon^2 / 2) when
 the discrete Gaussian sampler ``pandas_dp._discrete_gaussian`` exists.
@@ -29,12 +34,15 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import tempfile
 import time
 from fractions import Fraction
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+import pandas_dp as pdp
 from benchmarks._timing import best_of, traced_peak
 from pandas_dp.algorithms.controlled_rounding import controlled_round
 from pandas_dp.algorithms.geography import release_geography
@@ -146,6 +154,63 @@ def speed(persons: pd.DataFrame, truth: list[np.ndarray], parents: list, repeat:
         print(f"  {label:30s} {t:8.3f} s   peak {traced_peak(run):7.1f} MiB (traced){ratio}")
 
 
+def public_regions(county_state: np.ndarray) -> pd.DataFrame:
+    """The public region table of the synthetic population: one row per county with its state."""
+    return pd.DataFrame({"state": county_state.astype(np.int16), "county": np.arange(county_state.size, dtype=np.int16)})
+
+
+def by_geography(frame, regions: pd.DataFrame, rng=None, **kwargs):
+    """The public release: age x sex for the nation, every state and every county, consistent."""
+    return frame.dp.histogram(["age", "sex"], bins={"age": AGES, "sex": SEXES},
+                              range={"age": (0, AGES), "sex": (0, SEXES)}, by=["state", "county"],
+                              hierarchy=regions, epsilon=1.0, rng=rng, **kwargs)
+
+
+def end_to_end(persons: pd.DataFrame, county_state: np.ndarray, repeat: int, dask: bool) -> None:
+    """The public release (pandas, then Dask on Parquet) against pandas groupby sizes at all three levels."""
+    regions = public_regions(county_state)
+    print(f"\nEnd to end: {len(persons):,} persons, release of {(1 + len(np.unique(county_state)) + county_state.size) * AGES * SEXES:,} "
+          f"cells (best of {repeat}; shared machine, timings are noisy)")
+    with pdp.budget(epsilon=10**9):
+        base = best_of(lambda: pandas_groupby_sizes(persons), repeat)
+        base_peak = traced_peak(lambda: pandas_groupby_sizes(persons))
+        print(f"  {'pandas groupby sizes x3':34s} {base:8.3f} s   peak {base_peak:7.1f} MiB (traced)")
+        for label, kwargs in (("release, GLS", {}), ("release, GLS + integer", {"integer": True})):
+            t = best_of(lambda: by_geography(persons, regions, **kwargs), repeat)
+            peak = traced_peak(lambda: by_geography(persons, regions, **kwargs))
+            print(f"  {label:34s} {t:8.3f} s   peak {peak:7.1f} MiB (traced)  = {t / base:.2f}x time, "
+                  f"{peak / base_peak:.2f}x memory of pandas")
+        if not dask:
+            return
+        import dask.dataframe as dd
+
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "persons.parquet"
+            persons.to_parquet(path, row_group_size=1 << 20, index=False)
+            frame = dd.read_parquet(path, split_row_groups=True)
+            t = best_of(lambda: by_geography(frame, regions), repeat)
+            same = (by_geography(frame, regions, rng=np.random.default_rng(0))
+                    == by_geography(persons, regions, rng=np.random.default_rng(0)))
+            print(f"  {'Dask on Parquet (%d partitions)' % frame.npartitions:34s} {t:8.3f} s   "
+                  f"= {t / base:.2f}x pandas groupby; equal to the pandas release: {same}")
+
+
+def census_truth() -> tuple[list[np.ndarray], list]:
+    """Exact age x sex tables of the bundled census by nation, state and county (its public geography)."""
+    from pandas_dp.data import load_households, load_persons
+    from pandas_dp.domain import make_grid
+    from pandas_dp.engines.region_counts import region_bin_counts
+    from pandas_dp.regions import region_tree
+
+    persons = load_persons()
+    persons["sex"] = (persons["sex"] == "M").astype(np.int8)
+    regions = load_households()[["state", "county"]].drop_duplicates()
+    tree = region_tree(persons.columns, None, ["state", "county"], hierarchy=regions)
+    grid = make_grid(persons, ["age", "sex"], bins={"age": AGES, "sex": SEXES},
+                     range={"age": (0, AGES), "sex": (0, SEXES)})
+    return region_bin_counts(persons, tree, grid), [None, *tree.parents[1:]]
+
+
 def level_errors(est: list[np.ndarray], truth: list[np.ndarray], lay: RegionLayout) -> dict:
     out = {}
     for lvl, name in enumerate(("nation", "state", "county")):
@@ -171,6 +236,8 @@ def accuracy(truth: list[np.ndarray], parents: list, whole: PrivacyLoss, trials:
         nn = nonnegative_regions(inf)
         runs = {"noisy, no consistency": list(gls.noisy), "GLS": list(gls.estimates),
                 "GLS + non-negative": list(nn), "GLS + integer": list(controlled_round(nn, lay))}
+        leaf_only = release_geography([None, None, truth[2]], parents, level_losses=(None, None, whole), rng=rng)
+        runs["GLS, level_weights 0:0:1 (counties only)"] = list(leaf_only.estimates)
         noise = whole.noise()
         runs["each level alone, whole budget"] = [noise.add(t, rng) for t in truth]
         for name, est in runs.items():
@@ -192,7 +259,9 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=5, help="releases averaged per accuracy figure")
     parser.add_argument("--repeat", type=int, default=3, help="timing repeats (best is reported)")
     parser.add_argument("--no-baseline", action="store_true", help="skip the pandas groupby timing")
-    parser.add_argument("--no-speed", action="store_true")
+    parser.add_argument("--no-speed", action="store_true", help="skip the algorithm-part timing")
+    parser.add_argument("--no-end-to-end", action="store_true", help="skip the public release timing")
+    parser.add_argument("--no-dask", action="store_true", help="skip the Dask-on-Parquet run")
     parser.add_argument("--no-accuracy", action="store_true")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
@@ -203,6 +272,8 @@ def main() -> None:
     print(f"population: {len(persons):,} persons, {args.states} states, {args.counties} counties, "
           f"{AGES * SEXES} cells; county sizes median {int(np.median(truth[2].sum(axis=1))):,}, "
           f"max {int(truth[2].sum(axis=1).max()):,}; built in {time.perf_counter() - start:.1f} s")
+    if not args.no_end_to_end:
+        end_to_end(persons, county_state, args.repeat, not args.no_dask)
     if not args.no_speed:
         speed(persons, truth, parents, args.repeat, not args.no_baseline)
     if args.no_accuracy:
@@ -216,11 +287,15 @@ def main() -> None:
             rho = Fraction(eps).limit_denominator(10**6) ** 2 / 2
             measures.append((f"rho={float(rho):g}", ZCDP(rho)))
     pd.set_option("display.width", 200)
-    for label, whole in measures:
-        frame = accuracy(truth, parents, whole, args.trials, args.seed + 1)
-        print(f"\nAccuracy, {label} split equally over 3 levels, mean of {args.trials} releases "
-              f"(errors per cell; discrepancy = mean |sum of children - parent| per cell):")
-        print(frame.to_string(float_format=lambda v: f"{v:.3f}", na_rep="-"))
+    census, census_parents = census_truth()
+    datasets = [("synthetic", truth, parents), ("bundled census (9,785 persons, 5 states, 30 counties)", census,
+                                                census_parents)]
+    for name, exact, tree in datasets:
+        for label, whole in measures:
+            frame = accuracy(exact, tree, whole, args.trials, args.seed + 1)
+            print(f"\nAccuracy on the {name} population, {label} split equally over 3 levels, mean of "
+                  f"{args.trials} releases (errors per cell; discrepancy = mean |sum of children - parent| per cell):")
+            print(frame.to_string(float_format=lambda v: f"{v:.3f}", na_rep="-"))
     if not has_gaussian:
         print("\nzCDP skipped: pandas_dp._discrete_gaussian is not in this tree yet.")
     print(f"\n({time.perf_counter() - start:.0f} s)")

@@ -22,6 +22,7 @@ from .errors import (
     PandasDPError,
     LedgerError,
     ParameterError,
+    GroupbyReleaseWarning,
     SchemaError,
 )
 from .ledger import Ledger
@@ -29,6 +30,8 @@ from .results import Histogram, RangeAnswer
 from .results.count_of_counts import CountOfCounts
 from .results.unattributed import UnattributedHistogram
 from .results.data_dependent import AHPHistogram, DPCubeHistogram
+from .results.geography import GeographyHistogram
+from .results.adaptive import DAWAHistogram, GridHistogram
 from .results.hierarchical import HierarchicalHistogram
 
 from ._dask_hook import install as _install_dask_accessor
@@ -65,7 +68,10 @@ __all__ = [
     "UnattributedHistogram",
     "AHPHistogram",
     "DPCubeHistogram",
+    "DAWAHistogram",
+    "GridHistogram",
     "HierarchicalHistogram",
+    "GeographyHistogram",
     "schema",
     "PandasDPError",
     "BudgetError",
@@ -74,5 +80,6 @@ __all__ = [
     "DomainError",
     "SchemaError",
     "ParameterError",
+    "GroupbyReleaseWarning",
     "LedgerError",
 ]

@@ -12,9 +12,12 @@ import numpy as np
 import pandas as pd
 
 
-def _show(title: str, frame: pd.DataFrame) -> None:
+def _show(title: str, frame: pd.DataFrame, note: str = "") -> None:
     print(f"\n== {title}")
-    print(frame.to_string(float_format=lambda v: f"{v:,.1f}"))
+    if note:
+        print(f"   {note}")
+    print(frame.to_string(float_format=lambda v: f"{v:,.1f}", formatters={
+        c: (lambda v: f"{v:,}") for c in frame.columns if pd.api.types.is_integer_dtype(frame[c])}))
 
 
 def demo(seed: int | None = None, *, ledger: str | None = None) -> int:
@@ -43,7 +46,8 @@ def _demo(seed: int | None, ledger_path: str, ledger_label: str) -> int:
         ages = persons.dp.histogram("age", bins=range(0, 101, 10), epsilon=0.2, rng=rng)
         frame = ages.to_frame()
         frame["± 95%"] = 1.96 * frame["std_error"]
-        _show("Persons by age (identity, ε = 0.2)", frame[["estimate", "± 95%"]])
+        _show("Persons by age (identity, ε = 0.2)", frame[["estimate", "± 95%"]],
+              "identity: every bin's true count plus its own discrete Laplace noise of scale 1/ε.")
         working = ages.range_query(20, 70)
         lo, hi = working.confidence_interval(0.95)
         print(f"\nPersons aged [20, 70): {working.estimate:,.0f} (95% CI {lo:,.0f} .. {hi:,.0f}), "
@@ -52,14 +56,18 @@ def _demo(seed: int | None, ledger_path: str, ledger_label: str) -> int:
         states = persons.dp.histogram("state", categories="dtype", epsilon=0.1, rng=rng)
         frame = states.to_frame()
         frame["± 95%"] = 1.96 * frame["std_error"]
-        _show("Persons by state (public categories, ε = 0.1)", frame[["estimate", "± 95%"]])
+        _show("Persons by state (public categories, ε = 0.1)", frame[["estimate", "± 95%"]],
+              "the state labels come from the column's categorical dtype, a public codebook, never from the rows.")
 
         income = persons.dp.hierarchical_histogram("income", bins=256, range=(0, 512_000), epsilon=0.3,
-                                                   rng=rng)
+                                                   integer=True, rng=rng)
         answers = income.range_query([(0, 20_000), (20_000, 50_000), (50_000, 100_000), (100_000, 512_000)])
         answers["± 95%"] = 1.96 * answers["std_error"]
-        _show(f"Adults by income band (hierarchical, b = {income.branching}, height {income.height}, ε = 0.3; "
-              f"exact std errors)", answers[["low", "high", "estimate", "± 95%"]])
+        _show(f"Adults by income band (hierarchical, b = {income.branching}, height {income.height}, ε = 0.3)",
+              answers[["low", "high", "estimate", "± 95%"]].astype({"low": "int64", "high": "int64"}),
+              f"hierarchical: noisy counts of a tree over the 256 bins, each node with b = {income.branching} "
+              f"children, {income.height} levels below the total,\n   made consistent; a range adds a few nodes, "
+              f"not many bins. integer=True: whole, non-negative counts that still add up.")
 
         households = load_households()
         sizes = persons.dp.count_of_counts(group="household_id", location=["state", "county"], epsilon=0.4,
@@ -67,8 +75,11 @@ def _demo(seed: int | None, ledger_path: str, ledger_label: str) -> int:
         table = pd.DataFrame({"national": sizes.at("national")})
         for state in households["state"].cat.categories[:3]:
             table[state] = sizes.at("state", state)
-        _show("Households by size (count-of-counts over nation > state > county, ε = 0.4; consistent, "
-              "integral, matches the public household counts)", table.fillna(0).astype("int64"))
+        _show("Households by size (count-of-counts over nation > state > county, ε = 0.4)",
+              table.fillna(0).astype("int64"),
+              "how many households have 0, 1, 2, ... persons; consistent across levels and equal to the public "
+              "household counts.\n   Size 0: households on the public list with no person in the data "
+              "(vacant). Sizes missing from the table have no household.")
 
     _show("Budget ledger", budget.ledger[["id", "method", "columns", "epsilon", "status"]])
     print(f"\nSpent ε = {budget.spent:g} of {budget.epsilon:g}; remaining {budget.remaining:g}.")

@@ -24,6 +24,7 @@ from .releases.registry import ENTRIES
 from .releases.unattributed import unattributed_histogram as _unattributed_histogram
 from .results.hierarchical import HierarchicalHistogram
 from .results.count_of_counts import CountOfCounts
+from .results.geography import GeographyHistogram
 from .results.histogram import Histogram
 from .results.unattributed import UnattributedHistogram
 
@@ -44,8 +45,12 @@ class DPAccessorBase:
     def histogram(self, columns: Any, *, bins: Any = None, range: Any = None, categories: Any = None,
                   epsilon: float | None = None, rho: float | None = None,
                   method: HistogramMethodName = "identity", rng: Any = None,
-                  nonnegative: bool = False, **method_params: Any) -> Histogram:
-        """Release a differentially private histogram of one or more columns.
+                  nonnegative: bool = False, privacy_unit: Any = None, max_rows: int | str | None = None,
+                  max_cells: int | None = None, max_rows_per_cell: int | None = None,
+                  by: str | list[str] | None = None, hierarchy: pd.DataFrame | None = None,
+                  by_categories: Any = None, level_weights: Any = None, integer: bool | None = None,
+                  **method_params: Any) -> Histogram | GeographyHistogram:
+        """Release a differentially private histogram of one or more columns (per region with ``by=``).
 
         Parameters
         ----------
@@ -79,6 +84,41 @@ class DPAccessorBase:
             cryptographically secure source (use it in production).
         nonnegative : bool
             Clip negative estimates at 0 (post-processing; error bars become noise-only).
+            With ``by=``: non-negative tables that stay consistent (top-down projection).
+        privacy_unit : column label, optional
+            The column identifying each person (rider, customer, household): neighbouring
+            frames then differ by all the rows of one unit. Default: one row is one unit.
+        max_rows : int or "auto", optional
+            With ``privacy_unit``: keep at most this many rows per unit, chosen at random
+            (``"auto"`` chooses it privately with 5% of the loss).
+        max_cells, max_rows_per_cell : int, optional
+            With ``privacy_unit``, instead of ``max_rows``: at most ``max_cells`` distinct cells
+            per unit and ``max_rows_per_cell`` rows in each (L1 ``c r``, L2 ``sqrt(c) r``).
+        by : str or list of str, optional
+            Geography columns of the frame, coarse to fine (``["state", "county"]``):
+            release one histogram for every region of every level, from ``"national"``
+            (all rows) down to the finest column, consistent (each parent's histogram is
+            the sum of its children's in every cell, exact GLS across the geography).
+            Returns a :class:`~pandas_dp.results.geography.GeographyHistogram`. Only
+            ``method="identity"`` (a flat table per region).
+        hierarchy : DataFrame, optional
+            With ``by``: the public region table, one column per ``by`` level, one row per
+            finest region (validated loudly with pandera before anything is read). Regions
+            never come from the data: a row whose region is not in it, is missing, or whose
+            coarser columns disagree with it is out of domain and dropped, silently.
+        by_categories : list, optional
+            With one ``by`` column instead of ``hierarchy``: every group label (the flat
+            case: one table per group, parallel composition, the whole loss on the groups;
+            the national table is their sum).
+        level_weights : list or dict, optional
+            With ``by``: each level's share of the loss (``"national"`` first, or a dict
+            keyed by level; 0 leaves a level unmeasured, the finest must be positive).
+            Levels compose sequentially, the regions of a level in parallel. Default:
+            uniform (``by_categories``: all on the groups).
+        integer : bool, optional
+            With ``by``: non-negative integer tables, still consistent (controlled rounding,
+            each value the floor or ceiling of its non-negative estimate). Also a knob of
+            ``method="hierarchical"``.
         **method_params
             Knobs of the chosen method (see its documentation): ``ahp``:
             ``epsilon_split``, ``eta``, ``clustering``; ``dpcube``: ``epsilon_split``,
@@ -87,7 +127,10 @@ class DPAccessorBase:
 
         Returns
         -------
-        Histogram
+        Histogram or GeographyHistogram
+            A ``GeographyHistogram`` with ``by=``: ``counts`` indexed by
+            ``(level, region, *cells)``, ``at(level, region)``, tidy ``to_frame()``,
+            ``range_query(..., level=, region=)``, ``plot()``, ``sample()``.
 
         Raises
         ------
@@ -116,9 +159,26 @@ class DPAccessorBase:
         ...                         rng=np.random.default_rng(0))
         >>> h.counts.index[0]
         Interval(0.0, 20.0, closed='left')
+
+        One consistent table per region of a public geography:
+
+        >>> from pandas_dp.data import load_persons, load_households
+        >>> persons = load_persons()
+        >>> regions = load_households()[["state", "county"]].drop_duplicates()
+        >>> with pdp.budget(epsilon=1.0):
+        ...     t = persons.dp.histogram("sex", categories=["F", "M"], by=["state", "county"],
+        ...                              hierarchy=regions, epsilon=1.0, integer=True,
+        ...                              rng=np.random.default_rng(0))
+        >>> t.levels
+        ('national', 'state', 'county')
+        >>> bool((t.at("state").groupby("sex", observed=True).sum() == t.at("national")).all())
+        True
         """
         return _histogram(self._frame(), columns, bins=bins, range=range, categories=categories,
                           epsilon=epsilon, rho=rho, method=method, rng=rng, nonnegative=nonnegative,
+                          privacy_unit=privacy_unit, max_rows=max_rows, max_cells=max_cells,
+                          max_rows_per_cell=max_rows_per_cell, by=by, hierarchy=hierarchy,
+                          by_categories=by_categories, level_weights=level_weights, integer=integer,
                           **method_params)
 
 
@@ -127,7 +187,7 @@ class DPAccessorBase:
                         hierarchy: pd.DataFrame | None = None, max_size: int | None = None,
                         method: Literal["hc", "hg", "naive"] = "hc",
                         merge: Literal["weighted", "average"] = "weighted", rng: Any = None,
-                        progress: bool | None = None) -> CountOfCounts:
+                        progress: bool | None = None, privacy_unit: str | None = None) -> CountOfCounts:
         """Release consistent count-of-counts histograms for every region of a hierarchy.
 
         For every region and size ``i``: how many groups (households) have ``i``
@@ -163,6 +223,11 @@ class DPAccessorBase:
             Reproducible experiments only; ``None`` uses secure randomness.
         progress : bool, optional
             Progress bar (tqdm) — by default only on a terminal.
+        privacy_unit : {"person", "group"}, optional
+            ``"person"`` (default, Kuo et al.): neighbours differ by one row of this frame.
+            ``"group"``: household-level privacy, neighbours differ by one whole group and its
+            persons; needs a public ``max_size`` (groups larger keep ``max_size`` persons), and
+            the noise grows with it (``hc``: sensitivity ``max_size`` per level).
 
         Returns
         -------
@@ -191,10 +256,12 @@ class DPAccessorBase:
         """
         return _count_of_counts(self._frame(), group, location, epsilon=epsilon, rho=rho, groups=groups,
                                 hierarchy=hierarchy, max_size=max_size, method=method, merge=merge,
-                                rng=rng, progress=progress)
+                                rng=rng, progress=progress, privacy_unit=privacy_unit)
 
     def unattributed_histogram(self, group: str, *, epsilon: float | None = None, rho: float | None = None,
-                               groups: Any = None, rng: Any = None) -> UnattributedHistogram:
+                               groups: Any = None, rng: Any = None, privacy_unit: Any = None,
+                               max_rows: int | None = None, max_cells: int | None = None,
+                               max_rows_per_cell: int | None = None) -> UnattributedHistogram:
         """Release the sorted number of rows per group (Hay et al.'s S-bar), e.g. a degree sequence.
 
         Parameters
@@ -210,6 +277,10 @@ class DPAccessorBase:
             1/10 of ``epsilon``.
         rng : numpy.random.Generator, optional
             Reproducible experiments only.
+        privacy_unit, max_rows, max_cells, max_rows_per_cell : optional
+            A privacy unit and its public bounds, as for :meth:`histogram` (``max_rows`` must be
+            a number here); the unit may be the group column itself (node-level privacy of a
+            degree sequence).
 
         Returns
         -------
@@ -226,7 +297,9 @@ class DPAccessorBase:
         >>> len(u.counts)
         4
         """
-        return _unattributed_histogram(self._frame(), group, epsilon=epsilon, rho=rho, groups=groups, rng=rng)
+        return _unattributed_histogram(self._frame(), group, epsilon=epsilon, rho=rho, groups=groups, rng=rng,
+                                       privacy_unit=privacy_unit, max_rows=max_rows, max_cells=max_cells,
+                                       max_rows_per_cell=max_rows_per_cell)
 
     def hierarchical_histogram(self, columns: Any, *, bins: Any = None, range: Any = None,
                                categories: Any = None, epsilon: float | None = None, rho: float | None = None,
@@ -234,7 +307,9 @@ class DPAccessorBase:
                                budget_split: Literal["uniform", "geometric", "optimal"] = "uniform",
                                include_root: bool = False, consistent: bool = True,
                                nonnegative: bool = False, integer: bool = False,
-                               rng: Any = None) -> HierarchicalHistogram:
+                               rng: Any = None, privacy_unit: Any = None, max_rows: int | str | None = None,
+                               max_cells: int | None = None,
+                               max_rows_per_cell: int | None = None) -> HierarchicalHistogram:
         """Release a hierarchical histogram: noisy counts on a tree over the bins (H-bar, H_b^c).
 
         Parameters
@@ -263,6 +338,16 @@ class DPAccessorBase:
             Non-negative integer counts on every node, consistent up the tree (controlled
             rounding of the non-negative estimates: each node is the floor or ceiling of its
             real estimate); tables ready to publish. Needs ``consistent=True``.
+        privacy_unit : column label, optional
+            The column identifying each person (rider, customer, household): neighbouring
+            frames then differ by all the rows of one unit. Default: one row is one unit.
+        max_rows : int or "auto", optional
+            With ``privacy_unit``: keep at most this many rows per unit, chosen at random
+            (``"auto"`` chooses it privately with 5% of the loss).
+        max_cells, max_rows_per_cell : int, optional
+            With ``privacy_unit``, instead of ``max_rows``: at most ``max_cells`` distinct cells
+            per unit and ``max_rows_per_cell`` rows in each (L1 ``c r``, L2 ``sqrt(c) r``).
+            Each level of the tree is then calibrated to its own sensitivity under the bounds.
         rng : numpy.random.Generator, optional
             Reproducible experiments only; ``None`` uses secure randomness.
 
@@ -291,12 +376,15 @@ class DPAccessorBase:
                                        categories=categories, epsilon=epsilon, rho=rho, branching=branching,
                                        budget_split=budget_split, include_root=include_root,
                                        consistent=consistent, nonnegative=nonnegative, integer=integer,
-                                       rng=rng)
+                                       rng=rng, privacy_unit=privacy_unit, max_rows=max_rows,
+                                       max_cells=max_cells, max_rows_per_cell=max_rows_per_cell)
 
     def range_query(self, column: Any, ranges: Any, *, bins: Any = None, range: Any = None,
                     categories: Any = None, epsilon: float | None = None, rho: float | None = None,
                     method: str = "auto", rng: Any = None,
-                    nonnegative: bool = False, **method_params: Any) -> pd.DataFrame:
+                    nonnegative: bool = False, privacy_unit: Any = None, max_rows: int | str | None = None,
+                    max_cells: int | None = None, max_rows_per_cell: int | None = None,
+                    **method_params: Any) -> pd.DataFrame:
         """Release the histogram best suited to range queries and answer ``ranges`` from it.
 
         Parameters
@@ -312,7 +400,7 @@ class DPAccessorBase:
         method : {"auto", "hierarchical", "identity", ...}
             ``"auto"`` releases a hierarchical histogram with the best ``b`` when its
             predicted average range variance beats the flat histogram's, else the flat one.
-        rng, nonnegative, **method_params
+        rng, nonnegative, privacy_unit, max_rows, max_cells, max_rows_per_cell, **method_params
             As for :meth:`histogram` / :meth:`hierarchical_histogram`.
 
         Returns
@@ -335,7 +423,8 @@ class DPAccessorBase:
         """
         return _range_query(self._frame(), column, ranges, bins=bins, range=range,
                             categories=categories, epsilon=epsilon, rho=rho, method=method, rng=rng,
-                            nonnegative=nonnegative, **method_params)
+                            nonnegative=nonnegative, privacy_unit=privacy_unit, max_rows=max_rows,
+                            max_cells=max_cells, max_rows_per_cell=max_rows_per_cell, **method_params)
 
 def _series_method(name: str) -> Callable[..., Any]:
     """``Series.dp.<name>``: the DataFrame method with the Series as its column argument."""

@@ -49,10 +49,14 @@ def _text_columns(r: "Release") -> set[str]:
     cols = r.columns()
     if r.method in ("count_of_counts", "unattributed"):
         return set(cols)
+    released = r.args.get("columns")
+    released = [released] if isinstance(released, str) else list(released or [])
+    # every column read but not released is a label: the by= region columns and the privacy unit's identifier
+    labels = {c for c in cols if c not in released}
     cats = r.args.get("categories")
     if cats is None:
-        return set()
-    return {c for c in cols if not isinstance(cats, dict) or c in cats}
+        return labels
+    return labels | {c for c in released if not isinstance(cats, dict) or c in cats}
 
 
 def numeric_columns(r: "Release") -> set[str]:
@@ -97,6 +101,8 @@ def call_release(frame: pd.DataFrame, r: "Release", rng: np.random.Generator | N
     if r.method == "unattributed":
         return frame.dp.unattributed_histogram(a.pop("group"), rng=rng, **a)
     columns = a.pop("columns")
+    if isinstance(a.get("hierarchy"), Path):   # tables by geography: the public region table
+        a["hierarchy"] = read_public_table(a["hierarchy"])
     if r.method == "hierarchical":
         return frame.dp.hierarchical_histogram(columns, rng=rng, **a)
     return frame.dp.histogram(columns, method=r.method, rng=rng, **a)

@@ -123,14 +123,19 @@ class Release:
         return float(self.loss.amount)
 
     def columns(self) -> list[str]:
-        """Columns of the input table the release reads."""
+        """Columns of the input table the release reads (with its privacy unit's column, if any)."""
         if self.method == "count_of_counts":
             loc = self.args["location"]
             return [self.args["group"], *([loc] if isinstance(loc, str) else loc)]
+        unit = self.args.get("privacy_unit")
+        extra = [unit] if isinstance(unit, str) else []
         if self.method == "unattributed":
-            return [self.args["group"]]
+            return list(dict.fromkeys([self.args["group"], *extra]))
         cols = self.args.get("columns")
-        return [cols] if isinstance(cols, str) else list(cols or [])
+        cols = [cols] if isinstance(cols, str) else list(cols or [])
+        by = self.args.get("by")  # tables by geography: the region columns are read too
+        by = [by] if isinstance(by, str) else [c for c in by if isinstance(c, str)] if isinstance(by, list) else []
+        return list(dict.fromkeys([*cols, *by, *extra]))
 
 
 @dataclass
@@ -327,7 +332,7 @@ def load_spec(path: str | Path) -> Spec:
     for r in releases:
         for key in ("groups", "hierarchy"):
             value = r.args.get(key)
-            if r.method == "count_of_counts" and value is not None:
+            if value is not None and (r.method == "count_of_counts" or key == "hierarchy"):
                 if not isinstance(value, str):
                     problems.append(f"[[release]] {r.name!r}: {key!r} must be the path of a public CSV/Parquet "
                                     f"table; got {value!r}.")
@@ -360,15 +365,27 @@ def release_table(result: Any, confidence: float = 0.95) -> pd.DataFrame:
     DataFrame
         Histograms: one row per cell, numeric bins as ``<column>_low`` /
         ``<column>_high``, categories as their label, then ``estimate``,
-        ``variance``, ``std_error``, ``lower``, ``upper``. Count-of-counts:
+        ``variance``, ``std_error``, ``lower``, ``upper``. Tables by geography:
+        ``level, region``, the cells as above, ``estimate, std_error, lower,
+        upper``. Count-of-counts:
         ``level, region, size, groups``. Unattributed: ``rank, estimate,
         variance, std_error, lower, upper``.
     """
     from .domain import BinDomain
-    from .results import CountOfCounts, Histogram
+    from .results import CountOfCounts, GeographyHistogram, Histogram
 
     if isinstance(result, CountOfCounts):
         return result.to_frame().reset_index(drop=True)
+    if isinstance(result, GeographyHistogram):
+        tidy = result.to_frame()
+        for dim in result.domain.dims:
+            if isinstance(dim, BinDomain):   # intervals as two number columns, like a histogram's table
+                where = list(tidy.columns).index(dim.column)
+                bins = pd.arrays.IntervalArray(tidy.pop(dim.column).array)
+                tidy.insert(where, f"{dim.column}_high", np.asarray(bins.right))
+                tidy.insert(where, f"{dim.column}_low", np.asarray(bins.left))
+        bounds = result.confidence_interval(confidence).reset_index(drop=True)
+        return pd.concat([tidy, bounds], axis=1)
     if isinstance(result, Histogram):
         grid = result.domain
         cells = np.unravel_index(np.arange(grid.size), grid.shape)

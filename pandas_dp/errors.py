@@ -17,6 +17,7 @@ __all__ = [
     "ParameterError",
     "DataSourceError",
     "LedgerError",
+    "GroupbyReleaseWarning",
 ]
 
 
@@ -73,4 +74,13 @@ class LedgerError(PandasDPError, RuntimeError):
     truncated, garbled or not a pandas_dp ledger, when its hash chain or a
     budget's running total does not match its rows, or when the database
     fails during a charge. The message names the ledger and the fix.
+    """
+
+
+class GroupbyReleaseWarning(UserWarning):
+    """A release was called inside a pandas ``groupby(...).apply`` (or ``agg``/``transform``).
+
+    Each group's release charges its own loss, so the total is the loss times the number of
+    groups, which the private data decide. Warned once per call site, with the fix: one
+    release over all groups (``by=`` with public regions, or the group as a released column).
     """

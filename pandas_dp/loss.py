@@ -405,6 +405,14 @@ class PrivacyLoss(ABC):
         return {"measure": self.measure, self.parameter: _text(self.amount)}
 
     @abstractmethod
+    def for_unit_sensitivity(self, sensitivity: Sensitivity) -> "PrivacyLoss":
+        """The loss at which sensitivity-1 noise satisfies this loss for a query of ``sensitivity``.
+
+        Pure: ``epsilon / L1`` (Laplace noise of scale ``L1 / epsilon`` either way); zCDP:
+        ``rho / L2**2``. Used for group privacy (a unit of at most ``k`` rows).
+        """
+
+    @abstractmethod
     def epsilon_delta(self, delta: float) -> float:
         """The epsilon of the (epsilon, delta)-DP guarantee this loss implies (never below the true one)."""
 
@@ -441,6 +449,9 @@ class PureDP(PrivacyLoss):
     def epsilon(self) -> Fraction:
         """The epsilon of this loss (exact)."""
         return self.amount
+
+    def for_unit_sensitivity(self, sensitivity: Sensitivity) -> "PureDP":
+        return PureDP(self.amount / sensitivity.l1)
 
     def epsilon_delta(self, delta: float) -> float:
         """Pure epsilon-DP is (epsilon, delta)-DP for every delta: the epsilon itself."""
@@ -492,6 +503,9 @@ class ZCDP(PrivacyLoss):
     def rho(self) -> Fraction:
         """The rho of this loss (exact)."""
         return self.amount
+
+    def for_unit_sensitivity(self, sensitivity: Sensitivity) -> "ZCDP":
+        return ZCDP(self.amount / sensitivity.l2_squared)
 
     def epsilon_delta(self, delta: float) -> float:
         """The tight conversion of Canonne, Kamath and Steinke (2020, Corollary 13), rounded up."""

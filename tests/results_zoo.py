@@ -49,6 +49,14 @@ def every_result() -> dict[str, Any]:
             "dpcube_2d_uniform": persons.dp.histogram(["age", "income"], bins=[20, 16],
                                                       range=[(0, 100), (0, 512_000)], epsilon=1.0,
                                                       method="dpcube", estimate="uniform", rng=rng),
+            "dawa": persons.dp.histogram("age", bins=range(0, 101), epsilon=1.0, method="dawa", rng=rng),
+            "dawa_2d_nonnegative": persons.dp.histogram(["age", "income"], bins=[20, 16],
+                                                        range=[(0, 100), (0, 512_000)], epsilon=1.0,
+                                                        method="dawa", nonnegative=True, rng=rng),
+            "ugrid": persons.dp.histogram(["age", "income"], bins=[20, 16], range=[(0, 100), (0, 512_000)],
+                                          epsilon=1.0, method="ugrid", rng=rng),
+            "agrid": persons.dp.histogram(["age", "income"], bins=[20, 16], range=[(0, 100), (0, 512_000)],
+                                          epsilon=1.0, method="agrid", expected_total=5_000, rng=rng),
             "count_of_counts": persons.dp.count_of_counts("household_id", ["state", "county"], epsilon=1.0,
                                                           groups=households, max_size=16, rng=rng),
             "count_of_counts_private_groups": persons.dp.count_of_counts(
@@ -123,6 +131,11 @@ def answers(result: Any, *, pictures: bool = False) -> dict[str, Any]:
     if isinstance(result, pdp.DPCubeHistogram):
         out.update({"partitions": result.partitions, "cell_histogram": result.cell_histogram,
                     "box": result.cell_box_query(np.zeros(result.domain.ndim, dtype=int), result.domain.shape)})
+    if isinstance(result, (pdp.DAWAHistogram, pdp.GridHistogram)):
+        ones = np.ones(result.domain.ndim, dtype=int)
+        out["box"] = result.cell_box_query([np.zeros_like(ones), ones], [result.domain.shape, 2 * ones + 1],
+                                           confidence_level=0.9)
+        out["structure"] = result.buckets if isinstance(result, pdp.DAWAHistogram) else result.grid
     if pictures and (isinstance(result, pdp.UnattributedHistogram) or result.domain.ndim <= 2):
         out["plot"] = _png(result.plot())
     return out

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 
+import numpy as np
 import pytest
 
 from pandas_dp.algorithms.branching import (candidate_branchings, choose_branching,
@@ -88,3 +89,83 @@ def test_optimal_split_choice() -> None:
     uniform = choose_branching(4096)
     assert c.predicted_variance <= uniform.predicted_variance
     assert len(c.candidates) == 3
+
+
+# ------------------------------------------------------------------ the choice at the floor (issue 18 item 3)
+
+def test_closed_form_average_variance_equals_the_array_formula():
+    from pandas_dp.algorithms.branching_closed import closed_form_average_variance
+    from pandas_dp.algorithms.tree_inference import tree_variances
+    from pandas_dp.algorithms.tree_layout import tree_layout
+    from pandas_dp.algorithms.tree_variance import average_range_variance
+
+    rng = np.random.default_rng(0)
+    for n in [*range(1, 70), 255, 256, 257, 1000, 4097]:
+        for b in {2, 3, 4, 7, 16, max(n, 2), n + 1}:
+            layout = tree_layout(n, b)
+            sigma2 = rng.uniform(0.5, 5.0, layout.n_levels)
+            if layout.height and n % 2:
+                sigma2[-1] = np.inf  # the root of H_b is not noised
+            exact = average_range_variance(layout, tree_variances(layout, sigma2))
+            # Both sum the same quantities in another order: agreement to rounding (1e-12 relative).
+            assert closed_form_average_variance(n, b, sigma2) == pytest.approx(exact, rel=1e-11, abs=0)
+    # The tree of Qardaji's Table 1 (H_16^c, N = 2^8) with per-level variances 4 (two levels of epsilon 1/2).
+    layout = tree_layout(256, 16)
+    assert closed_form_average_variance(256, 16, [4.0, 4.0, np.inf]) == pytest.approx(
+        average_range_variance(layout, tree_variances(layout, [4.0, 4.0, np.inf])), rel=1e-12)
+
+
+_SLOW = pytest.mark.slow
+
+
+@pytest.mark.parametrize("n,split", [
+    *[(n, split) for n in (1, 2, 5, 16, 100, 256) for split in ("uniform", "geometric", "optimal")],
+    (1000, "uniform"), (4096, "geometric"), (65536, "uniform"),
+    # The array formula these are compared with is the slow part (the optimal split iterates on it).
+    pytest.param(1000, "optimal", marks=_SLOW), pytest.param(4096, "optimal", marks=_SLOW),
+    pytest.param(65536, "geometric", marks=_SLOW),
+])
+def test_the_closed_form_ranking_chooses_exactly_as_the_array_formula(n, split):
+    from fractions import Fraction
+
+    from pandas_dp.algorithms.branching import _choose
+    from pandas_dp.loss import PureDP, ZCDP
+
+    for loss in (PureDP(Fraction(1)), ZCDP(Fraction(1, 3))):
+        for root in (False, True):
+            fast = _choose((n,), loss, split, root, True, True)
+            slow = _choose((n,), loss, split, root, True, False)
+            assert (fast.branching, fast.height, fast.predicted_variance, fast.flat_variance) == \
+                (slow.branching, slow.height, slow.predicted_variance, slow.flat_variance)
+
+
+def test_the_choice_is_memoised_by_its_public_inputs(monkeypatch):
+    from pandas_dp.algorithms import branching
+
+    branching._choose.cache_clear()
+    calls = []
+    real = branching.closed_form_average_variance
+    monkeypatch.setattr(branching, "closed_form_average_variance", lambda *a: calls.append(a) or real(*a))
+    first = choose_branching(4096, epsilon=0.5)
+    evaluated = len(calls)
+    assert evaluated == len(candidate_branchings(4096))
+    again = choose_branching(4096, epsilon=0.5)
+    assert len(calls) == evaluated and again == first and again is not first  # the caller's own copy
+    again.candidates[2] = -1.0
+    assert choose_branching(4096, epsilon=0.5).candidates[2] != -1.0
+    choose_branching(4096, epsilon=0.25)  # another loss amount: evaluated anew
+    assert len(calls) == 2 * evaluated
+
+
+def test_range_query_auto_plans_the_tree_once():
+    import pandas as pd
+
+    import pandas_dp as pdp
+    from pandas_dp.algorithms import branching
+
+    branching._choose.cache_clear()
+    df = pd.DataFrame({"x": np.arange(1000) % 512})
+    with pdp.budget(epsilon=1.0):
+        df.dp.range_query("x", [(0, 64)], bins=512, range=(0, 512), epsilon=1.0, rng=np.random.default_rng(0))
+    info = branching._choose.cache_info()
+    assert info.misses == 1 and info.hits >= 1

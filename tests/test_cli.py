@@ -12,6 +12,7 @@ from __future__ import annotations
 import inspect
 import json
 import os
+import re
 import signal
 import sqlite3
 import subprocess
@@ -39,6 +40,11 @@ def test_demo_prints_every_release_and_spends_the_whole_budget():
                   "Budget ledger"):
         assert title in out
     assert "± 95%" in out and "Spent ε = 1 of 1; remaining 0." in out
+    # Every term is explained in one line, and whole counts print as integers (issue 13.8).
+    for term in ("identity: ", "hierarchical: ", "b = 16 children", "Size 0: "):
+        assert term in out
+    income = out.split("== Adults by income band")[1].split("==")[0]
+    assert re.search(r"\n0\s+0\s+20,000\s+[\d,]+\s+[\d.]+\n", income), income
 
 
 def test_demo_is_reproducible_with_a_seed_and_secure_without():
@@ -492,3 +498,23 @@ def test_one_odd_row_in_a_count_of_counts_run(workdir, odd):
     spec = NEIGHBOUR_SPEC + COC_RELEASE
     clean = _clean(workdir, spec, "coc")
     assert _outcome(workdir, f"coc-odd-{sorted(ODD_ROWS).index(odd)}", spec, ODD_ROWS[odd]) == clean
+
+
+def test_a_privacy_unit_in_a_spec(workdir):
+    # Persons per household when the household is the unit: at most 3 persons of each household count.
+    spec = ('[budget]\nepsilon = 1.0\nledger = "ledger.sqlite"\n[input]\npath = "persons.csv"\n'
+            '[[release]]\nname = "ages"\nmethod = "identity"\ncolumns = "age"\nbins = [0, 18, 65, 100]\n'
+            'privacy_unit = "household_id"\nmax_rows = 3\nepsilon = 0.5\n'
+            '[[release]]\nname = "ages_auto"\nmethod = "hierarchical"\ncolumns = "age"\nbins = 100\n'
+            'range = [0, 100]\nprivacy_unit = "household_id"\nmax_rows = "auto"\nepsilon = 0.5\n')
+    d = _spec(workdir, "units", spec)
+    done = run("release", str(d / "spec.toml"))
+    assert done.returncode == 0, done.stderr
+    manifest = json.loads((d / "released" / "manifest.json").read_text())
+    first, second = manifest["releases"]
+    assert first["parameters"]["privacy_unit"] == "household_id" and first["parameters"]["max_rows"] == 3
+    assert first["parameters"]["noise_scale"] == "6"           # sensitivity 3 at epsilon 0.5
+    assert isinstance(second["parameters"]["max_rows"], int)   # chosen privately
+    bad = _spec(workdir, "units_bad", spec.replace('max_rows = 3', 'max_rows = 0'))
+    refused = run("release", str(bad / "spec.toml"))
+    assert refused.returncode == 2 and "max_rows" in refused.stderr and _charges(bad / "ledger.sqlite") == 0

@@ -26,6 +26,22 @@ METHODS: list[tuple[str, dict]] = [(name, {}) for name in histogram_methods()] +
 ]
 
 BINS = dict(bins=64, range=(0, 128))
+#: The 2-D domain of 64 cells used for methods that release 2-D grids only.
+BINS_2D = dict(bins={"age": 8}, range={"age": (0, 128)}, categories={"state": ["CA", "NY", "TX", "WA",
+                                                                              "AZ", "NV", "OR", "UT"]})
+
+
+def two_dimensional_only(method: str, kwargs: dict) -> bool:
+    """Whether the method's plan refuses the 1-D domain of the suite (asked from public inputs only)."""
+    from pandas_dp.domain import make_grid
+    from pandas_dp.loss import pure
+    from pandas_dp.releases.histogram import plan_method
+
+    try:
+        plan_method(method, make_grid(pd.DataFrame({"age": [0]}), ["age"], **BINS), pure(0.5), kwargs)
+    except pdp.ParameterError:
+        return True
+    return False
 
 
 @pytest.fixture(params=["pandas", "dask"])
@@ -41,6 +57,9 @@ def engine(request):
 
 
 def release(frame: pd.DataFrame, method: str, kwargs: dict, *, epsilon: float = 0.5, seed: int = 0):
+    if two_dimensional_only(method, kwargs):
+        return frame.dp.histogram(["age", "state"], **BINS_2D, epsilon=epsilon, method=method,
+                                  rng=np.random.default_rng(seed), **kwargs)
     return frame.dp.histogram("age", **BINS, epsilon=epsilon, method=method, rng=np.random.default_rng(seed),
                               **kwargs)
 
@@ -51,8 +70,12 @@ def test_shape_and_index(ages, engine, method, kwargs):
         h = release(engine(ages), method, kwargs)
     assert isinstance(h, pdp.Histogram)
     assert isinstance(h.counts, pd.Series) and len(h.counts) == 64
-    assert isinstance(h.counts.index, pd.IntervalIndex)
-    assert h.counts.index[0] == pd.Interval(0.0, 2.0, closed="left")
+    if two_dimensional_only(method, kwargs):
+        assert isinstance(h.counts.index, pd.MultiIndex)
+        assert h.counts.index[0] == (pd.Interval(0.0, 16.0, closed="left"), "CA")
+    else:
+        assert isinstance(h.counts.index, pd.IntervalIndex)
+        assert h.counts.index[0] == pd.Interval(0.0, 2.0, closed="left")
     assert h.variance.index.equals(h.counts.index)
     assert (h.variance > 0).all()
     assert h.epsilon == 0.5
@@ -73,15 +96,20 @@ def test_charges_exactly_once(ages, engine, method, kwargs):
 @pytest.mark.parametrize("method,kwargs", METHODS)
 def test_invalid_input_charges_nothing(ages, engine, method, kwargs):
     frame = engine(ages)
+    two_d = two_dimensional_only(method, kwargs)
+    cols, domain = (["age", "state"], BINS_2D) if two_d else ("age", BINS)
     with pdp.budget(1.0) as b:
         with pytest.raises(pdp.DomainError):
             frame.dp.histogram("age", bins=64, epsilon=0.5, method=method, **kwargs)  # no range: data-derived
         with pytest.raises(pdp.ParameterError):
             frame.dp.histogram("nope", **BINS, epsilon=0.5, method=method, **kwargs)
         with pytest.raises(pdp.ParameterError):
-            frame.dp.histogram("age", **BINS, epsilon=-1, method=method, **kwargs)
+            frame.dp.histogram(cols, **domain, epsilon=-1, method=method, **kwargs)
         with pytest.raises(pdp.BudgetExceededError):
-            frame.dp.histogram("age", **BINS, epsilon=2.0, method=method, **kwargs)
+            frame.dp.histogram(cols, **domain, epsilon=2.0, method=method, **kwargs)
+        if two_d:  # the refused shape is a public input: refused before any charge
+            with pytest.raises(pdp.ParameterError, match="2-D"):
+                frame.dp.histogram("age", **BINS, epsilon=0.5, method=method, **kwargs)
     assert b.spent == 0 and len(b.ledger) == 0
 
 

@@ -1,4 +1,4 @@
-"""Public API of the data-dependent methods: histogram(method="ahp" | "dpcube" | "auto")."""
+"""Public API of the data-dependent methods: histogram(method="ahp" | "dpcube") (and "auto"'s knob checks)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ import pytest
 
 import pandas_dp as pdp
 from pandas_dp.algorithms.ahp import OPTIMAL_MAX_BINS
-from pandas_dp.releases.data_dependent import AUTO_BINS_SIGNAL, choose_method
 
 
 @pytest.fixture
@@ -111,59 +110,4 @@ def test_optimal_clustering_size_limit_checked_before_charge():
     assert b.spent == 0
 
 
-# ------------------------------------------------------------------------------------ auto
-
-def test_choose_method_rules():
-    cells = 4096
-    low_total = 0.5 * AUTO_BINS_SIGNAL * cells / 0.1       # signal = AUTO_BINS_SIGNAL / 2
-    high_total = 2.0 * AUTO_BINS_SIGNAL * cells / 0.1
-    # per-bin workload: AHP at low signal, identity at high signal or unknown total
-    assert choose_method((cells,), epsilon=0.1, expected_total=low_total, workload="bins")[0] == "ahp"
-    assert choose_method((64, 64), epsilon=0.1, expected_total=low_total, workload="bins")[0] == "ahp"
-    assert choose_method((cells,), epsilon=0.1, expected_total=high_total,
-                         workload="bins")[0] == "identity"
-    assert choose_method((cells,), epsilon=0.1, workload="bins")[0] == "identity"
-    # range workload: the tree when it predicts a smaller average range variance than flat
-    assert choose_method((cells,), epsilon=1.0, expected_total=low_total)[0] == "hierarchical"
-    assert choose_method((cells,), epsilon=1.0)[0] == "hierarchical"
-    # d >= 2 range workload: DPCube with uniform estimation, unless the signal is very high
-    choice = choose_method((256, 256), epsilon=1.0)
-    assert choice.method == "dpcube" and choice.params == {"estimate": "uniform"}
-    assert choose_method((256, 256), epsilon=1.0, expected_total=1e5)[0] == "dpcube"
-    assert choose_method((256, 256), epsilon=1.0, expected_total=1e9)[0] == "hierarchical"
-    assert choose_method((8,), epsilon=1.0)[0] == "identity"      # b = 8: the flat histogram
-    assert choose_method((1,), epsilon=1.0)[0] == "identity"
-
-
-def test_auto_records_choice_and_charges_once(ages):
-    with pdp.budget(1.0) as b:
-        h = ages.dp.histogram("age", bins=64, range=(0, 128), epsilon=0.3, method="auto",
-                              expected_total=500, rng=np.random.default_rng(5))
-    expected, _, reason = choose_method((64,), epsilon=0.3, expected_total=500)
-    assert expected == "hierarchical"
-    assert h.method == expected and h.params["chosen_by"] == "auto"
-    assert h.params["auto_reason"] == reason
-    assert b.spent == pytest.approx(0.3, abs=0) and len(b.ledger) == 1
-    # the choice is made before the charge, from public information, so the ledger names it
-    assert b.ledger.loc[0, "method"] == "histogram:hierarchical"
-    assert reason in b.ledger.loc[0, "params"]
-
-
-def test_auto_two_dimensional_picks_dpcube_uniform(grid_frame):
-    with pdp.budget(1.0):
-        h = grid_frame.dp.histogram(["x", "y"], bins=[40, 10], range=[(0, 40), (0, 10)],
-                                    epsilon=0.5, method="auto", rng=np.random.default_rng(8))
-    assert isinstance(h, pdp.DPCubeHistogram) and h.params["estimate"] == "uniform"
-    assert h.params["chosen_by"] == "auto" and not h.variance_exact
-
-
-def test_auto_choice_uses_public_information_only(ages):
-    """Two frames with very different data but the same public inputs get the same method."""
-    other = ages.assign(age=0)
-    with pdp.budget(2.0):
-        a = ages.dp.histogram("age", bins=64, range=(0, 128), epsilon=0.3, method="auto",
-                              expected_total=100, workload="bins", rng=np.random.default_rng(6))
-        b = other.dp.histogram("age", bins=64, range=(0, 128), epsilon=0.3, method="auto",
-                               expected_total=100, workload="bins", rng=np.random.default_rng(6))
-    assert a.method == b.method == "ahp" and isinstance(a, pdp.AHPHistogram)
-    assert a.params["auto_workload"] == "bins" and "AHP" in a.params["auto_reason"]
+# method="auto": tests/test_auto.py

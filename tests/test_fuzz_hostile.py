@@ -161,15 +161,26 @@ TABLES = [
     GROUPS.astype("category"), pd.DataFrame({0: [0], 1: ["A"], 2: ["A0"]}), GROUPS,
 ]
 
+WEIGHTS = [[1, 2], [1, 2, 3], [1], [0, 1], [-1, 2], [math.nan, 1], [math.inf, 1], [10**400, 1], [1, Hostile()],
+           [1, HostileFloat(1)], [1, "2"], [1, 1j], {"national": 1, "co": 2}, {"national": 1}, {"x": 1, "y": 2},
+           {"national": Hostile(), "co": 1}, {"national": HostileFloat(1), "co": 1}, (1, 2),
+           np.array([1.0, 2.0]), pd.Series([1, 2]), [Fraction(1, 3), Decimal("0.5")], [Decimal("sNaN"), 1],
+           [np.timedelta64(1), 1], [True, False], [[1], [2]]]
+UNITS = ["g", "s", "v", "group", "person", "missing", ["g"], ("g", "s"), None]
+
 #: Hostile values for every kind of argument (each kind also gets the values every argument gets).
 KINDS: dict[str, list[Any]] = {"amount": AMOUNTS, "label": LABELS, "domain": DOMAINS, "flag": FLAGS, "rng": RNGS,
-                               "choice": CHOICES, "knob": NUMBERS + CHOICES + FLAGS, "table": TABLES}
+                               "choice": CHOICES, "knob": NUMBERS + CHOICES + FLAGS, "table": TABLES,
+                               "weights": WEIGHTS + NUMBERS, "unit": UNITS + LABELS}
 #: The kind of every argument of every entry and of every histogram method's knob.
 ARGUMENT_KINDS = {
     "columns": "label", "column": "label", "group": "label", "location": "label",
     "bins": "domain", "range": "domain", "categories": "domain", "ranges": "domain",
     "epsilon": "amount", "rho": "amount", "rng": "rng", "nonnegative": "flag", "method": "choice",
     "groups": "table", "hierarchy": "table", "max_size": "knob", "merge": "choice", "progress": "flag",
+    # privacy units (main: units.py) and tables by geography (main: releases/geography.py)
+    "privacy_unit": "unit", "max_rows": "knob", "max_cells": "knob", "max_rows_per_cell": "knob",
+    "by": "label", "by_categories": "domain", "level_weights": "weights", "integer": "flag",
 }
 
 
@@ -184,7 +195,9 @@ def _kind(name: str) -> str:
 
 def _pick(values: list[Any]) -> st.SearchStrategy[Any]:
     """One of ``values`` (by position: ``sampled_from`` hashes its elements, and some of these cannot be)."""
-    return st.integers(0, len(values) - 1).map(values.__getitem__)
+    # A function, not the bound values.__getitem__: Hypothesis describes a bound method by its object's
+    # repr, and a list holding a Hostile value cannot be shown.
+    return st.integers(0, len(values) - 1).map(lambda i: values[i])
 
 
 def _values(kind: str) -> st.SearchStrategy[Any]:
@@ -214,6 +227,21 @@ BASE: dict[str, dict[str, Any]] = {
     "count_of_counts": {"group": "g", "location": ["st", "co"], "groups": GROUPS, "epsilon": 0.5,
                         "progress": False},
     "unattributed_histogram": {"group": "g", "epsilon": 0.5},
+}
+
+
+HIERARCHY = GROUPS[["st", "co"]].drop_duplicates()
+#: More valid calls per entry, so that the arguments that only matter together (a privacy unit and its
+#: bounds; by= with its hierarchy and level weights) are fuzzed one at a time from a call that releases.
+VARIANTS: dict[str, list[dict[str, Any]]] = {
+    "histogram": [{**BASE["histogram"], "by": ["st", "co"], "hierarchy": HIERARCHY, "level_weights": [1, 2, 3]},
+                  {**BASE["histogram"], "by": "st", "by_categories": ["A", "B"], "integer": True},
+                  {**BASE["histogram"], "privacy_unit": "g", "max_rows": 3},
+                  {**BASE["histogram"], "privacy_unit": "g", "max_cells": 2, "max_rows_per_cell": 3}],
+    "hierarchical_histogram": [{**BASE["hierarchical_histogram"], "privacy_unit": "g", "max_rows": 3}],
+    "range_query": [{**BASE["range_query"], "privacy_unit": "g", "max_cells": 2, "max_rows_per_cell": 3}],
+    "unattributed_histogram": [{**BASE["unattributed_histogram"], "privacy_unit": "s", "max_rows": 30}],
+    "count_of_counts": [{**BASE["count_of_counts"], "privacy_unit": "group", "max_size": 16}],
 }
 
 
@@ -249,7 +277,7 @@ def _call(frame: pd.DataFrame, entry: str, kwargs: dict[str, Any], series: bool 
 
 
 def _hostile_kwargs(draw: Any, entry: str, names: list[str]) -> tuple[dict[str, Any], str]:
-    kwargs = dict(BASE[entry])
+    kwargs = dict(draw(_pick([BASE[entry], *VARIANTS.get(entry, [])])))
     chosen = draw(st.lists(st.sampled_from(names), min_size=1, max_size=3, unique=True))
     for name in chosen:
         kwargs[name] = draw(_values(_kind(name)))
@@ -269,10 +297,14 @@ def test_every_argument_is_fuzzed():
     for name in ENTRIES:
         unknown = [a for a in _arguments(name) if _kind(a) == "unknown"]
         assert not unknown, f"{name}: give the arguments {unknown} a kind in ARGUMENT_KINDS"
-        with pdp.budget(epsilon=TOTAL) as b:
-            getattr(FRAMES["plain"].dp, name)(**BASE[name], rng=np.random.default_rng(0))
-        assert list(b.ledger["status"]) == ["ok"]
-    assert {"branching", "eta", "epsilon_split", "threshold", "max_size"} <= KNOBS
+        for base in (BASE[name], *VARIANTS.get(name, [])):
+            with pdp.budget(epsilon=TOTAL) as b:
+                getattr(FRAMES["plain"].dp, name)(**base, rng=np.random.default_rng(0))
+            assert list(b.ledger["status"]) == ["ok"], (name, base)
+    assert {"branching", "eta", "epsilon_split", "threshold", "max_size", "alpha", "ratio", "c"} <= KNOBS
+    varied = {a for bases in VARIANTS.values() for base in bases for a in base}
+    assert {"privacy_unit", "max_rows", "max_cells", "max_rows_per_cell", "by", "hierarchy", "by_categories",
+            "level_weights"} <= varied
 
 
 @pytest.mark.parametrize("examples", SPEEDS)
@@ -542,5 +574,5 @@ def test_result_argument_errors_are_parameter_errors():
                 call()
             finally:
                 plt.close("all")
-    with pytest.raises(pdp.DomainError):
+    with pytest.raises(pdp.ParameterError):  # main's BracketedIntervals.cell_box_query: a box outside the grid
         cube.cell_box_query([0, 0], [10**6, 1])

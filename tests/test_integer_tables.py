@@ -57,3 +57,13 @@ def test_integer_ranges_answer_from_the_integer_leaves():
                                             rng=np.random.default_rng(1))
     answer = t.range_query(10, 50)
     assert answer.estimate == t.counts.iloc[10:50].sum() and float(answer.estimate).is_integer()
+
+
+def test_lists_of_ranges_of_an_integer_table_answer_in_whole_counts():
+    df = pd.DataFrame({"x": np.arange(500) % 64})
+    with pdp.budget(epsilon=1.0):
+        t = df.dp.hierarchical_histogram("x", bins=64, range=(0, 64), epsilon=1.0, integer=True,
+                                         rng=np.random.default_rng(3))
+    table = t.range_query([(0, 16), (16, 64)])
+    assert table["estimate"].dtype == np.int64
+    assert table["estimate"].tolist() == [int(t.counts.iloc[:16].sum()), int(t.counts.iloc[16:].sum())]

@@ -9,6 +9,14 @@ its post-charge pipeline at the algorithm level, shown identical below).
 Every tested output is the whole public release (all node estimates and raw
 noisy node counts of a tree, every region's histogram of a count-of-counts),
 so a leak through any released number would show.
+
+zCDP (issue 15): every method that accepts ``rho=`` is run under a rho budget
+and tested against the (epsilon, delta)-DP claim its rho converts to
+(``ZCDP(rho).epsilon_delta(DELTA)``, the tight Canonne-Kamath-Steinke
+bound), at rho = epsilon**2 / 2 of the pure cases (0.125 and 0.5). Default
+run: rho 0.5 and the quick neighbour; ``--runslow``: both rhos, every
+neighbour. The power of these claims against a mis-calibrated release (sigma
+30% too small) is shown in ``tests/test_zcdp_releases.py``.
 """
 
 from __future__ import annotations
@@ -21,13 +29,17 @@ import pandas_dp as pdp
 from pandas_dp.domain import make_grid
 from pandas_dp.engines.pandas import bin_counts
 from pandas_dp.engines.pandas_groups import prepare_groups
-from pandas_dp.loss import pure
+from pandas_dp.loss import pure, zcdp
 from pandas_dp.noise import discrete_laplace, noise_scale
 from pandas_dp.releases.count_of_counts import estimate_count_of_counts, plan_count_of_counts
 from pandas_dp.releases.histogram import METHODS
 from pandas_dp.testing import assert_dp, neighbours
 
 EPSILONS = [0.5, 1.0]
+RHOS = [0.125, 0.5]     # epsilon**2 / 2 of EPSILONS: the zCDP these pure releases imply
+QUICK_RHO = 0.5
+DELTA = 1e-2            # the claim tested for a rho release: (zcdp(rho).epsilon_delta(DELTA), DELTA)
+RHO_BUDGET = {"rho": 10**6}
 EDGES = list(range(9))  # 8 public bins: a binary tree has 3 noised levels
 D = pd.DataFrame({"x": [0, 1, 1, 2, 3, 3, 3, 5]})
 CASES = {n.name: n for n in neighbours(D, "x", bins=EDGES)}
@@ -43,18 +55,45 @@ def tree_outputs(r: pdp.HierarchicalHistogram) -> np.ndarray:
                            levels["noisy"].to_numpy(dtype=float, na_value=np.nan)])
 
 
-def histogram_method(method: str, epsilon: float, **kw):
-    return lambda df, rng: df.dp.histogram("x", bins=EDGES, epsilon=epsilon, method=method, rng=rng, **kw)
+def loss_kw(amount: float, measure: str = "epsilon") -> dict[str, float]:
+    """The release's privacy argument: ``{"epsilon": e}`` or ``{"rho": r}``."""
+    return {measure: amount}
 
 
-def hierarchical(epsilon: float, **kw):
-    return lambda df, rng: df.dp.hierarchical_histogram("x", bins=EDGES, epsilon=epsilon, branching=2,
-                                                        rng=rng, **kw)
+def histogram_method(method: str, privacy: float | dict, **kw):
+    p = privacy if isinstance(privacy, dict) else loss_kw(privacy)
+    return lambda df, rng: df.dp.histogram("x", bins=EDGES, method=method, rng=rng, **p, **kw)
 
 
-def range_queries(epsilon: float):
-    return lambda df, rng: df.dp.range_query("x", [(0, 4), (2, 8), (3, 4)], bins=EDGES, epsilon=epsilon,
-                                             rng=rng)["estimate"]
+def hierarchical(privacy: float | dict, **kw):
+    p = privacy if isinstance(privacy, dict) else loss_kw(privacy)
+    return lambda df, rng: df.dp.hierarchical_histogram("x", bins=EDGES, branching=2, rng=rng, **p, **kw)
+
+
+def range_queries(privacy: float | dict):
+    p = privacy if isinstance(privacy, dict) else loss_kw(privacy)
+    return lambda df, rng: df.dp.range_query("x", [(0, 4), (2, 8), (3, 4)], bins=EDGES, rng=rng,
+                                             **p)["estimate"]
+
+
+def dawa_outputs(r: pdp.DAWAHistogram) -> np.ndarray:
+    """Every estimate and the private partition (1 where a bucket starts, on DAWA's line)."""
+    starts = np.zeros(r.counts.size + 1)
+    starts[r.buckets["start"].to_numpy()] = 1
+    return np.concatenate([r.counts.to_numpy(float), starts])
+
+
+def grid_outputs(r: pdp.GridHistogram) -> np.ndarray:
+    """Every atom estimate and the total that sized the grid (noisy unless public)."""
+    return np.concatenate([r.counts.to_numpy(float), [r.params["total"]]])
+
+
+def auto_outputs(r: pdp.Histogram) -> np.ndarray:
+    """Every estimate, the noisy total auto bought and the configuration it chose (as a number)."""
+    from pandas_dp.releases.auto_rule import AUTO_CONFIGS
+
+    return np.concatenate([r.counts.to_numpy(float),
+                           [r.params["auto_total"], list(AUTO_CONFIGS).index(r.params["auto_config"])]])
 
 
 HISTOGRAM_MECHANISMS = {
@@ -65,16 +104,28 @@ HISTOGRAM_MECHANISMS = {
     "hierarchical optimal": (lambda e: hierarchical(e, budget_split="optimal"), tree_outputs),
     "hierarchical root, raw": (lambda e: hierarchical(e, include_root=True, consistent=False), tree_outputs),
     "hierarchical nonnegative": (lambda e: hierarchical(e, nonnegative=True), tree_outputs),
+    "hierarchical integer": (lambda e: hierarchical(e, integer=True), tree_outputs),
     "ahp": (lambda e: histogram_method("ahp", e), None),
     "dpcube": (lambda e: histogram_method("dpcube", e), None),
     "auto": (lambda e: histogram_method("auto", e), None),
+    "auto prefix, noisy total": (lambda e: histogram_method("auto", e, workload="prefix"), auto_outputs),
+    "auto bins, noisy total": (lambda e: histogram_method("auto", e, workload="bins"), auto_outputs),
+    "dawa": (lambda e: histogram_method("dawa", e), dawa_outputs),
+    "dawa prefix, ratio 1/2": (lambda e: histogram_method("dawa", e, workload="prefix", ratio=0.5), dawa_outputs),
     "range_query": (range_queries, None),
 }
+#: The mechanisms whose method accepts rho= (discrete Gaussian noise); the others refuse it
+#: (tests/test_zcdp_releases.py).
+GAUSSIAN_MECHANISMS = {name: v for name, v in HISTOGRAM_MECHANISMS.items()
+                       if name == "range_query" or "zcdp" in METHODS[name.split(" ")[0]].measures}
 
 
 def test_every_registered_method_is_tested():
-    # The registry is the list of methods: a new method cannot skip the privacy suite.
-    assert {name.split(" ")[0] for name in HISTOGRAM_MECHANISMS} >= set(METHODS)
+    # The registry is the list of methods: a new method cannot skip the privacy suite, in either measure.
+    assert {name.split(" ")[0] for name in GAUSSIAN_MECHANISMS} >= {m for m, spec in METHODS.items()
+                                                                      if "zcdp" in spec.measures}
+    assert {"identity", "hierarchical uniform", "auto", "range_query"} <= set(GAUSSIAN_MECHANISMS)
+    assert {name.split(" ")[0] for name in [*HISTOGRAM_MECHANISMS, *GRID_MECHANISMS]} >= set(METHODS)
 
 
 def _check(mechanism, statistic, neighbour, epsilon, trials, seed):
@@ -83,8 +134,28 @@ def _check(mechanism, statistic, neighbour, epsilon, trials, seed):
     return report
 
 
+def check_gaussian(mechanism, frame, neighbour, rho, trials, seed, statistic=None, charges=True):
+    """A rho release passes the (epsilon, delta) claim its rho converts to, and charges exactly rho.
+
+    ``charges=False`` for the algorithm-level twins (they run after the charge).
+    """
+    epsilon = zcdp(rho).epsilon_delta(DELTA)
+    report = assert_dp(mechanism, frame, neighbour, epsilon=epsilon, delta=DELTA, trials=trials,
+                       statistic=statistic, budget=RHO_BUDGET, rng=seed)
+    assert report.delta == DELTA and report.charged_per_run == (rho if charges else 0)  # rho once per release
+    return report
+
+
+#: Variants of a method already in the quick run: checked with --runslow only (keeps the default run short).
+SLOW_ONLY = {"dawa prefix, ratio 1/2", "auto bins, noisy total", "agrid public total"}
+
+
+def _quick(names):
+    return [pytest.param(n, marks=pytest.mark.slow) if n in SLOW_ONLY else n for n in names]
+
+
 @pytest.mark.parametrize("epsilon", EPSILONS)
-@pytest.mark.parametrize("name", list(HISTOGRAM_MECHANISMS))
+@pytest.mark.parametrize("name", _quick(HISTOGRAM_MECHANISMS))
 def test_histogram_methods_are_dp(name, epsilon):
     make, statistic = HISTOGRAM_MECHANISMS[name]
     _check(make(epsilon), statistic, QUICK, epsilon, QUICK_TRIALS, seed=11)
@@ -99,6 +170,21 @@ def test_histogram_methods_are_dp_on_every_neighbour(name, epsilon, case):
     _check(make(epsilon), statistic, CASES[case], epsilon, SLOW_TRIALS, seed=12)
 
 
+@pytest.mark.parametrize("name", list(GAUSSIAN_MECHANISMS))
+def test_gaussian_histogram_methods_meet_their_epsilon_delta(name):
+    make, statistic = GAUSSIAN_MECHANISMS[name]
+    check_gaussian(make(loss_kw(QUICK_RHO, "rho")), D, QUICK, QUICK_RHO, 200, seed=21, statistic=statistic)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", list(CASES))
+@pytest.mark.parametrize("rho", RHOS)
+@pytest.mark.parametrize("name", list(GAUSSIAN_MECHANISMS))
+def test_gaussian_histogram_methods_on_every_neighbour(name, rho, case):
+    make, statistic = GAUSSIAN_MECHANISMS[name]
+    check_gaussian(make(loss_kw(rho, "rho")), D, CASES[case], rho, SLOW_TRIALS, seed=22, statistic=statistic)
+
+
 # ---------------------------------------------------------------- unattributed
 EDGES_FRAME = pd.DataFrame({"src": [1, 1, 1, 2, 2, 3, 5, 5, 5, 5]})
 HOSTS = [1, 2, 3, 4, 5, 6]
@@ -111,9 +197,10 @@ def sorted_padded(r: pdp.UnattributedHistogram) -> np.ndarray:
     return np.concatenate([np.zeros(PAD - c.size), c, [r.counts.size]])
 
 
-def unattributed(epsilon: float, public: bool):
+def unattributed(privacy: float | dict, public: bool):
     groups = HOSTS if public else None
-    return lambda df, rng: df.dp.unattributed_histogram("src", epsilon=epsilon, groups=groups, rng=rng)
+    p = privacy if isinstance(privacy, dict) else loss_kw(privacy)
+    return lambda df, rng: df.dp.unattributed_histogram("src", groups=groups, rng=rng, **p)
 
 
 @pytest.mark.parametrize("public", [True, False], ids=["public groups", "estimated groups"])
@@ -129,6 +216,22 @@ def test_unattributed_histogram_is_dp(epsilon, public):
 @pytest.mark.parametrize("epsilon", EPSILONS)
 def test_unattributed_histogram_is_dp_on_every_neighbour(epsilon, public, case):
     _check_frame(unattributed(epsilon, public), EDGES_FRAME, UNATTR_CASES[case], epsilon, SLOW_TRIALS)
+
+
+@pytest.mark.parametrize("public", [True, False], ids=["public groups", "estimated groups"])
+def test_gaussian_unattributed_histogram(public):
+    check_gaussian(unattributed(loss_kw(QUICK_RHO, "rho"), public), EDGES_FRAME,
+                   UNATTR_CASES["add entity: largest group grows to 5"], QUICK_RHO, 200, seed=23,
+                   statistic=sorted_padded)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", list(UNATTR_CASES))
+@pytest.mark.parametrize("public", [True, False], ids=["public groups", "estimated groups"])
+@pytest.mark.parametrize("rho", RHOS)
+def test_gaussian_unattributed_histogram_on_every_neighbour(rho, public, case):
+    check_gaussian(unattributed(loss_kw(rho, "rho"), public), EDGES_FRAME, UNATTR_CASES[case], rho, SLOW_TRIALS,
+                   seed=24, statistic=sorted_padded)
 
 
 def _check_frame(mechanism, frame, neighbour, epsilon, trials, statistic=sorted_padded):
@@ -160,14 +263,17 @@ def coc_vector(r: pdp.CountOfCounts) -> np.ndarray:
     return np.concatenate(out)
 
 
-def coc_public(epsilon: float, method: str, *, public_groups: bool = True, max_size: int | None = 5):
+def coc_public(privacy: float | dict, method: str, *, public_groups: bool = True, max_size: int | None = 5):
     kw = dict(groups=GROUPS) if public_groups else dict(hierarchy=HIERARCHY)
-    return lambda df, rng: df.dp.count_of_counts("hh", "state", epsilon=epsilon, method=method, rng=rng,
-                                                 max_size=max_size, **kw)
+    p = privacy if isinstance(privacy, dict) else loss_kw(privacy)
+    return lambda df, rng: df.dp.count_of_counts("hh", "state", method=method, rng=rng, max_size=max_size,
+                                                 **p, **kw)
 
 
-def coc_pipeline(epsilon: float, method: str, *, public_groups: bool = True, max_size: int | None = 5):
+def coc_pipeline(privacy: float | dict, method: str, *, public_groups: bool = True, max_size: int | None = 5):
     """The public release after validation and counting: same calls, same order, same rng use."""
+    loss = pure(privacy) if not isinstance(privacy, dict) else (
+        zcdp(privacy["rho"]) if "rho" in privacy else pure(privacy["epsilon"]))
     kw = dict(groups=GROUPS) if public_groups else dict(hierarchy=HIERARCHY)
     cache: dict[int, object] = {}
 
@@ -175,7 +281,7 @@ def coc_pipeline(epsilon: float, method: str, *, public_groups: bool = True, max
         if id(df) not in cache:  # validation and counting happen before the charge: once per frame
             cache[id(df)] = prepare_groups(df, "hh", "state", **kw)
         tables = cache[id(df)]
-        plan = plan_count_of_counts(pure(epsilon), n_levels=len(tables.level_names), method=method,
+        plan = plan_count_of_counts(loss, n_levels=len(tables.level_names), method=method,
                                     max_size=max_size, groups_public=tables.groups_public)
         out, _ = estimate_count_of_counts(tables, plan, merge="weighted", rng=rng)
         vec = []
@@ -196,11 +302,18 @@ COC_VARIANTS = {
 }
 
 
-def test_count_of_counts_pipeline_matches_public_method():
-    for name, kw in COC_VARIANTS.items():
-        with pdp.budget(10):
-            public = coc_vector(coc_public(1.0, **kw)(PERSONS, np.random.default_rng(5)))
-        pipeline = coc_pipeline(1.0, **kw)(PERSONS, np.random.default_rng(5))
+COC_GAUSSIAN_VARIANTS = {**COC_VARIANTS, "hg estimated groups": dict(method="hg", max_size=None, public_groups=False),
+                         "hc estimated groups": dict(method="hc", public_groups=False)}
+
+
+@pytest.mark.parametrize("budget,privacy", [(10, {"epsilon": 1.0}), ({"rho": 10}, {"rho": 0.5})],
+                         ids=["pure", "zcdp"])
+def test_count_of_counts_pipeline_matches_public_method(budget, privacy):
+    variants = COC_GAUSSIAN_VARIANTS if "rho" in privacy else COC_VARIANTS
+    for name, kw in variants.items():
+        with pdp.budget(**budget) if isinstance(budget, dict) else pdp.budget(budget):
+            public = coc_vector(coc_public(privacy, **kw)(PERSONS, np.random.default_rng(5)))
+        pipeline = coc_pipeline(privacy, **kw)(PERSONS, np.random.default_rng(5))
         np.testing.assert_array_equal(public, pipeline, err_msg=name)
 
 
@@ -211,6 +324,36 @@ def test_count_of_counts_is_dp(variant, epsilon):
     report = assert_dp(coc_pipeline(epsilon, **COC_VARIANTS[variant]), PERSONS, COC_QUICK, epsilon=epsilon,
                        trials=trials, rng=14)
     assert report.passed
+
+
+@pytest.mark.parametrize("variant", list(COC_GAUSSIAN_VARIANTS))
+def test_gaussian_count_of_counts(variant):
+    # hc, hg (sensitivity 1) and naive (L2 sensitivity sqrt 2), with and without public Groups
+    trials = 300 if "estimated groups" in variant else 600
+    check_gaussian(coc_pipeline(loss_kw(QUICK_RHO, "rho"), **COC_GAUSSIAN_VARIANTS[variant]), PERSONS, COC_QUICK,
+                   QUICK_RHO, trials, seed=25, charges=False)
+
+
+def test_gaussian_public_count_of_counts_smoke():
+    check_gaussian(coc_public(loss_kw(QUICK_RHO, "rho"), "hc"), PERSONS, COC_QUICK, QUICK_RHO, 100, seed=26,
+                   statistic=coc_vector)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", list(COC_CASES))
+@pytest.mark.parametrize("rho", RHOS)
+@pytest.mark.parametrize("variant", list(COC_GAUSSIAN_VARIANTS))
+def test_gaussian_count_of_counts_on_every_neighbour(variant, rho, case):
+    check_gaussian(coc_pipeline(loss_kw(rho, "rho"), **COC_GAUSSIAN_VARIANTS[variant]), PERSONS, COC_CASES[case],
+                   rho, SLOW_TRIALS, seed=27, charges=False)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", list(COC_CASES))
+@pytest.mark.parametrize("variant", list(COC_GAUSSIAN_VARIANTS))
+def test_gaussian_public_count_of_counts_on_every_neighbour(variant, case):
+    check_gaussian(coc_public(loss_kw(QUICK_RHO, "rho"), **COC_GAUSSIAN_VARIANTS[variant]), PERSONS,
+                   COC_CASES[case], QUICK_RHO, 600, seed=28, statistic=coc_vector)
 
 
 def test_public_count_of_counts_is_dp_smoke():
@@ -279,6 +422,14 @@ DASK_MECHANISMS = {
 }
 
 
+def test_gaussian_dask_frame():
+    dask = pytest.importorskip("dask")
+    dd = pytest.importorskip("dask.dataframe")
+    with dask.config.set(scheduler="synchronous"):
+        check_gaussian(hierarchical(loss_kw(QUICK_RHO, "rho")), dd.from_pandas(D, npartitions=2),
+                       dd.from_pandas(QUICK.frame, npartitions=2), QUICK_RHO, 150, seed=29, statistic=tree_outputs)
+
+
 @pytest.mark.parametrize("name", list(DASK_MECHANISMS))
 def test_dask_frames_are_dp(name):
     dask = pytest.importorskip("dask")
@@ -302,11 +453,22 @@ GRID_MECHANISMS = {
                                                                  method="dpcube", estimate="uniform", rng=rng), None),
     "hierarchical": (lambda e: lambda df, rng: df.dp.hierarchical_histogram(["x", "y"], bins=BINS2, epsilon=e,
                                                                              branching=2, rng=rng), tree_outputs),
+    "dawa 2-D": (lambda e: lambda df, rng: df.dp.histogram(["x", "y"], bins=BINS2, epsilon=e, method="dawa",
+                                                           rng=rng), dawa_outputs),
+    "ugrid": (lambda e: lambda df, rng: df.dp.histogram(["x", "y"], bins=BINS2, epsilon=e, method="ugrid",
+                                                        rng=rng), grid_outputs),
+    "agrid": (lambda e: lambda df, rng: df.dp.histogram(["x", "y"], bins=BINS2, epsilon=e, method="agrid",
+                                                        rng=rng), grid_outputs),
+    "auto 2-D ranges, noisy total": (lambda e: lambda df, rng: df.dp.histogram(["x", "y"], bins=BINS2, epsilon=e,
+                                                                           method="auto", rng=rng), auto_outputs),
+    "agrid public total": (lambda e: lambda df, rng: df.dp.histogram(["x", "y"], bins=BINS2, epsilon=e,
+                                                                     method="agrid", expected_total=8, rng=rng),
+                           grid_outputs),
 }
 
 
 @pytest.mark.parametrize("epsilon", EPSILONS)
-@pytest.mark.parametrize("name", list(GRID_MECHANISMS))
+@pytest.mark.parametrize("name", _quick(GRID_MECHANISMS))
 def test_grid_methods_are_dp(name, epsilon):
     make, statistic = GRID_MECHANISMS[name]
     report = assert_dp(make(epsilon), D2, CASES2["add to largest cell"], epsilon=epsilon, trials=QUICK_TRIALS,
@@ -321,3 +483,24 @@ def test_grid_methods_are_dp(name, epsilon):
 def test_grid_methods_are_dp_on_every_neighbour(name, epsilon, case):
     make, statistic = GRID_MECHANISMS[name]
     assert_dp(make(epsilon), D2, CASES2[case], epsilon=epsilon, trials=SLOW_TRIALS, statistic=statistic, rng=20)
+
+
+GAUSSIAN_GRID_MECHANISMS = {
+    "identity": (lambda r: lambda df, rng: df.dp.histogram(["x", "y"], bins=BINS2, rho=r, rng=rng), None),
+    "hierarchical": (lambda r: lambda df, rng: df.dp.hierarchical_histogram(["x", "y"], bins=BINS2, rho=r,
+                                                                             branching=2, rng=rng), tree_outputs),
+}
+
+
+def test_gaussian_2d_tree():
+    make, statistic = GAUSSIAN_GRID_MECHANISMS["hierarchical"]
+    check_gaussian(make(QUICK_RHO), D2, CASES2["add to largest cell"], QUICK_RHO, 200, seed=30, statistic=statistic)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", list(CASES2))
+@pytest.mark.parametrize("rho", RHOS)
+@pytest.mark.parametrize("name", list(GAUSSIAN_GRID_MECHANISMS))
+def test_gaussian_grid_methods_on_every_neighbour(name, rho, case):
+    make, statistic = GAUSSIAN_GRID_MECHANISMS[name]
+    check_gaussian(make(rho), D2, CASES2[case], rho, SLOW_TRIALS, seed=31, statistic=statistic)

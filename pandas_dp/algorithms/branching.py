@@ -11,6 +11,13 @@ non-complete trees) with the predicted average range variance of
 budget split, and keeps the minimum.  ``b = n`` (height 1) is the flat
 histogram.  No budget is spent: only public sizes and epsilon are used.
 
+The choice is computed once per set of public inputs (memoised: a release
+that plans twice, or a loop of releases over one domain, pays once) and ranks
+1-D consistent trees with the closed form of the exact ``V_Avg``
+(:mod:`~pandas_dp.algorithms.branching_closed`), O(h^2) per candidate
+instead of O(nodes); the deciding candidates are re-evaluated with the array
+formula, so the choice is unchanged.
+
 References
 ----------
 .. [1] W. Qardaji, W. Yang, N. Li. "Understanding Hierarchical Methods for
@@ -20,12 +27,15 @@ References
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
+from typing import Any
 
 import numpy as np
 
 from pandas_dp._rational import to_fraction
-from pandas_dp.algorithms.tree_budget import (BudgetSplit, level_shares,
+from pandas_dp.algorithms.branching_closed import closed_form_average_variance
+from pandas_dp.algorithms.tree_budget import (EXACT_LIMIT, BudgetSplit, level_shares,
                                               predicted_average_variance)
 from pandas_dp.loss import PrivacyLoss, PureDP
 from pandas_dp.algorithms.tree_layout import tree_height, tree_layout
@@ -114,27 +124,72 @@ def choose_branching(shape: int | tuple[int, ...], *, epsilon: float = 1.0,
         The minimiser over :func:`candidate_branchings` of the longest axis.
         For ``d >= 3`` the flat histogram usually wins (Qardaji Section 5.3).
     """
-    dims = (int(shape),) if np.isscalar(shape) else tuple(int(s) for s in shape)
-    n_axis = max(dims)
+    dims = (int(shape),) if np.isscalar(shape) else tuple(int(s) for s in shape)  # type: ignore[arg-type,union-attr]
     model = loss if loss is not None else PureDP(to_fraction(epsilon))
+    choice = _choose(dims, model, budget_split, bool(include_root), bool(consistent))
+    return replace(choice, candidates=dict(choice.candidates))
 
-    def predict(b: int, split: BudgetSplit) -> float:
+
+#: Relative gap within which candidates ranked by the closed form are re-evaluated with the array formula.
+NEAR_TIE = 1e-9
+
+
+@lru_cache(maxsize=512)
+def _choose(dims: tuple[int, ...], model: PrivacyLoss, budget_split: BudgetSplit, include_root: bool,
+            consistent: bool, closed_form: bool = True) -> BranchingChoice:
+    """The choice for public inputs only, memoised: a call that plans twice (``range_query``'s
+    ``method="auto"``, then the tree) or a loop of releases over one domain evaluates the candidates once.
+
+    The key is everything the predictions read: the shape, the loss (its class fixes the noise model,
+    ``variance_exponent`` and ``planning_variance``; its exact amount scales them), the split and the flags.
+
+    1-D consistent trees up to ``EXACT_LIMIT`` leaves are ranked by the closed form of the exact
+    ``V_Avg`` (:func:`~pandas_dp.algorithms.branching_closed.closed_form_average_variance`, O(h^2) per
+    candidate); the candidates that decide the choice (those within ``NEAR_TIE`` of the best, of the
+    third best for the ``"optimal"`` split, and the flat histogram) are evaluated again with the array
+    formula, so the choice and the reported predictions are those of the array formula, bit for bit.
+    Other candidates keep their closed-form value in ``candidates`` (equal up to rounding, ~1e-12).
+    """
+    n_axis = max(dims)
+    closed = closed_form and len(dims) == 1 and consistent and n_axis <= EXACT_LIMIT
+
+    def levels(b: int, split: BudgetSplit) -> tuple[Any, np.ndarray]:
         layout = tree_layout(dims, b)
         shares = level_shares(layout, budget_split=split, include_root=include_root,
                               consistent=consistent, variance_exponent=model.variance_exponent)
         on = shares > 0
         sigma2 = np.full(layout.n_levels, np.inf)
         sigma2[on] = [model.planning_variance(s) for s in shares[on]]
+        return layout, sigma2
+
+    def predict(b: int, split: BudgetSplit) -> float:
+        layout, sigma2 = levels(b, split)
         return predicted_average_variance(layout, sigma2, consistent=consistent)
+
+    def quick(b: int, split: BudgetSplit) -> float:
+        if not closed:
+            return predict(b, split)
+        return closed_form_average_variance(n_axis, b, levels(b, split)[1])
+
+    def settle(values: dict[int, float], split: BudgetSplit, around: float) -> None:
+        """Replace closed-form values near ``around`` by the array formula's (in place)."""
+        if closed:
+            for b, value in values.items():
+                if abs(value - around) <= NEAR_TIE * abs(around):
+                    values[b] = predict(b, split)
 
     if budget_split == "optimal":
         # The optimal split is iterative: rank by the uniform split, refine the best three.
-        first = {b: predict(b, "uniform") for b in candidate_branchings(n_axis)}
-        preds = {b: predict(b, "optimal") for b in sorted(first, key=first.get)[:3]}
+        first = {b: quick(b, "uniform") for b in candidate_branchings(n_axis)}
+        settle(first, "uniform", sorted(first.values())[min(2, len(first) - 1)])
+        preds = {b: predict(b, "optimal") for b in sorted(first, key=lambda c: first[c])[:3]}
     else:
-        preds = {b: predict(b, budget_split) for b in candidate_branchings(n_axis)}
-    best = min(preds, key=lambda b: (preds[b], -b))
+        preds = {b: quick(b, budget_split) for b in candidate_branchings(n_axis)}
+        settle(preds, budget_split, min(preds.values()))
     flat_b = max(n_axis, 2)
+    if closed and budget_split != "optimal" and flat_b in preds:
+        preds[flat_b] = predict(flat_b, budget_split)
+    best = min(preds, key=lambda b: (preds[b], -b))
     flat = preds.get(flat_b)
     if flat is None:
         flat = predicted_average_variance(tree_layout(dims, flat_b),

@@ -66,8 +66,10 @@ def equivalent_epsilon(variance: float) -> float:
     """The epsilon of the discrete Laplace noise that has this variance.
 
     ``Var = 2 p / (1 - p)**2`` with ``p = exp(-epsilon)`` (scale ``1 / epsilon``), so
-    ``p = (Var + 1 - sqrt(2 Var + 1)) / Var``. For pure-DP noise of unit sensitivity this
-    returns its epsilon; for other noise, the epsilon with the same noise level.
+    ``p = (Var + 1 - sqrt(2 Var + 1)) / Var = Var / (Var + 1 + sqrt(2 Var + 1))`` (the second
+    form has no cancellation, so a tiny variance gives a large, finite epsilon). For pure-DP
+    noise of unit sensitivity this returns its epsilon; for other noise, the epsilon with the
+    same noise level.
 
     Examples
     --------
@@ -76,8 +78,7 @@ def equivalent_epsilon(variance: float) -> float:
     0.1
     """
     v = float(variance)
-    p = (v + 1.0 - math.sqrt(2.0 * v + 1.0)) / v
-    return -math.log(p)
+    return math.log((v + 1.0 + math.sqrt(2.0 * v + 1.0)) / v)
 
 
 def ugrid_size(total: float, epsilon: float, c: float = DEFAULT_C) -> int:

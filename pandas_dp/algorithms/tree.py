@@ -22,8 +22,9 @@ References
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Callable, Literal
 
 import numpy as np
 
@@ -75,7 +76,7 @@ class TreePlan:
 
 def plan_tree(shape: int | tuple[int, ...], *, loss: PrivacyLoss, branching: int | Literal["auto"] = "auto",
               budget_split: BudgetSplit = "uniform", include_root: bool = False, consistent: bool = True,
-              sensitivity: Sensitivity = UNIT) -> TreePlan:
+              sensitivity: Sensitivity | Callable[[int], Sensitivity] = UNIT) -> TreePlan:
     """Plan a hierarchical release from public information only (no data, no budget).
 
     Parameters
@@ -93,8 +94,10 @@ def plan_tree(shape: int | tuple[int, ...], *, loss: PrivacyLoss, branching: int
         Also noise the root (Hay et al.'s tree); Qardaji's ``H_b`` does not.
     consistent : bool
         Whether constrained inference will run (it changes the optimal split).
-    sensitivity : Sensitivity
-        How far one privacy unit moves one level's counts (default: one row, 1).
+    sensitivity : Sensitivity or callable
+        How far one privacy unit moves one level's counts (default: one row, 1), or a
+        function of the number of cells a node of the level covers (at most), for
+        bounds whose sensitivity grows as nodes merge cells (a privacy unit's cells).
 
     Returns
     -------
@@ -124,7 +127,14 @@ def plan_tree(shape: int | tuple[int, ...], *, loss: PrivacyLoss, branching: int
     parts = loss.split(shares)
     n_noised = int((shares > 0).sum())
     what = (f"one level of this {n_noised}-level tree (a larger branching gives fewer levels)")
-    noise = tuple(part.noise(sensitivity, what=what) if part.amount > 0 else None for part in parts)
+    def level_sensitivity(k: int) -> Sensitivity:
+        if not callable(sensitivity):
+            return sensitivity
+        span = int(layout.branching) ** k
+        return sensitivity(math.prod(min(span, n) for n in layout.shape))
+
+    noise = tuple(part.noise(level_sensitivity(k), what=what) if part.amount > 0 else None
+                  for k, part in enumerate(parts))
     total = loss.zero()
     for part in parts:
         total = total + part

@@ -23,6 +23,8 @@ from ..errors import ParameterError
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..domain import Grid
+    from ..regions import RegionTree
+    from ..units import UnitBounds
 
 __all__ = ["Engine", "engine_for", "register_engine"]
 
@@ -35,6 +37,12 @@ class Engine(Protocol):
 
     def group_counts(self, values: Any, ids: pd.Index | None) -> np.ndarray:
         """Rows per public group id (aligned with ``ids``), or per group present when ``ids`` is None."""
+
+    def coded_rows(self, frame: Any, grid: Grid, bounds: UnitBounds) -> Any:
+        """The rows coded by cell and privacy unit, for contribution bounding (``counts``, ``contributions``)."""
+
+    def count_groups(self, persons: Any, tree: RegionTree) -> Any:
+        """Exact count-of-counts tables of every region of a public region tree (odd rows dropped)."""
 
 
 _REGISTRY: dict[type, Callable[[], Engine]] = {}

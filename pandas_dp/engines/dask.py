@@ -25,7 +25,7 @@ from ..domain import CategoryDomain, Grid
 from ..errors import DataSourceError, DomainError
 from . import pandas as pandas_engine
 
-__all__ = ["bin_counts", "compute_private", "partitions", "check_known_categories", "tree_sum", "sum_arrays", "share", "group_counts",
+__all__ = ["bin_counts", "coded_rows", "coded_group_rows", "compute_private", "partitions", "check_known_categories", "tree_sum", "sum_arrays", "share", "group_counts",
            "count_groups", "prepare_groups", "SPLIT_EVERY"]
 
 SPLIT_EVERY = 8
@@ -264,3 +264,17 @@ def prepare_groups(*args: Any, **kwargs: Any) -> Any:
     from .dask_groups import prepare_groups as prepare
 
     return prepare(*args, **kwargs)
+
+
+def coded_rows(frame: Any, grid: Grid, bounds: Any) -> Any:
+    """The rows coded by cell and privacy unit, shuffled by unit (see :mod:`.dask_bounding`)."""
+    from .dask_bounding import coded_rows as code
+
+    return code(frame, grid, bounds)
+
+
+def coded_group_rows(frame: Any, group: Any, ids: Any, bounds: Any) -> Any:
+    """Rows coded by group and privacy unit, shuffled by unit (see :mod:`.dask_bounding`)."""
+    from .dask_bounding import coded_group_rows as code
+
+    return code(frame, group, ids, bounds)

@@ -132,20 +132,44 @@ class CountOfCountsPlan:
     max_size_noise: Noise | None
     totals_noise: Noise | None
     level_noise: Noise
+    group_unit: bool = False
 
     @property
     def estimate_max(self) -> bool:
         return self.max_size_noise is not None
 
 
+def group_unit_sensitivity(method: str, max_size: int, min_size: int) -> Sensitivity:
+    """How far one whole group (its every person changed) moves one level's estimator input.
+
+    With groups truncated to ``K = max_size`` persons, a group's size moves within ``[m, K]``
+    (``m = min_size``): ``naive`` moves two size classes by one (L1 2, L2 sqrt 2); ``hc`` moves
+    ``T[i]`` by one for the ``|s - s'| <= K - m`` sizes between old and new (L1 ``K - m``, L2
+    ``sqrt(K - m)``); ``hg`` moves one entry of the sorted sizes by up to ``K - m`` (L1 and L2
+    ``K - m``). A group that appears or disappears (no public Groups table) moves each by at most
+    as much.
+    """
+    span = max(int(max_size) - int(min_size), 1)
+    if method == "naive":
+        return Sensitivity.cells(cells=2)
+    if method == "hc":
+        return Sensitivity.cells(cells=span)
+    return Sensitivity(Fraction(span), Fraction(span * span))
+
+
 def plan_count_of_counts(loss: PrivacyLoss, *, n_levels: int, method: str, max_size: int | None,
-                         groups_public: bool) -> CountOfCountsPlan:
+                         groups_public: bool, group_unit: bool = False) -> CountOfCountsPlan:
     """Split the loss and calibrate every step's noise (public inputs only; before any charge).
 
     ``max_size`` not given (``hc``/``naive``): 1/20 of the loss for a noisy maximum; ``groups`` not
     given: 1/10 for the numbers of groups per region; the rest split equally over the ``L``
-    levels (root included). The parts add up to the loss exactly.
+    levels (root included). The parts add up to the loss exactly. ``group_unit``: the privacy unit
+    is the whole group (its persons), with the public ``max_size`` as truncation
+    (:func:`group_unit_sensitivity`).
     """
+    if group_unit and max_size is None:
+        raise ParameterError("privacy_unit='group' needs a public max_size=K: groups larger than K keep K persons "
+                             "(the bound on what one group can change). Pass e.g. max_size=16.")
     estimate_max = max_size is None and method != "hg"
     zero = loss.zero()
     loss_k = loss.part(MAX_SIZE_SHARE) if estimate_max else zero
@@ -157,7 +181,10 @@ def plan_count_of_counts(loss: PrivacyLoss, *, n_levels: int, method: str, max_s
         max_size_noise=loss_k.noise(what="the noisy maximum group size") if estimate_max else None,
         totals_noise=(loss_g.noise(Sensitivity.cells(cells=n_levels), what="the numbers of groups per region")
                       if not groups_public else None),
-        level_noise=per_level.noise(SENSITIVITY[method], what=f"one of the {n_levels} levels"))
+        level_noise=per_level.noise(
+            group_unit_sensitivity(method, max_size, 0 if groups_public else 1) if group_unit  # type: ignore[arg-type]
+            else SENSITIVITY[method], what=f"one of the {n_levels} levels"),
+        group_unit=group_unit)
 
 
 def estimate_count_of_counts(tables: Any, plan: CountOfCountsPlan, *, merge: str = "weighted", rng: Any = None,
@@ -176,8 +203,11 @@ def estimate_count_of_counts(tables: Any, plan: CountOfCountsPlan, *, merge: str
         totals = consistent_group_totals(tables.exact[-1].totals(), tables.parents, n_nodes,
                                          noise=plan.totals_noise, rng=rng, limit=MAX_GROUPS)
     min_size = 0 if plan.groups_public else 1
+    levels = tables.exact
+    if plan.group_unit:  # a group keeps K of its persons: its size is min(size, K) (only sizes are released)
+        levels = [Runs(r.node, np.minimum(r.size, k), r.groups, r.var, r.n_nodes).normalized() for r in levels]
     estimates = []
-    for exact, g in zip(tables.exact, totals):
+    for exact, g in zip(levels, totals):
         estimates.append(estimate_level(exact, g, method=plan.method, noise=plan.level_noise,  # type: ignore[arg-type]
                                         max_size=k, min_size=min_size, rng=rng))
         if tick:
@@ -210,7 +240,7 @@ def count_of_counts(frame: pd.DataFrame, group: str, location: Any, *, epsilon: 
                     groups: pd.DataFrame | None = None, hierarchy: pd.DataFrame | None = None,
                     max_size: int | None = None, method: Literal["hc", "hg", "naive"] = "hc",
                     merge: Literal["weighted", "average"] = "weighted", rng: Any = None,
-                    progress: bool | None = None) -> CountOfCounts:
+                    progress: bool | None = None, privacy_unit: str | None = None) -> CountOfCounts:
     """Release consistent count-of-counts histograms of every region (see ``DataFrame.dp.count_of_counts``)."""
     loss = privacy_loss(epsilon, rho)
     generator = check_rng(rng)
@@ -223,18 +253,27 @@ def count_of_counts(frame: pd.DataFrame, group: str, location: Any, *, epsilon: 
     if tree.group is None:
         raise ParameterError(f"The 'group' parameter must name a column of the frame. Got None; "
                              f"columns are {list(frame.columns)[:20]}.")
+    if privacy_unit not in (None, "person", "group"):
+        raise ParameterError(f"The 'privacy_unit' parameter of count_of_counts must be 'person' (the default: one "
+                             f"row of the frame) or 'group' (one group with all its persons). Got {privacy_unit!r}.")
     plan = plan_count_of_counts(loss, n_levels=len(tree.level_names), method=knobs["method"],
-                                max_size=knobs["max_size"], groups_public=tree.groups_public)
+                                max_size=knobs["max_size"], groups_public=tree.groups_public,
+                                group_unit=privacy_unit == "group")
     params = {
         "method": plan.method, "merge": knobs["merge"], "levels": list(tree.level_names),
         "regions_per_level": [len(r) for r in tree.regions],
         "max_size": plan.max_size if plan.max_size is not None else (
             "estimated" if plan.estimate_max else "not used"),
         "groups_public": plan.groups_public,
+        "privacy_unit": "group" if plan.group_unit else "person",
         f"{loss.parameter}_per_level": str(plan.losses["per_level"].amount),
         f"{loss.parameter}_max_size": str(plan.losses["max_size"].amount),
         f"{loss.parameter}_group_totals": str(plan.losses["group_totals"].amount),
     }
+    # The noise of every level's estimator (sensitivity SENSITIVITY[method]): its exact parameter.
+    level_noise = plan.level_noise.describe()
+    params["noise"] = level_noise.pop("noise")
+    params.update({f"{key}_per_level": value for key, value in level_noise.items()})
 
     def mechanism(tables: Any) -> CountOfCounts:
         tick, bar = progress_callback(knobs["progress"], 2 * plan.n_levels, "count-of-counts")
@@ -257,6 +296,7 @@ def count_of_counts(frame: pd.DataFrame, group: str, location: Any, *, epsilon: 
             params=result_params,
             post_processing=post,
             parents=tuple(tables.parents),
+            loss=loss,
         )
 
     return run(frame, Release(

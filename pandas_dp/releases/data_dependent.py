@@ -1,49 +1,39 @@
 """Data-dependent histogram methods for ``histogram(method=...)``: ``"ahp"``, ``"dpcube"``, ``"auto"``.
 
-Each method is a :class:`~pandas_dp.releases.flat.HistogramMethod`: its
-``validate`` step checks the knobs against the public domain before any
-charge; its ``release`` step receives the exact counts and the epsilon already
-charged, runs the pure algorithm and wraps the result. ``"auto"`` picks a
-method from public information only (see :func:`choose_method`) and spends
-exactly what the chosen method spends.
+Each method is a :class:`~pandas_dp.releases.histogram.HistogramMethod`: its
+plan checks the knobs against the public domain before any charge; its
+release receives the exact counts, runs the pure algorithm and wraps the
+result. ``"auto"`` chooses a configuration with the rule of
+:mod:`pandas_dp.releases.auto_rule` from public facts and the scale
+``N x epsilon``: ``N`` is the caller's ``expected_total`` or, when the choice
+depends on it, a noisy total bought with ``total_share`` of the loss inside
+the same charge (stated in the ledger row and on the result).
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
-from typing import Any, NamedTuple
+from dataclasses import dataclass, replace
+from fractions import Fraction
+from typing import Any
 
 import numpy as np
 
+from .._rational import to_fraction
 from ..algorithms import ahp as _ahp
 from ..algorithms import dpcube as _dpcube
 from ..domain import Grid
 from ..errors import ParameterError
-from ..loss import PrivacyLoss
+from ..loss import Noise, PrivacyLoss
 from ..results.data_dependent import AHPHistogram, DPCubeHistogram
 from ..results.histogram import Histogram, as_series
+from .adaptive import with_total
+from .auto_rule import AUTO_WORKLOADS, AutoChoice, auto_candidates, choose_config, choose_method
 from .histogram import METHODS, HistogramMethod, Planned, clip_at_zero, plan_method, register_method
 from .params import Options, Param, ParamTable, Real
 
-__all__ = ["choose_method", "AutoChoice", "AUTO_BINS_SIGNAL", "AUTO_DPCUBE_MAX_SIGNAL"]
-
-#: For ``workload="bins"``, ``"auto"`` picks AHP when the expected count per cell in units of
-#: the noise scale, ``expected_total * epsilon / cells``, is below this (docs/methods/auto.md:
-#: DPBench signal sweep, benchmarks/bench_data_dependent.py --sweep).
-AUTO_BINS_SIGNAL = 20.0
-#: For range workloads on d >= 2 grids, ``"auto"`` picks DPCube (uniform) unless the signal is
-#: known to exceed this, the largest signal of the DPBench 2-D evidence (GOWALLA at epsilon 1).
-AUTO_DPCUBE_MAX_SIGNAL = 100.0
+__all__ = ["choose_method", "AutoChoice", "AutoPlan", "AUTO_TOTAL_SHARE", "AUTO_PARAMS"]
 
 _SPLIT = Real(0.0, 1.0, low_open=True)
-
-
-class AutoChoice(NamedTuple):
-    """What ``method="auto"`` releases: a method, its knobs, and why."""
-
-    method: str
-    params: dict
-    reason: str
 
 
 # ------------------------------------------------------------------------------------------ AHP
@@ -147,101 +137,126 @@ def _release_dpcube(counts: np.ndarray, grid: Grid, planned: Planned, *, rng: An
 
 # ----------------------------------------------------------------------------------------- auto
 
-def choose_method(shape: tuple[int, ...], *, epsilon: float, expected_total: float | None = None,
-                  workload: str = "ranges", loss: PrivacyLoss | None = None) -> AutoChoice:
-    """The method ``"auto"`` uses, from public information only (no budget is spent).
-
-    Parameters
-    ----------
-    shape : tuple of int
-        Public grid shape.
-    epsilon : float
-        Budget of the release.
-    expected_total : float, optional
-        A public guess of the number of rows (e.g. last year's published total).
-    workload : {"ranges", "bins"}
-        What the release will mostly answer: range / rectangle sums, or single bins.
-    loss : PrivacyLoss, optional
-        The release's loss (default: pure ``epsilon``). Under zCDP only the methods with a
-        zCDP analysis (identity, hierarchical) are candidates.
-
-    Returns
-    -------
-    AutoChoice
-        ``(method, params, reason)``; the reason is recorded on the result.
-
-    Notes
-    -----
-    With ``signal = expected_total * epsilon / cells`` (expected count per cell in units of
-    the noise scale). Evidence: DPBench at natural scale and a signal sweep
-    (benchmarks/bench_data_dependent.py, docs/methods/auto.md).
-
-    * Bins: AHP if ``signal < AUTO_BINS_SIGNAL`` (0.13-0.73 x identity's per-bin error up to
-      signal 15 on the sweep), else identity (optimal for single bins among the
-      data-independent methods, and the choice when the signal is unknown).
-    * Ranges, 1-D: the hierarchical tree when its predicted average range variance (exact
-      V_Avg / Qardaji Eq. 3, :func:`~pandas_dp.algorithms.branching.choose_branching`) beats
-      the flat histogram's, else identity. The tree won all 40 natural-scale 1-D cases and 78
-      of 80 sweep cases; no data-dependent method was better on average at any signal.
-    * Ranges, d >= 2: DPCube with uniform estimation (0.34-0.47 x identity's rectangle
-      error at every signal of the sweep, 8 of 10 natural-scale wins; the tree 0.77 x)
-      unless ``signal > AUTO_DPCUBE_MAX_SIGNAL``, beyond the evidence, where the tree is used.
-    """
-    cells = int(np.prod(shape))
-    signal = None if expected_total is None else float(expected_total) * float(epsilon) / max(cells, 1)
-    if loss is not None and loss.measure not in METHODS["ahp"].measures:
-        signal = None  # the data-dependent methods have no analysis in this measure
-    if workload == "bins":
-        if signal is not None and cells > 1:
-            if signal < AUTO_BINS_SIGNAL:
-                return AutoChoice("ahp", {}, f"per-bin workload with expected count per cell x epsilon = "
-                                  f"{signal:.3g} < {AUTO_BINS_SIGNAL:g}: AHP clustering beats per-bin noise")
-            return AutoChoice("identity", {}, f"per-bin workload with expected count per cell x epsilon = "
-                              f"{signal:.3g} >= {AUTO_BINS_SIGNAL:g}: the flat histogram")
-        return AutoChoice("identity", {}, "per-bin workload without expected_total: the flat histogram")
-    data_dependent = loss is None or loss.measure in METHODS["dpcube"].measures
-    if data_dependent and len(shape) >= 2 and cells > 1 and (signal is None or signal <= AUTO_DPCUBE_MAX_SIGNAL):
-        known = "unknown" if signal is None else f"{signal:.3g} <= {AUTO_DPCUBE_MAX_SIGNAL:g}"
-        return AutoChoice("dpcube", {"estimate": "uniform"},
-                          f"{len(shape)}-D range workload, expected count per cell x epsilon {known}: "
-                          f"DPCube kd-tree partitions with uniform estimation")
-    if "hierarchical" in METHODS and cells > 1:
-        from ..algorithms.branching import choose_branching
-        choice = choose_branching(shape, epsilon=float(epsilon), loss=loss)
-        if choice.branching < max(shape) and choice.predicted_variance < choice.flat_variance:
-            return AutoChoice("hierarchical", {"branching": "auto"},
-                              f"range workload: tree b={choice.branching} predicts average range "
-                              f"variance {choice.predicted_variance:.4g} < flat {choice.flat_variance:.4g}")
-    return AutoChoice("identity", {}, "range workload: the flat histogram predicts the smallest "
-                      "average range variance")
-
+#: Share of the loss ``"auto"`` spends on a noisy total when its choice depends on the total and
+#: no ``expected_total`` is given (1/50: the scale N x epsilon is needed to within a factor ~2 only).
+AUTO_TOTAL_SHARE = Fraction(1, 50)
+_GRIDS = ("ugrid", "agrid")
 
 AUTO_PARAMS = ParamTable("method='auto'", (
-    Param("expected_total", Real(0.0), None, "a public guess of the number of rows", optional=True),
-    Param("workload", Options(("ranges", "bins")), "ranges", "what the release will mostly answer"),
+    Param("expected_total", Real(0.0), None, "a public number of rows (e.g. last year's published total); "
+          "without it, a noisy total is bought with total_share of the loss when the choice depends on it",
+          optional=True),
+    Param("workload", Options(AUTO_WORKLOADS), "ranges", "what the release will mostly answer: range sums "
+          "(rectangles in 2-D), prefix sums, or single bins"),
+    Param("total_share", _SPLIT, AUTO_TOTAL_SHARE, "share of the loss spent on the noisy total when one is "
+          "needed"),
 ))
 
 
+@dataclass(frozen=True)
+class AutoPlan:
+    """The public part of an ``"auto"`` release: the choice, or every candidate and the noisy total's noise.
+
+    Attributes
+    ----------
+    choice : AutoChoice or None
+        Made before the charge (public total, or a rule with one piece); ``None``
+        when the noisy total decides.
+    plans : dict of str to Planned
+        Every configuration that can be chosen, planned before the charge (with
+        ``rest``), so that no choice can fail after it.
+    total_loss : PrivacyLoss or None
+        Loss of the noisy total (``total_share`` of the whole), when bought.
+    total_noise : Noise or None
+        Its noise (sensitivity 1: one row changes the total by 1).
+    rest : PrivacyLoss
+        What the chosen method spends (the whole loss minus ``total_loss``, exactly).
+    """
+
+    choice: AutoChoice | None
+    plans: dict[str, Planned]
+    total_loss: PrivacyLoss | None
+    total_noise: Noise | None
+    rest: PrivacyLoss
+
+
+def _epsilon(loss: PrivacyLoss) -> float | None:
+    return float(loss.amount) if loss.measure == "pure" else None
+
+
+def _plan_config(choice: AutoChoice, grid: Grid, loss: PrivacyLoss, total: float | None) -> Planned:
+    knobs = dict(choice.params)
+    if choice.method in _GRIDS and total is not None:
+        knobs["expected_total"] = total          # the grids use auto's total instead of buying their own
+    return plan_method(choice.method, grid, loss, knobs)
+
+
 def _plan_auto(grid: Grid, loss: PrivacyLoss, knobs: dict[str, Any]) -> Planned:
-    """Make the choice now, from public information, so the ledger records the method actually run."""
-    total = None if knobs["expected_total"] is None else float(knobs["expected_total"])
-    name, extra, reason = choose_method(grid.shape, epsilon=float(loss.amount), expected_total=total,
-                                        workload=knobs["workload"], loss=loss)
-    chosen = plan_method(name, grid, loss, extra)
-    return Planned("auto", chosen, {"method": name, "chosen_params": chosen.knobs, "auto_reason": reason,
-                                    "auto_workload": knobs["workload"], "auto_expected_total": total},
-                   label=name)
+    """Choose now when public information decides; otherwise plan every candidate and buy a noisy total.
+
+    Everything that can run after the charge is planned here, before it: a
+    loss too small for any candidate's sampler is refused while nothing is spent.
+    """
+    workload, total = knobs["workload"], knobs["expected_total"]
+    total = None if total is None else float(total)
+    configs = auto_candidates(grid.shape, workload=workload, loss=loss)
+    record: dict[str, Any] = {"auto_workload": workload, "auto_expected_total": total}
+    if total is not None or len(configs) == 1:
+        choice = choose_method(grid.shape, epsilon=_epsilon(loss), expected_total=total, workload=workload,
+                               loss=loss)
+        chosen = _plan_config(choice, grid, loss, total)
+        record.update({"method": choice.method, "chosen_params": chosen.knobs, "auto_reason": choice.reason,
+                       "auto_nonnegative": choice.nonnegative})
+        return Planned("auto", AutoPlan(choice, {choice.config: chosen}, None, None, loss), record,
+                       label=choice.method)
+    share = to_fraction(knobs["total_share"], name="total_share")
+    total_loss, rest = loss.split([share, 1 - share])
+    noise = total_loss.noise(what="the noisy total of method='auto'")
+    plans = {config: _plan_config(choose_config(config, workload), grid, rest, 0.0) for config in configs}
+    record.update({"auto_candidates": list(configs), "auto_total_share": str(share),
+                   f"auto_total_{loss.parameter}": str(total_loss.amount)})
+    return Planned("auto", AutoPlan(None, plans, total_loss, noise, rest), record, label="auto")
 
 
 def _release_auto(counts: np.ndarray, grid: Grid, planned: Planned, *, rng: Any, nonnegative: bool,
                   loss: PrivacyLoss) -> Histogram:
-    """Release with the method :func:`choose_method` picked during planning; the choice is in ``params``."""
-    chosen: Planned = planned.plan
-    result = METHODS[chosen.method].release(counts, grid, chosen, rng=rng, nonnegative=nonnegative, loss=loss)
+    """Release the chosen configuration; with a noisy total, draw it first and choose from it.
+
+    Notes
+    -----
+    With a noisy total the loss splits exactly into the total's share and the
+    rest, which the chosen method spends (sequential composition; one row
+    changes the total by 1). The choice reads only the noisy total and public
+    inputs, so it is post-processing; every candidate was planned before the
+    charge. The result records the choice, the total used and what it cost.
+    """
+    plan: AutoPlan = planned.plan
     knobs = planned.knobs
-    return replace(result, params={**result.params, "chosen_by": "auto", "auto_reason": knobs["auto_reason"],
-                                   "auto_workload": knobs["auto_workload"],
-                                   "auto_expected_total": knobs["auto_expected_total"]})
+    total = knobs["auto_expected_total"]
+    if plan.total_noise is None:
+        choice = plan.choice
+        chosen = plan.plans[choice.config]
+    else:
+        total = float(plan.total_noise.add(np.array([int(counts.sum())]), rng)[0])     # reads the true total
+        planned_loss = plan.total_loss + plan.rest      # the loss it was planned at (per row with a privacy unit)
+        choice = choose_method(grid.shape, epsilon=_epsilon(planned_loss), expected_total=max(total, 0.0),
+                               workload=knobs["auto_workload"], loss=loss, total_is_noisy=True)
+        chosen = plan.plans[choice.config]
+        if chosen.method in _GRIDS:
+            chosen = with_total(chosen, max(total, 0.0))
+    result = METHODS[chosen.method].release(counts, grid, chosen, rng=rng, nonnegative=nonnegative or
+                                            choice.nonnegative, loss=loss)
+    noisy = plan.total_noise is not None
+    params = {**result.params, "chosen_by": "auto", "auto_reason": choice.reason, "auto_config": choice.config,
+              "auto_workload": knobs["auto_workload"], "auto_expected_total": knobs["auto_expected_total"],
+              "auto_total": total, "auto_total_is_noisy": noisy,
+              "auto_total_share": knobs.get("auto_total_share"),
+              f"auto_total_{loss.parameter}": knobs.get(f"auto_total_{loss.parameter}"),
+              "auto_nonnegative": choice.nonnegative}
+    if noisy and chosen.method in _GRIDS:        # the grid was sized from auto's noisy total
+        params.update({"expected_total": None, "total_is_noisy": True,
+                       "total_epsilon": knobs.get(f"auto_total_{loss.parameter}")})
+    return replace(result, params=params)
 
 
 register_method(HistogramMethod("ahp", AHP_PARAMS, _plan_ahp, _release_ahp,
@@ -250,4 +265,5 @@ register_method(HistogramMethod("dpcube", DPCUBE_PARAMS, _plan_dpcube, _release_
                                 summary="kd-tree partitions of the noisy cell grid"))
 register_method(HistogramMethod("auto", AUTO_PARAMS, _plan_auto, _release_auto,
                                 measures=frozenset({"pure", "zcdp"}),
-                                summary="picks a method from public information only"))
+                                summary="picks a method from public facts and the scale N x epsilon "
+                                        "(public or a noisy total)"))

@@ -25,7 +25,8 @@ from ..domain import Grid, make_grid
 from .._public import float_array, safe_repr
 from ..domain import MAX_CELLS
 from ..errors import ParameterError
-from ..loss import PrivacyLoss
+from ..loss import UNIT, PrivacyLoss
+from ..units import AUTO_SHARE, UnitBounds, unit_bounds
 from ..results.hierarchical import HierarchicalHistogram
 from ..results.histogram import as_series
 from .histogram import (BOTH_MEASURES, HistogramMethod, Planned, histogram, histogram_release, method_named,
@@ -51,12 +52,13 @@ TREE_PARAMS = ParamTable("method='hierarchical'", (
 ))
 
 
-def _plan(grid: Grid, loss: PrivacyLoss, knobs: dict[str, Any]) -> Planned:
+def _plan(grid: Grid, loss: PrivacyLoss, knobs: dict[str, Any], unit: UnitBounds | None = None) -> Planned:
     if knobs["integer"] and not knobs["consistent"]:
         raise ParameterError("integer=True rounds a consistent tree (parents equal the sum of their children); "
                              "it needs consistent=True. Drop integer=True or consistent=False.")
     plan = plan_tree(grid.shape, loss=loss, branching=knobs["branching"], budget_split=knobs["budget_split"],
-                     include_root=knobs["include_root"], consistent=knobs["consistent"])
+                     include_root=knobs["include_root"], consistent=knobs["consistent"],
+                     sensitivity=UNIT if unit is None else unit.level_sensitivity)
     return Planned("hierarchical", plan, knobs)
 
 
@@ -92,7 +94,9 @@ def _release(counts: np.ndarray, grid: Grid, planned: Planned, *, rng: Any, nonn
         "include_root": plan.include_root, "consistent": plan.consistent, "nonnegative": nonnegative,
         "integer": integer,
         f"level_{loss.parameter}s": [str(part.amount) for part in plan.level_losses],
-        "level_noise_scales": [None if d is None else d.get("noise_scale", d.get("sigma2")) for d in noises],
+        # Exact per-level noise parameters: discrete Laplace scales (pure), discrete Gaussian sigma^2 (zCDP).
+        **({"level_sigma2": [None if d is None else d["sigma2"] for d in noises]} if loss.measure == "zcdp" else
+           {"level_noise_scales": [None if d is None else d["noise_scale"] for d in noises]}),
         "noise": next(d["noise"] for d in noises if d is not None), "sensitivity_per_level": 1,
         "branching_chosen_by": "auto" if plan.choice is not None else "caller",
         "variance": ("exact (linear form of the estimator)" if not nonnegative else
@@ -114,7 +118,8 @@ def _release(counts: np.ndarray, grid: Grid, planned: Planned, *, rng: Any, nonn
 
 
 register_method(HistogramMethod("hierarchical", TREE_PARAMS, _plan, _release, measures=BOTH_MEASURES,
-                                summary="noisy counts on a tree over the bins, exact GLS inference"))
+                                summary="noisy counts on a tree over the bins, exact GLS inference",
+                                unit_aware=True))
 
 
 def hierarchical_histogram(frame: pd.DataFrame, columns: Any, *, bins: Any = None, range: Any = None,
@@ -123,19 +128,28 @@ def hierarchical_histogram(frame: pd.DataFrame, columns: Any, *, bins: Any = Non
                            budget_split: Literal["uniform", "geometric", "optimal"] = "uniform",
                            include_root: bool = False, consistent: bool = True,
                            nonnegative: bool = False, integer: bool = False,
-                           rng: Any = None) -> HierarchicalHistogram:
+                           rng: Any = None, privacy_unit: Any = None, max_rows: Any = None,
+                           max_cells: Any = None, max_rows_per_cell: Any = None) -> HierarchicalHistogram:
     """Release a hierarchical histogram (see ``DataFrame.dp.hierarchical_histogram``)."""
     return histogram(frame, columns, bins=bins, range=range, categories=categories, epsilon=epsilon, rho=rho,
                      method="hierarchical", rng=rng, nonnegative=nonnegative, branching=branching,
                      budget_split=budget_split, include_root=include_root,
-                     consistent=consistent, integer=integer)  # type: ignore[return-value]
+                     consistent=consistent, integer=integer, privacy_unit=privacy_unit, max_rows=max_rows,
+                     max_cells=max_cells, max_rows_per_cell=max_rows_per_cell)  # type: ignore[return-value]
 
 
 def _range_pairs(ranges: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Lows and highs of one ``(low, high)`` pair or a list of pairs: floats, or objects (dates, durations)
+    that the domain's ``align`` reads."""
     pairs = float_array(ranges)
     if pairs is None:
-        raise ParameterError(f"The 'ranges' parameter must be a (low, high) pair or a list of pairs of "
-                             f"numbers. Got {safe_repr(ranges)}.")
+        try:
+            pairs = None if isinstance(ranges, (str, bytes)) else np.asarray(ranges, dtype=object)
+        except Exception:  # noqa: BLE001 - a public argument whose conversion raises anything
+            pairs = None
+        if pairs is None or pairs.ndim == 0:
+            raise ParameterError(f"The 'ranges' parameter must be a (low, high) pair or a list of pairs of "
+                                 f"numbers, dates or durations. Got {safe_repr(ranges)}.")
     if pairs.ndim == 1 and pairs.size == 2:
         pairs = pairs[None, :]
     if pairs.ndim != 2 or pairs.shape[1] != 2 or pairs.shape[0] == 0:
@@ -146,7 +160,8 @@ def _range_pairs(ranges: Any) -> tuple[np.ndarray, np.ndarray]:
 
 def range_query(frame: pd.DataFrame, column: Any, ranges: Any, *, bins: Any = None, range: Any = None,
                 categories: Any = None, epsilon: Any = None, rho: Any = None, method: str = "auto",
-                rng: Any = None, nonnegative: bool = False, **method_params: Any) -> pd.DataFrame:
+                rng: Any = None, nonnegative: bool = False, privacy_unit: Any = None, max_rows: Any = None,
+                max_cells: Any = None, max_rows_per_cell: Any = None, **method_params: Any) -> pd.DataFrame:
     """Release the histogram best suited to ranges and answer ``ranges`` from it.
 
     See ``DataFrame.dp.range_query``.  Everything (column, domain, ranges on
@@ -160,6 +175,8 @@ def range_query(frame: pd.DataFrame, column: Any, ranges: Any, *, bins: Any = No
     generator = check_rng(rng)
     nonneg = check_flag(nonnegative, "nonnegative")
     name = method_named(method, "range_query", extra=("auto",))
+    unit = unit_bounds(frame.columns, privacy_unit, max_rows=max_rows, max_cells=max_cells,
+                       max_rows_per_cell=max_rows_per_cell, reserved=tuple(cols))
     grid = make_grid(frame, cols, bins=bins, range=range, categories=categories)
     lows, highs = _range_pairs(ranges)
     grid.dims[0].align(lows, highs)   # DomainError before any charge
@@ -175,8 +192,10 @@ def range_query(frame: pd.DataFrame, column: Any, ranges: Any, *, bins: Any = No
         else:
             name = "hierarchical"
             knobs.setdefault("branching", "auto")
-    planned = plan_method(name, grid, loss, knobs)
-    result = histogram_release(frame, cols, grid, loss, planned, rng=generator, nonnegative=nonneg)
+    method_loss = loss if unit is None or not unit.auto else loss - loss.part(AUTO_SHARE)
+    planned = plan_method(name, grid, method_loss, knobs, unit)
+    result = histogram_release(frame, cols, grid, loss, planned, rng=generator, nonnegative=nonneg, unit=unit,
+                               knobs=knobs)
     answers = result.range_query(list(zip(lows, highs)))
     answers.attrs["release"] = result
     return answers

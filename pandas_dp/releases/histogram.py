@@ -11,7 +11,7 @@ charge) and a ``release`` step (exact counts and the plan in, the result out).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Mapping
 
 import numpy as np
@@ -20,7 +20,10 @@ import pandas as pd
 from .._rational import safe_repr
 from ..domain import Grid, make_grid
 from ..errors import ParameterError
+from ..engines.bounding import release_key
 from ..loss import UNIT, Noise, PrivacyLoss
+from ..results.geography import GeographyHistogram
+from ..units import AUTO_MAX_ROWS, AUTO_QUANTILE, AUTO_SHARE, AUTO_STEPS, UnitBounds, unit_bounds
 from ..results.histogram import Histogram, as_series
 from .params import ParamTable, check_columns, check_flag, check_rng
 from .pipeline import Release, check_measure, privacy_loss, run
@@ -53,10 +56,14 @@ class HistogramMethod:
 
     name: str
     params: ParamTable
-    plan: Callable[[Grid, PrivacyLoss, dict[str, Any]], Planned]
+    plan: Callable[..., Planned]
     release: Callable[..., Histogram]
     measures: frozenset[str] = frozenset({"pure"})
     summary: str = ""
+    #: Whether ``plan`` takes the privacy unit's bounds (``plan(grid, loss, knobs, unit)``) and calibrates
+    #: each measurement to its sensitivity under them. Other methods run at the per-row loss of group
+    #: privacy (``UnitBounds.per_row_loss``), which gives every disjoint-count measurement the same noise.
+    unit_aware: bool = False
 
 
 METHODS: dict[str, HistogramMethod] = {}
@@ -77,11 +84,23 @@ def method_named(method: Any, entry: str = "histogram", *, extra: tuple[str, ...
     return str.__str__(method)
 
 
-def plan_method(name: str, grid: Grid, loss: PrivacyLoss, knobs: Mapping[str, Any]) -> Planned:
-    """Check a method's measure and knobs and plan it (public inputs only)."""
+def plan_method(name: str, grid: Grid, loss: PrivacyLoss, knobs: Mapping[str, Any],
+                unit: UnitBounds | None = None) -> Planned:
+    """Check a method's measure and knobs and plan it (public inputs only), for a privacy unit if given.
+
+    With ``max_rows="auto"`` the plan is made for the largest bound ``"auto"`` may choose
+    (:data:`~pandas_dp.units.AUTO_MAX_ROWS`), so a loss too small for any choice is refused now.
+    """
     spec = METHODS[name]
     check_measure(loss, spec.measures, f"method={name!r}")
-    return spec.plan(grid, loss, spec.params.validate(knobs))
+    checked = spec.params.validate(knobs)
+    if unit is None:
+        return spec.plan(grid, loss, checked)
+    if unit.auto and unit.max_rows is None:
+        unit = unit.with_max_rows(AUTO_MAX_ROWS)
+    if spec.unit_aware:
+        return spec.plan(grid, loss, checked, unit)
+    return spec.plan(grid, unit.per_row_loss(loss), checked)
 
 
 def clip_at_zero(values: np.ndarray) -> np.ndarray:
@@ -90,35 +109,103 @@ def clip_at_zero(values: np.ndarray) -> np.ndarray:
 
 
 def histogram_release(frame: Any, cols: list[Any], grid: Grid, loss: PrivacyLoss, planned: Planned, *,
-                      rng: Any, nonnegative: bool, budget: Any = None) -> Histogram:
-    """Run a planned histogram method through the pipeline (count the grid, charge, release)."""
+                      rng: Any, nonnegative: bool, budget: Any = None, unit: UnitBounds | None = None,
+                      knobs: Mapping[str, Any] | None = None) -> Histogram:
+    """Run a planned histogram method through the pipeline (count the grid, charge, release).
+
+    With a privacy unit the engine codes the rows by cell and unit, and the mechanism bounds every
+    unit's contribution (random rows, with the release's randomness) before counting; with
+    ``max_rows="auto"`` it first spends :data:`~pandas_dp.units.AUTO_SHARE` of the loss on a noisy
+    histogram of rows per unit and re-plans the method for the bound it gives (``knobs``: the
+    method's knobs as given, for that plan).
+    """
     spec = METHODS[planned.method]
     ledger_params = {"shape": list(grid.shape), "nonnegative": nonnegative, **planned.knobs}
+    label = f"histogram:{planned.label or planned.method}"
+    if unit is None:
+        return run(frame, Release(
+            loss=loss, method=label, columns=cols, params=ledger_params,
+            count=lambda engine: engine.bin_counts(frame, grid),
+            mechanism=lambda counts: spec.release(counts, grid, planned, rng=rng, nonnegative=nonnegative,
+                                                  loss=loss),
+            budget=budget))
+
+    def mechanism(coded: Any) -> Histogram:
+        key = release_key(rng)
+        chosen, rest, final = unit, loss, planned
+        if unit.auto:
+            part = loss.part(AUTO_SHARE)
+            rest = loss - part
+            chosen = unit.with_max_rows(choose_max_rows(coded.contributions(), part.noise(), rng))
+            final = plan_method(planned.method, grid, rest, knobs or {}, chosen)
+        result = METHODS[final.method].release(coded.counts(chosen, key), grid, final, rng=rng,
+                                               nonnegative=nonnegative, loss=rest)
+        return replace(result, epsilon=loss.pure_epsilon, loss=loss,
+                       params={**result.params, **chosen.describe(),
+                               "unit_sensitivity": chosen.histogram_sensitivity().describe()})
+
     return run(frame, Release(
-        loss=loss, method=f"histogram:{planned.label or planned.method}", columns=cols, params=ledger_params,
-        count=lambda engine: engine.bin_counts(frame, grid),
-        mechanism=lambda counts: spec.release(counts, grid, planned, rng=rng, nonnegative=nonnegative, loss=loss),
-        budget=budget))
+        loss=loss, method=label, columns=cols, params={**ledger_params, **unit.describe()},
+        count=lambda engine: engine.coded_rows(frame, grid, unit), mechanism=mechanism, budget=budget))
+
+
+def choose_max_rows(contributions: np.ndarray, noise: Noise, rng: Any) -> int:
+    """``max_rows="auto"``: the :data:`~pandas_dp.units.AUTO_QUANTILE` quantile of the units' noisy rows.
+
+    ``contributions[i]`` is the number of units whose rows in the domain fall in step ``i`` of
+    :data:`~pandas_dp.units.AUTO_STEPS`; one unit moves one cell by one, so ``noise`` (calibrated
+    to sensitivity 1) makes the histogram DP. The bound is post-processing of the noisy
+    histogram: its cumulative sums made non-decreasing (running maximum), then the smallest step
+    whose cumulative count reaches the quantile of the total (the first step when the noisy
+    total is not positive).
+    """
+    noisy = noise.add(np.asarray(contributions, dtype=np.int64), rng).astype(np.float64)
+    cum = np.maximum.accumulate(np.cumsum(noisy))
+    if cum[-1] <= 0:
+        return AUTO_STEPS[0]
+    return AUTO_STEPS[int(np.searchsorted(cum, AUTO_QUANTILE * cum[-1], side="left"))]
 
 
 def histogram(frame: pd.DataFrame, columns: Any, *, bins: Any = None, range: Any = None,
               categories: Any = None, epsilon: Any = None, rho: Any = None, method: str = "identity",
-              rng: Any = None, nonnegative: bool = False, **method_params: Any) -> Histogram:
-    """Release a DP histogram of ``frame[columns]`` over a public domain (see ``DataFrame.dp.histogram``)."""
+              rng: Any = None, nonnegative: bool = False, privacy_unit: Any = None, max_rows: Any = None,
+              max_cells: Any = None, max_rows_per_cell: Any = None, by: Any = None, hierarchy: Any = None,
+              by_categories: Any = None, level_weights: Any = None, integer: bool | None = None,
+              **method_params: Any) -> Histogram | GeographyHistogram:
+    """Release a DP histogram of ``frame[columns]`` over a public domain (see ``DataFrame.dp.histogram``).
+
+    With ``by=`` (and its public regions), one consistent histogram per region
+    (:func:`pandas_dp.releases.geography.histogram_by_region`).
+    """
+    if by is not None or hierarchy is not None or by_categories is not None or level_weights is not None:
+        from .geography import histogram_by_region
+
+        return histogram_by_region(frame, columns, bins=bins, range=range, categories=categories, epsilon=epsilon,
+                                   rho=rho, method=method, rng=rng, nonnegative=nonnegative, by=by,
+                                   hierarchy=hierarchy, by_categories=by_categories, level_weights=level_weights,
+                                   integer=integer, privacy_unit=privacy_unit, max_rows=max_rows,
+                                   max_cells=max_cells, max_rows_per_cell=max_rows_per_cell, **method_params)
+    if integer is not None:
+        method_params["integer"] = integer  # a knob of method="hierarchical"
     cols = check_columns(frame, columns)
     loss = privacy_loss(epsilon, rho)
     generator = check_rng(rng)
     nonneg = check_flag(nonnegative, "nonnegative")
     name = method_named(method)
+    unit = unit_bounds(frame.columns, privacy_unit, max_rows=max_rows, max_cells=max_cells,
+                       max_rows_per_cell=max_rows_per_cell, reserved=tuple(cols))
     grid = make_grid(frame, cols, bins=bins, range=range, categories=categories)
-    planned = plan_method(name, grid, loss, method_params)
-    return histogram_release(frame, cols, grid, loss, planned, rng=generator, nonnegative=nonneg)
+    planned = plan_method(name, grid, loss if unit is None or not unit.auto else loss - loss.part(AUTO_SHARE),
+                          method_params, unit)
+    return histogram_release(frame, cols, grid, loss, planned, rng=generator, nonnegative=nonneg, unit=unit,
+                             knobs=method_params)
 
 
 # ------------------------------------------------------------------------------------ identity
 
-def _plan_identity(grid: Grid, loss: PrivacyLoss, knobs: dict[str, Any]) -> Planned:
-    return Planned("identity", loss.noise(UNIT, what="the identity histogram"), knobs)
+def _plan_identity(grid: Grid, loss: PrivacyLoss, knobs: dict[str, Any], unit: UnitBounds | None = None) -> Planned:
+    sensitivity = UNIT if unit is None else unit.histogram_sensitivity()
+    return Planned("identity", loss.noise(sensitivity, what="the identity histogram"), knobs)
 
 
 def _release_identity(counts: np.ndarray, grid: Grid, planned: Planned, *, rng: Any, nonnegative: bool,
@@ -158,8 +245,9 @@ def _release_identity(counts: np.ndarray, grid: Grid, planned: Planned, *, rng: 
 BOTH_MEASURES = frozenset({"pure", "zcdp"})
 
 register_method(HistogramMethod("identity", ParamTable("method='identity'"), _plan_identity, _release_identity,
-                                measures=BOTH_MEASURES, summary="one noise draw per cell"))
+                                measures=BOTH_MEASURES, summary="one noise draw per cell", unit_aware=True))
 
 # Other histogram methods register themselves on import (kept last: they import this module).
 from . import hierarchical as _hierarchical  # noqa: E402,F401  ("hierarchical")
 from . import data_dependent as _data_dependent  # noqa: E402,F401  ("ahp", "dpcube", "auto")
+from . import adaptive as _adaptive  # noqa: E402,F401  ("dawa", "ugrid", "agrid")

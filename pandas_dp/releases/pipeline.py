@@ -20,6 +20,8 @@ noisy output.
 
 from __future__ import annotations
 
+import os
+import sys
 import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
@@ -28,7 +30,7 @@ import numpy as np
 
 from ..budget import Budget, active_budget
 from ..engines import Engine, engine_for
-from ..errors import ParameterError
+from ..errors import GroupbyReleaseWarning, ParameterError
 from ..loss import PrivacyLoss, loss_from
 
 __all__ = ["Release", "run", "privacy_loss", "check_measure"]
@@ -63,10 +65,48 @@ class Release:
     budget: Budget | None = field(default=None, compare=False)
 
 
+_GROUPBY_DIR = f"{os.sep}pandas{os.sep}core{os.sep}groupby{os.sep}"
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+#: Call sites already warned (pandas resets Python's own once-per-site registry inside groupby).
+_WARNED_SITES: set[tuple[str, int]] = set()
+
+
+def warn_inside_groupby() -> None:
+    """Warn (:class:`~pandas_dp.errors.GroupbyReleaseWarning`) when a pandas groupby calls this release.
+
+    ``df.groupby(g).apply(lambda part: part.dp.histogram(...))`` charges one loss per group:
+    the total spent is set by how many groups the private data hold. The check looks at the
+    call stack only (never at the data), so it warns or not the same way on neighbouring frames.
+    It warns once per call site (the caller's file and line) in a process.
+    """
+    frame = sys._getframe(1)
+    user = None
+    while frame is not None:
+        name = frame.f_code.co_filename
+        if user is None and not name.startswith(_PACKAGE_DIR):
+            user = frame
+        if _GROUPBY_DIR in name:
+            break
+        frame = frame.f_back
+    if frame is None or user is None or (user.f_code.co_filename, user.f_lineno) in _WARNED_SITES:
+        return
+    _WARNED_SITES.add((user.f_code.co_filename, user.f_lineno))
+    depth, walk = 1, sys._getframe(1)
+    while walk is not None and walk is not user:
+        depth, walk = depth + 1, walk.f_back
+    warnings.warn(
+        "A pandas_dp release inside a pandas groupby (apply/agg/transform) charges its loss once per group, "
+        "and the number of groups comes from the private data. Release every group at once instead: "
+        "df.dp.histogram(columns, by='group', by_categories=[...every public group...], epsilon=...), "
+        "or add the group column to the released columns with public categories=.",
+        GroupbyReleaseWarning, stacklevel=depth + 1)
+
+
 def run(frame: Any, release: Release) -> Any:
     """Run a planned release on ``frame``: check the budget, count, charge, then noise and wrap."""
     budget = release.budget if release.budget is not None else active_budget()
     budget.check(release.loss)
+    warn_inside_groupby()
     engine = engine_for(frame)
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         # Counting reads private values: nothing it does may warn (the boundary rule).

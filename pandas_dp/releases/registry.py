@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from .count_of_counts import COUNT_OF_COUNTS_PARAMS, count_of_counts
+from .geography import GEOGRAPHY_ARGUMENTS, GEOGRAPHY_METHODS
 from .hierarchical import TREE_PARAMS, hierarchical_histogram, range_query
 from .histogram import METHODS, histogram
 from .params import ParamTable
@@ -22,7 +23,9 @@ from .unattributed import unattributed_histogram
 __all__ = ["Entry", "ENTRIES", "HISTOGRAM_ARGUMENTS", "histogram_methods", "cli_keys"]
 
 #: The arguments every histogram-like release takes besides its method's knobs.
-HISTOGRAM_ARGUMENTS = ("columns", "bins", "range", "categories", "nonnegative")
+#: A privacy unit and its public bounds (every release but count-of-counts, whose unit is person or group).
+UNIT_ARGUMENTS = ("privacy_unit", "max_rows", "max_cells", "max_rows_per_cell")
+HISTOGRAM_ARGUMENTS = ("columns", "bins", "range", "categories", "nonnegative", *UNIT_ARGUMENTS)
 
 
 @dataclass(frozen=True)
@@ -54,13 +57,13 @@ class Entry:
 
 
 ENTRIES: dict[str, Entry] = {e.name: e for e in (
-    Entry("histogram", histogram, "columns", True, arguments=HISTOGRAM_ARGUMENTS),
+    Entry("histogram", histogram, "columns", True, arguments=HISTOGRAM_ARGUMENTS + GEOGRAPHY_ARGUMENTS),
     Entry("hierarchical_histogram", hierarchical_histogram, "columns", True, TREE_PARAMS, HISTOGRAM_ARGUMENTS),
-    Entry("range_query", range_query, "column", True, arguments=("column", "ranges", "bins", "range", "categories",
-                                                                "nonnegative")),
+    Entry("range_query", range_query, "column", True, arguments=("column", "ranges", *HISTOGRAM_ARGUMENTS[1:])),
     Entry("count_of_counts", count_of_counts, "group", False, COUNT_OF_COUNTS_PARAMS,
-          ("group", "location", "groups", "hierarchy")),
-    Entry("unattributed_histogram", unattributed_histogram, "group", True, None, ("group", "groups")),
+          ("group", "location", "groups", "hierarchy", "privacy_unit")),
+    Entry("unattributed_histogram", unattributed_histogram, "group", True, None,
+          ("group", "groups", *UNIT_ARGUMENTS)),
 )}
 
 
@@ -72,6 +75,8 @@ def histogram_methods() -> dict[str, ParamTable]:
 def cli_keys() -> dict[str, set[str]]:
     """Allowed keys of a release table in a CLI spec, per ``method`` (besides name, method and the loss)."""
     keys = {name: set(HISTOGRAM_ARGUMENTS) | set(table.names) for name, table in histogram_methods().items()}
+    for name in GEOGRAPHY_METHODS:  # tables by geography: by=, hierarchy= (a file), level_weights=, integer=
+        keys[name] |= set(GEOGRAPHY_ARGUMENTS)
     coc = ENTRIES["count_of_counts"]
     keys["count_of_counts"] = set(coc.arguments) | (set(coc.knobs.names) - {"method", "progress"}) | {"estimator"}
     keys["unattributed"] = set(ENTRIES["unattributed_histogram"].arguments)

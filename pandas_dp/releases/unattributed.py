@@ -20,7 +20,10 @@ from .._labels import CLASS_NAMES, public_labels, value_classes
 from ..algorithms.unattributed import noisy_group_count, top_n_sorted, unattributed_histogram as sbar
 from ..domain import MAX_CELLS
 from .._rational import safe_repr
+from ..engines.bounding import release_key
 from ..errors import ParameterError
+from ..loss import UNIT, Sensitivity
+from ..units import unit_bounds
 from ..results.unattributed import UnattributedHistogram
 from .params import check_columns, check_rng
 from .pipeline import Release, check_measure, privacy_loss, run
@@ -73,26 +76,45 @@ def _group_ids(groups: Any, column: Any) -> pd.Index:
 
 
 def unattributed_histogram(frame: pd.DataFrame, group: Any, *, epsilon: Any = None, rho: Any = None,
-                           groups: Any = None, rng: Any = None) -> UnattributedHistogram:
-    """Release the sorted row counts per group (see ``DataFrame.dp.unattributed_histogram``)."""
+                           groups: Any = None, rng: Any = None, privacy_unit: Any = None, max_rows: Any = None,
+                           max_cells: Any = None, max_rows_per_cell: Any = None) -> UnattributedHistogram:
+    """Release the sorted row counts per group (see ``DataFrame.dp.unattributed_histogram``).
+
+    With a privacy unit (at most ``k`` rows per unit, or ``c`` groups with ``r`` rows each), one unit
+    moves the sorted counts by at most ``k`` (``c r``) in L1 (``k``; ``sqrt(c) r`` in L2) and the number
+    of groups present by at most ``k`` (``c``); the group column may be the unit itself (node-level
+    privacy for a degree sequence).
+    """
     col = check_columns(frame, group, name="group")
     if len(col) != 1:
         raise ParameterError(f"The 'group' parameter names one column. Got {safe_repr(group)}.")
     loss = privacy_loss(epsilon, rho)
     check_measure(loss, frozenset({"pure", "zcdp"}), "unattributed_histogram")
     generator = check_rng(rng)
+    unit = unit_bounds(frame.columns, privacy_unit, max_rows=max_rows, max_cells=max_cells,
+                       max_rows_per_cell=max_rows_per_cell)
+    if unit is not None and unit.auto:
+        raise ParameterError("max_rows='auto' is offered for histograms; pass a public max_rows=k (or max_cells "
+                             "with max_rows_per_cell) to unattributed_histogram.")
     ids = _group_ids(groups, col[0]) if groups is not None else None
     if ids is not None and len(ids) > MAX_GROUPS:
         raise ParameterError(f"The 'groups' parameter lists {len(ids):,} groups; the limit is {MAX_GROUPS:,} "
                              f"(one noisy count each).")
     loss_n = loss.zero() if ids is not None else loss.part(GROUP_COUNT_SHARE)
     loss_s = loss - loss_n
-    noise_n = loss_n.noise(what="the number of groups") if ids is None else None
-    noise_s = loss_s.noise(what="the sorted counts")
+    count_sens = UNIT if unit is None else Sensitivity.cells(cells=unit.cells_touched())
+    noise_n = loss_n.noise(count_sens, what="the number of groups") if ids is None else None
+    noise_s = loss_s.noise(UNIT if unit is None else unit.histogram_sensitivity(), what="the sorted counts")
     params = {"groups_public": ids is not None, f"{loss.parameter}_group_count": str(loss_n.amount),
-              f"{loss.parameter}_counts": str(loss_s.amount), "sensitivity": 1}
+              f"{loss.parameter}_counts": str(loss_s.amount), "sensitivity": 1,
+              **({} if unit is None else unit.describe())}
 
-    def mechanism(counts: Any) -> UnattributedHistogram:
+    def mechanism(exact: Any) -> UnattributedHistogram:
+        if unit is None:
+            counts = exact
+        else:  # bound every unit's rows (random, with the release's randomness), then count per group
+            counts = exact.counts(unit, release_key(generator))
+            counts = counts if ids is not None else counts[counts > 0]
         n = len(ids) if ids is not None else noisy_group_count(counts.size, noise=noise_n, limit=MAX_GROUPS,
                                                                rng=generator)
         est = sbar(top_n_sorted(counts, n), noise=noise_s, rng=generator)
@@ -105,9 +127,13 @@ def unattributed_histogram(frame: pd.DataFrame, group: Any, *, epsilon: Any = No
             method="sbar",
             params=dict(params, **{k: v for k, v in described.items() if k != "noise"}, groups=int(n)),
             post_processing=("isotonic regression (PAV, >= 0)", "rounding"),
+            loss=loss,
         )
 
     # Rows of groups outside the public ids, and missing or non-scalar ids, are outside the domain: dropped.
+    if unit is None:
+        count = lambda engine: engine.group_counts(frame[col[0]], ids)  # noqa: E731
+    else:
+        count = lambda engine: engine.coded_group_rows(frame, col[0], ids, unit)  # noqa: E731
     return run(frame, Release(loss=loss, method="unattributed_histogram", columns=col, params=params,
-                              count=lambda engine: engine.group_counts(frame[col[0]], ids),
-                              mechanism=mechanism))
+                              count=count, mechanism=mechanism))

@@ -12,7 +12,7 @@ from .._rational import safe_repr
 from ..errors import ParameterError
 from ._frozen import FrozenDict, FrozenList, _Released, freeze, same
 
-__all__ = ["FrozenRelease", "EstimatesView", "normal_quantile", "confidence_bounds", "noise_radius",
+__all__ = ["FrozenRelease", "EstimatesView", "MeasureView", "normal_quantile", "confidence_bounds", "noise_radius",
            "FrozenDict", "FrozenList"]
 
 
@@ -136,6 +136,27 @@ class FrozenRelease(_Released):
             return NotImplemented
         mine, theirs = vars(self), vars(other)
         return mine.keys() == theirs.keys() and all(same(mine[k], theirs[k]) for k in mine)
+
+
+class MeasureView:
+    """The privacy measure of a release that carries its ``loss`` (``PureDP`` epsilon or ``ZCDP`` rho).
+
+    ``epsilon`` (a field of every result) is the pure epsilon, ``None`` for a
+    zCDP release; ``rho`` is the zCDP rho, ``None`` for a pure release (whose
+    epsilon implies ``epsilon**2 / 2``-zCDP, which is what it cost in a rho budget).
+    """
+
+    loss: Any
+
+    @property
+    def measure(self) -> str | None:
+        """``"pure"`` (epsilon-DP) or ``"zcdp"`` (rho-zCDP): what ``loss`` measures."""
+        return None if self.loss is None else self.loss.measure
+
+    @property
+    def rho(self) -> float | None:
+        """The rho of a zCDP release (None for a pure-epsilon release)."""
+        return float(self.loss.amount) if self.measure == "zcdp" else None
 
 
 class EstimatesView:

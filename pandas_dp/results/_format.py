@@ -1,20 +1,26 @@
-"""How results write numbers and bins for people: ``120,800``, ``3,267.1``, ``[20, 30)``, ``2024-03-01``.
+"""How results write numbers, bins and guarantees for people: ``120,800``, ``[20, 30)``, ``ρ = 0.125 (zCDP)``.
 
 Used by every ``repr``, notebook view (``_repr_html_``) and plot; the data
 itself (``counts``, ``to_frame()``) keeps its exact values and index.
+A release states its privacy measure and the noise it drew the same way
+everywhere: ``ε = 0.5, noise scale t = 2`` for pure DP (discrete Laplace),
+``ρ = 0.125 (zCDP), σ = 2`` for zCDP (discrete Gaussian); ``repr`` writes
+``epsilon=0.5, noise_scale=2`` and ``rho=0.125 (zCDP), sigma=2``.
 """
 
 from __future__ import annotations
 
 import html
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-__all__ = ["format_number", "format_edge", "interval_label", "index_labels", "estimates_table", "html_params"]
+__all__ = ["format_number", "format_edge", "interval_label", "index_labels", "estimates_table", "html_params",
+           "privacy_text", "noise_text", "guarantee_text"]
 
 
 def format_number(value: Any) -> str:
@@ -119,3 +125,86 @@ def _param_text(value: Any) -> str:
 def html_params(params: Mapping[str, Any]) -> str:
     """``key=value, ...`` of a release's parameters, escaped (floats to 6 significant digits)."""
     return ", ".join(f"{html.escape(str(k))}={html.escape(_param_text(v))}" for k, v in params.items())
+
+
+def privacy_text(loss: Any, epsilon: float | None = None, *, html: bool = True) -> str:
+    """The release's privacy loss in its measure: ``ε = 0.5`` or ``ρ = 0.125 (zCDP)``.
+
+    Parameters
+    ----------
+    loss : PrivacyLoss or None
+        The release's loss (:mod:`pandas_dp.loss`); ``None`` falls back to ``epsilon``.
+    epsilon : float, optional
+        The pure epsilon of a result that carries no loss.
+    html : bool
+        Greek letters and spaces for notebooks and plots; ``epsilon=0.5`` /
+        ``rho=0.125 (zCDP)`` for ``repr``.
+
+    Examples
+    --------
+    >>> from pandas_dp.loss import pure, zcdp
+    >>> privacy_text(pure(0.5)), privacy_text(zcdp(0.125)), privacy_text(zcdp(0.125), html=False)
+    ('ε = 0.5', 'ρ = 0.125 (zCDP)', 'rho=0.125 (zCDP)')
+    """
+    if loss is not None and getattr(loss, "measure", None) == "zcdp":
+        value = f"{float(loss.amount):g}"
+        return f"ρ = {value} (zCDP)" if html else f"rho={value} (zCDP)"
+    amount = loss.amount if loss is not None else epsilon
+    if amount is None:
+        return ""
+    value = f"{float(amount):g}"
+    return f"ε = {value}" if html else f"epsilon={value}"
+
+
+def _noise_values(described: Sequence[Mapping[str, Any] | None]) -> tuple[str, list[float]]:
+    """The kind (``"sigma"`` or ``"scale"``) and the distinct values, in order, of noise descriptions."""
+    kind, values = "", []
+    for d in described:
+        if not d:
+            continue
+        if d.get("sigma2") is not None:
+            kind, value = "sigma", math.sqrt(Fraction(str(d["sigma2"])))
+        elif d.get("noise_scale") is not None:
+            kind, value = "scale", float(Fraction(str(d["noise_scale"])))
+        else:
+            continue
+        shown = float(f"{value:.4g}")
+        if shown not in values:
+            values.append(shown)
+    return kind, values
+
+
+def noise_text(described: Sequence[Mapping[str, Any] | None] | Mapping[str, Any] | None, *, html: bool = True,
+               by: str = "by level") -> str:
+    """The noise drawn, from its descriptions (``Noise.describe()``): ``σ = 2`` or ``noise scale t = 2``.
+
+    ``σ`` is the discrete Gaussian's parameter (``sqrt(sigma2)``), ``t`` the
+    discrete Laplace scale, to four significant digits. Several noises of
+    different sizes (the levels of a tree, the phases of AHP) show their range
+    followed by ``by``; no description gives ``""``.
+
+    Examples
+    --------
+    >>> noise_text({"noise": "discrete Gaussian", "sigma2": "5"})
+    'σ = 2.236'
+    >>> noise_text([{"noise_scale": "6"}, {"noise_scale": "3"}, None], html=False)
+    'noise_scale=3..6 by level'
+    """
+    if described is None:
+        return ""
+    items = [described] if isinstance(described, Mapping) else list(described)
+    kind, values = _noise_values(items)
+    if not values:
+        return ""
+    low, high = min(values), max(values)
+    number = f"{low:g}" if low == high else (f"{low:g}–{high:g} {by}" if html else f"{low:g}..{high:g} {by}")
+    if kind == "sigma":
+        return f"σ = {number}" if html else f"sigma={number}"
+    return f"noise scale t = {number}" if html else f"noise_scale={number}"
+
+
+def guarantee_text(loss: Any, epsilon: float | None, described: Any, *, html: bool = True,
+                   by: str = "by level") -> str:
+    """:func:`privacy_text` and :func:`noise_text` joined: ``ρ = 0.125 (zCDP), σ = 2``."""
+    parts = [privacy_text(loss, epsilon, html=html), noise_text(described, html=html, by=by)]
+    return ", ".join(p for p in parts if p)

@@ -246,5 +246,5 @@ def plot_grid(result: Any, ax: Any = None, *, confidence_level: float = 0.95, de
         _plot_1d(result, ax, scales[0], confidence_level, density, dict(kwargs))
     else:
         _plot_2d(result, ax, scales[0], scales[1], density, dict(kwargs))
-    ax.set_title(f"{result.method} histogram, ε = {result.epsilon:g}")
+    ax.set_title(f"{result.method} histogram, {result._guarantee()}")   # measure and noise: ρ = 0.1 (zCDP), σ = 2.2
     return ax

@@ -92,7 +92,16 @@ def draw_cells(counts: np.ndarray, n: Any, rng: np.random.Generator) -> np.ndarr
     return np.searchsorted(cum, rng.integers(0, total, size=size), side="right").astype(np.int64)
 
 
-def _bin_values(dim: BinDomain, idx: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+def _bin_values(dim: BinDomain, idx: np.ndarray, rng: np.random.Generator) -> Any:
+    """Values uniform in ``[low, high)`` of each drawn bin: floats, or dates / durations of the domain's unit."""
+    if dim.kind != "number":
+        keys = dim.keys
+        drawn = rng.integers(keys[idx], keys[idx + 1]) if idx.size else np.zeros(0, dtype=np.int64)
+        unit = dim.unit
+        if dim.kind == "timedelta":
+            return pd.TimedeltaIndex(drawn.astype(np.int64).view(f"m8[{unit}]"))
+        stamps = pd.DatetimeIndex(drawn.astype(np.int64).view(f"M8[{unit}]"))
+        return stamps.tz_localize("UTC").tz_convert(dim.tz) if dim.tz is not None else stamps
     lo, hi = dim.edges[idx], dim.edges[idx + 1]
     lo = np.where(np.isfinite(lo), lo, hi)  # an open-ended bin gives its finite edge
     hi = np.where(np.isfinite(hi), hi, lo)
@@ -102,9 +111,10 @@ def _bin_values(dim: BinDomain, idx: np.ndarray, rng: np.random.Generator) -> np
 def grid_rows(estimates: Any, grid: Grid, n: Any, rng: Any) -> pd.DataFrame:
     """Synthetic rows of a histogram over a public grid: one column per dimension.
 
-    Numeric bins give values uniform in ``[low, high)`` of their bin;
-    categorical dimensions give their labels (a ``Categorical`` with the
-    public categories).
+    Numeric bins give values uniform in ``[low, high)`` of their bin (date and
+    duration bins: uniform over the whole units of the domain in that bin,
+    Timestamps or Timedeltas); categorical dimensions give their labels (a
+    ``Categorical`` with the public categories).
     """
     gen = sampling_rng(rng)
     codes = draw_cells(cell_counts(estimates), n, gen)

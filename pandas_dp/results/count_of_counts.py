@@ -12,9 +12,9 @@ import pandas as pd
 from .._optional import import_optional
 from .._rational import safe_repr
 from ..errors import ParameterError
-from ._base import FrozenRelease
+from ._base import FrozenRelease, MeasureView
 from ._checks import MAX_SAMPLE_ROWS, check_axes, check_count, check_flag, check_rows, find_label
-from ._format import estimates_table, html_params
+from ._format import estimates_table, guarantee_text, html_params
 from ._frozen import stored_fields
 
 __all__ = ["CountOfCounts", "emd_per_region"]
@@ -24,7 +24,7 @@ _COLUMNS = ["level", "region", "size", "groups"]
 
 @stored_fields
 @dataclass(frozen=True, repr=False, eq=False)
-class CountOfCounts(FrozenRelease):
+class CountOfCounts(FrozenRelease, MeasureView):
     """Differentially private count-of-counts histograms of every region of a hierarchy.
 
     For every region and size ``i``: the estimated number of groups (e.g.
@@ -42,18 +42,22 @@ class CountOfCounts(FrozenRelease):
         Level names coarse to fine; the root is ``"national"``.
     regions : tuple of Index
         Region labels per level (public).
-    epsilon : float
-        Privacy loss charged.
+    epsilon : float or None
+        Privacy loss charged (pure DP; None for a zCDP release).
     method : str
         Per-node estimator (``"hc"``, ``"hg"`` or ``"naive"``).
     params : Mapping
-        Budget shares, the maximum size ``K`` used, merge rule, ... (a read-only
-        ``dict``; ``dict(result.params)`` gives an editable copy).
+        Budget shares, the maximum size ``K`` used, merge rule, the noise of
+        every level's estimator (``noise``; ``noise_scale_per_level`` or, for
+        zCDP, ``sigma2_per_level``), ... (a read-only ``dict``;
+        ``dict(result.params)`` gives an editable copy).
     post_processing : tuple of str
         Steps applied after the noise (free of privacy cost).
     parents : tuple, optional
         ``parents[l][i]``: position in level ``l-1`` of the parent of region
         ``i`` of level ``l`` (public hierarchy; used by :meth:`sample`).
+    loss : PrivacyLoss
+        The release's privacy loss (``PureDP`` epsilon or ``ZCDP`` rho); see ``measure`` and ``rho``.
     """
 
     frame: pd.DataFrame = field(compare=False)
@@ -64,6 +68,13 @@ class CountOfCounts(FrozenRelease):
     params: Mapping[str, Any]
     post_processing: tuple[str, ...] = ()
     parents: tuple[Any, ...] | None = field(default=None, compare=False)
+    loss: Any = field(default=None, compare=False)
+
+    def _guarantee(self, *, html: bool = True) -> str:
+        """``ε = 1, noise scale t = 2`` or ``ρ = 0.5 (zCDP), σ = 1.7`` (the noise of every level's estimator)."""
+        p = self.params
+        described = {"sigma2": p.get("sigma2_per_level"), "noise_scale": p.get("noise_scale_per_level")}
+        return guarantee_text(self.loss, self.epsilon, described, html=html)
 
     # -- views ---------------------------------------------------------------
     def to_frame(self) -> pd.DataFrame:
@@ -294,7 +305,7 @@ class CountOfCounts(FrozenRelease):
         if len(names) > 1:
             ax.legend(title=level, fontsize="small")
         where = level if region is None else f"{level} = {region}"
-        ax.set_title(f"count-of-counts ({self.method}), {where}, ε = {self.epsilon:g}")
+        ax.set_title(f"count-of-counts ({self.method}), {where}, {self._guarantee()}")
         return ax
 
     def _first_sizes(self) -> pd.DataFrame:
@@ -302,7 +313,7 @@ class CountOfCounts(FrozenRelease):
 
     def __repr__(self) -> str:
         n = [len(r) for r in self.regions]
-        head = (f"CountOfCounts(method={self.method!r}, epsilon={self.epsilon:g}, levels={list(self.levels)}, "
+        head = (f"CountOfCounts(method={self.method!r}, {self._guarantee(html=False)}, levels={list(self.levels)}, "
                 f"regions={n})")
         return head + "\n" + self._first_sizes().to_string()
 
@@ -310,7 +321,7 @@ class CountOfCounts(FrozenRelease):
         top = self._first_sizes().to_html()
         levels = " &gt; ".join(f"{html.escape(str(n))} ({len(r):,})" for n, r in zip(self.levels, self.regions))
         return (f"<div><strong>CountOfCounts</strong> — method <code>{html.escape(self.method)}</code>, "
-                f"ε = {self.epsilon:g}<br>levels: {levels}<br><small>{html_params(self.params)}</small>"
+                f"{self._guarantee()}<br>levels: {levels}<br><small>{html_params(self.params)}</small>"
                 f"<p>{html.escape(self.levels[0])} (first sizes):</p>{top}</div>")
 
 

@@ -20,6 +20,7 @@ import pandas as pd
 from ..algorithms.tree import TreeRelease
 from ..algorithms.tree_variance import canonical_node_counts
 from ..errors import DomainError
+from ._format import noise_text
 from ._frozen import stored_fields
 from .histogram import Histogram
 
@@ -142,17 +143,25 @@ class HierarchicalHistogram(Histogram):
                 f"result.counts or use result.levels instead.")
         return super()._bin_domain()
 
+    def _noises(self) -> list[Any]:
+        if self.detail is None:
+            return super()._noises()
+        return [None if n is None else n.describe() for n in self.detail.level_noise]
+
     def _repr_head(self) -> str:
-        return (f"{type(self).__name__}(method={self.method!r}, epsilon={self.epsilon:g}, "
+        return (f"{type(self).__name__}(method={self.method!r}, {self._guarantee(html=False)}, "
                 f"branching={self.branching}, height={self.height}, "
                 f"columns={list(self.domain.columns)}, bins={self.domain.size:,})")
 
     def _html_title(self) -> str:
-        return f"b = {self.branching}, height = {self.height}, ε = {self.epsilon:g}"
+        return f"b = {self.branching}, height = {self.height}, {self._guarantee()}"
 
     def _html_notes(self) -> str:
         d = self.detail
         flags = ", ".join(name for name, on in (("consistent (GLS)", d.consistent),
                                                   ("non-negative", d.nonnegative),
                                                   ("root noised", d.include_root)) if on) or "raw H_b"
-        return f"budget split {html.escape(str(d.budget_split))}; {html.escape(flags)}<br>"
+        noise = ", ".join("—" if n is None else noise_text(n.describe()).split(" = ")[1] for n in d.level_noise)
+        symbol = "σ" if self.measure == "zcdp" else "noise scale t"
+        return (f"budget split {html.escape(str(d.budget_split))}; {html.escape(flags)}<br>"
+                f"{symbol} per level (leaves first): {html.escape(noise)}<br>")

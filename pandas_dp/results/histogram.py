@@ -12,9 +12,9 @@ import pandas as pd
 from .._public import float_array, safe_repr
 from ..domain import BinDomain, Grid
 from ..errors import DomainError, ParameterError
-from ._base import EstimatesView, FrozenRelease, confidence_bounds, noise_radius, normal_quantile
+from ._base import EstimatesView, FrozenRelease, MeasureView, confidence_bounds, noise_radius, normal_quantile
 from ._checks import check_axes, check_flag
-from ._format import estimates_table, html_params
+from ._format import estimates_table, guarantee_text, html_params
 from ._frozen import stored_fields
 
 __all__ = ["Histogram", "RangeAnswer"]
@@ -26,11 +26,13 @@ class RangeAnswer:
 
     ``std_error`` is exact (from the estimator's linear form) when
     ``exact_std_error`` is true; otherwise it excludes bias or nonlinear
-    post-processing, as the release's ``params`` explain.
+    post-processing, as the release's ``params`` explain. ``low`` and ``high``
+    are floats for numeric bins, Timestamps or Timedeltas for date and
+    duration bins.
     """
 
-    low: float
-    high: float
+    low: Any
+    high: Any
     estimate: float
     std_error: float
     exact_std_error: bool = True
@@ -55,7 +57,7 @@ class RangeAnswer:
 
 @stored_fields
 @dataclass(frozen=True, repr=False, eq=False)
-class Histogram(FrozenRelease, EstimatesView):
+class Histogram(FrozenRelease, EstimatesView, MeasureView):
     """A differentially private histogram over a public domain.
 
     Attributes
@@ -108,16 +110,6 @@ class Histogram(FrozenRelease, EstimatesView):
     noise: Any = field(default=None, compare=False)
     single_draw: bool = False
 
-    @property
-    def measure(self) -> str | None:
-        """``"pure"`` (epsilon-DP) or ``"zcdp"`` (rho-zCDP): what ``loss`` measures."""
-        return None if self.loss is None else self.loss.measure
-
-    @property
-    def rho(self) -> float | None:
-        """The rho of a zCDP release (None for a pure-epsilon release)."""
-        return float(self.loss.amount) if self.measure == "zcdp" else None
-
     def _cells_noise(self) -> tuple[Any, int]:
         return self.noise, (1 if self.single_draw else 0)
 
@@ -157,8 +149,9 @@ class Histogram(FrozenRelease, EstimatesView):
 
         Parameters
         ----------
-        low, high : float
-            A half-open range in value space. Or pass one list of
+        low, high : float, Timestamp or Timedelta
+            A half-open range in value space (dates and durations for date and
+            duration bins; ISO 8601 text is read as a date). Or pass one list of
             ``(low, high)`` pairs as ``low`` to answer many at once.
         confidence_level : float
             Coverage of the ``lower``/``upper`` columns of the list form (the
@@ -169,8 +162,11 @@ class Histogram(FrozenRelease, EstimatesView):
         -------
         RangeAnswer or DataFrame
             For a list, one row per range with columns ``low, high, estimate,
-            std_error, lower, upper``; ``lower``/``upper`` follow the rule of
+            std_error, lower, upper`` (``estimate`` is int64 for an integer
+            table, ``integer=True``); ``lower``/``upper`` follow the rule of
             :meth:`RangeAnswer.confidence_interval` (:func:`confidence_bounds`).
+            ``low``/``high`` hold the bins' own kind of value (floats, or
+            Timestamps / Timedeltas).
 
         Raises
         ------
@@ -196,27 +192,33 @@ class Histogram(FrozenRelease, EstimatesView):
         normal_quantile(confidence_level)  # validate the public argument before any work
         dim = self._bin_domain()
         if high is None:
-            pairs = None if isinstance(low, (str, bytes)) else float_array(low)
+            try:
+                pairs = None if isinstance(low, (str, bytes)) else np.asarray(low, dtype=object)
+            except Exception:  # noqa: BLE001 - a public argument whose conversion raises anything
+                pairs = None
             if pairs is None or pairs.ndim != 2 or pairs.shape[1] != 2:
-                raise ParameterError(f"range_query takes (low, high) or a list of (low, high) pairs of numbers. "
+                raise ParameterError(f"range_query takes (low, high) or a list of (low, high) pairs. "
                                      f"Got {safe_repr(low)}.")
-            lows, highs = pairs[:, 0], pairs[:, 1]
-            i, j = dim.align(lows, highs)
+            i, j = dim.align(pairs[:, 0], pairs[:, 1])
             est, var = self._range_stats(i, j)
             std = np.sqrt(var)
             radius = noise_radius(*self._ranges_noise(i, j), std, confidence_level)
             lower, upper = confidence_bounds(est, std, confidence_level, radius=radius)
-            return pd.DataFrame({"low": dim.edges[i], "high": dim.edges[j], "estimate": est,
+            if self.counts.dtype.kind in "iu":  # integer tables answer in whole counts (exact sums)
+                est = np.rint(est).astype(np.int64)
+            return pd.DataFrame({"low": dim.edge_values(i), "high": dim.edge_values(j), "estimate": est,
                                  "std_error": std, "lower": lower, "upper": upper})
-        bounds = [None if isinstance(v, (str, bytes)) else float_array(v) for v in (low, high)]
-        if any(v is None or v.ndim != 0 for v in bounds):
-            raise ParameterError(f"range_query(low, high) takes two numbers, the bin edges that start and end the "
-                                 f"range (for several ranges pass one list of (low, high) pairs). Got "
-                                 f"low={safe_repr(low)}, high={safe_repr(high)}.")
-        i, j = dim.align(bounds[0], bounds[1])
+        if dim.kind == "number":
+            bounds = [None if isinstance(v, (str, bytes)) else float_array(v) for v in (low, high)]
+            if any(v is None or v.ndim != 0 for v in bounds):
+                raise ParameterError(f"range_query(low, high) takes two numbers, the bin edges that start and end "
+                                     f"the range (for several ranges pass one list of (low, high) pairs). Got "
+                                     f"low={safe_repr(low)}, high={safe_repr(high)}.")
+            low, high = bounds
+        i, j = dim.align(low, high)
         est, var = self._range_stats(i, j)
         noise, terms = self._ranges_noise(i, j)
-        return RangeAnswer(float(dim.edges[i[0]]), float(dim.edges[j[0]]), float(est[0]),
+        return RangeAnswer(dim.edge_value(i[0]), dim.edge_value(j[0]), float(est[0]),
                            float(np.sqrt(var[0])), self.variance_exact,
                            noise[0] if isinstance(noise, list) else noise, int(np.ravel(terms)[0]))
 
@@ -332,8 +334,19 @@ class Histogram(FrozenRelease, EstimatesView):
         return html_estimates(self.to_frame().head(n), self.variance_exact,
                               ", ".join(map(str, self.domain.columns)))
 
+    #: How several noises of one release are told apart in its description.
+    _noise_by = "by level"
+
+    def _noises(self) -> list[Any]:
+        """Descriptions (``Noise.describe()``) of the noise the release drew, shown with its guarantee."""
+        return [] if self.noise is None else [self.noise.describe()]
+
+    def _guarantee(self, *, html: bool = True) -> str:
+        """``ε = 0.5, noise scale t = 2`` or ``ρ = 0.125 (zCDP), σ = 2`` (``repr``: ``rho=0.125 (zCDP), sigma=2``)."""
+        return guarantee_text(self.loss, self.epsilon, self._noises(), html=html, by=self._noise_by)
+
     def _repr_head(self) -> str:
-        return (f"{type(self).__name__}(method={self.method!r}, epsilon={self.epsilon:g}, "
+        return (f"{type(self).__name__}(method={self.method!r}, {self._guarantee(html=False)}, "
                 f"columns={list(self.domain.columns)}, bins={self.domain.size:,})")
 
     def __repr__(self) -> str:
@@ -342,7 +355,7 @@ class Histogram(FrozenRelease, EstimatesView):
 
     def _html_title(self) -> str:
         """The method's facts shown after the method name (subclasses add theirs)."""
-        return f"ε = {self.epsilon:g}"
+        return self._guarantee()
 
     def _html_notes(self) -> str:
         """Escaped HTML shown above the parameters (subclasses add theirs)."""

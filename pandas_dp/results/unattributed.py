@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import html
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 import numpy as np
 import pandas as pd
 
 from .._optional import import_optional
-from ._base import EstimatesView, FrozenRelease
+from ._base import EstimatesView, FrozenRelease, MeasureView
 from ._checks import check_axes
-from ._format import estimates_table, html_params
+from ._format import estimates_table, guarantee_text, html_params
 from ._frozen import stored_fields
 
 __all__ = ["UnattributedHistogram"]
@@ -20,7 +20,7 @@ __all__ = ["UnattributedHistogram"]
 
 @stored_fields
 @dataclass(frozen=True, repr=False, eq=False)
-class UnattributedHistogram(FrozenRelease, EstimatesView):
+class UnattributedHistogram(FrozenRelease, EstimatesView, MeasureView):
     """Hay et al.'s S-bar: per-group counts in ascending order, without the group labels.
 
     Attributes
@@ -31,23 +31,30 @@ class UnattributedHistogram(FrozenRelease, EstimatesView):
     variance : Series
         Per-position variance estimate ``Var(noise) / m`` (``m``: length of
         the isotonic block holding the position; partition effects excluded).
-    epsilon : float
-        Privacy loss charged.
+    epsilon : float or None
+        Privacy loss charged (pure DP; None for a zCDP release).
     method : str
         ``"sbar"``.
     params : Mapping
-        Noise scale, whether the number of groups was public, budget shares
-        (a read-only ``dict``).
+        Noise scale (``noise_scale``, or ``sigma2`` for zCDP), whether the
+        number of groups was public, budget shares (a read-only ``dict``).
     post_processing : tuple of str
         Steps applied after the noise.
+    loss : PrivacyLoss
+        The release's privacy loss (``PureDP`` epsilon or ``ZCDP`` rho); see ``measure`` and ``rho``.
     """
 
     counts: pd.Series
     variance: pd.Series
-    epsilon: float
+    epsilon: float | None
     method: str
     params: Mapping[str, Any]
     post_processing: tuple[str, ...] = ()
+    loss: Any = field(default=None, compare=False)
+
+    def _guarantee(self, *, html: bool = True) -> str:
+        """``ε = 1, noise scale t = 1`` or ``ρ = 0.5 (zCDP), σ = 1`` (the sorted counts' noise)."""
+        return guarantee_text(self.loss, self.epsilon, self.params, html=html)
 
     def to_count_of_counts(self) -> pd.Series:
         """Number of groups per count (Series indexed by ``size``)."""
@@ -116,11 +123,11 @@ class UnattributedHistogram(FrozenRelease, EstimatesView):
         ax.set_xlabel("rank")
         ax.set_ylabel("count")
         ax.legend(loc="upper left", fontsize="small")
-        ax.set_title(f"unattributed histogram (S-bar), ε = {self.epsilon:g}")
+        ax.set_title(f"unattributed histogram (S-bar), {self._guarantee()}")
         return ax
 
     def __repr__(self) -> str:
-        return (f"UnattributedHistogram(epsilon={self.epsilon:g}, groups={len(self.counts):,})\n"
+        return (f"UnattributedHistogram({self._guarantee(html=False)}, groups={len(self.counts):,})\n"
                 + estimates_table(self.to_count_of_counts().head(10).to_frame()).to_string())
 
     def _repr_html_(self) -> str:
@@ -129,6 +136,6 @@ class UnattributedHistogram(FrozenRelease, EstimatesView):
         table = estimates_table(self.to_count_of_counts().head(10).to_frame()).to_html()
         ranks = html_estimates(self.to_frame().tail(5), index_name="rank (largest)")
         return (f"<div><strong>UnattributedHistogram</strong> — method <code>{html.escape(self.method)}</code> "
-                f"(S-bar), ε = {self.epsilon:g}, {len(self.counts):,} groups<br><small>"
+                f"(S-bar), {self._guarantee()}, {len(self.counts):,} groups<br><small>"
                 f"{html_params(self.params)}</small>"
                 f"<p>groups per size (first sizes):</p>{table}<p>largest counts:</p>{ranks}</div>")

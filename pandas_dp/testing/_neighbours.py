@@ -79,12 +79,14 @@ def _cell_values(grid: Grid, cell: int) -> dict[str, Any]:
         if isinstance(dim, CategoryDomain):
             out[dim.column] = dim.categories[int(i)]
         else:
-            out[dim.column] = dim.edges[int(i)].item()
+            out[dim.column] = dim.edge_value(int(i))
     return out
 
 
 def _top_edge_value(dim: BinDomain, dtype: Any) -> Any:
     """The largest value of the last bin (just below the excluded upper edge)."""
+    if dim.kind != "number":  # dates and durations: one unit of the domain below the edge
+        return dim.key_value(int(dim.keys[-1]) - 1)
     hi = dim.edges[-1]
     if np.dtype(dtype).kind in "iu" and float(hi).is_integer():
         return int(hi) - 1
@@ -123,7 +125,7 @@ def _histogram_cases(df: pd.DataFrame, columns: list[str], grid: Grid) -> list[N
     outside = dict(template)
     for dim in grid.dims:
         if isinstance(dim, BinDomain):
-            outside[dim.column] = dim.edges[-1].item()
+            outside[dim.column] = dim.edge_value(dim.size)
             out.append(Neighbour("add outside domain", _append(df, outside),
                                  f"added a row on the excluded upper edge of {dim.column!r} (dropped)"))
             break

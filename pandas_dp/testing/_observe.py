@@ -75,7 +75,11 @@ class IndexKey:
         if self._head != other._head:
             return False
         try:
-            return bool(self.index.equals(other.index))
+            a, b = self.index, other.index
+            if isinstance(a, pd.IntervalIndex) and isinstance(b, pd.IntervalIndex):
+                # IntervalIndex.equals is ~20x slower than comparing its two bound arrays
+                return bool(a.closed == b.closed and a.left.equals(b.left) and a.right.equals(b.right))
+            return bool(a.equals(b))
         except Exception:  # labels that cannot be compared: compare their reprs
             return list(map(_safe_repr, self.index)) == list(map(_safe_repr, other.index))
 

@@ -1,0 +1,231 @@
+"""Measurements behind ``method="auto"``: every candidate release on DPBench shapes at many scales.
+
+Run: ``python -m benchmarks.auto_evidence [--trials 6] [--out benchmarks/results/auto_evidence.csv]``
+(then ``python -m benchmarks.bench_auto --fit`` derives the rule from the file).
+
+Cases. Every shared DPBench dataset (``benchmarks/dpbench.py``) gives a *shape*;
+each shape is measured at its natural scale and resampled (multinomial, fixed
+seed, DPBench's own protocol) to totals ``1e3 .. 1e7``, on its own domain and on
+a coarser one (1-D: 4096 -> 512 bins; 2-D: 256 x 256 -> 64 x 64 cells, summing
+blocks), at epsilon in {0.1, 1}. Synthetic shapes (:data:`SYNTHETIC`: flat,
+smooth bumps, sparse Zipf spikes, piecewise-constant steps; 1-D and 2-D) are
+resampled the same way (they have no natural scale). Workloads: 1-D Prefix1D, 2,000 random ranges and
+single bins; 2-D 2,000 random rectangles and single cells (seed 0, as in
+``bench_dawa_grids``).
+
+Candidates are the registered methods run through the release layer
+(``plan_method`` + the method's ``release``, i.e. exactly what
+``histogram(method=...)`` does after counting), with the knobs ``auto`` may set:
+``hierarchical`` with and without ``nonnegative`` (and the geometric budget split
+in 2-D), AHP, DPCube (least squares, uniform), DAWA tuned for the scored
+workload (``"prefix"``, ``"ranges"`` -- a public sample, not the scored ranges --
+or ``"identity"``), UGrid and AGrid (2-D), and, as free post-processing, every
+flat-ish release clipped at 0 (``+clip``). Metric: DPBench's scaled L2 error
+``||W x - W x_hat||_2 / |W| / total``, mean over ``--trials`` releases.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import time
+import zlib
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from benchmarks import dpbench
+from pandas_dp.domain import Grid, make_grid
+from pandas_dp.loss import pure
+from pandas_dp.releases.histogram import METHODS, plan_method
+
+EPSILONS = (0.1, 1.0)
+SCALES = (1e3, 1e4, 1e5, 1e6, 1e7)
+COARSE = {1: 8, 2: 4}      # block size per axis of the coarse domain
+
+#: name -> (method, knobs, nonnegative, dims, clip variant too). DAWA's workload is set per scored workload.
+CONFIGS: dict[str, tuple[str, dict, bool, tuple[int, ...], bool]] = {
+    "identity": ("identity", {}, False, (1, 2), True),
+    "hierarchical": ("hierarchical", {}, False, (1, 2), False),
+    "hierarchical+nn": ("hierarchical", {}, True, (1, 2), False),
+    "hierarchical-geo": ("hierarchical", {"budget_split": "geometric"}, False, (2,), False),
+    "hierarchical-geo+nn": ("hierarchical", {"budget_split": "geometric"}, True, (2,), False),
+    "ahp": ("ahp", {}, False, (1, 2), True),
+    "dpcube": ("dpcube", {}, False, (1, 2), True),
+    "dpcube-uniform": ("dpcube", {"estimate": "uniform"}, False, (1, 2), True),
+    "dawa": ("dawa", {}, False, (1, 2), True),
+    "ugrid": ("ugrid", {}, False, (2,), True),
+    "agrid": ("agrid", {}, False, (2,), True),
+}
+#: DAWA's workload knob for each scored workload (2-D single cells: not run, too slow to tune).
+DAWA_FOR = {"prefix": "prefix", "ranges": "ranges", "bins": "identity"}
+
+
+@functools.lru_cache(maxsize=None)
+def grid_of(shape: tuple[int, ...]) -> Grid:
+    """The public grid of a counts shape (one unit-width bin per cell)."""
+    cols = ["a", "b"][:len(shape)]
+    frame = pd.DataFrame({c: [0] for c in cols})
+    if len(shape) == 1:
+        return make_grid(frame, cols, bins=shape[0], range=(0, shape[0]))
+    return make_grid(frame, cols, bins=list(shape), range=[(0, s) for s in shape])
+
+
+def release_estimates(counts: np.ndarray, method: str, knobs: dict, epsilon: float, nonnegative: bool,
+                      rng: np.random.Generator, *, result: bool = False) -> Any:
+    """The estimates of ``histogram(method=...)`` on exact ``counts`` (the release step, no counting).
+
+    ``result=True`` returns the result object instead of its estimates.
+    """
+    grid = grid_of(tuple(counts.shape))
+    loss = pure(epsilon)
+    planned = plan_method(method, grid, loss, knobs)
+    out = METHODS[method].release(counts, grid, planned, rng=rng, nonnegative=nonnegative, loss=loss)
+    return out if result else out.counts.to_numpy(dtype=np.float64).reshape(counts.shape)
+
+
+def workloads(shape: tuple[int, ...]) -> dict[str, np.ndarray | None]:
+    """Scored workloads: 1-D prefix / ranges / bins, 2-D rectangles (``ranges``) / cells (``bins``)."""
+    if len(shape) == 1:
+        return {"prefix": dpbench.prefix_ranges(shape[0]), "ranges": dpbench.random_ranges(shape[0]), "bins": None}
+    return {"ranges": dpbench.random_rectangles(shape), "bins": None}
+
+
+def answers(x: np.ndarray, w: np.ndarray | None) -> np.ndarray:
+    if w is None:
+        return np.asarray(x, dtype=np.float64).ravel()
+    return dpbench.range_answers(x, w) if x.ndim == 1 else dpbench.rectangle_answers(x, w)
+
+
+def coarsen(x: np.ndarray) -> np.ndarray:
+    """Sum blocks of ``COARSE[d]`` cells per axis."""
+    k = COARSE[x.ndim]
+    if x.ndim == 1:
+        return x.reshape(-1, k).sum(axis=1)
+    return x.reshape(x.shape[0] // k, k, x.shape[1] // k, k).sum(axis=(1, 3))
+
+
+def resample(x: np.ndarray, total: float, seed: int) -> np.ndarray:
+    """A multinomial sample of ``total`` rows from the shape of ``x`` (DPBench's scaling)."""
+    p = x.ravel() / x.sum()
+    return np.random.default_rng(seed).multinomial(int(total), p).reshape(x.shape).astype(np.int64)
+
+
+def _synthetic(name: str) -> np.ndarray:
+    """A synthetic shape (probabilities on 4096 bins or 256 x 256 cells), fixed by its name."""
+    rng = np.random.default_rng(seed_of("synthetic", name))
+    two_d = name.startswith("SYN2")
+    shape = (256, 256) if two_d else (4096,)
+    kind = name.split("-", 1)[1]
+    grids = np.meshgrid(*[np.arange(k) for k in shape], indexing="ij")
+    if kind == "UNIFORM":
+        p = np.ones(shape)
+    elif kind == "BUMPS":              # smooth clusters of different widths on an empty background
+        p = np.zeros(shape)
+        for _ in range(6):
+            centre = [rng.integers(0, k) for k in shape]
+            width = rng.uniform(0.01, 0.08) * shape[0]
+            p += rng.random() * np.exp(-0.5 * sum((g - c) ** 2 for g, c in zip(grids, centre)) / width ** 2)
+        p[p < 1e-3 * p.max()] = 0
+    elif kind == "SPIKES":             # Zipf weights on a sparse random support
+        p = np.zeros(int(np.prod(shape)))
+        support = rng.choice(p.size, max(8, p.size // 200), replace=False)
+        p[support] = 1.0 / np.arange(1, support.size + 1) ** 1.1
+        p = p.reshape(shape)
+    elif kind == "STEPS":              # piecewise constant: random boxes of random density, half empty
+        p = np.zeros(shape)
+        for _ in range(12):
+            lo = [rng.integers(0, k) for k in shape]
+            hi = [min(k, a + rng.integers(k // 32, k // 4)) for a, k in zip(lo, shape)]
+            p[tuple(slice(a, b) for a, b in zip(lo, hi))] += rng.exponential()
+    else:
+        raise ValueError(name)
+    return p / p.sum()
+
+
+#: Synthetic shapes (1-D over 4096 bins, 2-D over 256 x 256), resampled like the DPBench ones.
+SYNTHETIC = ("SYN-UNIFORM", "SYN-BUMPS", "SYN-SPIKES", "SYN-STEPS",
+             "SYN2-UNIFORM", "SYN2-BUMPS", "SYN2-SPIKES", "SYN2-STEPS")
+
+
+def seed_of(*parts: Any) -> int:
+    return zlib.crc32("|".join(map(str, parts)).encode())
+
+
+def cases(datasets: tuple[str, ...], scales: tuple[float, ...]) -> list[dict]:
+    """Every (shape, domain, scale) case: natural scale and resampled, fine and coarse domains."""
+    out = []
+    for name in datasets:
+        synthetic = name in SYNTHETIC
+        x = _synthetic(name) if synthetic else dpbench.load(name)
+        if x is None:
+            print(f"skip {name}: not in {dpbench.DATA_DIR}")
+            continue
+        for domain, base in (("fine", x), ("coarse", coarsen(x))):
+            if not synthetic:
+                out.append({"dataset": name, "domain": domain, "scale": "natural", "x": base})
+            for total in scales:
+                out.append({"dataset": name, "domain": domain, "scale": f"{total:.0e}",
+                            "x": resample(base, total, seed_of(name, domain, total))})
+    return out
+
+
+def measure(case: dict, epsilon: float, trials: int) -> list[dict]:
+    """Mean scaled L2 error of every candidate on every workload of one case."""
+    x = case["x"]
+    d, total = x.ndim, float(x.sum())
+    wls = workloads(x.shape)
+    truth = {wl: answers(x, w) for wl, w in wls.items()}
+    rows = []
+    for cname, (method, knobs, nonneg, dims, clip) in CONFIGS.items():
+        if d not in dims:
+            continue
+        runs = [(wl, dict(knobs, workload=DAWA_FOR[wl])) for wl in wls] if method == "dawa" else [(None, knobs)]
+        for only, kn in runs:
+            if method == "dawa" and d == 2 and only == "bins":
+                continue
+            rng = np.random.default_rng(seed_of(case["dataset"], case["domain"], case["scale"], epsilon, cname, only))
+            errs: dict[tuple[str, str], list[float]] = {}
+            t0 = time.perf_counter()
+            for _ in range(trials):
+                est = release_estimates(x, method, kn, epsilon, nonneg, rng)
+                for variant, e in ((cname, est), (cname + "+clip", np.maximum(est, 0.0))):
+                    if variant != cname and not clip:
+                        continue
+                    for wl, w in wls.items():
+                        if only is None or wl == only:
+                            errs.setdefault((variant, wl), []).append(
+                                dpbench.scaled_l2_error(truth[wl], answers(e, w), total))
+            secs = (time.perf_counter() - t0) / trials
+            for (variant, wl), es in errs.items():
+                rows.append({"dataset": case["dataset"], "domain": case["domain"], "scale": case["scale"],
+                             "dims": d, "cells": int(x.size), "total": total, "epsilon": epsilon,
+                             "workload": wl, "config": variant, "error": float(np.mean(es)),
+                             "sem": float(np.std(es, ddof=1) / np.sqrt(len(es))) if len(es) > 1 else np.nan,
+                             "seconds": secs})
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--trials", type=int, default=6)
+    parser.add_argument("--datasets", nargs="*",
+                        default=list(dpbench.DATASETS_1D + dpbench.DATASETS_2D + SYNTHETIC))
+    parser.add_argument("--scales", nargs="*", type=float, default=list(SCALES))
+    parser.add_argument("--out", default="benchmarks/results/auto_evidence.csv.gz")
+    parser.add_argument("--append", action="store_true", help="add the rows to those already in --out")
+    args = parser.parse_args()
+    rows: list[dict] = pd.read_csv(args.out).to_dict("records") if args.append else []
+    for case in cases(tuple(args.datasets), tuple(args.scales)):
+        for eps in EPSILONS:
+            t0 = time.perf_counter()
+            rows += measure(case, eps, args.trials)
+            print(f"{case['dataset']:12s} {case['domain']:6s} {case['scale']:8s} eps={eps:<4g} "
+                  f"{time.perf_counter() - t0:6.1f}s", flush=True)
+            pd.DataFrame(rows).to_csv(args.out, index=False, float_format="%.5g")
+    print(f"wrote {len(rows)} rows to {args.out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,229 @@
+"""Adaptive partition methods for ``histogram(method=...)``: ``"dawa"``, ``"ugrid"``, ``"agrid"``.
+
+Each is a :class:`~pandas_dp.releases.histogram.HistogramMethod`: its knobs are
+a :class:`~pandas_dp.releases.params.ParamTable`; its plan
+(:func:`~pandas_dp.algorithms.dawa.plan_dawa`,
+:func:`~pandas_dp.algorithms.grids.plan_ugrid`,
+:func:`~pandas_dp.algorithms.grids.plan_agrid`) is made from the public domain,
+the loss and the knobs before any charge (a wrong shape, a bad knob or a loss
+too small for the sampler is refused then); the release runs the algorithm on
+the exact counts and wraps a :class:`~pandas_dp.results.adaptive.DAWAHistogram`
+or :class:`~pandas_dp.results.adaptive.GridHistogram`. All three have a
+pure-DP analysis only (``rho=`` is refused).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
+from .._rational import to_fraction
+from ..algorithms import dawa as _dawa
+from ..algorithms import grids as _grids
+from ..domain import Grid
+from ..errors import ParameterError
+from ..loss import PrivacyLoss
+from ..results._bracket import INTERVAL_NOTE
+from ..results.adaptive import DAWAHistogram, GridHistogram
+from ..results.histogram import as_series
+from .histogram import HistogramMethod, Planned, clip_at_zero, register_method
+from .params import Options, Param, ParamTable, Real
+
+__all__ = ["DAWA_PARAMS", "UGRID_PARAMS", "AGRID_PARAMS", "DAWA_WORKLOADS", "PUBLIC_QUERIES", "public_ranges",
+           "dawa_workload"]
+
+#: The workloads DAWA's strategy can be tuned for (names of public query sets).
+DAWA_WORKLOADS = ("prefix", "ranges", "identity")
+#: Size of the public query sample behind ``workload="ranges"``.
+PUBLIC_QUERIES = 1024
+#: Seed of that sample: a constant of the library, so the sample is public and the same in every release.
+_PUBLIC_SEED = 17
+
+_SHARE = Real(0.0, 1.0, low_open=True)
+
+
+def public_ranges(shape: tuple[int, ...], k: int = PUBLIC_QUERIES) -> np.ndarray:
+    """A fixed, public sample of ``k`` ranges (1-D) or rectangles (2-D) with uniform random endpoints.
+
+    Each axis draws two cells ``a, b`` uniformly and takes ``[min(a, b), max(a, b) + 1)``,
+    the random range workload of DPBench (Hay et al., SIGMOD 2016). The generator is seeded
+    by a library constant: the sample depends on the shape only.
+
+    Returns
+    -------
+    ndarray of int64
+        ``(k, 2)`` rows ``lo, hi`` (1-D) or ``(k, 4)`` rows ``r0, r1, c0, c1`` (2-D).
+
+    Examples
+    --------
+    >>> q = public_ranges((100,), 5)
+    >>> q.shape, bool(((0 <= q[:, 0]) & (q[:, 0] < q[:, 1]) & (q[:, 1] <= 100)).all())
+    ((5, 2), True)
+    """
+    rng = np.random.default_rng(_PUBLIC_SEED)
+    cols = []
+    for size in shape:
+        a, b = rng.integers(0, size, k), rng.integers(0, size, k)
+        cols += [np.minimum(a, b), np.maximum(a, b) + 1]
+    return np.column_stack(cols).astype(np.int64)
+
+
+def dawa_workload(name: str, shape: tuple[int, ...]) -> str | np.ndarray:
+    """The public queries behind a workload name, in the form :func:`~pandas_dp.algorithms.dawa.plan_dawa` takes."""
+    return public_ranges(shape) if name == "ranges" else name
+
+
+def _check_dims(grid: Grid, method: str, allowed: tuple[int, ...], how: str) -> None:
+    if grid.ndim not in allowed:
+        raise ParameterError(
+            f"method={method!r} releases {how}; this domain has {grid.ndim} dimension(s) {list(grid.columns)} "
+            f"of shape {grid.shape}. Pass {' or '.join(f'{d}' for d in allowed)} column(s), or choose "
+            f"another method (e.g. 'hierarchical', which takes any number of dimensions).")
+
+
+# ------------------------------------------------------------------------------------------ DAWA
+
+DAWA_PARAMS = ParamTable("method='dawa'", (
+    Param("ratio", _SHARE, None, "share of the loss spent on the private partition (default 1/4 in 1-D, "
+          "1/2 in 2-D)", optional=True),
+    Param("workload", Options(DAWA_WORKLOADS), "ranges", "queries the strategy is tuned for: all prefixes, "
+          "a public sample of random ranges (rectangles in 2-D), or single bins"),
+))
+
+
+def _plan_dawa(grid: Grid, loss: PrivacyLoss, knobs: dict[str, Any]) -> Planned:
+    _check_dims(grid, "dawa", (1, 2), "1-D histograms, and 2-D grids through a Hilbert ordering")
+    ratio = knobs["ratio"]
+    plan = _dawa.plan_dawa(grid.shape, loss=loss, ratio=ratio,
+                           workload=dawa_workload(knobs["workload"], grid.shape))
+    return Planned("dawa", plan, {"ratio": None if ratio is None else str(plan.ratio),
+                                  "workload": knobs["workload"]})
+
+
+def _release_dawa(counts: np.ndarray, grid: Grid, planned: Planned, *, rng: Any, nonnegative: bool,
+                  loss: PrivacyLoss) -> DAWAHistogram:
+    """DAWA (Li et al. 2014): a private partition into buckets, then a workload-aware tree of bucket sums.
+
+    Notes
+    -----
+    The loss splits exactly into the partition's (``ratio``) and the bucket
+    strategy's (the rest): sequential composition. Given the partition, every
+    estimate is linear in the strategy's noise, so its noise variance is exact;
+    the bias of spreading a bucket evenly over its bins is not in it
+    (``variance_exact`` is False) and intervals are whole-bucket brackets.
+    ``nonnegative=True`` clips the estimates at 0 (the brackets read the
+    unclipped bucket totals).
+    """
+    plan: _dawa.DawaPlan = planned.plan
+    r = _dawa.dawa(counts.reshape(grid.shape), plan, rng=rng)
+    est = r.estimates.reshape(-1)
+    post: tuple[str, ...] = ()
+    if nonnegative:
+        est = clip_at_zero(est)
+        post = ("clip at 0",)
+    noise = r.answers.level_losses[0].noise(what="DAWA's bucket counts")
+    return DAWAHistogram(
+        counts=as_series(est, grid, "estimate"),
+        variance=as_series(r.variances.reshape(-1), grid, "variance"),
+        epsilon=loss.pure_epsilon, method="dawa",
+        params={"ratio": str(plan.ratio), "workload": planned.knobs["workload"],
+                "partition_epsilon": str(plan.partition_loss.amount),
+                "strategy_epsilon": str(plan.strategy_loss.amount), "n_buckets": r.n_buckets,
+                "strategy_level_shares": [str(s) for s in r.strategy.shares],
+                "ordering": "hilbert" if plan.order is not None else "bins",
+                "noise": noise.name, "sensitivity": 1, "nonnegative": nonnegative,
+                "variance": r.variance_note, "intervals": INTERVAL_NOTE},
+        domain=grid, post_processing=post, variance_exact=False, detail=r, loss=loss, noise=noise)
+
+
+# ----------------------------------------------------------------------------------------- grids
+
+def _total_params(kind: str) -> tuple[Param, ...]:
+    return (
+        Param("total_share", _SHARE, _grids.DEFAULT_TOTAL_SHARE,
+              f"share of the loss spent on the noisy total that sizes the {kind} (unused with expected_total)"),
+        Param("expected_total", Real(0.0), None, "a public number of rows (e.g. last year's published total); "
+              "no share is spent on the total then", optional=True),
+        Param("c", Real(0.0, low_open=True), _grids.DEFAULT_C, "the paper's constant c in m = sqrt(N epsilon / c)"),
+    )
+
+
+UGRID_PARAMS = ParamTable("method='ugrid'", _total_params("grid"))
+AGRID_PARAMS = ParamTable("method='agrid'", (
+    Param("alpha", _SHARE, _grids.DEFAULT_ALPHA, "share of the counting loss spent on the first level"),
+    *_total_params("two levels"),
+))
+
+
+def _grid_knobs(knobs: dict[str, Any]) -> dict[str, Any]:
+    """The checked knobs as the ledger records them (exact shares as text)."""
+    out: dict[str, Any] = {name: str(to_fraction(knobs[name], name=name)) for name in ("alpha", "total_share")
+                           if name in knobs}
+    out["expected_total"] = None if knobs["expected_total"] is None else float(knobs["expected_total"])
+    out["c"] = float(knobs["c"])
+    return out
+
+
+def _plan_ugrid(grid: Grid, loss: PrivacyLoss, knobs: dict[str, Any]) -> Planned:
+    _check_dims(grid, "ugrid", (2,), "2-D grids only (a uniform grid over two columns)")
+    plan = _grids.plan_ugrid(grid.shape, loss=loss, total_share=to_fraction(knobs["total_share"], name="total_share"),
+                             expected_total=knobs["expected_total"], c=float(knobs["c"]))
+    return Planned("ugrid", plan, _grid_knobs(knobs))
+
+
+def _plan_agrid(grid: Grid, loss: PrivacyLoss, knobs: dict[str, Any]) -> Planned:
+    _check_dims(grid, "agrid", (2,), "2-D grids only (an adaptive grid over two columns)")
+    plan = _grids.plan_agrid(grid.shape, loss=loss, alpha=to_fraction(knobs["alpha"], name="alpha"),
+                             total_share=to_fraction(knobs["total_share"], name="total_share"),
+                             expected_total=knobs["expected_total"], c=float(knobs["c"]))
+    return Planned("agrid", plan, _grid_knobs(knobs))
+
+
+def with_total(planned: Planned, total: float) -> Planned:
+    """The grid plan with ``total`` as its public total (a noisy total already released, e.g. by ``auto``)."""
+    return replace(planned, plan=replace(planned.plan, expected_total=float(total)))
+
+
+def _release_grid(counts: np.ndarray, grid: Grid, planned: Planned, *, rng: Any, nonnegative: bool,
+                  loss: PrivacyLoss) -> GridHistogram:
+    """UGrid / AGrid (Qardaji et al. 2013): noisy counts of a grid sized from the (noisy or public) total.
+
+    Notes
+    -----
+    Without ``expected_total`` the loss splits exactly into the noisy total's
+    share and the counting levels (sequential composition); cells of a level
+    are disjoint (sensitivity 1). The noise variances are exact given the grid;
+    the bias of spreading a cell over its atoms is not in them
+    (``variance_exact`` is False) and intervals are whole-cell brackets.
+    """
+    plan: _grids.GridPlan = planned.plan
+    run = _grids.ugrid if plan.method == "ugrid" else _grids.agrid
+    r = run(counts.reshape(grid.shape), plan, rng=rng)
+    est = r.estimates.reshape(-1)
+    post: tuple[str, ...] = ()
+    if nonnegative:
+        est = clip_at_zero(est)
+        post = ("clip at 0",)
+    noise = plan.level_noise[-1]
+    params: dict[str, Any] = {
+        **planned.knobs, "total": r.total, "total_is_noisy": r.total_is_noisy,
+        "total_epsilon": None if plan.total_loss is None else str(plan.total_loss.amount),
+        "level_epsilons": [str(part.amount) for part in plan.level_losses],
+        "grid_shape": list(r.grid_shape), "n_cells": int((r.sub_shape[..., 0] * r.sub_shape[..., 1]).sum()),
+        "noise": noise.name, "sensitivity_per_level": 1, "nonnegative": nonnegative,
+        "variance": r.variance_note, "intervals": INTERVAL_NOTE}
+    return GridHistogram(
+        counts=as_series(est, grid, "estimate"),
+        variance=as_series(r.variances.reshape(-1), grid, "variance"),
+        epsilon=loss.pure_epsilon, method=plan.method, params=params, domain=grid, post_processing=post,
+        variance_exact=False, detail=r, loss=loss, noise=noise)
+
+
+register_method(HistogramMethod("dawa", DAWA_PARAMS, _plan_dawa, _release_dawa,
+                                summary="private partition into near-uniform buckets, workload-aware bucket tree"))
+register_method(HistogramMethod("ugrid", UGRID_PARAMS, _plan_ugrid, _release_grid,
+                                summary="2-D uniform grid sized from the total (Qardaji et al.)"))
+register_method(HistogramMethod("agrid", AGRID_PARAMS, _plan_agrid, _release_grid,
+                                summary="2-D adaptive two-level grid with constrained inference"))

@@ -1,0 +1,208 @@
+"""The rule of ``histogram(method="auto")``: a small table from public facts to a configuration.
+
+An expert chooses a histogram method from what is public: the number of
+dimensions and cells of the domain, the workload the release will mostly
+answer, epsilon, and the data's *scale* ``N * epsilon`` (DPBench, Hay et al.
+SIGMOD 2016: "no algorithm wins everywhere; the winner depends on epsilon
+times the data's total, the domain size and the shape"). ``N`` is the
+caller's public ``expected_total`` or a noisy total bought with a small,
+stated share of the budget. The shape is private and not used.
+
+:data:`AUTO_RULE` is, per (dimensions, workload), a few pieces over
+``log10(N * epsilon)``, each naming a configuration of :data:`AUTO_CONFIGS`
+(a registered method, its knobs, and whether the estimates are clipped at 0).
+It is the fit of ``benchmarks/auto_fit.py`` to the measurements of
+``benchmarks/auto_evidence.py`` (DPBench shapes at their natural scale and
+resampled to 1e3..1e7 rows, two domain sizes, epsilon 0.1 and 1), validated
+leaving one dataset out; ``docs/methods/auto.md`` gives the evidence and
+``tests/test_auto.py`` checks that the table is that fit. Under zCDP only
+identity and the hierarchical tree have an analysis: :data:`AUTO_RULE_ZCDP`.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from ..errors import ParameterError
+from ..loss import PrivacyLoss
+
+__all__ = ["AUTO_WORKLOADS", "AUTO_CONFIGS", "AUTO_RULE", "AUTO_RULE_ZCDP", "AutoChoice", "choose_method",
+           "choose_config", "auto_candidates", "rule_for"]
+
+#: What a release will mostly answer: range sums (rectangles in 2-D), prefix sums, single cells.
+AUTO_WORKLOADS = ("ranges", "prefix", "bins")
+
+#: DAWA's workload knob for each of auto's workloads.
+_DAWA_WORKLOAD = {"ranges": "ranges", "prefix": "prefix", "bins": "identity"}
+
+#: Configuration -> (registered method, knobs, clip the estimates at 0, dimensions it takes).
+AUTO_CONFIGS: dict[str, tuple[str, dict[str, Any], bool, tuple[int, ...] | None]] = {
+    "identity": ("identity", {}, False, None),
+    "identity+clip": ("identity", {}, True, None),
+    "hierarchical": ("hierarchical", {"branching": "auto"}, False, None),
+    "hierarchical+nn": ("hierarchical", {"branching": "auto"}, True, None),
+    "hierarchical-geo": ("hierarchical", {"branching": "auto", "budget_split": "geometric"}, False, None),
+    "hierarchical-geo+nn": ("hierarchical", {"branching": "auto", "budget_split": "geometric"}, True, None),
+    "ahp": ("ahp", {}, False, None),
+    "ahp+clip": ("ahp", {}, True, None),
+    "dpcube": ("dpcube", {}, False, None),
+    "dpcube+clip": ("dpcube", {}, True, None),
+    "dpcube-uniform": ("dpcube", {"estimate": "uniform"}, False, None),
+    "dpcube-uniform+clip": ("dpcube", {"estimate": "uniform"}, True, None),
+    "dawa": ("dawa", {}, False, (1, 2)),
+    "dawa+clip": ("dawa", {}, True, (1, 2)),
+    "ugrid": ("ugrid", {}, False, (2,)),
+    "ugrid+clip": ("ugrid", {}, True, (2,)),
+    "agrid": ("agrid", {}, False, (2,)),
+    "agrid+clip": ("agrid", {}, True, (2,)),
+}
+
+_INF = math.inf
+
+#: (dimensions, workload) -> pieces ``(upper bound of log10(N epsilon), configuration)``, ascending.
+#: Dimensions 3 stands for 3 and more. Fit by ``python -m benchmarks.bench_auto --fit``.
+AUTO_RULE: dict[tuple[int, str], tuple[tuple[float, str], ...]] = {
+    (1, "bins"): ((2.5, "ahp+clip"), (4.5, "dpcube-uniform+clip"), (_INF, "identity+clip")),
+    (1, "prefix"): ((4, "dawa"), (_INF, "hierarchical+nn")),
+    (1, "ranges"): ((_INF, "hierarchical+nn"),),
+    (2, "bins"): ((_INF, "ahp+clip"),),
+    (2, "prefix"): ((3.5, "agrid"), (_INF, "hierarchical-geo+nn")),
+    (2, "ranges"): ((3.5, "agrid"), (_INF, "hierarchical-geo+nn")),
+    (3, "bins"): ((_INF, "ahp+clip"),),
+    (3, "prefix"): ((4, "hierarchical+nn"), (_INF, "hierarchical-geo+nn")),
+    (3, "ranges"): ((4, "hierarchical+nn"), (_INF, "hierarchical-geo+nn")),
+}
+
+#: Under zCDP (identity and hierarchical only): one configuration per (dimensions, workload).
+AUTO_RULE_ZCDP: dict[tuple[int, str], str] = {
+    (1, "bins"): "identity+clip",
+    (1, "prefix"): "hierarchical+nn",
+    (1, "ranges"): "hierarchical+nn",
+    (2, "bins"): "hierarchical-geo+nn",
+    (2, "prefix"): "hierarchical-geo+nn",
+    (2, "ranges"): "hierarchical-geo+nn",
+    (3, "bins"): "hierarchical-geo+nn",
+    (3, "prefix"): "hierarchical-geo+nn",
+    (3, "ranges"): "hierarchical-geo+nn",
+}
+
+
+class AutoChoice(NamedTuple):
+    """What ``method="auto"`` releases: a registered method, its knobs, why, and its post-processing.
+
+    ``config`` names the entry of :data:`AUTO_CONFIGS`; ``nonnegative`` says
+    whether the chosen configuration clips its estimates at 0.
+    """
+
+    method: str
+    params: dict
+    reason: str
+    nonnegative: bool = False
+    config: str = ""
+
+
+def _dims_key(shape: tuple[int, ...]) -> int:
+    return min(len(shape), 3)
+
+
+def _check_workload(workload: Any) -> str:
+    if workload not in AUTO_WORKLOADS:
+        raise ParameterError(f"The 'workload' parameter of method='auto' must be one of {list(AUTO_WORKLOADS)}. "
+                             f"Got {workload!r}.")
+    return workload
+
+
+def rule_for(shape: tuple[int, ...], workload: str, loss: PrivacyLoss | None = None
+             ) -> tuple[tuple[float, str], ...]:
+    """The pieces of the rule that apply to a domain shape, workload and privacy measure."""
+    key = (_dims_key(shape), _check_workload(workload))
+    if int(np.prod(shape)) <= 1:
+        return ((_INF, "identity"),)
+    if loss is not None and loss.measure != "pure":
+        return ((_INF, AUTO_RULE_ZCDP[key]),)
+    return AUTO_RULE[key]
+
+
+def auto_candidates(shape: tuple[int, ...], *, workload: str = "ranges", loss: PrivacyLoss | None = None
+                    ) -> tuple[str, ...]:
+    """Every configuration the rule can choose for these public inputs, whatever the total (in order)."""
+    return tuple(dict.fromkeys(config for _, config in rule_for(shape, workload, loss)))
+
+
+def choose_config(config: str, workload: str, reason: str = "") -> AutoChoice:
+    """The :class:`AutoChoice` of a configuration of :data:`AUTO_CONFIGS` for a workload."""
+    method, knobs, nonnegative, _ = AUTO_CONFIGS[config]
+    params = dict(knobs)
+    if method == "dawa":
+        params["workload"] = _DAWA_WORKLOAD[workload]
+    return AutoChoice(method, params, reason, nonnegative, config)
+
+
+def choose_method(shape: tuple[int, ...], *, epsilon: float | None, expected_total: float | None = None,
+                  workload: str = "ranges", loss: PrivacyLoss | None = None, total_is_noisy: bool = False
+                  ) -> AutoChoice:
+    """The configuration ``"auto"`` releases, from public information (and a noisy total) only.
+
+    Parameters
+    ----------
+    shape : tuple of int
+        Public grid shape.
+    epsilon : float or None
+        Epsilon of the release (``None`` under zCDP, whose rule does not use it).
+    expected_total : float, optional
+        The number of rows ``N``: a public figure, or a noisy total already released.
+        Needed only when the rule for these inputs has more than one piece.
+    workload : {"ranges", "prefix", "bins"}
+        What the release will mostly answer.
+    loss : PrivacyLoss, optional
+        The release's loss (default: pure epsilon).
+    total_is_noisy : bool
+        Whether ``expected_total`` is a noisy total (for the recorded reason only).
+
+    Returns
+    -------
+    AutoChoice
+
+    Raises
+    ------
+    ParameterError
+        For an unknown workload, or when the choice depends on ``N`` and no
+        ``expected_total`` is given (``histogram(method="auto")`` then buys a noisy total).
+
+    Notes
+    -----
+    With ``s = log10(N * epsilon)``, the piece ``(b_{k-1} <= s < b_k)`` of
+    :data:`AUTO_RULE` for the domain's dimensions and the workload gives the
+    configuration. See ``docs/methods/auto.md`` for the table and its evidence.
+
+    Examples
+    --------
+    >>> choose_method((4096,), epsilon=1.0, expected_total=1e6, workload="ranges").method
+    'hierarchical'
+    """
+    pieces = rule_for(shape, workload, loss)
+    where = f"{len(shape)}-D {workload} workload"
+    if len(pieces) == 1:
+        config = pieces[0][1]
+        why = ("a single cell" if int(np.prod(shape)) <= 1 else
+               "zCDP: identity and hierarchical only" if loss is not None and loss.measure != "pure" else
+               "the same choice at every scale")
+        return choose_config(config, workload, f"{where}, {why}: {config}")
+    if expected_total is None or epsilon is None:
+        raise ParameterError(
+            f"method='auto' chooses for a {where} from the scale N x epsilon (the rule has {len(pieces)} "
+            f"pieces); pass expected_total= (a public number of rows), or let histogram(method='auto') buy a "
+            f"noisy total with a small share of the budget.")
+    scale = max(float(expected_total), 1.0) * float(epsilon)
+    s = math.log10(scale)
+    bounds = [b for b, _ in pieces]
+    k = int(np.searchsorted(bounds, s, side="right"))
+    low = -_INF if k == 0 else bounds[k - 1]
+    config = pieces[k][1]
+    source = "noisy total" if total_is_noisy else "public total"
+    span = (f"log10(N x epsilon) = {s:.2f} ({source}) in [{'-inf' if low == -_INF else f'{low:g}'}, "
+            f"{'inf' if bounds[k] == _INF else f'{bounds[k]:g}'})")
+    return choose_config(config, workload, f"{where}, {span}: {config}")

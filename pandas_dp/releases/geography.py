@@ -1,0 +1,406 @@
+"""Tables by geography: ``histogram(columns, ..., by=[...], hierarchy=regions)`` (issue 16).
+
+One histogram of ``columns`` for every region of a public geography
+(``"national"``, then every ``by`` level, coarse to fine), made consistent:
+every parent's histogram is the sum of its children's in every cell.
+
+Order (the one release pipeline, :mod:`pandas_dp.releases.pipeline`):
+
+1. **Public inputs.** The columns, the loss, the rng and the flags; the
+   method (``"identity"``: a flat table per region); the region tree from the
+   public ``hierarchy`` table (or ``by_categories`` for one level), validated
+   loudly by :func:`pandas_dp.regions.region_tree`; the grid of cells; the
+   level weights. The plan splits the loss across the levels
+   (``loss.split(shares)``, exact) and calibrates each level's noise for
+   sensitivity 1 (a loss too small for the sampler is refused here).
+2. **Budget check, count, charge** (:func:`~pandas_dp.releases.pipeline.run`):
+   the engine counts every region's cells
+   (:mod:`pandas_dp.engines.region_counts`, or its Dask twin); a row whose
+   region is unknown, missing or odd, or whose coarser ``by`` columns disagree
+   with the tree, is out of domain and dropped, silently.
+3. **Mechanism** (:func:`~pandas_dp.algorithms.geography.release_geography`):
+   noise on every measured level, exact GLS across the geography,
+   optionally non-negative or integer tables; wrapped as a
+   :class:`~pandas_dp.results.geography.GeographyHistogram`.
+
+Privacy. Every level is a partition of the rows (a row lies in one region
+per level), so one row changes one cell of one region per level by one
+(L1 = L2 = 1 per level): within a level the regions' tables compose in
+parallel, across levels sequentially. The levels' losses add up to the
+release's loss exactly, which is charged once (one ledger row).
+"""
+
+from __future__ import annotations
+
+import importlib
+import numbers
+from collections.abc import Mapping
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any, Callable
+
+import numpy as np
+import pandas as pd
+
+from .._rational import safe_repr, to_fraction
+from ..algorithms.geography import release_geography
+from ..domain import MAX_CELLS, Grid, make_grid
+from ..errors import DomainError, ParameterError
+from ..loss import UNIT, Noise, PrivacyLoss
+from ..regions import RegionTree, region_tree
+from ..results._geography_layout import RESERVED_NAMES
+from ..results.geography import GeographyHistogram
+from ..engines.region_counts import level_tables
+from ..engines.bounding import release_key
+from ..units import AUTO_MAX_ROWS, AUTO_SHARE, UnitBounds, unit_bounds
+from .histogram import BOTH_MEASURES, METHODS, choose_max_rows, method_named
+from .params import check_columns, check_flag, check_rng
+from .pipeline import Release, check_measure, privacy_loss, run
+
+__all__ = ["GEOGRAPHY_ARGUMENTS", "GEOGRAPHY_METHODS", "GeographyPlan", "geography_tree", "level_shares",
+           "plan_geography", "histogram_by_region"]
+
+#: The arguments of ``histogram`` that make it a release by geography (the CLI accepts them too).
+GEOGRAPHY_ARGUMENTS = ("by", "hierarchy", "by_categories", "level_weights", "integer")
+
+#: Histogram methods whose per-region tables this release can noise and make consistent.
+GEOGRAPHY_METHODS = ("identity",)
+
+#: The engines' own modules, and the module counting regions for each (see :func:`region_counter`).
+_REGION_COUNTERS = {"pandas_dp.engines.pandas": "pandas_dp.engines.region_counts",
+                    "pandas_dp.engines.dask": "pandas_dp.engines.dask_region_counts"}
+
+
+@dataclass(frozen=True)
+class GeographyPlan:
+    """The public part of a release by geography: regions, cells, the loss of every level and its noise.
+
+    Attributes
+    ----------
+    tree : RegionTree
+        The public regions, root (``"national"``) first.
+    grid : Grid
+        The public cells of every region's histogram.
+    shares : tuple of Fraction
+        Each level's exact share of the loss (summing to 1).
+    losses : tuple of PrivacyLoss or None
+        Each level's loss (``None``: the level is not measured, its tables
+        are sums of its children's).
+    noises : tuple of Noise or None
+        Each measured level's noise, for sensitivity 1.
+    """
+
+    tree: RegionTree
+    grid: Grid
+    shares: tuple[Fraction, ...]
+    losses: tuple[PrivacyLoss | None, ...]
+    noises: tuple[Noise | None, ...]
+
+    @property
+    def levels(self) -> tuple[str, ...]:
+        """Level names, ``"national"`` first."""
+        return self.tree.level_names
+
+
+def _by_levels(by: Any) -> list[str]:
+    # A str subclass is read as its plain text: its own __eq__/__hash__ are never called.
+    if isinstance(by, str) and by:
+        return [str.__str__(by)]
+    if isinstance(by, (list, tuple)) and by and all(isinstance(c, str) and c for c in by):
+        plain = [str.__str__(c) for c in by]
+        if len(set(plain)) != len(plain):
+            raise ParameterError(f"The 'by' parameter repeats a column: {plain}. List each level once.")
+        return plain
+    raise ParameterError(f"The 'by' parameter must be a column name or a list of column names, coarse to fine "
+                         f"(e.g. by=['state', 'county']). Got {safe_repr(by)}.")
+
+
+def _category_table(column: str, by_categories: Any) -> pd.DataFrame:
+    """The one-level hierarchy table of ``by_categories`` (public labels: checked loudly)."""
+    if isinstance(by_categories, (str, bytes, Mapping)) or not hasattr(by_categories, "__len__"):
+        raise ParameterError(f"The 'by_categories' parameter must be a list of every group label of column "
+                             f"{column!r} (public knowledge). Got {safe_repr(by_categories)}.")
+    try:
+        listed = list(by_categories)
+        labels = pd.Index(listed, dtype=object)
+        missing = bool(labels.hasnans)
+        repeated = labels[labels.duplicated()].unique().tolist()
+    except Exception as err:  # noqa: BLE001 - unhashable labels, a label whose __hash__/__eq__ raises
+        raise DomainError(f"The 'by_categories' for column {column!r} must be plain labels (strings, numbers, "
+                          f"dates). Got {safe_repr(by_categories)}.") from err
+    if len(labels) == 0:
+        raise DomainError(f"The 'by_categories' parameter for column {column!r} is empty; list every group label.")
+    if missing:
+        raise DomainError(f"The 'by_categories' for column {column!r} contain a missing value; pass real labels.")
+    if repeated:
+        raise DomainError(f"The 'by_categories' for column {column!r} repeat labels {safe_repr(repeated[:5])}; pass "
+                          f"each label once.")
+    return pd.DataFrame({column: pd.Index(listed)})
+
+
+def geography_tree(columns: Any, by: Any, *, hierarchy: pd.DataFrame | None = None,
+                   by_categories: Any = None) -> RegionTree:
+    """The public region tree of a release by geography (the frame's column names only are read).
+
+    Parameters
+    ----------
+    columns : sequence of labels
+        The private frame's column names.
+    by : str or list of str
+        Geography columns coarse to fine: the levels released below ``"national"``.
+    hierarchy : DataFrame, optional
+        Public region table: one column per level (others are ignored), one
+        row per finest region (rows repeating the same regions are merged, so
+        one table of states and counties also serves ``by="state"``).
+    by_categories : list, optional
+        Every group label of the single ``by`` column (the flat case).
+
+    Raises
+    ------
+    ParameterError, DomainError, SchemaError
+        Before any row is read: wrong arguments, regions that would come from
+        the data, failures of the public table (all at once).
+    """
+    levels = _by_levels(by)
+    if hierarchy is not None and by_categories is not None:
+        raise ParameterError("Pass either hierarchy= (a public table of regions, one column per level) or "
+                             "by_categories= (the labels of one by column), not both.")
+    if by_categories is not None:
+        if len(levels) != 1:
+            raise ParameterError(f"by_categories= lists the groups of one column; got by={levels}. For several "
+                                 f"levels pass hierarchy= (one column per level, one row per finest region).")
+        hierarchy = _category_table(levels[0], by_categories)
+    if hierarchy is None:
+        raise DomainError(
+            f"A histogram by {levels} needs its regions from public knowledge: pass hierarchy= (a table with "
+            f"one column per level {levels}, one row per finest region) or, for one column, by_categories=[...] "
+            f"with every label. Regions read from the frame would reveal which ones occur.")
+    if not isinstance(hierarchy, pd.DataFrame):
+        raise ParameterError(f"The 'hierarchy' parameter must be a pandas DataFrame (one column per level). "
+                             f"Got {type(hierarchy).__name__}.")
+    cols = list(columns)
+    if levels[-1] not in cols:
+        raise ParameterError(f"The finest by column {levels[-1]!r} is not a column of the frame; it places every "
+                             f"row in its region. Columns: {cols[:20]}.")
+    if all(c in hierarchy.columns for c in levels) and list(hierarchy.columns) != levels:
+        try:
+            hierarchy = hierarchy[levels].drop_duplicates()
+        except Exception:  # noqa: BLE001 - unhashable labels (or a __hash__ that raises)
+            pass  # unhashable labels: region_tree reports them (SchemaError) with the rest
+    return region_tree(cols, None, levels, hierarchy=hierarchy)
+
+
+def _weight(value: Any, name: str) -> Fraction:
+    # np.timedelta64 registers as an Integral (it subclasses np.signedinteger) but is a duration.
+    if isinstance(value, (bool, np.bool_, np.timedelta64)) or not isinstance(value, numbers.Real):
+        raise ParameterError(f"Level weight {name} must be a number >= 0. Got {safe_repr(value)}.")
+    if value == 0:
+        return Fraction(0)
+    try:
+        return to_fraction(value, name=f"level weight {name}")
+    except ParameterError as err:
+        raise ParameterError(f"Level weight {name} must be a finite number >= 0. Got {safe_repr(value)}.") from err
+
+
+def level_shares(level_weights: Any, levels: tuple[str, ...], *, flat: bool = False) -> tuple[Fraction, ...]:
+    """Each level's exact share of the loss from ``level_weights`` (public).
+
+    ``None``: uniform over every level (``"national"`` included), or for the
+    flat case (``by_categories``) the whole loss on the groups. A sequence
+    gives one weight per level, coarse to fine with ``"national"`` first; a
+    mapping gives them by level name. Weights are non-negative numbers (a
+    level of weight 0 is not measured: its tables are the sums of its
+    children's); the finest level's is positive. Shares are ``w / sum(w)``,
+    exactly.
+
+    Examples
+    --------
+    >>> level_shares([1, 1, 2], ("national", "state", "county"))
+    (Fraction(1, 4), Fraction(1, 4), Fraction(1, 2))
+    >>> level_shares(None, ("national", "origin"), flat=True)
+    (Fraction(0, 1), Fraction(1, 1))
+    """
+    n = len(levels)
+    if level_weights is None:
+        raw = [Fraction(0)] * (n - 1) + [Fraction(1)] if flat else [Fraction(1)] * n
+    elif isinstance(level_weights, Mapping):
+        keys = list(level_weights)
+        if not all(isinstance(k, str) for k in keys) or set(map(str.__str__, keys)) != set(levels) \
+                or len(keys) != n:
+            raise ParameterError(f"level_weights= as a mapping must give a weight to every level {list(levels)} "
+                                 f"(0 leaves a level unmeasured). Got keys {safe_repr(keys)}.")
+        raw = [_weight(level_weights[name], repr(name)) for name in levels]
+    elif isinstance(level_weights, (list, tuple, np.ndarray, pd.Series)) and not isinstance(level_weights, str):
+        values = list(level_weights)
+        if len(values) != n:
+            raise ParameterError(f"level_weights= must give one weight per level {list(levels)} (national first, "
+                                 f"{n} in all). Got {len(values)}: {safe_repr(values)}.")
+        raw = [_weight(v, repr(name)) for v, name in zip(values, levels)]
+    else:
+        raise ParameterError(f"The 'level_weights' parameter must be a list of {n} weights (one per level "
+                             f"{list(levels)}), a dict keyed by level, or None (uniform). Got {safe_repr(level_weights)}.")
+    if raw[-1] == 0:
+        raise ParameterError(f"The finest level {levels[-1]!r} needs a positive weight: its regions cannot be "
+                             f"estimated from their parents alone. Got level_weights={safe_repr(level_weights)}.")
+    total = sum(raw, Fraction(0))
+    return tuple(w / total for w in raw)
+
+
+def plan_geography(tree: RegionTree, grid: Grid, loss: PrivacyLoss, *, level_weights: Any = None,
+                   flat: bool = False) -> GeographyPlan:
+    """Split the loss across the levels and calibrate each level's noise (public inputs only; before any charge).
+
+    Raises
+    ------
+    DomainError
+        When the release would hold more than ``MAX_CELLS`` estimates.
+    ParameterError
+        For bad weights, or a level's loss too small for the sampler.
+    """
+    n_regions = [len(r) for r in tree.regions]
+    total = sum(n_regions) * grid.size
+    if total > MAX_CELLS:
+        raise DomainError(f"A histogram of {grid.size:,} cells for each of {sum(n_regions):,} regions "
+                          f"({' + '.join(f'{k:,}' for k in n_regions)}) has {total:,} estimates; the limit is "
+                          f"{MAX_CELLS:,} (2**26). Use coarser bins or fewer levels.")
+    shares = level_shares(level_weights, tree.level_names, flat=flat)
+    parts = loss.split(shares)
+    losses = tuple(p if s > 0 else None for p, s in zip(parts, shares))
+    noises = tuple(None if part is None else part.noise(UNIT, what=f"level {name!r} of the geography")
+                   for part, name in zip(losses, tree.level_names))
+    return GeographyPlan(tree, grid, shares, losses, noises)
+
+
+def _region_engine(engine: Any, name: str) -> Callable[..., Any]:
+    own = getattr(engine, name, None)
+    if own is not None:
+        return own
+    module = _REGION_COUNTERS.get(getattr(engine, "__name__", ""))
+    if module is None:
+        raise ParameterError(f"The engine {getattr(engine, '__name__', engine)!r} cannot count regions; tables by "
+                             f"geography read pandas or Dask frames.")
+    return getattr(importlib.import_module(module), name)
+
+
+def region_counter(engine: Any) -> Callable[..., list[np.ndarray]]:
+    """The function counting every region's cells for ``engine`` (its own ``region_bin_counts`` if it has one)."""
+    return _region_engine(engine, "region_bin_counts")
+
+
+def region_coder(engine: Any) -> Callable[..., Any]:
+    """The function coding rows by (leaf region, cell) and unit for ``engine`` (``coded_region_rows``)."""
+    return _region_engine(engine, "coded_region_rows")
+
+
+def _fraction_text(value: Fraction) -> str:
+    return str(value.numerator) if value.denominator == 1 else f"{value.numerator}/{value.denominator}"
+
+
+def _ledger_params(plan: GeographyPlan, loss: PrivacyLoss, method: str, nonnegative: bool,
+                   integer: bool) -> dict[str, Any]:
+    return {
+        "method": method, "by": list(plan.levels[1:]), "levels": list(plan.levels),
+        "regions_per_level": [len(r) for r in plan.tree.regions], "shape": list(plan.grid.shape),
+        "level_shares": [_fraction_text(s) for s in plan.shares],
+        f"{loss.parameter}_per_level": [_fraction_text(p.amount) if p is not None else "0" for p in plan.losses],
+        "nonnegative": nonnegative, "integer": integer,
+    }
+
+
+def _wrap(rel: Any, plan: GeographyPlan, loss: PrivacyLoss, method: str, params: dict[str, Any]) -> GeographyHistogram:
+    from ..results._geography_layout import geography_index
+
+    index = geography_index(plan.levels, plan.tree.regions, plan.grid)
+    dtype = np.int64 if rel.integer else np.float64
+    estimates = np.concatenate([np.asarray(e, dtype=dtype).reshape(-1) for e in rel.estimates])
+    variance = np.concatenate([np.repeat(np.asarray(v, dtype=np.float64), plan.grid.size) for v in rel.variances])
+    post = ["exact GLS across the geography (every parent = sum of its children, in every cell)"]
+    if rel.nonnegative:
+        post.append("non-negative (top-down weighted projection)")
+    if rel.integer:
+        post.append(f"integer (controlled rounding, {rel.rounding})")
+    result_params = dict(params, sensitivity=1, noise=rel.noise_descriptions())
+    return GeographyHistogram(
+        counts=pd.Series(estimates, index=index, name="estimate"),
+        variance=pd.Series(variance, index=index, name="variance"),
+        epsilon=loss.pure_epsilon, method=method, params=result_params, domain=plan.grid,
+        levels=plan.levels, regions=plan.tree.regions, parents=plan.tree.parents, post_processing=tuple(post),
+        variance_exact=rel.variance_exact, loss=loss, noises=rel.noises, detail=rel)
+
+
+def histogram_by_region(frame: Any, columns: Any, *, bins: Any = None, range: Any = None, categories: Any = None,
+                        epsilon: Any = None, rho: Any = None, method: str = "identity", rng: Any = None,
+                        nonnegative: bool = False, by: Any = None, hierarchy: pd.DataFrame | None = None,
+                        by_categories: Any = None, level_weights: Any = None, integer: bool | None = None,
+                        privacy_unit: Any = None, max_rows: Any = None, max_cells: Any = None,
+                        max_rows_per_cell: Any = None, **method_params: Any) -> GeographyHistogram:
+    """Release one consistent histogram per region of a public geography (see ``DataFrame.dp.histogram``).
+
+    With a ``privacy_unit``, every unit's rows are bounded on the leaf table (its (finest region,
+    cell) pairs) as for a flat histogram, and every level is noised for a unit of at most its row
+    bound (group privacy, :meth:`~pandas_dp.units.UnitBounds.per_row_loss`): the coarser levels
+    sum the leaf table, so a unit's rows may all meet in one cell there.
+    """
+    if by is None:
+        given = [name for name, v in (("hierarchy", hierarchy), ("by_categories", by_categories),
+                                      ("level_weights", level_weights)) if v is not None]
+        raise ParameterError(f"{', '.join(given)} apply to tables by geography: pass by= too (the frame's "
+                             f"geography columns, coarse to fine), e.g. by=['state', 'county'].")
+    cols = check_columns(frame, columns)
+    loss = privacy_loss(epsilon, rho)
+    generator = check_rng(rng)
+    nonneg = check_flag(nonnegative, "nonnegative")
+    whole = check_flag(False if integer is None else integer, "integer")
+    name = method_named(method)
+    if name not in GEOGRAPHY_METHODS:
+        raise ParameterError(f"Tables by geography (by=) support method={GEOGRAPHY_METHODS[0]!r} only: a flat "
+                             f"histogram per region, made consistent across the geography. Got method={name!r}; "
+                             f"pass method='identity' or drop by=.")
+    METHODS[name].params.validate(method_params)
+    check_measure(loss, BOTH_MEASURES, "histogram(by=...)")
+    clash = [c for c in cols if c in RESERVED_NAMES]
+    if clash:
+        raise ParameterError(f"Column(s) {clash} share a name with the result's index or columns "
+                             f"{list(RESERVED_NAMES)}; rename them (df.rename(columns=...)) first.")
+    tree = geography_tree(frame.columns, by, hierarchy=hierarchy, by_categories=by_categories)
+    unit = unit_bounds(frame.columns, privacy_unit, max_rows=max_rows, max_cells=max_cells,
+                       max_rows_per_cell=max_rows_per_cell, reserved=(*cols, *tree.located))
+    grid = make_grid(frame, cols, bins=bins, range=range, categories=categories)
+
+    def planned(bounds: UnitBounds | None, share: PrivacyLoss) -> GeographyPlan:
+        per_row = share if bounds is None else bounds.per_row_loss(share)
+        return plan_geography(tree, grid, per_row, level_weights=level_weights, flat=by_categories is not None)
+
+    if unit is None:
+        plan = planned(None, loss)
+    else:  # "auto" is planned for the largest bound it may choose: a loss too small for it is refused now
+        plan = planned(unit.with_max_rows(AUTO_MAX_ROWS) if unit.auto else unit,
+                       loss - loss.part(AUTO_SHARE) if unit.auto else loss)
+    params = _ledger_params(plan, loss, name, nonneg, whole)
+    parents = [None, *tree.parents[1:]]
+    columns = [*cols, *(c for c in tree.located if c not in cols)]
+
+    def release(tables: list[np.ndarray], final: GeographyPlan, extra: dict[str, Any]) -> GeographyHistogram:
+        rel = release_geography(tables, parents, level_losses=final.losses, integer=whole, nonnegative=nonneg,
+                                rng=generator)
+        return _wrap(rel, final, loss, name, {**_ledger_params(final, loss, name, nonneg, whole), **extra})
+
+    if unit is None:
+        return run(frame, Release(loss=loss, method=f"histogram:{name}", columns=columns, params=params,
+                                  count=lambda engine: region_counter(engine)(frame, tree, grid),
+                                  mechanism=lambda tables: release(tables, plan, {})))
+
+    def bounded(coded: Any) -> GeographyHistogram:
+        key = release_key(generator)
+        chosen, final = unit, plan
+        if unit.auto:
+            part = loss.part(AUTO_SHARE)
+            chosen = unit.with_max_rows(choose_max_rows(coded.contributions(), part.noise(), generator))
+            final = planned(chosen, loss - part)
+        leaf = coded.counts(chosen, key).reshape(len(tree.regions[-1]), grid.size)
+        return release(level_tables(leaf, tree), final,
+                       {**chosen.describe(), "unit_sensitivity": str(chosen.row_bound)})
+
+    return run(frame, Release(
+        loss=loss, method=f"histogram:{name}", columns=[*columns, unit.column], params={**params, **unit.describe()},
+        count=lambda engine: region_coder(engine)(frame, tree, grid, unit), mechanism=bounded))
