@@ -14,8 +14,9 @@ allowed value::
 The preflight (``release --check`` and every run) reads only this public file
 and the input's header, never the data. It reports:
 
-* a category of a release that matches no value the codebook lists for its
-  column (a typo: such a category would only ever release noise);
+* a category of a release (``categories``, or the ``by_categories`` of its
+  ``by`` column) that matches no value the codebook lists for its column (a
+  typo: such a category would only ever release noise);
 * a column of a histogram release with neither ``categories`` nor ``bins``:
   the library's own advice (``categories=[...]`` for labels, ``bins=`` for
   numbers), in the spec's TOML form, with the codebook's values when it lists
@@ -125,14 +126,23 @@ def _same(category: Any, text: str) -> bool:
     return str(category) == text
 
 
+def _checked(r: "Release") -> list[tuple[str, Any, str]]:
+    """``(column, labels, key)`` of every list of labels of ``r`` that the codebook can check: the
+    ``categories`` of its columns, and the ``by_categories`` of its ``by`` column (tables by geography)."""
+    if r.method in _GROUPED:
+        return []
+    out = [(c, cats, "categories") for c, cats in _per_column(r.args.get("categories"), r.columns()).items()]
+    by = r.args.get("by")
+    if isinstance(by, str) and r.args.get("by_categories") is not None:
+        out.append((by, r.args["by_categories"], "by_categories"))
+    return out
+
+
 def codebook_problems(spec: "Spec", codebook: dict[str, list[str]]) -> list[str]:
-    """Categories of the spec that match no value the codebook lists for their column."""
+    """Categories (and ``by_categories``) of the spec that match no value the codebook lists for their column."""
     problems = []
     for r in spec.releases:
-        if r.method in _GROUPED:
-            continue
-        columns = r.columns()
-        for c, cats in _per_column(r.args.get("categories"), columns).items():
+        for c, cats, key in _checked(r):
             listed = codebook.get(c)
             if not listed or not isinstance(cats, list):
                 continue
@@ -145,7 +155,7 @@ def codebook_problems(spec: "Spec", codebook: dict[str, list[str]]) -> list[str]
                 close = difflib.get_close_matches(str(v), listed, n=1)
                 hints.append(f"{v!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
             more = f" and {len(unknown) - 5} more" if len(unknown) > 5 else ""
-            problems.append(f"[[release]] {r.name!r}: categories {', '.join(hints)}{more} of column {c!r} match no "
+            problems.append(f"[[release]] {r.name!r}: {key} {', '.join(hints)}{more} of column {c!r} match no "
                             f"value of the codebook {str(spec.codebook)!r}, which lists {len(listed)} for it "
                             f"({_toml_list(listed, 5)}). Fix the spelling, or the codebook.")
     return problems

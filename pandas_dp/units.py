@@ -217,6 +217,9 @@ def unit_bounds(columns: Any, privacy_unit: Any = None, *, max_rows: Any = None,
     if not _is_label_of(privacy_unit, labels):
         raise ParameterError(f"The 'privacy_unit' parameter must name a column of the frame (the column that "
                              f"identifies each person). Got {safe_repr(privacy_unit)}; columns are {safe_repr(labels[:20])}.")
+    if sum(1 for c in labels if _is_label_of(c, [privacy_unit])) > 1:
+        raise ParameterError(f"The 'privacy_unit' column {safe_repr(privacy_unit)} appears more than once among the "
+                             f"frame's columns; rename the duplicates so that it names one column.")
     if _is_label_of(privacy_unit, list(reserved)):
         raise ParameterError(f"The 'privacy_unit' column {safe_repr(privacy_unit)} is also a released column (or a region "
                              f"column of by=); a unit's own id is not a public domain. Release other columns, or "

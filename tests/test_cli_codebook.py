@@ -144,3 +144,15 @@ def test_the_release_says_nothing_about_categories_absent_from_the_data(tmp_path
         assert table["state"].tolist() == STATES
         outputs.append((done.stdout.replace(str(folder), "<dir>"), done.stderr))
     assert outputs[0] == outputs[1]
+
+
+def test_by_categories_of_a_table_by_geography_are_checked_too(tmp_path, persons):
+    release = ('[[release]]\nname = "ages_by_state"\nmethod = "identity"\ncolumns = "age"\nbins = [0, 50, 100]\n'
+               'by = "state"\nby_categories = ["Avalon", "Borealis", "Cascadia", "Dunmore", "Estonia"]\n'
+               'epsilon = 0.2\n')
+    folder = _folder(tmp_path, persons, release)
+    done = run("release", "--check", str(folder / "spec.toml"))
+    assert done.returncode == 2 and "(1 problem(s))" in done.stderr, done.stderr
+    assert ("[[release]] 'ages_by_state': by_categories 'Estonia' (did you mean 'Estoria'?) of column 'state' "
+            "match no value of the codebook") in done.stderr
+    _nothing_written(folder)

@@ -213,7 +213,9 @@ def _frames() -> dict[str, pd.DataFrame]:
                          "g": np.arange(n) % 7, "st": ["A", "B"] * (n // 2), "co": ["A0", "B0"] * (n // 2)})
     dup = pd.concat([base, base[["v"]]], axis=1)
     multi = base.set_axis(pd.MultiIndex.from_tuples([(c, "") for c in base.columns]), axis=1)
-    return {"plain": base, "duplicate columns": dup, "MultiIndex columns": multi, "no rows": base.iloc[:0],
+    dup_public = pd.concat([base, base[["st", "co", "g", "s"]]], axis=1)  # by=, location, group, unit columns
+    return {"plain": base, "duplicate columns": dup, "duplicate region and unit columns": dup_public,
+            "MultiIndex columns": multi, "no rows": base.iloc[:0],
             "int labels": base.set_axis(range(base.shape[1]), axis=1)}
 
 

@@ -253,9 +253,13 @@ def count_of_counts(frame: pd.DataFrame, group: str, location: Any, *, epsilon: 
     if tree.group is None:
         raise ParameterError(f"The 'group' parameter must name a column of the frame. Got None; "
                              f"columns are {list(frame.columns)[:20]}.")
-    if privacy_unit not in (None, "person", "group"):
+    # A str subclass is read as its plain text (its own __eq__ is never called); anything else is refused.
+    unit = str.__str__(privacy_unit) if isinstance(privacy_unit, str) else privacy_unit
+    if not (unit is None or (isinstance(unit, str) and unit in ("person", "group"))):
         raise ParameterError(f"The 'privacy_unit' parameter of count_of_counts must be 'person' (the default: one "
-                             f"row of the frame) or 'group' (one group with all its persons). Got {privacy_unit!r}.")
+                             f"row of the frame) or 'group' (one group with all its persons). Got "
+                             f"{safe_repr(privacy_unit)}.")
+    privacy_unit = unit
     plan = plan_count_of_counts(loss, n_levels=len(tree.level_names), method=knobs["method"],
                                 max_size=knobs["max_size"], groups_public=tree.groups_public,
                                 group_unit=privacy_unit == "group")
