@@ -299,7 +299,7 @@ def assert_consistent_count_of_counts(result: Any) -> None:
 
 DOMAINS_1D = [pytest.param({"bins": 1, "range": (0, 10)}, id="1 cell"),
               pytest.param({"bins": 10, "range": (0, 10)}, id="10 cells"),
-              pytest.param({"categories": [3]}, id="1 category")]
+              pytest.param({"categories": [3]}, id="1 category", marks=pytest.mark.slow)]  # as "1 cell"
 
 
 @pytest.mark.parametrize("frame", sorted(EXTREME_FRAMES))
@@ -365,6 +365,9 @@ def _count_of_counts_cases(slow: bool) -> list[Any]:
                         or (method != "hg" and (k == 2**20 or (tiny and k is None)))
                     if heavy and not tiny and tables == "groups" and method == "hc" and "epsilon" in loss.values[0]:
                         heavy = False
+                    # K = 1 takes the same code paths as K = 2**20 with smaller arrays: a --runslow case,
+                    # as is "one group" except with the default K (the public table's size is the point).
+                    heavy = heavy or k == 1 or (tables == "one group" and k is not None)
                     if heavy != slow:
                         continue
                     cases.append(pytest.param(loss.values[0], tables, method, k,
