@@ -152,6 +152,9 @@ class BinDomain(DerivedCache):
             if converted is None:
                 raise DomainError(f"Range bounds must be numbers. Got {name}={safe_repr(value)}.")
             arr = np.atleast_1d(converted)
+            if arr.ndim != 1:
+                raise DomainError(f"Range bounds must be numbers: one bound, or one per range. Got "
+                                  f"{name}={safe_repr(value)}.")
             if not np.all(np.isfinite(arr)):
                 raise DomainError(f"Range bounds must be finite numbers. Got {name}={safe_repr(value)}.")
             return arr
