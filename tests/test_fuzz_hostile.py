@@ -642,6 +642,6 @@ def test_result_argument_errors_are_parameter_errors():
             finally:
                 plt.close("all")
     with pytest.raises(pdp.DomainError):  # TypeError: only 0-dimensional arrays can be converted
-        geography.range_query([[0, 1, 2]])
+        geography.range_query([[0, 1, 2]], 100)
     with pytest.raises(pdp.ParameterError):  # main's BracketedIntervals.cell_box_query: a box outside the grid
         cube.cell_box_query([0, 0], [10**6, 1])
