@@ -355,7 +355,7 @@ def consistent_group_totals(
         sensitivity ``L`` in L1 (``sqrt L`` in L2) for ``L`` levels.
     limit : int, optional
         Public cap on the number of groups of any region (the root included):
-        noisy totals are clipped to ``[0, limit]`` and the leaves scaled down
+        noisy totals above ``limit`` are lowered to it and the leaves scaled down
         so that they add up to at most ``limit`` (post-processing). The
         estimators then allocate work for at most ``limit`` groups per level,
         however small the loss (a tiny epsilon draws totals of ~1e12).
@@ -390,8 +390,8 @@ def consistent_group_totals(
     a = sparse.csr_matrix((np.ones(rows.size), (rows, cols)), shape=(int(sum(n_nodes)), n_nodes[-1]))
     truth = a @ np.asarray(leaf_totals, dtype=np.float64)
     noisy = noise.add(truth, rng).astype(np.float64)
-    if limit is not None:
-        noisy = np.clip(noisy, 0.0, float(limit))
+    if limit is not None:  # only totals above the cap change: below it the release is as before
+        noisy = np.minimum(noisy, float(limit))
     x = lsq_linear(a, noisy, bounds=(0.0, np.inf), lsmr_tol="auto").x if n_nodes[-1] else np.zeros(0)
     x = np.maximum(x, 0.0)
     if limit is not None and x.sum() > limit:
