@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import difflib
 import math
+import os
 import warnings
 from numbers import Real
 from pathlib import Path
@@ -138,6 +139,14 @@ def _checked(r: "Release") -> list[tuple[str, Any, str]]:
     return out
 
 
+def _shown(spec: "Spec") -> str:
+    """The codebook's path as the spec gives it (relative to the spec's folder)."""
+    try:
+        return os.path.relpath(spec.codebook, Path(spec.path).parent)
+    except ValueError:  # another drive (Windows)
+        return str(spec.codebook)
+
+
 def codebook_problems(spec: "Spec", codebook: dict[str, list[str]]) -> list[str]:
     """Categories (and ``by_categories``) of the spec that match no value the codebook lists for their column."""
     problems = []
@@ -156,6 +165,6 @@ def codebook_problems(spec: "Spec", codebook: dict[str, list[str]]) -> list[str]
                 hints.append(f"{v!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
             more = f" and {len(unknown) - 5} more" if len(unknown) > 5 else ""
             problems.append(f"[[release]] {r.name!r}: {key} {', '.join(hints)}{more} of column {c!r} match no "
-                            f"value of the codebook {str(spec.codebook)!r}, which lists {len(listed)} for it "
+                            f"value of the codebook {_shown(spec)!r}, which lists {len(listed)} for it "
                             f"({_toml_list(listed, 5)}). Fix the spelling, or the codebook.")
     return problems

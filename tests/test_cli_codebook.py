@@ -89,7 +89,7 @@ def test_a_category_the_codebook_does_not_list_is_reported_by_check(tmp_path, pe
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert "(2 problem(s)); nothing was read or charged" in done.stderr
     assert ("[[release]] 'states': categories 'Casadia' (did you mean 'Cascadia'?), 'Atlantis' of column 'state' "
-            "match no value of the codebook") in done.stderr
+            "match no value of the codebook 'codebook.csv', which lists 5 for it") in done.stderr
     assert "[[release]] 'grid': categories 'X' of column 'sex' match no value" in done.stderr
     _nothing_written(folder)
     # A real run does the same preflight: refused before anything is read or charged.
