@@ -160,7 +160,7 @@ class UnitBounds:
 def _bound(value: Any, name: str) -> int:
     # np.timedelta64 registers as an Integral (it subclasses np.signedinteger) but is a duration.
     if isinstance(value, (bool, np.bool_, np.timedelta64)) or not isinstance(value, numbers.Integral) \
-            or not 1 <= value <= MAX_BOUND:
+            or not 1 <= int(value) <= MAX_BOUND:
         raise ParameterError(f"The '{name}' parameter must be a positive integer (a public bound on each "
                              f"unit's contribution) of at most {MAX_BOUND:,}. Got {safe_repr(value)}.")
     return int(value)

@@ -22,7 +22,7 @@ import pandas as pd
 from ..domain import BinDomain, Grid
 from ..errors import DomainError, ParameterError
 from .._rational import safe_repr
-from ._base import EstimatesView, FrozenRelease, confidence_bounds, noise_radius, normal_quantile
+from ._base import EstimatesView, FrozenRelease, MeasureView, confidence_bounds, noise_radius, normal_quantile
 from ._checks import find_label
 from ._format import html_params
 from ._frozen import stored_fields
@@ -34,7 +34,7 @@ __all__ = ["GeographyHistogram"]
 
 @stored_fields
 @dataclass(frozen=True, repr=False, eq=False)
-class GeographyHistogram(FrozenRelease, EstimatesView):
+class GeographyHistogram(FrozenRelease, EstimatesView, MeasureView):
     """Differentially private histograms of every region of a public geography, consistent across levels.
 
     Attributes
@@ -114,16 +114,6 @@ class GeographyHistogram(FrozenRelease, EstimatesView):
     detail: Any = field(default=None, compare=False)
 
     # -- positions -------------------------------------------------------------
-    @property
-    def measure(self) -> str | None:
-        """``"pure"`` (epsilon-DP) or ``"zcdp"`` (rho-zCDP)."""
-        return None if self.loss is None else self.loss.measure
-
-    @property
-    def rho(self) -> float | None:
-        """The rho of a zCDP release (None for a pure-epsilon release)."""
-        return float(self.loss.amount) if self.measure == "zcdp" else None
-
     @property
     def n_regions(self) -> tuple[int, ...]:
         """Number of regions of every level, coarse to fine."""
@@ -426,9 +416,15 @@ class GeographyHistogram(FrozenRelease, EstimatesView):
     def _head(self) -> pd.DataFrame:
         return self.histogram(self.levels[0]).to_frame().head(10)
 
+    def _guarantee(self, *, html: bool = True) -> str:
+        """``ε = 1, noise scale t = 2..6 by level`` or ``ρ = 0.5 (zCDP), σ = 1.7..3.2 by level``."""
+        from ._format import guarantee_text
+
+        described = [noise.describe() for noise in self.noises if noise is not None]
+        return guarantee_text(self.loss, self.epsilon, described, html=html, by="by level")
+
     def __repr__(self) -> str:
-        eps = f"epsilon={self.epsilon:g}" if self.epsilon is not None else f"rho={self.rho:g}"
-        head = (f"GeographyHistogram(method={self.method!r}, {eps}, levels={list(self.levels)}, "
+        head = (f"GeographyHistogram(method={self.method!r}, {self._guarantee(html=False)}, levels={list(self.levels)}, "
                 f"regions={list(self.n_regions)}, columns={list(self.domain.columns)}, cells={self.domain.size:,})")
         from ._format import estimates_table
 
@@ -437,7 +433,7 @@ class GeographyHistogram(FrozenRelease, EstimatesView):
 
     def _repr_html_(self) -> str:
         levels = " &gt; ".join(f"{html.escape(str(n))} ({k:,})" for n, k in zip(self.levels, self.n_regions))
-        eps = f"ε = {self.epsilon:g}" if self.epsilon is not None else f"ρ = {self.rho:g}"
+        eps = self._guarantee()
         table = html_estimates(self._head(), self.variance_exact, ", ".join(map(str, self.domain.columns)))
         return (f"<div><strong>GeographyHistogram</strong> — method <code>{html.escape(self.method)}</code>, "
                 f"{eps}, {self.domain.size:,} cells per region<br>levels: {levels}"
