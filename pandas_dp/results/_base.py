@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .._rational import safe_repr
 from ..errors import ParameterError
 from ._frozen import FrozenDict, FrozenList, _Released, freeze, same
 
@@ -20,7 +21,7 @@ def normal_quantile(confidence_level: float) -> float:
     if isinstance(confidence_level, bool) or not isinstance(confidence_level, (int, float, np.floating)) \
             or not 0 < confidence_level < 1:
         raise ParameterError(f"The 'confidence_level' parameter must be a number in (0, 1). "
-                             f"Got {confidence_level!r}; pass e.g. confidence_level=0.95.")
+                             f"Got {safe_repr(confidence_level)}; pass e.g. confidence_level=0.95.")
     return NormalDist().inv_cdf(0.5 + float(confidence_level) / 2)
 
 

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 import pandas as pd
 
+from .._public import safe_repr
 from ..errors import ParameterError
 from ._base import noise_radius, normal_quantile
 from .histogram import RangeAnswer
@@ -146,8 +147,9 @@ def _boxes(lower: Any, upper: Any, shape: tuple[int, ...]) -> tuple[np.ndarray, 
     try:
         lo = np.atleast_2d(np.asarray(lower))
         hi = np.atleast_2d(np.asarray(upper))
-    except (TypeError, ValueError) as err:
-        raise ParameterError(f"cell_box_query takes integer cell-index bounds; got {lower!r}, {upper!r}.") from err
+    except Exception as err:  # noqa: BLE001 - a public argument whose conversion raises anything
+        raise ParameterError(f"cell_box_query takes integer cell-index bounds; got {safe_repr(lower)}, "
+                             f"{safe_repr(upper)}.") from err
     d = len(shape)
     if (lo.shape != hi.shape or lo.ndim != 2 or lo.shape[1] != d or lo.shape[0] == 0
             or not np.issubdtype(lo.dtype, np.integer) or not np.issubdtype(hi.dtype, np.integer)):

@@ -21,7 +21,9 @@ import pandas as pd
 
 from ..domain import BinDomain, Grid
 from ..errors import DomainError, ParameterError
+from .._rational import safe_repr
 from ._base import EstimatesView, FrozenRelease, MeasureView, confidence_bounds, noise_radius, normal_quantile
+from ._checks import find_label
 from ._format import html_params
 from ._frozen import stored_fields
 from ._geography_layout import level_offsets, synthetic_rows, tidy_frame
@@ -118,18 +120,17 @@ class GeographyHistogram(FrozenRelease, EstimatesView, MeasureView):
         return tuple(len(r) for r in self.regions)
 
     def _level(self, level: Any) -> int:
-        if isinstance(level, str) and level in self.levels:
-            return self.levels.index(level)
-        raise ParameterError(f"Unknown level {level!r}; this release has levels {list(self.levels)}.")
+        # A str subclass is read as its plain text (its own __eq__ is never called).
+        pos = find_label(str.__str__(level), self.levels) if isinstance(level, str) else None
+        if pos is not None:
+            return pos
+        raise ParameterError(f"Unknown level {safe_repr(level)}; this release has levels {list(self.levels)}.")
 
     def _region(self, lvl: int, region: Any) -> int:
-        try:
-            pos = int(self.regions[lvl].get_indexer(pd.Index([region], dtype=object))[0])
-        except (TypeError, ValueError):
-            pos = -1
-        if pos < 0:
+        pos = find_label(region, self.regions[lvl])
+        if pos is None:
             shown = list(self.regions[lvl][:10])
-            raise ParameterError(f"Unknown region {region!r} at level {self.levels[lvl]!r}; its regions are "
+            raise ParameterError(f"Unknown region {safe_repr(region)} at level {self.levels[lvl]!r}; its regions are "
                                  f"{shown}{' ...' if len(self.regions[lvl]) > 10 else ''} "
                                  f"(result.regions[{lvl}] lists them all).")
         return pos
@@ -324,10 +325,14 @@ class GeographyHistogram(FrozenRelease, EstimatesView, MeasureView):
         if single:
             i, j = dim.align(low, high)
         else:
-            pairs = np.asarray(low, dtype=object)
-            if pairs.ndim != 2 or pairs.shape[1] != 2:
-                raise ParameterError(f"range_query takes (low, high) or a list of (low, high) pairs. Got {low!r}.")
-            i, j = dim.align(pairs[:, 0].astype(np.float64), pairs[:, 1].astype(np.float64))
+            try:
+                pairs = None if isinstance(low, (str, bytes)) else np.asarray(low, dtype=object)
+            except Exception:  # noqa: BLE001 - a public argument whose conversion raises anything
+                pairs = None
+            if pairs is None or pairs.ndim != 2 or pairs.shape[1] != 2:
+                raise ParameterError(f"range_query takes (low, high) or a list of (low, high) pairs. "
+                                     f"Got {safe_repr(low)}.")
+            i, j = dim.align(pairs[:, 0], pairs[:, 1])  # align reads and checks the bounds
         parts = []
         for lvl in chosen:
             rows = (np.arange(len(self.regions[lvl])) if region is None
