@@ -223,7 +223,7 @@ def _sanitized(values: Any) -> np.ndarray:
     """
     arr = _as_object(values)
     keep = np.fromiter(map(_well_behaved, arr), dtype=bool, count=len(arr))
-    return np.where(keep, arr, None)
+    return np.where(keep, arr, np.array(None, dtype=object))
 
 
 def _coded(values: Any, code: Callable[[int, Any], np.ndarray]) -> np.ndarray:

@@ -130,7 +130,7 @@ def _exact(value: object) -> Fraction | None:
     if isinstance(value, Fraction):
         return value
     if isinstance(value, numbers.Integral):
-        as_int = int(value)  # type: ignore[call-overload]
+        as_int = int(value)
         if as_int.bit_length() > 1100:
             raise OverflowError("integer out of range")
         return Fraction(as_int)

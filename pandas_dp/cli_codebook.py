@@ -142,7 +142,7 @@ def _checked(r: "Release") -> list[tuple[str, Any, str]]:
 def _shown(spec: "Spec") -> str:
     """The codebook's path as the spec gives it (relative to the spec's folder)."""
     try:
-        return os.path.relpath(spec.codebook, Path(spec.path).parent)
+        return os.path.relpath(str(spec.codebook), str(Path(spec.path).parent))
     except ValueError:  # another drive (Windows)
         return str(spec.codebook)
 

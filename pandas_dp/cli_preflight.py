@@ -118,7 +118,8 @@ def rehearse(spec: "Spec", frame: pd.DataFrame, codebook: dict[str, list[str]] |
     from .cli_codebook import domain_advice
 
     problems: list[str] = []
-    with pdp.budget(**{spec.total.parameter: spec.total.amount}):
+    total: dict[str, Any] = {spec.total.parameter: spec.total.amount}
+    with pdp.budget(**total):
         for r in spec.releases:
             try:
                 call_release(frame, r, np.random.default_rng(0))

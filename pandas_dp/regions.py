@@ -233,7 +233,7 @@ def region_tree(columns: Sequence[Any], group: str | None, location: Any, *,
         missing = [c for c in [group, *levels] if c not in groups.columns]
         if missing:
             raise ParameterError(f"The groups table lacks column(s) {missing}; it needs {[group, *levels]}.")
-        _check_unique_labels("groups table", list(groups.columns), [group, *levels])  # type: ignore[list-item]
+        _check_unique_labels("groups table", list(groups.columns), [group, *levels])
     if hierarchy is not None:
         missing = [c for c in levels if c not in hierarchy.columns]
         if missing:

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import pandas as pd
@@ -227,7 +227,7 @@ def validate_public_tables(group: str | None, levels: Sequence[str], *, groups: 
     failures: list[pd.DataFrame] = []
     gframe = None
     if groups is not None:
-        gcols = [group, *levels]
+        gcols = cast(list[str], [group, *levels])   # group is set whenever a groups table is given
         bad, ok = scalar_failures(groups, gcols, "Groups")
         failures.append(bad)
         gframe = groups[gcols] if ok.all() else groups.loc[ok, gcols]

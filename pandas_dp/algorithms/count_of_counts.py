@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, Sequence
 
 import numpy as np
 
@@ -285,7 +285,7 @@ def _hg(exact: Runs, totals: np.ndarray, *, noise: Noise, min_size: int, rng: An
     return Runs(blk_node, blk_size, m.astype(np.int64), v / m, n).normalized()
 
 
-def _concat_runs(parts: list[tuple[np.ndarray, ...]], n_nodes: int) -> Runs:
+def _concat_runs(parts: Sequence[tuple[np.ndarray, ...]], n_nodes: int) -> Runs:
     if not parts:
         return Runs(*(np.zeros(0, dtype=np.int64),) * 3, np.zeros(0), n_nodes)
     node, size, groups, var = (np.concatenate(x) for x in zip(*parts))
@@ -402,5 +402,6 @@ def consistent_group_totals(
     leaves = largest_remainder_round(x[None, :], np.array([total]))[0] if x.size else x.astype(np.int64)
     out = [leaves]
     for lvl in range(levels - 1, 0, -1):
-        out.append(np.bincount(parents[lvl], weights=out[-1], minlength=n_nodes[lvl - 1]).astype(np.int64))
+        out.append(np.bincount(np.asarray(parents[lvl], dtype=np.int64), weights=out[-1],
+                               minlength=n_nodes[lvl - 1]).astype(np.int64))
     return out[::-1]

@@ -200,11 +200,13 @@ def estimate_count_of_counts(tables: Any, plan: CountOfCountsPlan, *, merge: str
     if plan.groups_public:
         totals = tables.totals
     else:
+        assert plan.totals_noise is not None  # planned whenever the groups are estimated
         totals = consistent_group_totals(tables.exact[-1].totals(), tables.parents, n_nodes,
                                          noise=plan.totals_noise, rng=rng, limit=MAX_GROUPS)
     min_size = 0 if plan.groups_public else 1
     levels = tables.exact
     if plan.group_unit:  # a group keeps K of its persons: its size is min(size, K) (only sizes are released)
+        assert k is not None  # the group as the unit needs a public max_size
         levels = [Runs(r.node, np.minimum(r.size, k), r.groups, r.var, r.n_nodes).normalized() for r in levels]
     estimates = []
     for exact, g in zip(levels, totals):
@@ -305,5 +307,5 @@ def count_of_counts(frame: pd.DataFrame, group: str, location: Any, *, epsilon: 
 
     return run(frame, Release(
         loss=loss, method=f"count_of_counts:{plan.method}", columns=[tree.group, *tree.level_names[1:]], params=params,
-        count=lambda engine: engine.count_groups(frame, tree),  # type: ignore[attr-defined]
+        count=lambda engine: engine.count_groups(frame, tree),
         mechanism=mechanism))

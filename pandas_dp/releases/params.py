@@ -74,8 +74,8 @@ class Integer(Constraint):
     def check(self, value: Any, name: str) -> int:
         # np.timedelta64 registers as an Integral (it subclasses np.signedinteger) but is a duration.
         bad = isinstance(value, (bool, np.bool_, np.timedelta64)) or not isinstance(value, numbers.Integral) \
-            or value < self.low \
-            or (self.high is not None and value > self.high)
+            or int(value) < self.low \
+            or (self.high is not None and int(value) > self.high)
         if bad:
             span = f">= {self.low}" if self.high is None else f"in [{self.low}, {self.high}]"
             raise ParameterError(f"The '{name}' parameter must be an integer {span}. Got {safe_repr(value)}."

@@ -115,8 +115,11 @@ def unattributed_histogram(frame: pd.DataFrame, group: Any, *, epsilon: Any = No
         else:  # bound every unit's rows (random, with the release's randomness), then count per group
             counts = exact.counts(unit, release_key(generator))
             counts = counts if ids is not None else counts[counts > 0]
-        n = len(ids) if ids is not None else noisy_group_count(counts.size, noise=noise_n, limit=MAX_GROUPS,
-                                                               rng=generator)
+        if ids is not None:
+            n = len(ids)
+        else:
+            assert noise_n is not None  # planned whenever the groups are estimated
+            n = noisy_group_count(counts.size, noise=noise_n, limit=MAX_GROUPS, rng=generator)
         est = sbar(top_n_sorted(counts, n), noise=noise_s, rng=generator)
         index = pd.RangeIndex(est.counts.size, name="rank")
         described = est.noise.describe()

@@ -98,7 +98,7 @@ def noise_radius(noise: Any, terms: Any, std_error: Any, confidence_level: float
         radius = np.empty(se.shape)
         for one in set(noise):
             mine = np.array([n == one for n in noise]).reshape(se.shape)
-            radius[mine] = noise_radius(one, k[mine], se[mine], confidence_level)  # type: ignore[index]
+            radius[mine] = noise_radius(one, k[mine], se[mine], confidence_level)
         return radius
     radius = noise.tail_factor(confidence_level) * se
     for count in np.unique(k[k > 0]):

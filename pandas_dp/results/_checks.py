@@ -47,12 +47,12 @@ def check_count(value: Any, name: str, purpose: str, *, low: int = 0, high: int 
     # np.timedelta64 registers as an Integral (it subclasses np.signedinteger) but is a duration.
     ok = not isinstance(value, (bool, np.bool_, np.timedelta64)) and isinstance(value, numbers.Integral)
     if ok:
-        ok = int(value) >= low and (high is None or int(value) <= high)  # type: ignore[arg-type]
+        ok = int(value) >= low and (high is None or int(value) <= high)
     if not ok:
         span = f">= {low}" if high is None else f"in [{low}, {high:,}]"
         raise ParameterError(f"The '{name}' parameter of {purpose} must be an integer {span}. "
                              f"Got {safe_repr(value)}.")
-    return int(value)  # type: ignore[arg-type]
+    return int(value)
 
 
 def check_rows(rows: int, purpose: str) -> None:

@@ -63,7 +63,7 @@ class CountOfCounts(FrozenRelease, MeasureView):
     frame: pd.DataFrame = field(compare=False)
     levels: tuple[str, ...]
     regions: tuple[pd.Index, ...] = field(compare=False)
-    epsilon: float
+    epsilon: float | None
     method: str
     params: Mapping[str, Any]
     post_processing: tuple[str, ...] = ()
