@@ -139,11 +139,7 @@ def fit_report(evidence: pd.DataFrame) -> str:
 def target(trials: int, datasets: tuple[str, ...]) -> pd.DataFrame:
     """Auto (noisy total; public total) against every candidate, natural scale, fine domain."""
     rows = []
-    for name in datasets:
-        x = dpbench.load(name)
-        if x is None:
-            print(f"skip {name}: not in {dpbench.DATA_DIR}")
-            continue
+    for name, x in dpbench.available(datasets):
         case = {"dataset": name, "domain": "fine", "scale": "natural", "x": x}
         total = float(x.sum())
         wls = {wl: w for wl, w in workloads(x.shape).items() if wl != "bins"}

@@ -84,11 +84,7 @@ def accuracy_table(datasets: tuple[str, ...], epsilons: tuple[float, ...], trial
                    methods: dict[str, Callable], seed: int = 2016) -> pd.DataFrame:
     """Mean scaled L2 error (x 1e6) per dataset, workload, epsilon and method."""
     rows = []
-    for name in datasets:
-        x = dpbench.load(name)
-        if x is None:
-            print(f"skip {name}: not in {dpbench.DATA_DIR}")
-            continue
+    for name, x in dpbench.available(datasets):
         for eps in epsilons:
             for mname, fn in methods.items():
                 rng = np.random.default_rng(seed)

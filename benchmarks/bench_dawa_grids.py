@@ -206,11 +206,7 @@ def accuracy(datasets: tuple[str, ...], trials: int, *, reference: bool, ratios:
              ) -> pd.DataFrame:
     """Long table: one row per dataset, epsilon, workload and method."""
     rows = []
-    for name in datasets:
-        x = dpbench.load(name)
-        if x is None:
-            print(f"skip {name}: not in {dpbench.DATA_DIR}")
-            continue
+    for name, x in dpbench.available(datasets):
         total = float(x.sum())
         wls = workloads_for(x)
         truth = {wl: answers(x, w) for wl, w in wls.items()}

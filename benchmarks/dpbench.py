@@ -9,6 +9,7 @@ DPBench's scaled L2 error (Hay et al., SIGMOD 2016):
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Iterable, Iterator
 
 import numpy as np
 
@@ -25,6 +26,16 @@ def load(name: str) -> np.ndarray | None:
     if not path.exists():
         return None
     return np.load(path).astype(np.int64)
+
+
+def available(names: Iterable[str]) -> Iterator[tuple[str, np.ndarray]]:
+    """``(name, counts)`` for every dataset of ``names`` found in :data:`DATA_DIR` (says which are skipped)."""
+    for name in names:
+        x = load(name)
+        if x is None:
+            print(f"skip {name}: not in {DATA_DIR}")
+            continue
+        yield name, x
 
 
 def prefix_ranges(n: int) -> np.ndarray:

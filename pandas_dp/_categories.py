@@ -20,6 +20,7 @@ import pandas as pd
 
 from ._binning import ChunkBuffers, EvenIntegers
 from ._cached import DerivedCache
+from ._public import safe_repr
 from .errors import DomainError, ParameterError
 
 __all__ = ["CategoryDomain", "CategoryCodes", "category_dimension"]
@@ -106,7 +107,7 @@ class CategoryDomain(DerivedCache):
             warnings.simplefilter("ignore")
             try:
                 return np.asarray(self.categories.get_indexer(pd.Index(values)), dtype=np.int64)
-            except (TypeError, ValueError):
+            except Exception:  # noqa: BLE001 - a private value's own __hash__/__eq__ may raise anything
                 # An unhashable value (a list, a dict...) in an object column: it matches no label.
                 arr = np.asarray(pd.Series(values, dtype=object).to_numpy(), dtype=object)
                 ok = np.frompyfunc(_hashable, 1, 1)(arr).astype(bool) if arr.size else np.zeros(0, bool)
@@ -135,15 +136,24 @@ def _hashable(value: Any) -> bool:
 def category_dimension(column: str, categories: Any) -> CategoryDomain:
     if isinstance(categories, (str, bytes)) or not hasattr(categories, "__iter__"):
         raise ParameterError(f"The 'categories' parameter for column {column!r} must be a list of labels. "
-                             f"Got {categories!r}.")
+                             f"Got {safe_repr(categories)}.")
     # An Index (e.g. a CategoricalDtype's categories) is kept as is: it is immutable, and its uniqueness,
     # once known, is not computed again (each check below hashes every label).
-    index = categories.rename(None) if type(categories) is pd.Index else pd.Index(list(categories))
+    try:
+        index = categories.rename(None) if type(categories) is pd.Index else pd.Index(list(categories))
+        if isinstance(index, pd.MultiIndex):
+            raise TypeError("tuples")
+        duplicated, missing = index.has_duplicates, index.hasnans
+        if not duplicated:  # build the hash table values are looked up in (every label hashed), as counting will
+            index.get_indexer(pd.Index([object()], dtype=object))
+    except Exception as err:  # noqa: BLE001 - unhashable labels, tuples, a label whose __hash__/__eq__ raises
+        raise ParameterError(f"The 'categories' parameter for column {column!r} must be a list of hashable, scalar "
+                             f"labels (strings, numbers, dates). Got {safe_repr(categories)}.") from err
     if index.size == 0:
         raise DomainError(f"The 'categories' for column {column!r} are empty; pass at least one label.")
-    if index.has_duplicates:
-        dup = index[index.duplicated()].unique().tolist()
+    if duplicated:
+        dup = safe_repr(index[index.duplicated()].unique().tolist(), 200)
         raise DomainError(f"The 'categories' for column {column!r} repeat labels {dup}; pass each label once.")
-    if index.hasnans:
+    if missing:
         raise DomainError(f"The 'categories' for column {column!r} contain a missing value; pass real labels.")
     return CategoryDomain(column, index)

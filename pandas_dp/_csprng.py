@@ -84,7 +84,7 @@ class SecureRandom:
         """
         if out is None or out.dtype != np.uint64 or out.size < n + 2:
             out = np.empty(n + 2, dtype=np.uint64)
-        raw = memoryview(out).cast("B")
+        raw = out.data.cast("B")
         with self._lock:
             if os.getpid() != self._pid or self._produced >= _REKEY_BYTES:
                 self._rekey()

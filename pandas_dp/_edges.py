@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ._rational import safe_repr
 from .errors import DomainError, ParameterError
 
 __all__ = ["parse_bins", "MAX_CELLS", "FREQUENCY_ALIASES", "is_time_like"]
@@ -70,12 +71,17 @@ def parse_bins(column: str, bins: Any, rng: Any) -> tuple[Any, bool]:
     """
     if isinstance(bins, (bool, np.bool_)):
         raise ParameterError(f"The 'bins' parameter for column {column!r} must be an int or a sequence of edges. "
-                             f"Got {bins!r}.")
+                             f"Got {safe_repr(bins)}.")
+    if isinstance(bins, np.timedelta64):  # an np.signedinteger, but a duration: not a number of bins
+        raise ParameterError(f"The 'bins' parameter for column {column!r} must be an int or a sequence of edges. "
+                             f"Got {safe_repr(bins)}.")
     if isinstance(bins, (int, np.integer)):
         return _even_edges(column, int(bins), rng)
+    if isinstance(bins, str):
+        bins = str.__str__(bins)
     if rng is not None and not isinstance(bins, str):
         raise ParameterError(f"Pass either explicit bin edges or bins=int with range=, not both "
-                             f"(column {column!r} got bins={bins!r} and range={rng!r}).")
+                             f"(column {column!r} got bins={safe_repr(bins)} and range={safe_repr(rng)}).")
     if isinstance(bins, str):
         return _frequency_edges(column, bins, rng)
     if isinstance(bins, pd.IntervalIndex):
@@ -99,18 +105,20 @@ def _even_edges(column: str, n: int, rng: Any) -> tuple[Any, bool]:
                           f"cells (2**26): every cell gets its own noisy count. Use coarser bins.")
     low, high = _range_pair(column, rng)
     if isinstance(low, float):
-        if not (math.isfinite(low) and math.isfinite(high)) or not low < high:
-            raise DomainError(f"The 'range' for column {column!r} must be finite with low < high. Got {rng!r}.")
+        # high - low must be finite too: np.linspace over (-1e308, 1e308) overflows to inf edges.
+        if not (math.isfinite(low) and math.isfinite(high) and math.isfinite(high - low)) or not low < high:
+            raise DomainError(f"The 'range' for column {column!r} must be finite with low < high (and high - low "
+                              f"below about 1.8e308). Got {safe_repr(rng)}.")
         edges = np.linspace(low, high, n + 1)
         if edges.base is not None:  # linspace returns a view: own the edges, so a result freezes them in place
             edges = edges.copy()
         step = (high - low) / n
         # linspace is strictly increasing when a step spans several floats; check narrow ranges edge by edge.
         if not step > 8 * np.spacing(max(abs(low), abs(high))) and np.any(np.diff(edges) <= 0):
-            raise DomainError(f"range={rng!r} is too narrow for bins={n} on column {column!r}.")
+            raise DomainError(f"range={safe_repr(rng)} is too narrow for bins={n} on column {column!r}.")
         return edges, True
     if not low < high:
-        raise DomainError(f"The 'range' for column {column!r} must have low < high. Got {rng!r}.")
+        raise DomainError(f"The 'range' for column {column!r} must have low < high. Got {safe_repr(rng)}.")
     make = pd.date_range if isinstance(low, pd.Timestamp) else pd.timedelta_range
     edges = make(low, high, periods=n + 1)
     return _checked_time_edges(column, edges, rng)
@@ -119,20 +127,24 @@ def _even_edges(column: str, n: int, rng: Any) -> tuple[Any, bool]:
 def _range_pair(column: str, rng: Any) -> tuple[Any, Any]:
     """``(low, high)`` as floats, or as Timestamps / Timedeltas of one kind."""
     try:
-        if isinstance(rng, (str, bytes)) or len(rng) != 2:
+        if isinstance(rng, (str, bytes, dict, set)) or len(rng) != 2:
             raise TypeError
         pair = (rng[0], rng[1])
-    except (TypeError, KeyError, IndexError) as err:
+    except Exception as err:  # noqa: BLE001 - a public argument whose len/indexing raises anything
         raise ParameterError(f"The 'range' parameter for column {column!r} must be a pair (low, high). "
-                             f"Got {rng!r}.") from err
+                             f"Got {safe_repr(rng)}.") from err
     if not any(is_time_like(v) or _is_text(v) for v in pair):
         try:
             return float(pair[0]), float(pair[1])
-        except (TypeError, ValueError) as err:
+        except Exception as err:  # noqa: BLE001 - a hostile __float__, an int beyond the double range
             raise ParameterError(f"The 'range' parameter for column {column!r} must be a pair (low, high). "
-                                 f"Got {rng!r}.") from err
+                                 f"Got {safe_repr(rng)}.") from err
     if all(_is_number_text(v) for v in pair):
-        return float(pair[0]), float(pair[1])
+        try:
+            return float(pair[0]), float(pair[1])
+        except Exception as err:  # noqa: BLE001 - a hostile __float__, an int beyond the double range
+            raise ParameterError(f"The 'range' parameter for column {column!r} must be a pair (low, high). "
+                                 f"Got {safe_repr(rng)}.") from err
     return _time_pair(column, pair, rng)
 
 
@@ -147,7 +159,7 @@ def _is_number_text(value: Any) -> bool:
         return False
     try:
         float(value)
-    except ValueError:
+    except Exception:  # noqa: BLE001 - not a number's text
         return False
     return True
 
@@ -157,11 +169,11 @@ def _time_pair(column: str, pair: tuple[Any, Any], rng: Any) -> tuple[Any, Any]:
     out = [_time_value(column, v, rng) for v in pair]
     kinds = {type(v) for v in out}
     if len(kinds) != 1:
-        raise ParameterError(f"The 'range' for column {column!r} mixes a date and a duration: {rng!r}. "
+        raise ParameterError(f"The 'range' for column {column!r} mixes a date and a duration: {safe_repr(rng)}. "
                              f"Pass two Timestamps (dates) or two Timedeltas (durations).")
     low, high = out
     if isinstance(low, pd.Timestamp) and (low.tzinfo is None) != (high.tzinfo is None):
-        raise DomainError(f"The 'range' for column {column!r} mixes a tz-aware and a naive date: {rng!r}. "
+        raise DomainError(f"The 'range' for column {column!r} mixes a tz-aware and a naive date: {safe_repr(rng)}. "
                           f"Give both a time zone (a tz-aware domain) or neither.")
     if isinstance(low, pd.Timestamp) and low.tzinfo is not None:
         high = high.tz_convert(low.tzinfo)
@@ -170,17 +182,20 @@ def _time_pair(column: str, pair: tuple[Any, Any], rng: Any) -> tuple[Any, Any]:
 
 def _time_value(column: str, value: Any, rng: Any) -> Any:
     """A Timestamp or Timedelta from a public value (strings: ISO 8601 dates, then pandas durations)."""
-    if isinstance(value, _TIMEDELTA_TYPES):
-        out: Any = pd.Timedelta(value)
-    elif isinstance(value, _DATETIME_TYPES):
-        out = pd.Timestamp(value)
-    elif isinstance(value, str):
-        out = _parse_text(value)
-    else:
+    try:
+        if isinstance(value, _TIMEDELTA_TYPES):
+            out: Any = pd.Timedelta(value)
+        elif isinstance(value, _DATETIME_TYPES):
+            out = pd.Timestamp(value)
+        elif isinstance(value, str):
+            out = _parse_text(str.__str__(value))
+        else:
+            out = None
+    except Exception:  # noqa: BLE001 - a date or duration pandas cannot represent (out of bounds, generic unit)
         out = None
     if out is None or out is pd.NaT:
         raise ParameterError(f"The 'range' for column {column!r} must be two numbers, two dates or two durations. "
-                             f"Got {rng!r}; dates as pd.Timestamp or ISO 8601 text ('2020-01-01'), durations as "
+                             f"Got {safe_repr(rng)}; dates as pd.Timestamp or ISO 8601 text ('2020-01-01'), durations as "
                              f"pd.Timedelta or text such as '1 days'.")
     return out
 
@@ -195,11 +210,11 @@ def _parse_text(text: str) -> Any:
         return None
     try:
         return pd.Timedelta(text)
-    except (ValueError, TypeError, OverflowError):
+    except Exception:  # noqa: BLE001 - not a duration pandas can read
         pass
     try:
         return pd.Timestamp(pd.to_datetime(text, format="ISO8601"))
-    except (ValueError, TypeError, OverflowError):
+    except Exception:  # noqa: BLE001 - not a date pandas can read
         return None
 
 
@@ -207,20 +222,20 @@ def _parse_text(text: str) -> Any:
 
 def _frequency_edges(column: str, freq: str, rng: Any) -> tuple[Any, bool]:
     if rng is None:
-        raise DomainError(f"bins={freq!r} for column {column!r} needs range=(start, end): the first and last "
+        raise DomainError(f"bins={safe_repr(freq)} for column {column!r} needs range=(start, end): the first and last "
                           f"edges come from public knowledge, never from the data.")
     alias = FREQUENCY_ALIASES.get(freq, freq)
     try:
         offset = pd.tseries.frequencies.to_offset(alias)
-    except (ValueError, TypeError) as err:
-        raise ParameterError(f"The 'bins' parameter for column {column!r} got {freq!r}, which is neither a number "
+    except Exception as err:  # noqa: BLE001 - not a frequency pandas can read
+        raise ParameterError(f"The 'bins' parameter for column {column!r} got {safe_repr(freq)}, which is neither a number "
                              f"of bins nor a pandas frequency ('D', 'W', 'M', 'Q', 'Y', 'h', '15min'...).") from err
     low, high = _range_pair(column, rng)
     if isinstance(low, float):
-        raise ParameterError(f"bins={freq!r} (a frequency) for column {column!r} needs a range of dates or "
-                             f"durations. Got range={rng!r}; pass e.g. range=('2020-01-01', '2021-01-01').")
+        raise ParameterError(f"bins={safe_repr(freq)} (a frequency) for column {column!r} needs a range of dates or "
+                             f"durations. Got range={safe_repr(rng)}; pass e.g. range=('2020-01-01', '2021-01-01').")
     if not low < high:
-        raise DomainError(f"The 'range' for column {column!r} must have start < end. Got {rng!r}.")
+        raise DomainError(f"The 'range' for column {column!r} must have start < end. Got {safe_repr(rng)}.")
     fixed = isinstance(offset, (pd.offsets.Tick, pd.offsets.Day))
     try:
         if isinstance(low, pd.Timestamp):
@@ -229,13 +244,13 @@ def _frequency_edges(column: str, freq: str, rng: Any) -> tuple[Any, bool]:
             edges = pd.timedelta_range(low, high, freq=offset)
         else:
             raise ValueError(f"{offset.freqstr} is a calendar frequency")
-    except (ValueError, TypeError) as err:
-        raise DomainError(f"bins={freq!r} on column {column!r}: {err}. Durations take fixed frequencies "
+    except Exception as err:  # noqa: BLE001 - pandas refuses these periods
+        raise DomainError(f"bins={safe_repr(freq)} on column {column!r}: {err}. Durations take fixed frequencies "
                           f"('D', 'h', '15min'...), dates any calendar one.") from err
     if edges.size < 2 or edges[0] != low or edges[-1] != high:
         grid = offset.freqstr
         raise DomainError(
-            f"range={rng!r} for bins={freq!r} on column {column!r} must start and end on the boundaries of its "
+            f"range={safe_repr(rng)} for bins={safe_repr(freq)} on column {column!r} must start and end on the boundaries of its "
             f"periods ({grid}): {_nearest(low, offset)} and {_nearest(high, offset)}. The bins are whole periods.")
     return _checked_time_edges(column, edges, rng)
 
@@ -273,40 +288,47 @@ def _explicit_edges(column: str, bins: Any) -> tuple[Any, bool]:
         arr: Any = np.arange(bins.start, bins.stop, bins.step, dtype=np.int64)
     elif isinstance(bins, (np.ndarray, pd.Index, pd.Series)):
         arr = bins.to_numpy() if not isinstance(bins, np.ndarray) else bins
-    elif hasattr(bins, "__iter__") and not isinstance(bins, (bytes, dict)):
-        items = list(bins)
+    elif hasattr(bins, "__iter__") and not isinstance(bins, (bytes, dict, set)):
+        try:
+            items = list(bins)
+        except Exception as err:  # noqa: BLE001 - an iterable whose iteration raises
+            raise ParameterError(f"The 'bins' parameter for column {column!r} must be an int with range= or an "
+                                 f"increasing sequence of numeric edges. Got {safe_repr(bins)}.") from err
         if any(is_time_like(v) for v in items) or (items and all(isinstance(v, str) for v in items)
                                                     and not all(_is_number_text(v) for v in items)):
             return _time_edges_from(column, items, bins)
         try:
             arr = np.asarray(items, dtype=np.float64)
-        except (TypeError, ValueError, OverflowError) as err:
+        except Exception as err:  # noqa: BLE001 - a hostile __float__, an int beyond the double range
             raise ParameterError(f"The 'bins' parameter for column {column!r} must be an int with range= or an "
-                                 f"increasing sequence of numeric edges. Got {bins!r}.") from err
+                                 f"increasing sequence of numeric edges. Got {safe_repr(bins)}.") from err
     else:
         raise ParameterError(f"The 'bins' parameter for column {column!r} must be an int with range= or an "
-                             f"increasing sequence of numeric edges. Got {bins!r}.")
+                             f"increasing sequence of numeric edges. Got {safe_repr(bins)}.")
     if arr.dtype.kind in "mM":
         return _time_edges_from(column, arr, bins)
     try:
-        edges = np.array(arr, dtype=np.float64)  # a new array: results lock theirs read-only
-    except (TypeError, ValueError, OverflowError) as err:
+        with np.errstate(all="ignore"):
+            edges = np.array(arr, dtype=np.float64)  # a new array: results lock theirs read-only
+    except Exception as err:  # noqa: BLE001 - a hostile __float__, an int beyond the double range
         raise ParameterError(f"The 'bins' parameter for column {column!r} must be an int with range= or an "
-                             f"increasing sequence of numeric edges. Got {bins!r}.") from err
+                             f"increasing sequence of numeric edges. Got {safe_repr(bins)}.") from err
     if edges.ndim != 1 or edges.size < 2:
-        raise DomainError(f"Bin edges for column {column!r} need at least two values. Got {bins!r}.")
-    widths = np.subtract(edges[1:], edges[:-1])
+        raise DomainError(f"Bin edges for column {column!r} need at least two values. Got {safe_repr(bins)}.")
+    with np.errstate(all="ignore"):  # edges -1e308, 1e308: an inf width, refused below
+        widths = np.subtract(edges[1:], edges[:-1])
     smallest = widths.min()
-    if not (math.isfinite(edges[0]) and math.isfinite(edges[-1]) and smallest > 0):
-        if not np.all(np.isfinite(edges)):
-            raise DomainError(f"Bin edges for column {column!r} must be finite. Got {bins!r}.")
-        raise DomainError(f"Bin edges for column {column!r} must be strictly increasing. Got {bins!r}.")
+    if not (math.isfinite(edges[0]) and math.isfinite(edges[-1]) and smallest > 0 and math.isfinite(widths.max())):
+        if not np.all(np.isfinite(edges)) or not np.all(np.isfinite(widths)):
+            raise DomainError(f"Bin edges for column {column!r} must be finite (and span less than about "
+                              f"1.8e308). Got {safe_repr(bins)}.")
+        raise DomainError(f"Bin edges for column {column!r} must be strictly increasing. Got {safe_repr(bins)}.")
     return edges, bool(widths.max() == smallest)
 
 
 def _time_edges_from(column: str, items: Any, shown: Any) -> tuple[Any, bool]:
     message = (f"The 'bins' edges for column {column!r} must all be numbers, all dates (Timestamps or ISO 8601 "
-               f"text, all naive or all tz-aware) or all durations (Timedeltas). Got {shown!r}.")
+               f"text, all naive or all tz-aware) or all durations (Timedeltas). Got {safe_repr(shown)}.")
     try:
         if isinstance(items, np.ndarray) and items.dtype.kind in "mM":
             edges: Any = pd.TimedeltaIndex(items) if items.dtype.kind == "m" else pd.DatetimeIndex(items)
@@ -318,23 +340,23 @@ def _time_edges_from(column: str, items: Any, shown: Any) -> tuple[Any, bool]:
                 edges = pd.DatetimeIndex([pd.Timestamp(v) for v in values])
             else:
                 raise TypeError(message)
-    except (TypeError, ValueError, OverflowError) as err:
+    except Exception as err:  # noqa: BLE001 - dates or durations pandas cannot represent
         raise ParameterError(message) from err
     return _checked_time_edges(column, edges, shown)
 
 
 def _checked_time_edges(column: str, edges: Any, shown: Any) -> tuple[Any, bool]:
     if edges.size < 2:
-        raise DomainError(f"Bin edges for column {column!r} need at least two values. Got {shown!r}.")
+        raise DomainError(f"Bin edges for column {column!r} need at least two values. Got {safe_repr(shown)}.")
     if edges.hasnans:
-        raise DomainError(f"Bin edges for column {column!r} must be real dates or durations, not NaT. Got {shown!r}.")
+        raise DomainError(f"Bin edges for column {column!r} must be real dates or durations, not NaT. Got {safe_repr(shown)}.")
     if edges.unit not in ("s", "ms", "us", "ns"):
         edges = edges.as_unit("s")
     keys = edges.asi8
     widths = np.subtract(keys[1:], keys[:-1])
     smallest = widths.min()
     if not smallest > 0:
-        raise DomainError(f"Bin edges for column {column!r} must be strictly increasing. Got {shown!r}.")
+        raise DomainError(f"Bin edges for column {column!r} must be strictly increasing. Got {safe_repr(shown)}.")
     if edges.size - 1 > MAX_CELLS:
         raise DomainError(f"{edges.size - 1:,} bins for column {column!r} are above the limit of {MAX_CELLS:,} "
                           f"cells (2**26): every cell gets its own noisy count. Use coarser bins.")

@@ -60,6 +60,7 @@ __all__ = ["certified_quantile", "tail_bounds"]
 _DIRECT_BELOW = Fraction(256)  # sum the pmf directly for s < 256 (sigma < 16)
 _DIGITS = 50  # working digits before cancellation allowance
 _REMAINDER = Fraction(1, 4700)  # >= 2 zeta(5) / (2 pi)**5 = 2.1178e-4
+_TINY = Decimal("1e-400")  # tail bounds below this are returned as [0, 10**-400]
 _MAX_TERMS = 4000  # direct tail sums up to this many terms, Euler-Maclaurin beyond (s >= 256 only)
 
 
@@ -221,7 +222,12 @@ class _Tail:
         else:
             tail = self._em(m)
         lo, hi = self.ar.div(tail, self.norm)
-        return Fraction(lo), Fraction(hi)
+        # A tiny variance (rho = 1e300) gives tails like exp(-1e300): a decimal with an exponent in the
+        # millions, whose exact Fraction would take seconds to build. Below 10**-400 the bounds are
+        # widened to 0 and 10**-400 (still certified; far below any tail a quantile asks for).
+        if hi < _TINY:
+            return Fraction(0), Fraction(1, 10**400)
+        return (Fraction(0) if lo < _TINY else Fraction(lo)), Fraction(hi)
 
 
 @lru_cache(maxsize=64)

@@ -72,6 +72,11 @@ def _class_of(value: Any) -> int:
         return _MISSING
     if isinstance(value, (bool, np.bool_)):
         return _BOOL
+    if isinstance(value, (np.datetime64, np.timedelta64)):  # before numbers: np.timedelta64 is an np.integer
+        if np.isnat(value):
+            return _MISSING
+        # A generic-unit value (np.timedelta64(1)) has no hash: it cannot be a label.
+        return _NONE if np.datetime_data(value.dtype)[0] == "generic" else _OTHER
     if isinstance(value, str):
         return _STRING
     if isinstance(value, (int, np.integer)):
@@ -80,8 +85,6 @@ def _class_of(value: Any) -> int:
         return _MISSING if value != value else _NUMBER
     if isinstance(value, decimal.Decimal):
         return _MISSING if value.is_nan() else _NUMBER  # Decimal('sNaN') raises on hashing and comparison
-    if isinstance(value, (np.datetime64, np.timedelta64)):
-        return _MISSING if np.isnat(value) else _OTHER
     if isinstance(value, _OTHER_TYPES):
         return _OTHER
     return _NONE
@@ -166,7 +169,15 @@ def _format_numbers(values: Any) -> np.ndarray:
     arr = np.asarray(values)
     if arr.dtype.kind in "iuf":
         return arr.astype(str).astype(object)
-    return np.array([str(v) for v in arr], dtype=object) if arr.size else np.empty(0, dtype=object)
+    return np.array([_text(v) for v in arr], dtype=object) if arr.size else np.empty(0, dtype=object)
+
+
+def _text(value: Any) -> str | None:
+    """``str(value)``, or None (matching no label) for a number whose ``__str__`` raises."""
+    try:
+        return str(value)
+    except Exception:  # noqa: BLE001 - a private value's own __str__ may raise anything
+        return None
 
 
 def _parsed_positions(labels: pd.Index, strings: Any) -> np.ndarray:
@@ -193,8 +204,37 @@ def _lookup(labels: pd.Index, label_class: int | None, value_class: int, values:
     return np.full(len(values), -1, dtype=np.int64)
 
 
+def _well_behaved(value: Any) -> bool:
+    """Whether a value can be hashed and compared with itself without raising."""
+    try:
+        hash(value)
+        bool(value == value)
+    except Exception:  # noqa: BLE001 - a private value's own methods may raise anything
+        return False
+    return True
+
+
+def _sanitized(values: Any) -> np.ndarray:
+    """``values`` as objects, with every value that is not :func:`_well_behaved` made missing (None).
+
+    The slow path, taken only when the vectorized one raised. A value whose ``__hash__`` or
+    ``__eq__`` raises (a str subclass, say) can never be found among labels or grouped, whichever
+    path runs, so it is dropped either way: whether a value counts depends on it alone.
+    """
+    arr = _as_object(values)
+    keep = np.fromiter(map(_well_behaved, arr), dtype=bool, count=len(arr))
+    return np.where(keep, arr, np.array(None, dtype=object))
+
+
 def _coded(values: Any, code: Callable[[int, Any], np.ndarray]) -> np.ndarray:
-    """``code(class, values)`` on the present plain values of each class; -1 elsewhere."""
+    """``code(class, values)`` on the present plain values of each class; -1 elsewhere (never raises)."""
+    try:
+        return _coded_values(values, code)
+    except Exception:  # noqa: BLE001 - a hostile private value: drop it (boundary rule)
+        return _coded_values(_sanitized(values), code)
+
+
+def _coded_values(values: Any, code: Callable[[int, Any], np.ndarray]) -> np.ndarray:
     dtype = getattr(values, "dtype", None)
     with np.errstate(all="ignore"):
         if isinstance(dtype, pd.CategoricalDtype):
@@ -254,6 +294,13 @@ def factorize(values: Any) -> np.ndarray:
     >>> factorize(pd.Series(["a", {"b": 1}, "a", float("nan"), 7], dtype=object)).tolist()
     [0, -1, 0, -1, 1]
     """
+    try:
+        return _factorized(values)
+    except Exception:  # noqa: BLE001 - a hostile private value: drop it (boundary rule)
+        return _factorized(_sanitized(values))
+
+
+def _factorized(values: Any) -> np.ndarray:
     dtype = getattr(values, "dtype", None)
     with np.errstate(all="ignore"):
         if isinstance(dtype, pd.CategoricalDtype):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numbers
+import reprlib
 from decimal import Decimal
 from fractions import Fraction
 
@@ -13,11 +14,44 @@ from .errors import ParameterError
 __all__ = ["to_fraction", "safe_repr"]
 
 
+class _ShortRepr(reprlib.Repr):
+    """``reprlib`` with a few more items per container; an element whose ``__repr__`` raises is shown by type."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.maxlevel, self.maxlist, self.maxtuple, self.maxdict, self.maxset, self.maxfrozenset = 3, 12, 12, 6, 6, 6
+        self.maxarray, self.maxdeque, self.maxstring, self.maxother, self.maxlong = 12, 12, 200, 200, 60
+
+    def repr_instance(self, x: object, level: int) -> str:
+        try:
+            shown = repr(x)
+        except Exception:  # noqa: BLE001 - a hostile __repr__ may raise anything
+            return f"<{type(x).__name__} object>"
+        return shown if len(shown) <= self.maxother else shown[:self.maxother - 3] + "..."
+
+
+_SHORT = _ShortRepr()
+
+
 def safe_repr(value: object, limit: int = 60) -> str:
-    """``repr(value)`` for an error message: shortened, and never raising (a hostile ``__repr__`` is shown by type)."""
+    """``repr(value)`` for an error message: shortened, bounded in cost, and never raising.
+
+    Containers show their first items only (a list of 2**22 bin edges is not printed whole), and a
+    value whose ``__repr__`` (or ``__len__``, ``__iter__``...) raises is shown by its type.
+
+    Examples
+    --------
+    >>> safe_repr(list(range(100)))
+    '[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, ...]'
+    >>> class Hostile:
+    ...     def __repr__(self):
+    ...         raise RuntimeError
+    >>> safe_repr([1, Hostile()])
+    '[1, <Hostile object>]'
+    """
     try:
-        shown = repr(value)
-    except Exception:
+        shown = _SHORT.repr(value)
+    except Exception:  # noqa: BLE001 - a hostile container method
         shown = f"<{type(value).__name__} object>"
     return shown if len(shown) <= limit else shown[:limit - 3] + "..."
 
@@ -96,7 +130,7 @@ def _exact(value: object) -> Fraction | None:
     if isinstance(value, Fraction):
         return value
     if isinstance(value, numbers.Integral):
-        as_int = int(value)  # type: ignore[call-overload]
+        as_int = int(value)
         if as_int.bit_length() > 1100:
             raise OverflowError("integer out of range")
         return Fraction(as_int)

@@ -40,7 +40,7 @@ class DPAccessorBase:
         self._obj = obj
 
     def _frame(self) -> pd.DataFrame:
-        return self._obj  # type: ignore[return-value]
+        return self._obj
 
     def histogram(self, columns: Any, *, bins: Any = None, range: Any = None, categories: Any = None,
                   epsilon: float | None = None, rho: float | None = None,
@@ -56,10 +56,14 @@ class DPAccessorBase:
         ----------
         columns : str or list of str
             Column(s) to count; several columns give a d-dimensional grid of cells.
-        bins : int or sequence of edges, optional
+        bins : int, sequence of edges, IntervalIndex or frequency string, optional
             Numeric bins: increasing edges (bin i is ``[edges[i], edges[i+1])``),
-            or a number of equal-width bins together with ``range``. For several
+            or a number of equal-width bins together with ``range``. Dates and
+            durations: Timestamp/Timedelta edges (e.g. ``pd.date_range(...)``),
+            or a frequency such as ``"MS"`` or ``"7D"`` with a public ``range``.
+            A contiguous ``pd.IntervalIndex`` gives its intervals. For several
             columns: a list aligned with ``columns`` or a dict keyed by column.
+            See the dates guide (docs/guide/dates.md).
         range : (low, high), optional
             Public bounds for ``bins=int``; never derived from the data.
         categories : list of labels or "dtype", optional

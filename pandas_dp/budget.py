@@ -115,6 +115,7 @@ class Budget:
     """
 
     _barrier = False  # a Reservation is prepaid: charges inside it stop there
+    _genesis = ""     # the ledger row's genesis once _open has read it ("" before: nothing to compare)
 
     def __init__(self, epsilon: Any = None, *, rho: Any = None, ledger: Any = None, name: str | None = None) -> None:
         if (epsilon is None) == (rho is None):
@@ -139,7 +140,7 @@ class Budget:
         if not self._opened:
             row = open_budget(self._store, self.name, self.measure, self._total.amount, self._total.parameter,
                               parent=self._parent_name(), create=not self._barrier)
-            if getattr(self, "_genesis", "") and row.genesis != self._genesis:
+            if self._genesis and row.genesis != self._genesis:
                 raise LedgerError(
                     f"The budget {self.name!r} of the ledger {self._store.display} is not the one this object was "
                     f"opened on (it was deleted and made again, forgetting what was spent). Restore the ledger "
@@ -327,7 +328,7 @@ class Budget:
         shown = f"{asked.parameter}={float(asked.amount)!r} charged as {amount.measure}" if differs else ""
         return Posting(budget=self.name, label=self._label(), kind=kind, amount=amount.amount,
                        parameter=amount.parameter, requested=requested, requested_text=shown, method=method,
-                       columns=columns, params=params, status=status, genesis=getattr(self, "_genesis", ""))
+                       columns=columns, params=params, status=status, genesis=self._genesis)
 
     def _plan(self, loss: Any, kind: str, method: Any, columns: Any, params: Any,
               status: str) -> tuple[PrivacyLoss, list["Budget"], list[Posting]]:

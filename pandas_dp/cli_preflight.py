@@ -1,8 +1,10 @@
 """What ``python -m pandas_dp release`` checks before any charge, and how it touches files.
 
-Preflight, in order, each step reading only public things: the spec; a
-rehearsal of every release on an empty table of the spec's columns (the
-library's own domain and knob checks, under a throwaway budget); the input's
+Preflight, in order, each step reading only public things: the spec; the
+public codebook, when ``[input] codebook`` names one (categories that match no
+value it lists; see :mod:`pandas_dp.cli_codebook`); a rehearsal of every
+release on an empty table of the spec's columns (the library's own domain and
+knob checks, under a throwaway budget); the input's
 header (column names only: the data's dtypes depend on its private rows);
 that the output folder can be written (a probe file created and removed); that
 the ledger exists and verifies and its budget has the whole spec left. Nothing
@@ -30,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from .errors import LedgerError, PandasDPError
+from .errors import DomainError, LedgerError, PandasDPError
 
 if TYPE_CHECKING:
     from .cli_release import Release, Spec
@@ -106,17 +108,25 @@ def call_release(frame: pd.DataFrame, r: "Release", rng: np.random.Generator | N
     return frame.dp.histogram(columns, method=r.method, rng=rng, **a)
 
 
-def rehearse(spec: "Spec", frame: pd.DataFrame) -> list[str]:
-    """Run every release on ``frame`` (no rows) under a throwaway budget; return the problems found."""
+def rehearse(spec: "Spec", frame: pd.DataFrame, codebook: dict[str, list[str]] | None = None) -> list[str]:
+    """Run every release on ``frame`` (no rows) under a throwaway budget; return the problems found.
+
+    A column without ``categories`` or ``bins`` gets the library's advice followed by its form in the
+    spec (with the codebook's values when the codebook lists the column).
+    """
     import pandas_dp as pdp
+    from .cli_codebook import domain_advice
 
     problems: list[str] = []
-    with pdp.budget(**{spec.total.parameter: spec.total.amount}):
+    total: dict[str, Any] = {spec.total.parameter: spec.total.amount}
+    with pdp.budget(**total):
         for r in spec.releases:
             try:
                 call_release(frame, r, np.random.default_rng(0))
             except (PandasDPError, TypeError, ValueError, KeyError) as err:
-                problems.append(f"[[release]] {r.name!r}: {type(err).__name__}: {err}")
+                advice = domain_advice(r, codebook) if isinstance(err, DomainError) else ""
+                problems.append(f"[[release]] {r.name!r}: {type(err).__name__}: {err}" + (f" {advice}" if advice
+                                                                                             else ""))
     return problems
 
 
@@ -268,9 +278,16 @@ def preflight(spec: "Spec") -> Fraction:
     SpecError
         Saying what was read (nothing, or the header) and listing the problems.
     """
+    from .cli_codebook import codebook_problems, read_codebook
     from .cli_release import SpecError
 
-    problems = rehearse(spec, blank_frame(spec))
+    codebook = None
+    if spec.codebook is not None:
+        try:
+            codebook = read_codebook(spec.codebook)  # public: read before anything else, like the spec
+        except ValueError as err:
+            raise SpecError(spec.path, [str(err)]) from None
+    problems = rehearse(spec, blank_frame(spec), codebook) + (codebook_problems(spec, codebook) if codebook else [])
     if problems:
         raise SpecError(spec.path, problems)
     try:

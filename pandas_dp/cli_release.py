@@ -28,6 +28,7 @@ Example spec::
 
     [input]
     path = "persons.csv"
+    codebook = "codebook.csv"        # optional: public allowed values per column (checked, never the data)
 
     [output]
     dir = "released"
@@ -76,7 +77,7 @@ __all__ = ["SpecError", "ReleaseError", "Spec", "Release", "load_spec", "run_rel
 
 _TOP = {"budget", "input", "output", "release", "seed"}
 _BUDGET = {"epsilon", "rho", "ledger", "name"}
-_INPUT = {"path", "format"}
+_INPUT = {"path", "format", "codebook"}
 _OUTPUT = {"dir", "format", "confidence"}
 _COMMON = {"name", "method", "epsilon", "rho"}
 #: Allowed keys of a [[release]] table per method, read from the release registry (every histogram
@@ -152,6 +153,7 @@ class Spec:
     seed: int | None
     releases: list[Release]
     confidence: float = 0.95
+    codebook: Path | None = None
 
     @property
     def epsilon(self) -> float:
@@ -280,6 +282,16 @@ def load_spec(path: str | Path) -> Spec:
         problems.append("Missing [input] path: the CSV or Parquet file to release from.")
     in_path = base / str(inp.get("path", ""))
     in_fmt = _fmt_of(in_path, inp.get("format"), "[input]", problems)
+    codebook = None
+    if "codebook" in inp:
+        given = inp["codebook"]
+        if not isinstance(given, str) or not given.strip():
+            problems.append(f"[input] codebook must name a public CSV/Parquet file with columns 'column' and "
+                            f"'value'; got {given!r}.")
+        elif not (base / given).is_file():
+            problems.append(f"[input] codebook {given!r} not found (or not a file).")
+        else:
+            codebook = base / given
     out_dir = base / str(out.get("dir", "released"))
     out_fmt = _fmt_of(Path(".csv"), out.get("format"), "[output]", problems)
     confidence = out.get("confidence", 0.95)
@@ -331,7 +343,7 @@ def load_spec(path: str | Path) -> Spec:
     if problems or total is None:
         raise SpecError(path, problems)
     return Spec(path, total, ledger, str(name), in_path, in_fmt, out_dir, out_fmt, seed, releases,
-                float(confidence))
+                float(confidence), codebook)
 
 
 def read_public_table(path: Path) -> pd.DataFrame:

@@ -46,6 +46,29 @@ def _reserve(spec: Spec) -> Any:
         raise SpecError(spec.path, [f"{type(err).__name__}: {err}"], read="header") from None
 
 
+def _write_release(spec: Spec, r: Any, result: Any, charge: Any) -> tuple[Path, dict[str, Any]]:
+    """Write one release's table (parquet or CSV, atomically); return its path and its manifest entry."""
+    out = spec.output_dir / f"{r.name}.{spec.output_format}"
+    table = release_table(result, spec.confidence)
+    if spec.output_format == "parquet":
+        write_atomic(out, lambda p, t=table: t.to_parquet(p, index=False))
+    else:
+        write_atomic(out, lambda p, t=table: t.to_csv(p, index=False))
+    return out, {"name": r.name, "file": out.name, "method": result.method,
+                 "parameters": jsonable(dict(result.params)), "spec": jsonable(r.args),
+                 r.loss.parameter: float(r.loss.amount), "loss": r.loss.describe(),
+                 "ledger_id": charge.ledger_id, "ledger_hash": charge.ledger_hash,
+                 "post_processing": list(result.post_processing)}
+
+
+def _failure_text(err: Exception) -> str:
+    """What failed, for the user: only the type of an error raised while the private rows were processed."""
+    if isinstance(err, _WhileProcessing):
+        return (f"{err} while processing the data (its message is not shown: it could describe private rows; "
+                f"rerun this release in Python as the data custodian to see it)")
+    return f"{type(err).__name__}: {str(err)[:300]}"  # writing an output: its message names files, not rows
+
+
 def execute(spec: Spec) -> int:
     """Reserve, read, release and write; return 0 (SpecError before a charge, ReleaseError after one)."""
     import pandas_dp as pdp
@@ -87,18 +110,8 @@ def execute(spec: Spec) -> int:
                     result = call_release(frame, r, rng)
                 except Exception as err:
                     raise _WhileProcessing(type(err).__name__) from None
-                charge = plan.charges[-1]
-                out = spec.output_dir / f"{r.name}.{spec.output_format}"
-                table = release_table(result, spec.confidence)
-                if spec.output_format == "parquet":
-                    write_atomic(out, lambda p, t=table: t.to_parquet(p, index=False))
-                else:
-                    write_atomic(out, lambda p, t=table: t.to_csv(p, index=False))
-                entries.append({"name": r.name, "file": out.name, "method": result.method,
-                                "parameters": jsonable(dict(result.params)), "spec": jsonable(r.args),
-                                r.loss.parameter: float(r.loss.amount), "loss": r.loss.describe(),
-                                "ledger_id": charge.ledger_id, "ledger_hash": charge.ledger_hash,
-                                "post_processing": list(result.post_processing)})
+                out, entry = _write_release(spec, r, result, plan.charges[-1])
+                entries.append(entry)
                 write_manifest()
                 print(f"released {r.name!r} ({result.method}, {r.loss.parameter} = {float(r.loss.amount):g}) "
                       f"-> {out}")
@@ -106,11 +119,7 @@ def execute(spec: Spec) -> int:
         # The message of an error raised while the private rows were being processed could describe them, so
         # only its type is shown (boundary rule); rerun the release in Python, as the data custodian, to see it.
         name = current.name if current is not None else "?"
-        if isinstance(err, _WhileProcessing):
-            what = (f"{err} while processing the data (its message is not shown: it could describe private rows; "
-                    f"rerun this release in Python as the data custodian to see it)")
-        else:  # writing an output: its message names files, not rows
-            what = f"{type(err).__name__}: {str(err)[:300]}"
+        what = _failure_text(err)
         if not plan.charges:
             raise SpecError(spec.path, [f"[[release]] {name!r}: {what}."], read="data") from None
         write_manifest()

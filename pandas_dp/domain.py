@@ -41,6 +41,7 @@ from ._categories import CategoryDomain, category_dimension
 from ._edges import MAX_CELLS, parse_bins
 from ._numeric_values import numeric_values
 from ._timevalues import NAT, convert_unit, datetime_keys, timedelta_keys
+from ._public import float_array, safe_repr
 from .errors import DomainError, ParameterError
 
 __all__ = ["BinDomain", "CategoryDomain", "Grid", "make_grid", "numeric_values", "MAX_CELLS"]
@@ -147,12 +148,15 @@ class BinDomain(DerivedCache):
     def bound_keys(self, name: str, value: Any) -> np.ndarray:
         """Public range bounds as keys comparable with :attr:`keys` (raises DomainError on a bad bound)."""
         if self.kind == "number":
-            try:
-                arr = np.atleast_1d(np.asarray(value, dtype=np.float64))
-            except (TypeError, ValueError) as err:
-                raise DomainError(f"Range bounds must be numbers. Got {name}={value!r}.") from err
+            converted = float_array(value)
+            if converted is None:
+                raise DomainError(f"Range bounds must be numbers. Got {name}={safe_repr(value)}.")
+            arr = np.atleast_1d(converted)
+            if arr.ndim != 1:
+                raise DomainError(f"Range bounds must be numbers: one bound, or one per range. Got "
+                                  f"{name}={safe_repr(value)}.")
             if not np.all(np.isfinite(arr)):
-                raise DomainError(f"Range bounds must be finite numbers. Got {name}={value!r}.")
+                raise DomainError(f"Range bounds must be finite numbers. Got {name}={safe_repr(value)}.")
             return arr
         what = "dates (Timestamps)" if self.kind == "datetime" else "durations (Timedeltas)"
         try:
@@ -167,15 +171,16 @@ class BinDomain(DerivedCache):
             keys = convert_unit(own, str(bounds.unit), str(self.unit))
             # A bound finer than the bins' unit is exact only if it converts back unchanged.
             exact = convert_unit(keys, str(self.unit), str(bounds.unit)) == own
-        except (TypeError, ValueError, OverflowError) as err:
+        except Exception as err:  # noqa: BLE001 - a public bound whose conversion raises anything
             aware = "tz-aware" if self.tz is not None else "naive"
             raise DomainError(f"Range bounds on column {self.column!r} must be {what}"
                               f"{' (' + aware + ', like the bins)' if self.kind == 'datetime' else ''}. "
-                              f"Got {name}={value!r}.") from err
+                              f"Got {name}={safe_repr(value)}.") from err
         if np.any(keys == NAT):
-            raise DomainError(f"Range bounds on column {self.column!r} must be {what}, not NaT. Got {name}={value!r}.")
+            raise DomainError(f"Range bounds on column {self.column!r} must be {what}, not NaT. "
+                              f"Got {name}={safe_repr(value)}.")
         if not np.all(exact):
-            raise DomainError(f"Range {name}={value!r} on column {self.column!r} does not fall on a bin edge: it is "
+            raise DomainError(f"Range {name}={safe_repr(value)} on column {self.column!r} does not fall on a bin edge: it is "
                               f"finer than the bins' unit ({self.unit}). Ranges start and end on bin edges.")
         return keys
 
@@ -344,6 +349,10 @@ def _is_sequence(v: Any) -> bool:
     return hasattr(v, "__iter__") and not isinstance(v, (str, bytes))
 
 
+def _is_dtype_keyword(v: Any) -> bool:
+    return isinstance(v, str) and str.__str__(v) == "dtype"  # a str subclass's own __eq__ is not called
+
+
 def _is_bins_spec(v: Any) -> bool:
     return isinstance(v, (int, np.integer, str)) or _is_sequence(v)
 
@@ -379,11 +388,11 @@ def make_grid(frame: pd.DataFrame, columns: Sequence[str], *, bins: Any = None, 
     bins_per = _per_column(bins, columns, "bins", _is_bins_spec)
     range_per = _per_column(range, columns, "range", _is_sequence)
     cats_per = _per_column(categories, columns, "categories",
-                           lambda v: (isinstance(v, str) and v == "dtype") or _is_sequence(v))
+                           lambda v: _is_dtype_keyword(v) or _is_sequence(v))
     dims: list[Dimension] = []
     for column, b, r, c in zip(columns, bins_per, range_per, cats_per):
         categorical = _is_categorical(frame[column])
-        if isinstance(c, str) and c == "dtype":
+        if _is_dtype_keyword(c):
             if b is not None or r is not None:
                 raise ParameterError(f"Column {column!r}: pass either categories= or bins=/range=, not both.")
             if not categorical:

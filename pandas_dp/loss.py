@@ -49,7 +49,7 @@ from typing import Any, ClassVar, Sequence
 
 import numpy as np
 
-from ._rational import to_fraction
+from ._rational import safe_repr, to_fraction
 from .errors import ParameterError
 
 __all__ = ["Sensitivity", "PrivacyLoss", "PureDP", "ZCDP", "Noise", "DiscreteLaplace", "DiscreteGaussian", "pure", "zcdp",
@@ -356,7 +356,7 @@ class PrivacyLoss(ABC):
         """
         s = to_fraction(share, name="share")
         if not 0 < s < 1:
-            raise ParameterError(f"A phase share must be strictly between 0 and 1. Got {share!r}.")
+            raise ParameterError(f"A phase share must be strictly between 0 and 1. Got {safe_repr(share)}.")
         first = self.part(s)
         return first, self - first
 
@@ -570,14 +570,17 @@ def loss_from(*, epsilon: Any = None, **others: Any) -> PrivacyLoss:
     chosen = [(k, v) for k, v in given.items() if v is not None]
     if len(chosen) != 1:
         names = " or ".join(f"{k}=" for k in _MEASURES)
-        got = ", ".join(f"{k}={v!r}" for k, v in chosen) or "none"
+        got = ", ".join(f"{k}={safe_repr(v)}" for k, v in chosen) or "none"
         raise ParameterError(f"Pass exactly one privacy parameter ({names}) to every release. Got {got}.")
     key, value = chosen[0]
     cls = _MEASURES[key]
     amount = to_fraction(value, name=key)
-    if amount < cls.minimum:
+    # A float is read through its shortest decimal repr, which may fall a hair below the exact binary
+    # value: 2**-40 (the epsilon minimum itself) reads as 9.094947017729282e-13 < 2**-40. Compare as
+    # doubles so that a float equal to the minimum is accepted (its noise stays within the sampler's range).
+    if amount < cls.minimum and float(amount) < float(cls.minimum):
         raise ParameterError(
-            f"The '{key}' parameter is too small: got {value!r}, the minimum is {float(cls.minimum):.1e}; "
+            f"The '{key}' parameter is too small: got {safe_repr(value)}, the minimum is {float(cls.minimum):.1e}; "
             f"noise that large would hide every count. Pass a larger {key}.")
     return cls(amount)  # type: ignore[call-arg]
 

@@ -30,7 +30,7 @@ def count_of_counts_vector(h: np.ndarray | Mapping[int, int] | object, length: i
         Dense float64 vector.
     """
     if hasattr(h, "items") and not isinstance(h, np.ndarray):
-        items = list(h.items())  # type: ignore[attr-defined]
+        items = list(h.items())
         sizes = np.asarray([int(k) for k, _ in items], dtype=np.int64)
         counts = np.asarray([v for _, v in items], dtype=np.float64)
         n = int(sizes.max()) + 1 if sizes.size else 0

@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from ._labels import public_labels
+from ._rational import safe_repr
 from .errors import DomainError, ParameterError
 
 __all__ = ["ROOT", "RegionTree", "region_tree"]
@@ -95,23 +96,31 @@ class RegionTree:
         return np.bincount(self.group_leaf, minlength=len(self.regions[-1])).astype(np.int64)
 
 
+def _plain(label: Any) -> Any:
+    """A str subclass as a plain str (its own ``__eq__``/``__hash__`` are never called); other labels as given."""
+    return str.__str__(label) if isinstance(label, str) else label
+
+
 def _levels(location: Any, hierarchy: pd.DataFrame | None) -> list[str]:
     if isinstance(location, str):
+        location = _plain(location)
         if hierarchy is not None:
             cols = list(hierarchy.columns)
             if not cols or cols[-1] != location:
                 raise ParameterError(
-                    f"With location={location!r} (a leaf column), the hierarchy table's columns must be "
-                    f"its levels coarse to fine ending with {location!r}. Got columns {cols}.")
+                    f"With location={safe_repr(location)} (a leaf column), the hierarchy table's columns must "
+                    f"be its levels coarse to fine ending with {safe_repr(location)}. Got columns "
+                    f"{safe_repr(cols, 200)}.")
             return cols
         return [location]
     if isinstance(location, (list, tuple)) and location and all(isinstance(c, str) for c in location):
+        location = [_plain(c) for c in location]
         if len(set(location)) != len(location):
-            raise ParameterError(f"The 'location' parameter repeats a column: {list(location)}.")
-        return list(location)
+            raise ParameterError(f"The 'location' parameter repeats a column: {location}.")
+        return location
     raise ParameterError(
         f"The 'location' parameter must be a column name (the leaf region, with hierarchy=) or a list of "
-        f"column names coarse to fine, e.g. ['state', 'county']. Got {location!r}.")
+        f"column names coarse to fine, e.g. ['state', 'county']. Got {safe_repr(location)}.")
 
 
 def _sorted_unique(values: pd.Series) -> pd.Index:
@@ -124,14 +133,21 @@ def _sorted_unique(values: pd.Series) -> pd.Index:
 
 def _check_columns(columns: Sequence[Any], group: Any, groups: Any, hierarchy: Any) -> None:
     if group is not None and (not isinstance(group, str) or group not in columns):
-        raise ParameterError(f"The 'group' parameter must name a column of the frame. Got {group!r}; "
-                             f"columns are {list(columns)[:20]}.")
+        raise ParameterError(f"The 'group' parameter must name a column of the frame. Got {safe_repr(group)}; "
+                             f"columns are {safe_repr(list(columns)[:20], 400)}.")
     if group is None and groups is not None:
         raise ParameterError("A groups= table needs the 'group' parameter: the name of the group id column "
                              "of the frame and of the table. Got None.")
     for name, table in (("groups", groups), ("hierarchy", hierarchy)):
         if table is not None and not isinstance(table, pd.DataFrame):
             raise ParameterError(f"The '{name}' parameter must be a pandas DataFrame. Got {type(table).__name__}.")
+        if isinstance(table, pd.DataFrame) and isinstance(table.columns, pd.MultiIndex):
+            raise ParameterError(f"The '{name}' table has MultiIndex columns; its columns must be the plain names "
+                                 f"of the group and location columns. Flatten them first (e.g. "
+                                 f"table.columns = table.columns.get_level_values(-1)).")
+        if isinstance(table, pd.DataFrame) and len(table) == 0:
+            raise ParameterError(f"The '{name}' table has no rows: a release over public regions needs at least "
+                                 f"one {'group' if name == 'groups' else 'region'}. Pass the full public table.")
 
 
 def _check_unique_labels(where: str, labels: Sequence[Any], used: Sequence[str]) -> None:
@@ -195,10 +211,15 @@ def region_tree(columns: Sequence[Any], group: str | None, location: Any, *,
     """
     try:
         cols = list(columns)
-    except TypeError as err:
-        raise ParameterError(f"The 'columns' argument must be the frame's column names. Got {columns!r}.") from err
+    except Exception as err:  # noqa: BLE001 - not an iterable of labels
+        raise ParameterError(f"The 'columns' argument must be the frame's column names. Got "
+                             f"{safe_repr(columns)}.") from err
+    group = _plain(group)
     _check_columns(cols, group, groups, hierarchy)
     levels = _levels(location, hierarchy)
+    if group is not None and group in levels:
+        raise ParameterError(f"The group column {group!r} is also a location column {levels}; location columns "
+                             f"name the regions the groups live in. Remove it from 'location'.")
     leaf = levels[-1]
     if ROOT in levels:
         raise ParameterError(f"{ROOT!r} is reserved for the root level; rename that location column.")
@@ -212,7 +233,7 @@ def region_tree(columns: Sequence[Any], group: str | None, location: Any, *,
         missing = [c for c in [group, *levels] if c not in groups.columns]
         if missing:
             raise ParameterError(f"The groups table lacks column(s) {missing}; it needs {[group, *levels]}.")
-        _check_unique_labels("groups table", list(groups.columns), [group, *levels])  # type: ignore[list-item]
+        _check_unique_labels("groups table", list(groups.columns), [group, *levels])
     if hierarchy is not None:
         missing = [c for c in levels if c not in hierarchy.columns]
         if missing:

@@ -34,7 +34,8 @@ can be checked ahead of time::
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import pandas as pd
@@ -151,6 +152,7 @@ def scalar_failures(frame: pd.DataFrame, columns: Sequence[str], table: str) -> 
             continue  # a typed column holds values of one kind
         classes = value_classes(frame[col])
         odd = classes == 0
+        odd[classes == -1] = _signalling_nan(frame[col].to_numpy(dtype=object)[classes == -1])
         if odd.any():
             found.append(_cases(table, col, "scalar_label", frame[col], odd))
         counts = np.bincount(classes[classes > 0], minlength=len(CLASS_NAMES) + 1)
@@ -162,6 +164,21 @@ def scalar_failures(frame: pd.DataFrame, columns: Sequence[str], table: str) -> 
         ok &= ~odd
     failures = pd.concat(found, ignore_index=True) if found else pd.DataFrame(columns=FAILURE_COLUMNS)
     return failures, ok
+
+
+def _signalling_nan(values: np.ndarray) -> np.ndarray:
+    """Which of these (missing) values are ``Decimal('sNaN')``: not a label, and pandas' ``isna`` raises on it."""
+    if not values.size:
+        return np.zeros(0, dtype=bool)
+    return np.fromiter((isinstance(v, Decimal) and v.is_snan() for v in values), dtype=bool, count=values.size)
+
+
+def _shown(value: Any) -> str:
+    """A failure case as text for the message (a cell whose ``__str__`` raises is shown by type)."""
+    try:
+        return str(value)
+    except Exception:  # noqa: BLE001 - a public table's cell may be any object
+        return f"<{type(value).__name__} object>"
 
 
 def join_failures(entity_groups: pd.Series, found: np.ndarray, *, table: str = "Entities",
@@ -210,7 +227,7 @@ def validate_public_tables(group: str | None, levels: Sequence[str], *, groups: 
     failures: list[pd.DataFrame] = []
     gframe = None
     if groups is not None:
-        gcols = [group, *levels]
+        gcols = cast(list[str], [group, *levels])   # group is set whenever a groups table is given
         bad, ok = scalar_failures(groups, gcols, "Groups")
         failures.append(bad)
         gframe = groups[gcols] if ok.all() else groups.loc[ok, gcols]
@@ -254,7 +271,9 @@ def raise_failures(failures: Sequence[pd.DataFrame], *, max_lines: int = 20, hea
     cases = pd.concat(failures, ignore_index=True)[FAILURE_COLUMNS]
     summary = cases.groupby(["table", "column", "check"], sort=False, dropna=False).size()
     lines = [f"  {t}.{c}: {k} failed for {n} row(s)" for (t, c, k), n in summary.items()]
-    shown = cases.head(max_lines).to_string(index=False)
+    head = cases.head(max_lines).astype(object)
+    shown = head.assign(**{c: [_shown(v) for v in head[c]] for c in ("column", "failure_case", "index")}
+                        ).to_string(index=False)
     raise SchemaError(
         header + "\n" + "\n".join(lines) + f"\nFirst failure cases:\n{shown}\n" + footer.format(n=len(cases)),
         failure_cases=cases,

@@ -39,6 +39,9 @@ from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any
 
+import numpy as np
+
+from ._rational import safe_repr
 from .errors import ParameterError
 from .loss import PrivacyLoss, Sensitivity
 
@@ -155,10 +158,20 @@ class UnitBounds:
 
 
 def _bound(value: Any, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not 1 <= value <= MAX_BOUND:
+    # np.timedelta64 registers as an Integral (it subclasses np.signedinteger) but is a duration.
+    if isinstance(value, (bool, np.bool_, np.timedelta64)) or not isinstance(value, numbers.Integral) \
+            or not 1 <= int(value) <= MAX_BOUND:
         raise ParameterError(f"The '{name}' parameter must be a positive integer (a public bound on each "
-                             f"unit's contribution) of at most {MAX_BOUND:,}. Got {value!r}.")
+                             f"unit's contribution) of at most {MAX_BOUND:,}. Got {safe_repr(value)}.")
     return int(value)
+
+
+def _is_label_of(label: Any, labels: list[Any]) -> bool:
+    """``label in labels``, False when a comparison raises (pd.NA == 'a' has no truth value)."""
+    try:
+        return label in labels
+    except Exception:  # noqa: BLE001 - a public label whose __eq__ raises or has no truth value
+        return False
 
 
 def unit_bounds(columns: Any, privacy_unit: Any = None, *, max_rows: Any = None, max_cells: Any = None,
@@ -197,25 +210,28 @@ def unit_bounds(columns: Any, privacy_unit: Any = None, *, max_rows: Any = None,
         return None
     try:
         hash(privacy_unit)
-    except TypeError as err:
+    except Exception as err:  # noqa: BLE001 - unhashable, or a __hash__ that raises anything
         raise ParameterError(f"The 'privacy_unit' parameter must name a column of the frame. Got "
-                             f"{privacy_unit!r}.") from err
+                             f"{safe_repr(privacy_unit)}.") from err
     labels = list(columns)
-    if privacy_unit not in labels:
+    if not _is_label_of(privacy_unit, labels):
         raise ParameterError(f"The 'privacy_unit' parameter must name a column of the frame (the column that "
-                             f"identifies each person). Got {privacy_unit!r}; columns are {labels[:20]}.")
-    if privacy_unit in reserved:
-        raise ParameterError(f"The 'privacy_unit' column {privacy_unit!r} is also a released column (or a region "
+                             f"identifies each person). Got {safe_repr(privacy_unit)}; columns are {safe_repr(labels[:20])}.")
+    if sum(1 for c in labels if _is_label_of(c, [privacy_unit])) > 1:
+        raise ParameterError(f"The 'privacy_unit' column {safe_repr(privacy_unit)} appears more than once among the "
+                             f"frame's columns; rename the duplicates so that it names one column.")
+    if _is_label_of(privacy_unit, list(reserved)):
+        raise ParameterError(f"The 'privacy_unit' column {safe_repr(privacy_unit)} is also a released column (or a region "
                              f"column of by=); a unit's own id is not a public domain. Release other columns, or "
                              f"pass the column that identifies each person as privacy_unit.")
     if max_rows is not None and (max_cells is not None or max_rows_per_cell is not None):
         raise ParameterError("Pass either max_rows=k, or max_cells=c with max_rows_per_cell=r, not both.")
     if max_rows is None and max_cells is None and max_rows_per_cell is None:
-        raise ParameterError(f"privacy_unit={privacy_unit!r} needs a public bound on each unit's contribution: "
+        raise ParameterError(f"privacy_unit={safe_repr(privacy_unit)} needs a public bound on each unit's contribution: "
                              f"max_rows=k (e.g. max_rows=5), max_rows='auto' (chosen privately with "
                              f"{float(AUTO_SHARE):.0%} of the loss), or max_cells=c with max_rows_per_cell=r.")
     if max_rows is not None:
-        if isinstance(max_rows, str) and max_rows == "auto":
+        if isinstance(max_rows, str) and str.__str__(max_rows) == "auto":  # a str subclass's __eq__ is not called
             return UnitBounds(privacy_unit, auto=True)
         return UnitBounds(privacy_unit, max_rows=_bound(max_rows, "max_rows"))
     if max_cells is None or max_rows_per_cell is None:

@@ -31,6 +31,8 @@ from pandas_dp.engines import pandas_groups
 from pandas_dp.regions import region_tree
 from pandas_dp.testing import assert_dp
 
+from _slow import SLOW_TRIALS
+
 LEVELS = ["state", "county"]
 SETTINGS = dict(deadline=None, derandomize=True,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
@@ -438,7 +440,7 @@ def test_assert_dp_count_of_counts_valid_person_slow(method, mode) -> None:
     # Whole pipeline (two levels, top-down consistency): the valid neighbour step of Kuo et al.
     make, _ = ADVERSARIES["valid person"]
     assert_dp(_coc_mechanism(method, mode), PERSONS, with_row(PERSONS, make(HOUSEHOLDS)), epsilon=1.0,
-              trials=1000, rng=5, statistic=_coc_statistic)
+              trials=SLOW_TRIALS * 3 // 5, rng=5, statistic=_coc_statistic)
 
 
 @pytest.mark.slow
@@ -448,7 +450,7 @@ def test_assert_dp_count_of_counts_valid_person_slow(method, mode) -> None:
 def test_assert_dp_count_of_counts_adversaries_slow(mode, kind) -> None:
     make, _ = ADVERSARIES[kind]
     assert_dp(_coc_mechanism("hc", mode), PERSONS, with_row(PERSONS, make(HOUSEHOLDS)), epsilon=1.0,
-              trials=1000, rng=5, statistic=_coc_statistic)
+              trials=SLOW_TRIALS * 3 // 5, rng=5, statistic=_coc_statistic)
 
 
 @pytest.mark.parametrize("value", [2, [2], 99, np.nan])

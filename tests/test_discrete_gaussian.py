@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
+from _secure_source import M64, NumpyWithoutRandom, forked_child_draws, gen_draw, scripted_draw
 from pandas_dp import _discrete_gaussian as dg
 from pandas_dp import noise
 from pandas_dp._csprng import SecureRandom
@@ -20,30 +21,8 @@ from pandas_dp._discrete_gaussian import discrete_gaussian, discrete_gaussian_va
 from pandas_dp.errors import ParameterError
 from pandas_dp.loss import ZCDP, DiscreteGaussian, Sensitivity
 
-M64 = (1 << 64) - 1
-
 
 # ------------------------------------------------------------------ helpers ----
-def gen_draw(seed: int):
-    """Word source backed by a seeded Generator."""
-    rng = np.random.default_rng(seed)
-
-    def draw(n: int, out: np.ndarray | None = None) -> np.ndarray:
-        return rng.integers(0, 1 << 64, size=n, dtype=np.uint64)
-
-    return draw
-
-
-def scripted_draw(words):
-    """Word source returning the given words in order (fails when they run out)."""
-    it = iter(int(w) for w in words)
-
-    def draw(n: int, out: np.ndarray | None = None) -> np.ndarray:
-        return np.array([next(it) for _ in range(n)], dtype=np.uint64)
-
-    return draw
-
-
 def ref_floor_acceptance(sigma2: Fraction, t: int, k: int, bits: int = 64) -> int:
     """floor(2**bits exp(-(k - sigma2/t)**2 / (2 sigma2))) with decimal at 160 digits, unambiguous."""
     gamma = (k - sigma2 / t) ** 2 / (2 * sigma2)
@@ -340,36 +319,10 @@ def test_noise_object_from_zcdp_loss():
 def test_forked_child_draws_different_noise(explicit):
     source = SecureRandom() if explicit else None
     discrete_gaussian(100, 4, rng=source)  # the source exists before the fork
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # child: send 16 draws and leave without running pytest's teardown
-        try:
-            os.write(w, discrete_gaussian(10**12, 16, rng=source).tobytes())
-        finally:
-            os._exit(0)
-    os.close(w)
-    data = b""
-    while chunk := os.read(r, 4096):
-        data += chunk
-    os.close(r)
-    os.waitpid(pid, 0)
-    child = np.frombuffer(data, dtype=np.int64)
-    parent = discrete_gaussian(10**12, 16, rng=source)
+    child, parent = forked_child_draws(lambda: discrete_gaussian(10**12, 16, rng=source))
     assert child.size == 16
     # Same keystream would give equal draws; independent ones (sigma = 10**6) coincide w.p. ~1e-100.
     assert not np.array_equal(child, parent)
-
-
-class _NumpyWithoutRandom:
-    """Stands for the numpy module inside pandas_dp, failing on any use of numpy.random."""
-
-    def __init__(self, module) -> None:
-        self._module = module
-
-    def __getattr__(self, name: str):
-        if name == "random":
-            raise AssertionError("numpy.random used on the secure path")
-        return getattr(self._module, name)
 
 
 def test_secure_path_never_touches_numpy_bit_generators(monkeypatch):
@@ -378,7 +331,7 @@ def test_secure_path_never_touches_numpy_bit_generators(monkeypatch):
     legacy_state = np.random.get_state()[1].copy()
     generator = np.random.default_rng(0)
     for module in (dg, noise, _csprng):
-        monkeypatch.setattr(module, "np", _NumpyWithoutRandom(np))
+        monkeypatch.setattr(module, "np", NumpyWithoutRandom(np))
     with pytest.raises(AssertionError, match="numpy.random"):  # the guard works
         discrete_gaussian(3, 10, rng=generator)
     for s2 in (Fraction(1, 4), 100, 10**8):  # exact table, bucket table

@@ -35,6 +35,8 @@ import pandas_dp as pdp
 from pandas_dp.errors import DomainError, NoActiveBudgetError, ParameterError, SchemaError
 from pandas_dp.testing import adversarial_values, assert_dp, assert_same_outcome, with_row
 
+from _slow import SLOW_TRIALS
+
 ROOT = Path(__file__).resolve().parents[1]
 HIER = pd.DataFrame({"state": ["B", "A", "A", "C", "B", "C", "C"],
                      "county": ["b1", "a2", "a1", "c3", "b2", "c1", "c2"]})
@@ -168,7 +170,7 @@ def small_mechanism(**kw):
 def test_assert_dp_at_the_claimed_epsilon():
     # A person added to a leaf moves one cell of one region per level. Every estimate of every level is
     # tested; at confidence 0.999 a correct mechanism fails with probability <= 0.001 whatever the number
-    # of runs (300 per side keep this fast; the slow variants below run 3000).
+    # of runs (300 per side keep this fast; the slow variants below run SLOW_TRIALS, tests/_slow.py).
     row = {"state": "A", "county": "a1", "sex": "F"}
     report = assert_dp(small_mechanism(epsilon=1.0), SMALL, with_row(SMALL, row), epsilon=1.0, trials=300, rng=7)
     assert report.charged_per_run == 1.0
@@ -182,7 +184,8 @@ def test_assert_dp_at_the_claimed_epsilon():
                                 dict(epsilon=1.0, level_weights=[0, 1, 3]), dict(epsilon=0.5, nonnegative=True)],
                          ids=["gls", "integer", "weights", "nonnegative"])
 def test_assert_dp_slow(kw, row):
-    assert_dp(small_mechanism(**kw), SMALL, with_row(SMALL, row), epsilon=kw["epsilon"], trials=3000, rng=8)
+    assert_dp(small_mechanism(**kw), SMALL, with_row(SMALL, row), epsilon=kw["epsilon"], trials=SLOW_TRIALS,
+              rng=8)
 
 
 @pytest.mark.slow
@@ -191,8 +194,8 @@ def test_assert_dp_zcdp_slow():
     delta = 1e-3
     epsilon = pdp.budget(rho=0.5).epsilon_delta(delta)
     row = {"state": "A", "county": "a2", "sex": "M"}
-    assert_dp(small_mechanism(rho=0.5), SMALL, with_row(SMALL, row), epsilon=epsilon, delta=delta, trials=3000,
-              rng=9, budget={"rho": 10**6})
+    assert_dp(small_mechanism(rho=0.5), SMALL, with_row(SMALL, row), epsilon=epsilon, delta=delta,
+              trials=SLOW_TRIALS, rng=9, budget={"rho": 10**6})
 
 
 # ---------------------------------------------------------------- Dask

@@ -13,35 +13,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
+from _secure_source import M64, NumpyWithoutRandom, forked_child_draws, gen_draw, scripted_draw
 from pandas_dp import _exact_cdf, noise
 from pandas_dp._csprng import SecureRandom
 from pandas_dp.errors import ParameterError
 from pandas_dp.noise import discrete_laplace, discrete_laplace_variance, noise_scale
 
-M64 = (1 << 64) - 1
-
 
 # ------------------------------------------------------------------ helpers ----
-def gen_draw(seed: int):
-    """Extra-word source backed by a seeded Generator (same words for the same seed)."""
-    rng = np.random.default_rng(seed)
-
-    def draw(n: int, out: np.ndarray | None = None) -> np.ndarray:
-        return rng.integers(0, 1 << 64, size=n, dtype=np.uint64)
-
-    return draw
-
-
-def scripted_draw(words: list[int]):
-    """Extra-word source returning the given words in order (then fails)."""
-    it = iter(words)
-
-    def draw(n: int, out: np.ndarray | None = None) -> np.ndarray:
-        return np.array([next(it) for _ in range(n)], dtype=np.uint64)
-
-    return draw
-
-
 def dec_exp_neg(x: Fraction) -> Decimal:
     """exp(-x) with Python's decimal module (correctly rounded at the context precision)."""
     return (-(Decimal(x.numerator) / Decimal(x.denominator))).exp()
@@ -444,36 +423,10 @@ def test_secure_source_is_thread_safe():
 def test_forked_child_draws_different_noise(explicit):
     source = SecureRandom() if explicit else None
     discrete_laplace(10, 4, rng=source)  # the source exists before the fork
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # child: send 16 draws and leave without running pytest's teardown
-        try:
-            os.write(w, discrete_laplace(10**6, 16, rng=source).tobytes())
-        finally:
-            os._exit(0)
-    os.close(w)
-    data = b""
-    while chunk := os.read(r, 4096):
-        data += chunk
-    os.close(r)
-    os.waitpid(pid, 0)
-    child = np.frombuffer(data, dtype=np.int64)
-    parent = discrete_laplace(10**6, 16, rng=source)
+    child, parent = forked_child_draws(lambda: discrete_laplace(10**6, 16, rng=source))
     assert child.size == 16
     # Same keystream would give equal draws; independent ones coincide w.p. ~1e-96.
     assert not np.array_equal(child, parent)
-
-
-class _NumpyWithoutRandom:
-    """Stands for the numpy module inside pandas_dp, failing on any use of numpy.random."""
-
-    def __init__(self, module) -> None:
-        self._module = module
-
-    def __getattr__(self, name: str):
-        if name == "random":
-            raise AssertionError("numpy.random used on the secure path")
-        return getattr(self._module, name)
 
 
 def test_secure_path_never_touches_numpy_bit_generators(monkeypatch):
@@ -481,8 +434,8 @@ def test_secure_path_never_touches_numpy_bit_generators(monkeypatch):
 
     generator = np.random.default_rng(0)
     legacy_state = np.random.get_state()[1].copy()
-    monkeypatch.setattr(noise, "np", _NumpyWithoutRandom(np))
-    monkeypatch.setattr(_csprng, "np", _NumpyWithoutRandom(np))
+    monkeypatch.setattr(noise, "np", NumpyWithoutRandom(np))
+    monkeypatch.setattr(_csprng, "np", NumpyWithoutRandom(np))
     # Positive control: the guard does catch a path that reaches numpy.random.
     with pytest.raises(AssertionError, match="numpy.random"):
         discrete_laplace(3, 10, rng=generator)

@@ -1,10 +1,12 @@
 """``assert_dp`` over every public release method, at epsilon 0.5 and 1, on small domains.
 
 Default run: one stressing neighbour per method, few trials (a regression
-check that every method passes). ``--runslow``: every neighbour from
-:func:`pandas_dp.testing.neighbours`, many more trials, and the public
-count-of-counts method itself (about 30 ms a call, so the default run tests
-its post-charge pipeline at the algorithm level, shown identical below).
+check that every method passes). ``--runslow``: every other neighbour from
+:func:`pandas_dp.testing.neighbours` at one loss level, more trials, and the
+public count-of-counts method itself (about 30 ms a call, so the default run
+tests its post-charge pipeline at the algorithm level, shown identical below).
+``PANDAS_DP_SLOW_DEPTH=full`` (``tests/_slow.py``) runs every level and every
+neighbour at 3000 trials.
 
 Every tested output is the whole public release (all node estimates and raw
 noisy node counts of a tree, every region's histogram of a count-of-counts),
@@ -14,8 +16,8 @@ zCDP (issue 15): every method that accepts ``rho=`` is run under a rho budget
 and tested against the (epsilon, delta)-DP claim its rho converts to
 (``ZCDP(rho).epsilon_delta(DELTA)``, the tight Canonne-Kamath-Steinke
 bound), at rho = epsilon**2 / 2 of the pure cases (0.125 and 0.5). Default
-run: rho 0.5 and the quick neighbour; ``--runslow``: both rhos, every
-neighbour. The power of these claims against a mis-calibrated release (sigma
+run: rho 0.5 and the quick neighbour; ``--runslow``: rho 0.125 on the other
+neighbours. The power of these claims against a mis-calibrated release (sigma
 30% too small) is shown in ``tests/test_zcdp_releases.py``.
 """
 
@@ -35,6 +37,8 @@ from pandas_dp.releases.count_of_counts import estimate_count_of_counts, plan_co
 from pandas_dp.releases.histogram import METHODS
 from pandas_dp.testing import assert_dp, neighbours
 
+from _slow import FULL, SLOW_TRIALS, slow_cases, slow_levels
+
 EPSILONS = [0.5, 1.0]
 RHOS = [0.125, 0.5]     # epsilon**2 / 2 of EPSILONS: the zCDP these pure releases imply
 QUICK_RHO = 0.5
@@ -45,7 +49,10 @@ D = pd.DataFrame({"x": [0, 1, 1, 2, 3, 3, 3, 5]})
 CASES = {n.name: n for n in neighbours(D, "x", bins=EDGES)}
 QUICK = CASES["add to largest cell"]
 QUICK_TRIALS = 400
-SLOW_TRIALS = 3000
+#: The slow matrices (tests/_slow.py: PANDAS_DP_SLOW_DEPTH=full for every level and neighbour).
+SLOW_EPSILONS = slow_levels(EPSILONS)          # the quick run tests both epsilons on its neighbour
+SLOW_RHOS = slow_levels(RHOS, quick=QUICK_RHO)  # the quick run tests QUICK_RHO
+SLOW_CASES = slow_cases(CASES, quick=QUICK.name)
 
 
 def tree_outputs(r: pdp.HierarchicalHistogram) -> np.ndarray:
@@ -162,8 +169,8 @@ def test_histogram_methods_are_dp(name, epsilon):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("case", list(CASES))
-@pytest.mark.parametrize("epsilon", EPSILONS)
+@pytest.mark.parametrize("case", SLOW_CASES)
+@pytest.mark.parametrize("epsilon", SLOW_EPSILONS)
 @pytest.mark.parametrize("name", list(HISTOGRAM_MECHANISMS))
 def test_histogram_methods_are_dp_on_every_neighbour(name, epsilon, case):
     make, statistic = HISTOGRAM_MECHANISMS[name]
@@ -177,8 +184,8 @@ def test_gaussian_histogram_methods_meet_their_epsilon_delta(name):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("case", list(CASES))
-@pytest.mark.parametrize("rho", RHOS)
+@pytest.mark.parametrize("case", SLOW_CASES)
+@pytest.mark.parametrize("rho", SLOW_RHOS)
 @pytest.mark.parametrize("name", list(GAUSSIAN_MECHANISMS))
 def test_gaussian_histogram_methods_on_every_neighbour(name, rho, case):
     make, statistic = GAUSSIAN_MECHANISMS[name]
@@ -211,9 +218,9 @@ def test_unattributed_histogram_is_dp(epsilon, public):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("case", list(UNATTR_CASES))
+@pytest.mark.parametrize("case", slow_cases(UNATTR_CASES, quick="add entity: largest group grows to 5"))
 @pytest.mark.parametrize("public", [True, False], ids=["public groups", "estimated groups"])
-@pytest.mark.parametrize("epsilon", EPSILONS)
+@pytest.mark.parametrize("epsilon", SLOW_EPSILONS)
 def test_unattributed_histogram_is_dp_on_every_neighbour(epsilon, public, case):
     _check_frame(unattributed(epsilon, public), EDGES_FRAME, UNATTR_CASES[case], epsilon, SLOW_TRIALS)
 
@@ -226,9 +233,9 @@ def test_gaussian_unattributed_histogram(public):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("case", list(UNATTR_CASES))
+@pytest.mark.parametrize("case", slow_cases(UNATTR_CASES, quick="add entity: largest group grows to 5"))
 @pytest.mark.parametrize("public", [True, False], ids=["public groups", "estimated groups"])
-@pytest.mark.parametrize("rho", RHOS)
+@pytest.mark.parametrize("rho", SLOW_RHOS)
 def test_gaussian_unattributed_histogram_on_every_neighbour(rho, public, case):
     check_gaussian(unattributed(loss_kw(rho, "rho"), public), EDGES_FRAME, UNATTR_CASES[case], rho, SLOW_TRIALS,
                    seed=24, statistic=sorted_padded)
@@ -304,6 +311,11 @@ COC_VARIANTS = {
 
 COC_GAUSSIAN_VARIANTS = {**COC_VARIANTS, "hg estimated groups": dict(method="hg", max_size=None, public_groups=False),
                          "hc estimated groups": dict(method="hc", public_groups=False)}
+#: The public count-of-counts calls in the slow matrices (about 30 ms a call). Every variant's public call
+#: equals its pipeline twin byte for byte (test below), and the twins run every variant; at CI depth
+#: the public calls run one variant with public groups and one that estimates them (tests/_slow.py).
+PUBLIC_SLOW_VARIANTS = list(COC_VARIANTS) if FULL else ["hc", "naive estimated groups"]
+PUBLIC_SLOW_GAUSSIAN_VARIANTS = list(COC_GAUSSIAN_VARIANTS) if FULL else ["hc", "hg estimated groups"]
 
 
 @pytest.mark.parametrize("budget,privacy", [(10, {"epsilon": 1.0}), ({"rho": 10}, {"rho": 0.5})],
@@ -340,8 +352,8 @@ def test_gaussian_public_count_of_counts_smoke():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("case", list(COC_CASES))
-@pytest.mark.parametrize("rho", RHOS)
+@pytest.mark.parametrize("case", slow_cases(COC_CASES, quick=COC_QUICK.name))
+@pytest.mark.parametrize("rho", SLOW_RHOS)
 @pytest.mark.parametrize("variant", list(COC_GAUSSIAN_VARIANTS))
 def test_gaussian_count_of_counts_on_every_neighbour(variant, rho, case):
     check_gaussian(coc_pipeline(loss_kw(rho, "rho"), **COC_GAUSSIAN_VARIANTS[variant]), PERSONS, COC_CASES[case],
@@ -349,8 +361,8 @@ def test_gaussian_count_of_counts_on_every_neighbour(variant, rho, case):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("case", list(COC_CASES))
-@pytest.mark.parametrize("variant", list(COC_GAUSSIAN_VARIANTS))
+@pytest.mark.parametrize("case", slow_cases(COC_CASES, quick=COC_QUICK.name))
+@pytest.mark.parametrize("variant", PUBLIC_SLOW_GAUSSIAN_VARIANTS)
 def test_gaussian_public_count_of_counts_on_every_neighbour(variant, case):
     check_gaussian(coc_public(loss_kw(QUICK_RHO, "rho"), **COC_GAUSSIAN_VARIANTS[variant]), PERSONS,
                    COC_CASES[case], QUICK_RHO, 600, seed=28, statistic=coc_vector)
@@ -363,8 +375,8 @@ def test_public_count_of_counts_is_dp_smoke():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("case", list(COC_CASES))
-@pytest.mark.parametrize("epsilon", EPSILONS)
+@pytest.mark.parametrize("case", slow_cases(COC_CASES, quick=COC_QUICK.name))
+@pytest.mark.parametrize("epsilon", SLOW_EPSILONS)
 @pytest.mark.parametrize("variant", list(COC_VARIANTS))
 def test_count_of_counts_is_dp_on_every_neighbour(variant, epsilon, case):
     report = assert_dp(coc_pipeline(epsilon, **COC_VARIANTS[variant]), PERSONS, COC_CASES[case], epsilon=epsilon,
@@ -373,9 +385,9 @@ def test_count_of_counts_is_dp_on_every_neighbour(variant, epsilon, case):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("case", list(COC_CASES))
-@pytest.mark.parametrize("epsilon", EPSILONS)
-@pytest.mark.parametrize("variant", list(COC_VARIANTS))
+@pytest.mark.parametrize("case", slow_cases(COC_CASES, quick=COC_QUICK.name))
+@pytest.mark.parametrize("epsilon", SLOW_EPSILONS)
+@pytest.mark.parametrize("variant", PUBLIC_SLOW_VARIANTS)
 def test_public_count_of_counts_is_dp_on_every_neighbour(variant, epsilon, case):
     # about 30 ms a call: fewer trials; the pipeline test above has the power
     report = assert_dp(coc_public(epsilon, **COC_VARIANTS[variant]), PERSONS, COC_CASES[case], epsilon=epsilon,
@@ -477,8 +489,8 @@ def test_grid_methods_are_dp(name, epsilon):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("case", list(CASES2))
-@pytest.mark.parametrize("epsilon", EPSILONS)
+@pytest.mark.parametrize("case", slow_cases(CASES2, quick="add to largest cell"))
+@pytest.mark.parametrize("epsilon", SLOW_EPSILONS)
 @pytest.mark.parametrize("name", list(GRID_MECHANISMS))
 def test_grid_methods_are_dp_on_every_neighbour(name, epsilon, case):
     make, statistic = GRID_MECHANISMS[name]
@@ -498,8 +510,8 @@ def test_gaussian_2d_tree():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("case", list(CASES2))
-@pytest.mark.parametrize("rho", RHOS)
+@pytest.mark.parametrize("case", slow_cases(CASES2, quick="add to largest cell"))
+@pytest.mark.parametrize("rho", SLOW_RHOS)
 @pytest.mark.parametrize("name", list(GAUSSIAN_GRID_MECHANISMS))
 def test_gaussian_grid_methods_on_every_neighbour(name, rho, case):
     make, statistic = GAUSSIAN_GRID_MECHANISMS[name]

@@ -24,6 +24,8 @@ from pandas_dp.releases.registry import histogram_methods
 from pandas_dp.testing import assert_dp, assert_same_outcome, with_row
 from pandas_dp.units import AUTO_STEPS, unit_bounds
 
+from _slow import FULL, SLOW_TRIALS
+
 RNG = np.random.default_rng(7)
 RIDES = pd.DataFrame({"rider": RNG.integers(0, 60, 600), "hour": RNG.integers(0, 24, 600),
                       "fare": RNG.gamma(2.0, 8.0, 600)})
@@ -192,13 +194,21 @@ def test_every_method_is_dp_for_whole_units(method):
     assert report.passed and report.charged_per_run == 1.0
 
 
+SCHEMES = {"max_rows=3": dict(max_rows=3), "max_cells=2, max_rows_per_cell=2": dict(max_cells=2, max_rows_per_cell=2),
+           "max_rows=auto": dict(max_rows="auto")}
+QUICK_CASE, QUICK_SCHEME = "unit with 40 rows in one cell", "max_rows=3"
+#: The slow matrix: every scheme on the quick neighbour and every neighbour with the quick scheme (the quick
+#: run tests their crossing); PANDAS_DP_SLOW_DEPTH=full crosses them all (tests/_slow.py).
+SLOW_PAIRS = [(scheme, case) for scheme in SCHEMES for case in sorted(NEIGHBOURS)
+              if FULL or (scheme == QUICK_SCHEME) != (case == QUICK_CASE)]
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("case", sorted(NEIGHBOURS))
-@pytest.mark.parametrize("scheme", [dict(max_rows=3), dict(max_cells=2, max_rows_per_cell=2), dict(max_rows="auto")])
+@pytest.mark.parametrize("scheme,case", SLOW_PAIRS)
 @pytest.mark.parametrize("method", sorted(histogram_methods()))
 def test_every_method_is_dp_for_whole_units_on_every_neighbour(method, scheme, case):
-    mech = lambda df, rng: method_release(df, method, rng=rng, **scheme)   # noqa: E731
-    report = assert_dp(mech, BASE, NEIGHBOURS[case], epsilon=1.0, trials=2000, rng=6)
+    mech = lambda df, rng: method_release(df, method, rng=rng, **SCHEMES[scheme])   # noqa: E731
+    report = assert_dp(mech, BASE, NEIGHBOURS[case], epsilon=1.0, trials=SLOW_TRIALS, rng=6)
     assert report.passed
 
 

@@ -81,7 +81,7 @@ class AHPPlan:
     noise_2: Noise
     theta: float
     eta: float
-    clustering: str
+    clustering: Clustering
 
 
 def plan_ahp(n_bins: int, *, loss: PrivacyLoss, epsilon_split: float | Fraction = DEFAULT_EPSILON_SPLIT,

@@ -38,7 +38,7 @@ from pandas_dp.algorithms.branching_closed import closed_form_average_variance
 from pandas_dp.algorithms.tree_budget import (EXACT_LIMIT, BudgetSplit, level_shares,
                                               predicted_average_variance)
 from pandas_dp.loss import PrivacyLoss, PureDP
-from pandas_dp.algorithms.tree_layout import tree_height, tree_layout
+from pandas_dp.algorithms.tree_layout import shape_dims, tree_height, tree_layout
 
 __all__ = ["BranchingChoice", "integer_root_ceil", "candidate_branchings",
            "choose_branching", "eq3_average_variance", "eq3_optimal_branching"]
@@ -124,7 +124,7 @@ def choose_branching(shape: int | tuple[int, ...], *, epsilon: float = 1.0,
         The minimiser over :func:`candidate_branchings` of the longest axis.
         For ``d >= 3`` the flat histogram usually wins (Qardaji Section 5.3).
     """
-    dims = (int(shape),) if np.isscalar(shape) else tuple(int(s) for s in shape)  # type: ignore[arg-type,union-attr]
+    dims = shape_dims(shape)
     model = loss if loss is not None else PureDP(to_fraction(epsilon))
     choice = _choose(dims, model, budget_split, bool(include_root), bool(consistent))
     return replace(choice, candidates=dict(choice.candidates))

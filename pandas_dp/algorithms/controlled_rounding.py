@@ -149,7 +149,7 @@ def _spread_order(lay: RegionLayout, lvl: int) -> tuple[np.ndarray, np.ndarray]:
     (positions 0, s/2, s/4, 3s/4, ...) instead of all at its start.
     """
     order, starts = lay.group_order(lvl)
-    parent_sorted = lay.parents[lvl][order]
+    parent_sorted = lay.parent_codes(lvl)[order]
     rev, bits = _van_der_corput(np.arange(order.size, dtype=np.int64) - starts[parent_sorted])
     spread = np.argsort((parent_sorted << bits) | rev, kind="stable")
     return order[spread], starts
@@ -335,7 +335,7 @@ def controlled_round(values: Sequence[np.ndarray],
     out[0] = _round_roots(x[0], lo[0], hi[0], root, gen)
     for lvl in range(1, lay.n_levels):
         order, starts = _spread_order(lay, lvl)
-        parent_sorted = lay.parents[lvl][order]
+        parent_sorted = lay.parent_codes(lvl)[order]
         lo_s, hi_s, x_s = lo[lvl][order], hi[lvl][order], x[lvl][order]
         need = out[lvl - 1] - np.add.reduceat(lo_s, starts, axis=0)
         eligible = hi_s > lo_s
@@ -358,7 +358,7 @@ def tree_parents(layout: TreeLayout) -> list[np.ndarray | None]:
     for k in range(layout.height - 1, -1, -1):
         shape = layout.level_shapes[k]
         grid = np.indices(shape).reshape(len(shape), -1) // layout.branching
-        out.append(np.ravel_multi_index(tuple(grid), layout.level_shapes[k + 1]).astype(np.int64))
+        out.append(np.asarray(np.ravel_multi_index(tuple(grid), layout.level_shapes[k + 1])).astype(np.int64))
     return out
 
 

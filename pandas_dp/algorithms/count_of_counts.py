@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, Sequence
 
 import numpy as np
 
@@ -285,7 +285,7 @@ def _hg(exact: Runs, totals: np.ndarray, *, noise: Noise, min_size: int, rng: An
     return Runs(blk_node, blk_size, m.astype(np.int64), v / m, n).normalized()
 
 
-def _concat_runs(parts: list[tuple[np.ndarray, ...]], n_nodes: int) -> Runs:
+def _concat_runs(parts: Sequence[tuple[np.ndarray, ...]], n_nodes: int) -> Runs:
     if not parts:
         return Runs(*(np.zeros(0, dtype=np.int64),) * 3, np.zeros(0), n_nodes)
     node, size, groups, var = (np.concatenate(x) for x in zip(*parts))
@@ -340,6 +340,7 @@ def consistent_group_totals(
     *,
     noise: Noise,
     rng: Any = None,
+    limit: int | None = None,
 ) -> list[np.ndarray]:
     """Private, consistent numbers of groups per region (Kuo et al. footnote 5).
 
@@ -352,6 +353,12 @@ def consistent_group_totals(
     noise : Noise
         Noise calibrated for the whole vector of totals of every level:
         sensitivity ``L`` in L1 (``sqrt L`` in L2) for ``L`` levels.
+    limit : int, optional
+        Public cap on the number of groups of any region (the root included):
+        noisy totals above ``limit`` are lowered to it and the leaves scaled down
+        so that they add up to at most ``limit`` (post-processing). The
+        estimators then allocate work for at most ``limit`` groups per level,
+        however small the loss (a tiny epsilon draws totals of ~1e12).
 
     Returns
     -------
@@ -382,12 +389,19 @@ def consistent_group_totals(
     cols = np.tile(np.arange(n_nodes[-1]), levels)
     a = sparse.csr_matrix((np.ones(rows.size), (rows, cols)), shape=(int(sum(n_nodes)), n_nodes[-1]))
     truth = a @ np.asarray(leaf_totals, dtype=np.float64)
-    noisy = noise.add(truth, rng)
+    noisy = noise.add(truth, rng).astype(np.float64)
+    if limit is not None:  # only totals above the cap change: below it the release is as before
+        noisy = np.minimum(noisy, float(limit))
     x = lsq_linear(a, noisy, bounds=(0.0, np.inf), lsmr_tol="auto").x if n_nodes[-1] else np.zeros(0)
     x = np.maximum(x, 0.0)
+    if limit is not None and x.sum() > limit:
+        x *= limit / x.sum()
     total = int(np.floor(x.sum() + 0.5))
+    if limit is not None:
+        total = min(total, int(limit))
     leaves = largest_remainder_round(x[None, :], np.array([total]))[0] if x.size else x.astype(np.int64)
     out = [leaves]
     for lvl in range(levels - 1, 0, -1):
-        out.append(np.bincount(parents[lvl], weights=out[-1], minlength=n_nodes[lvl - 1]).astype(np.int64))
+        out.append(np.bincount(np.asarray(parents[lvl], dtype=np.int64), weights=out[-1],
+                               minlength=n_nodes[lvl - 1]).astype(np.int64))
     return out[::-1]

@@ -200,6 +200,12 @@ def merge_matching(parent: Runs, child: Runs, matching: Matching, *, merge: Merg
     return Runs(child.node[matching.child_run], size, matching.groups, v, child.n_nodes).normalized()
 
 
+def _parent_codes(parents: list[np.ndarray | None], lvl: int) -> np.ndarray:
+    codes = parents[lvl]
+    assert codes is not None, "only the root level (0) has no parents; callers pass lvl >= 1"
+    return codes
+
+
 def top_down(levels: list[Runs], parents: list[np.ndarray | None], *, merge: Merge = "weighted",
              progress: object | None = None) -> list[Runs]:
     """Consistent histograms for every level from independent per-level estimates.
@@ -224,7 +230,7 @@ def top_down(levels: list[Runs], parents: list[np.ndarray | None], *, merge: Mer
     """
     current = levels[0]
     for lvl in range(1, len(levels)):
-        m = match_runs(current, levels[lvl], parents[lvl])
+        m = match_runs(current, levels[lvl], _parent_codes(parents, lvl))
         current = merge_matching(current, levels[lvl], m, merge=merge)
         if callable(progress):
             progress()
@@ -235,5 +241,5 @@ def aggregate_up(leaves: Runs, parents: list[np.ndarray | None], n_nodes: list[i
     """Every level as the sum of the leaf histograms below it."""
     out = [Runs.exact(leaves.node, leaves.size, leaves.groups, leaves.n_nodes)]
     for lvl in range(len(n_nodes) - 1, 0, -1):
-        out.append(out[-1].aggregate(parents[lvl], n_nodes[lvl - 1]))
+        out.append(out[-1].aggregate(_parent_codes(parents, lvl), n_nodes[lvl - 1]))
     return out[::-1]

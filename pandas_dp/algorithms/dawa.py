@@ -47,6 +47,7 @@ from pandas_dp.algorithms.dawa_runs import (PREFIX_2D_CORNERS, Workload, _merge_
 from pandas_dp.algorithms.dawa_strategy import HierarchicalAnswers, HierarchyStrategy, answer_hierarchy, choose_strategy
 from pandas_dp.algorithms.grids import equivalent_epsilon
 from pandas_dp.algorithms.hilbert import hilbert_order
+from pandas_dp.algorithms.tree_layout import shape_dims
 from pandas_dp.errors import ParameterError
 from pandas_dp.loss import PrivacyLoss, Sensitivity
 
@@ -115,7 +116,7 @@ class DawaPlan:
 
 
 def plan_dawa(shape: int | tuple[int, ...], *, loss: PrivacyLoss, ratio: float | Fraction | None = None,
-              workload: np.ndarray | Workload = "prefix") -> DawaPlan:
+              workload: np.ndarray | Workload | str = "prefix") -> DawaPlan:
     """Plan a DAWA release from public information (the domain shape, the loss, the workload).
 
     Parameters
@@ -142,7 +143,7 @@ def plan_dawa(shape: int | tuple[int, ...], *, loss: PrivacyLoss, ratio: float |
         noise sampler (every partition level and the bucket counts are asked for
         their noise here).
     """
-    dims = (int(shape),) if np.isscalar(shape) else tuple(int(s) for s in shape)
+    dims = shape_dims(shape)
     if len(dims) not in (1, 2) or min(dims, default=0) < 1:
         raise ParameterError(
             f"dawa takes 1-D or 2-D counts on a non-empty public domain. Got an array of shape {dims}. "

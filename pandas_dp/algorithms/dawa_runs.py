@@ -100,7 +100,7 @@ def workload_runs(workload: np.ndarray | str, shape: tuple[int, ...]
             r1, c1 = np.meshgrid(*corners, indexing="ij")
             zeros = np.zeros(r1.size, dtype=np.int64)
             rects = np.column_stack([zeros, r1.ravel(), zeros, c1.ravel()])
-        return (*rectangle_runs(rects, shape), rects.shape[0])
+        return (*rectangle_runs(rects, (shape[0], shape[1])), rects.shape[0])
     arr = np.asarray(workload)
     width = 2 if len(shape) == 1 else 4
     if arr.ndim != 2 or arr.shape[1] != width or arr.shape[0] == 0 or not np.issubdtype(arr.dtype, np.integer):
@@ -120,7 +120,7 @@ def workload_runs(workload: np.ndarray | str, shape: tuple[int, ...]
     if width == 2:
         m = arr.shape[0]
         return np.arange(m, dtype=np.int64), arr[:, 0].copy(), arr[:, 1].copy(), m
-    return (*rectangle_runs(arr, shape), arr.shape[0])
+    return (*rectangle_runs(arr, (shape[0], shape[1])), arr.shape[0])
 
 
 def _merge_runs(query: np.ndarray, lo: np.ndarray, hi: np.ndarray
@@ -331,12 +331,11 @@ def _pick(full: float, last: float, index: np.ndarray, last_index: int) -> np.nd
 
 def plan_variance(plan: VariancePlan, structure: TreeVariances | CompactVariances) -> np.ndarray:
     """Evaluate a :class:`VariancePlan` for the GLS variance structure of given level variances."""
-    compact = isinstance(structure, CompactVariances)
     alpha = plan.alpha0
     beta = np.zeros(alpha.size)
     for level, (child, starts, parent, full_sib) in enumerate(plan.levels):
         sib = np.maximum(full_sib, 0)
-        if compact:
+        if isinstance(structure, CompactVariances):
             c = structure
             vc = _pick(c.v_full[level], c.v_last[level], child, c.last[level])
             vsib = _pick(c.v_full[level], c.v_last[level], sib, c.last[level])
@@ -344,7 +343,9 @@ def plan_variance(plan: VariancePlan, structure: TreeVariances | CompactVariance
         else:
             v = structure.vdown[level].ravel()
             vc, vsib = v[child], v[sib]
-            vs = structure.child_var[level + 1].ravel()[parent]
+            child_var = structure.child_var[level + 1]
+            assert child_var is not None, "every level above the leaves has children"
+            vs = child_var.ravel()[parent]
         if starts.size:
             a_sum = np.add.reduceat(alpha * vc, starts)
             b_sum = np.add.reduceat(beta + alpha * alpha * vc, starts)
@@ -355,7 +356,8 @@ def plan_variance(plan: VariancePlan, structure: TreeVariances | CompactVariance
         alpha = a_sum / vs
         beta = b_sum + extra - a_sum * alpha
     top = len(plan.levels)
-    root = (np.array([structure.v_last[top]]) if compact else structure.variances[top].ravel())
+    root = (np.array([structure.v_last[top]]) if isinstance(structure, CompactVariances)
+            else structure.variances[top].ravel())
     out = np.zeros(plan.n_queries)
     out[plan.final_query] = alpha * alpha * root[plan.final_node] + beta
     return np.maximum(out, 0.0)

@@ -157,12 +157,11 @@ def _public(lay: RegionLayout, public_totals: Sequence[Any] | None,
                 f"public_totals[{lvl}] must be a non-negative integer table shaped {shape} (every "
                 f"region and cell of level {lvl}); got dtype {arr.dtype} and shape {arr.shape}.")
         out[lvl] = arr.astype(np.int64)
-    known = [lvl for lvl in range(lay.n_levels) if out[lvl] is not None]
-    for fine, coarse in zip(known[1:], known[:-1]):
-        up = out[fine]
+    known = [(lvl, table) for lvl, table in enumerate(out) if table is not None]
+    for (fine, up), (coarse, target) in zip(known[1:], known[:-1]):
         for lvl in range(fine, coarse, -1):
             up = lay.aggregate(up, lvl)
-        if not np.array_equal(up, out[coarse]):
+        if not np.array_equal(up, target):
             raise ParameterError(
                 f"public_totals of levels {coarse} and {fine} disagree: the regions of level {fine} do "
                 f"not add up to those of level {coarse}. Pass totals that are consistent.")
@@ -179,9 +178,9 @@ def _root_totals(lay: RegionLayout, root_totals: Any,
             f"root_totals must give one non-negative integer total per level-0 region, shaped "
             f"({lay.n_regions[0]},); got dtype {arr.dtype} and shape {arr.shape}.")
     arr = arr.astype(np.int64)
-    known = next((lvl for lvl in range(lay.n_levels) if public[lvl] is not None), None)
-    if known is not None:
-        up = public[known]
+    first = next(((lvl, table) for lvl, table in enumerate(public) if table is not None), None)
+    if first is not None:
+        known, up = first
         for lvl in range(known, 0, -1):
             up = lay.aggregate(up, lvl)
         if not np.array_equal(up.reshape(up.shape[0], -1).sum(axis=1), arr):
@@ -269,7 +268,7 @@ def release_geography(counts: Sequence[np.ndarray | None], parents: Sequence[np.
     """
     _check_lists(counts, parents, level_losses, public_totals)
     lay = _layout(counts, parents, public_totals)
-    cells = tuple(np.shape(counts[-1])[1:])
+    cells = tuple(np.shape(np.asarray(counts[-1]))[1:])
     for lvl, table in enumerate(counts):
         if table is not None and tuple(np.shape(table)) != (lay.n_regions[lvl],) + cells:
             raise ParameterError(f"counts[{lvl}] must be shaped {(lay.n_regions[lvl],) + cells} like "
@@ -279,12 +278,15 @@ def release_geography(counts: Sequence[np.ndarray | None], parents: Sequence[np.
     noises: list[Noise | None] = []
     losses: list[PrivacyLoss | None] = []
     for lvl, loss in enumerate(level_losses):
-        measured = loss is not None and loss.amount > 0
-        if measured and public[lvl] is not None:
+        if loss is None or not loss.amount > 0:   # not measured
+            losses.append(None)
+            noises.append(None)
+            continue
+        if public[lvl] is not None:
             raise ParameterError(f"Level {lvl} has public totals and a positive loss; a public level "
                                  f"needs no noise. Give it no loss (None).")
-        losses.append(loss if measured else None)
-        noises.append(loss.noise(sensitivity, what=f"level {lvl} of the geography") if measured else None)
+        losses.append(loss)
+        noises.append(loss.noise(sensitivity, what=f"level {lvl} of the geography"))
     if noises[-1] is None and public[-1] is None:
         raise ParameterError("The finest level of the geography must be measured (a positive loss) or "
                              "public: its regions cannot be estimated from their parents alone.")
@@ -292,7 +294,7 @@ def release_geography(counts: Sequence[np.ndarray | None], parents: Sequence[np.
     if integer and rounding not in ("largest_remainder", "unbiased"):
         raise ParameterError(f"rounding must be 'largest_remainder' or 'unbiased'; got {rounding!r}.")
     # Public checks are done; from here on private counts are read (never raising on their values).
-    tables: list[np.ndarray | None] = [None] * lay.n_levels
+    tables: list[np.ndarray] = [np.empty(0)] * lay.n_levels
     tables[-1] = np.asarray(counts[-1])
     for lvl in range(lay.leaf_level - 1, -1, -1):
         tables[lvl] = (np.asarray(counts[lvl]) if counts[lvl] is not None

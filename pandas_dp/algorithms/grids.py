@@ -49,6 +49,7 @@ import numpy as np
 
 from pandas_dp._rational import to_fraction
 from pandas_dp.algorithms.grid_release import GridPlan, GridRelease
+from pandas_dp.algorithms.tree_layout import shape_dims
 from pandas_dp.errors import ParameterError
 from pandas_dp.loss import Noise, PrivacyLoss
 
@@ -132,7 +133,7 @@ def axis_edges(n: int, parts: int) -> np.ndarray:
 # --------------------------------------------------------------------------------------- plans
 
 def _check_shape(shape: Any, name: str) -> tuple[int, int]:
-    dims = (int(shape),) if np.isscalar(shape) else tuple(int(s) for s in shape)
+    dims = shape_dims(shape)
     if len(dims) != 2 or min(dims) < 1:
         raise ParameterError(f"{name} takes a 2-D grid of counts on a non-empty public domain. Got an array of "
                              f"shape {dims}. Pass the counts of the 2-D domain grid (e.g. 256 x 256 atoms).")
@@ -165,7 +166,7 @@ def _split_total(loss: PrivacyLoss, total_share: Any, expected_total: Any
     return total_loss, total_loss.noise(what="the noisy total of the grid"), None, rest
 
 
-def plan_ugrid(shape: tuple[int, int], *, loss: PrivacyLoss, total_share: float | Fraction = DEFAULT_TOTAL_SHARE,
+def plan_ugrid(shape: tuple[int, ...], *, loss: PrivacyLoss, total_share: float | Fraction = DEFAULT_TOTAL_SHARE,
                expected_total: float | None = None, c: float = DEFAULT_C) -> GridPlan:
     """Plan a UGrid release from public information (shape, loss, knobs); see :func:`ugrid`.
 
@@ -184,7 +185,7 @@ def plan_ugrid(shape: tuple[int, int], *, loss: PrivacyLoss, total_share: float 
                     alpha=Fraction(1))
 
 
-def plan_agrid(shape: tuple[int, int], *, loss: PrivacyLoss, alpha: float | Fraction = DEFAULT_ALPHA,
+def plan_agrid(shape: tuple[int, ...], *, loss: PrivacyLoss, alpha: float | Fraction = DEFAULT_ALPHA,
                total_share: float | Fraction = DEFAULT_TOTAL_SHARE, expected_total: float | None = None,
                c: float = DEFAULT_C) -> GridPlan:
     """Plan an AGrid release from public information (shape, loss, knobs); see :func:`agrid`.
@@ -219,8 +220,15 @@ def _counts_for(counts: np.ndarray, plan: GridPlan) -> np.ndarray:
 
 def _total(x: np.ndarray, plan: GridPlan, rng: Any) -> tuple[float, bool]:
     if plan.total_noise is None:
+        assert plan.expected_total is not None, "_split_total sets a noisy total or the public one"
         return float(plan.expected_total), False
     return float(plan.total_noise.add(np.array([int(x.sum())]), rng)[0]), True     # reads the true total
+
+
+def _grid_cells(x: np.ndarray, m: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Row and column edges of the ``m x m`` grid over ``x`` (capped at the atoms) and every cell's exact count."""
+    re, ce = axis_edges(x.shape[0], m), axis_edges(x.shape[1], m)
+    return re, ce, np.add.reduceat(np.add.reduceat(x, re[:-1], axis=0), ce[:-1], axis=1)
 
 
 def _cell_index(edges: np.ndarray, n: int) -> np.ndarray:
@@ -281,8 +289,7 @@ def ugrid(counts: np.ndarray, plan: GridPlan | None = None, *, loss: PrivacyLoss
     x = _counts_for(counts, plan)
     n_total, noisy_total = _total(x, plan, rng)
     m = ugrid_size(n_total, plan.epsilon_used, plan.c)
-    re, ce = axis_edges(x.shape[0], m), axis_edges(x.shape[1], m)
-    cells = np.add.reduceat(np.add.reduceat(x, re[:-1], axis=0), ce[:-1], axis=1)
+    re, ce, cells = _grid_cells(x, m)
     noise = plan.level_noise[0]
     noisy = noise.add(cells, rng)                                           # reads the true counts
     s = noise.variance()
@@ -356,10 +363,10 @@ def agrid(counts: np.ndarray, plan: GridPlan | None = None, *, loss: PrivacyLoss
     noise1, noise2 = plan.level_noise
     n_total, noisy_total = _total(xi, plan, rng)
     m1 = agrid_first_size(n_total, plan.epsilon_used, plan.c)
-    re, ce = axis_edges(xi.shape[0], m1), axis_edges(xi.shape[1], m1)
-    cells = np.add.reduceat(np.add.reduceat(xi, re[:-1], axis=0), ce[:-1], axis=1)
+    re, ce, cells = _grid_cells(xi, m1)
     v = noise1.add(cells, rng)                                             # reads the true counts
     s1, s2 = noise1.variance(), noise2.variance()
+    assert plan.epsilon_second is not None, "plan_agrid always sets the second phase"
     m2 = agrid_second_size(v, plan.epsilon_second, plan.c / 2.0)           # noisy values only
     heights, widths = np.diff(re), np.diff(ce)
     m2r = np.minimum(m2, heights[:, None])

@@ -150,8 +150,9 @@ def segmented_isotonic_regression(
     pav = _scipy_pav(shifted, weights=w, increasing=True)
     del shifted
     # Pools never span segments, so every segment start is already a block start.
-    cuts = np.asarray(pav.blocks[:-1], dtype=np.int64)
-    lengths = np.diff(np.asarray(pav.blocks, dtype=np.int64))
+    blocks = np.asarray(pav.blocks, dtype=np.int64)
+    cuts = blocks[:-1]
+    lengths = blocks[1:] - cuts
     if w is None:
         means = np.add.reduceat(y, cuts) / lengths
     else:

@@ -52,6 +52,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
 from pandas_dp.algorithms.region_layout import RegionLayout, as_layout
 from pandas_dp.algorithms.region_variance import (RegionVariances, check_level_variances,
@@ -96,6 +97,12 @@ class RegionInference:
         """Exact error variance of every region's estimate (one value per region, every cell)."""
         return self.structure.variances
 
+    def children_sum(self, level: int) -> np.ndarray:
+        """``child_sum[level]``: ``S_v`` of every region of a level above the finest."""
+        total = self.child_sum[level]
+        assert total is not None, "the finest level has no children; callers pass a level above it"
+        return total
+
 
 def _cells_shape(layout: RegionLayout, noisy: Sequence[np.ndarray | None],
                  sigma2: np.ndarray) -> tuple[int, ...]:
@@ -120,7 +127,7 @@ def _cells_shape(layout: RegionLayout, noisy: Sequence[np.ndarray | None],
 
 def region_inference(noisy: Sequence[np.ndarray | None],
                      parents: RegionLayout | Sequence[np.ndarray | None],
-                     level_variances: Sequence[float], *,
+                     level_variances: Sequence[float] | npt.NDArray[np.float64], *,
                      n_regions: Sequence[int] | None = None,
                      root_totals: np.ndarray | None = None) -> RegionInference:
     """Exact GLS estimate of every region x cell from noisy tables per level.
@@ -174,24 +181,24 @@ def region_inference(noisy: Sequence[np.ndarray | None],
 
     top = lay.leaf_level
     z: list[np.ndarray] = [np.empty(0)] * lay.n_levels
-    child_sum: list[np.ndarray | None] = [None] * lay.n_levels
+    sums: list[np.ndarray] = [np.empty(0)] * top   # S_v per level above the finest
     z[top] = table(top)
     for lvl in range(top - 1, -1, -1):
         s = lay.aggregate(z[lvl + 1], lvl + 1)
-        child_sum[lvl] = s
+        sums[lvl] = s
         s2 = sigma2[lvl]
         if np.isinf(s2):
             z[lvl] = s
         elif s2 == 0:
             z[lvl] = table(lvl)
         else:
-            vs = structure.child_var[lvl][:, None]
+            vs = structure.child_variance(lvl)[:, None]
             z[lvl] = (vs * table(lvl) + s2 * s) / (s2 + vs)
     est: list[np.ndarray] = [np.empty(0)] * lay.n_levels
     est[0] = z[0]
     for lvl in range(1, lay.n_levels):
-        resid = lay.expand(est[lvl - 1] - child_sum[lvl - 1], lvl)
-        est[lvl] = z[lvl] + structure.share[lvl][:, None] * resid
+        resid = lay.expand(est[lvl - 1] - sums[lvl - 1], lvl)
+        est[lvl] = z[lvl] + structure.share_of(lvl)[:, None] * resid
     if totals is not None:
         # Condition on the roots' totals: descendants move by A_c (T - t_root) / n in every cell.
         shift = np.where(structure.root_variance > 0, (totals - est[0].sum(axis=1)) / width, 0.0)
@@ -200,9 +207,8 @@ def region_inference(noisy: Sequence[np.ndarray | None],
             if lvl + 1 < lay.n_levels:
                 shift = lay.expand(shift, lvl + 1)
 
-    def shaped(arrays: list) -> tuple:
-        return tuple(None if a is None else a.reshape((lay.n_regions[i],) + cells)
-                     for i, a in enumerate(arrays))
+    def shaped(arrays: list[np.ndarray]) -> tuple[np.ndarray, ...]:
+        return tuple(a.reshape((lay.n_regions[i],) + cells) for i, a in enumerate(arrays))
 
-    return RegionInference(structure=structure, z=shaped(z), child_sum=shaped(child_sum),
+    return RegionInference(structure=structure, z=shaped(z), child_sum=(*shaped(sums), None),
                            estimates=shaped(est), root_totals=totals)

@@ -56,6 +56,17 @@ class RegionLayout:
         """Index ``L`` of the finest level."""
         return len(self.n_regions) - 1
 
+    def parent_codes(self, level: int) -> np.ndarray:
+        """``parents[level]``: the parent, in level ``level - 1``, of every region of ``level >= 1``."""
+        codes = self.parents[level]
+        assert codes is not None, "level 0 has no parents; callers pass a child level >= 1"
+        return codes
+
+    def _group_starts(self, level: int) -> np.ndarray:
+        starts = self._starts[level]
+        assert starts is not None, "level 0 has no parents; callers pass a child level >= 1"
+        return starts
+
     def aggregate(self, values: np.ndarray, level: int) -> np.ndarray:
         """Sum the values of the regions of ``level`` into their parents (level ``level - 1``).
 
@@ -75,15 +86,15 @@ class RegionLayout:
         values = np.asarray(values)
         if not self._sorted[level]:
             values = values[self._order[level]]
-        return np.add.reduceat(values, self._starts[level], axis=0)
+        return np.add.reduceat(values, self._group_starts(level), axis=0)
 
     def expand(self, parent_values: np.ndarray, level: int) -> np.ndarray:
         """Each region of ``level`` gets the value of its parent (level ``level - 1``)."""
-        return np.asarray(parent_values)[self.parents[level]]
+        return np.asarray(parent_values)[self.parent_codes(level)]
 
     def n_children(self, level: int) -> np.ndarray:
         """Number of children (in ``level``) of every region of ``level - 1``."""
-        return np.diff(np.append(self._starts[level], self.n_regions[level]))
+        return np.diff(np.append(self._group_starts(level), self.n_regions[level]))
 
     def group_order(self, level: int) -> tuple[np.ndarray, np.ndarray]:
         """Children of ``level`` grouped by parent: ``(order, starts)``.
@@ -94,7 +105,7 @@ class RegionLayout:
         order = self._order[level]
         if order is None:
             order = np.arange(self.n_regions[level])
-        return order, self._starts[level]
+        return order, self._group_starts(level)
 
 
 def _as_parent_array(value: object, level: int, n_above: int | None) -> np.ndarray:
@@ -158,28 +169,30 @@ def region_layout(parents: Sequence[np.ndarray | None],
             raise ParameterError(f"n_regions must give one size per level ({levels} levels); "
                                  f"got {len(n_regions)} sizes.")
         sizes = [None if n is None else int(n) for n in n_regions]
-    arrays: list[np.ndarray | None] = [None]
-    for lvl in range(1, levels):
-        arrays.append(_as_parent_array(parents[lvl], lvl, sizes[lvl - 1]))
+    codes: list[np.ndarray] = [_as_parent_array(parents[lvl], lvl, sizes[lvl - 1])
+                               for lvl in range(1, levels)]
+    arrays: list[np.ndarray | None] = [None, *codes]
     for lvl in range(levels - 1, 0, -1):
-        n_here = arrays[lvl].size
+        n_here = codes[lvl - 1].size
         if sizes[lvl] is None:
             sizes[lvl] = n_here
         elif sizes[lvl] != n_here:
             raise ParameterError(f"parents[{lvl}] must list one parent per region of level {lvl} "
                                  f"({sizes[lvl]} regions); got {n_here} entries.")
         if sizes[lvl - 1] is None:
-            sizes[lvl - 1] = int(arrays[lvl].max()) + 1 if n_here else 0
+            sizes[lvl - 1] = int(codes[lvl - 1].max()) + 1 if n_here else 0
     if sizes[0] is None:
         sizes[0] = 1
-    if any(s < 1 for s in sizes):
+    known = [s for s in sizes if s is not None]
+    assert len(known) == levels, "every size is set above: from n_regions, the codes or the root"
+    if any(s < 1 for s in known):
         raise ParameterError(f"Every level needs at least one region; got sizes {sizes}.")
     order: list[np.ndarray | None] = [None]
     starts: list[np.ndarray | None] = [None]
     is_sorted: list[bool] = [True]
     for lvl in range(1, levels):
-        par = arrays[lvl]
-        counts = np.bincount(par, minlength=sizes[lvl - 1])
+        par = codes[lvl - 1]
+        counts = np.bincount(par, minlength=known[lvl - 1])
         if np.any(counts == 0):
             missing = np.flatnonzero(counts == 0)
             raise ParameterError(
@@ -191,7 +204,7 @@ def region_layout(parents: Sequence[np.ndarray | None],
         starts.append(np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64))
         is_sorted.append(srt)
         par.setflags(write=False)
-    return RegionLayout(parents=tuple(arrays), n_regions=tuple(int(s) for s in sizes),
+    return RegionLayout(parents=tuple(arrays), n_regions=tuple(known),
                         _order=tuple(order), _starts=tuple(starts), _sorted=tuple(is_sorted))
 
 

@@ -133,8 +133,8 @@ def nonnegative_regions(inference: RegionInference) -> tuple[np.ndarray, ...]:
                                 np.maximum(inference.root_totals, 0.0)).reshape(root.shape)
     for lvl in range(1, lay.n_levels):
         z = inference.z[lvl].reshape(lay.n_regions[lvl], width)
-        s = inference.child_sum[lvl - 1].reshape(lay.n_regions[lvl - 1], width)
-        target = z + st.share[lvl][:, None] * lay.expand(out[lvl - 1] - s, lvl)
+        s = inference.children_sum(lvl - 1).reshape(lay.n_regions[lvl - 1], width)
+        target = z + st.share_of(lvl)[:, None] * lay.expand(out[lvl - 1] - s, lvl)
         v = st.vdown[lvl]
         negative = (target < 0) & (v > 0)[:, None]
         if not negative.any():
@@ -144,7 +144,7 @@ def nonnegative_regions(inference: RegionInference) -> tuple[np.ndarray, ...]:
         moving = lay.expand(lay.aggregate(negative.astype(np.int64), lvl) > 0, lvl)
         moving &= (v > 0)[:, None]
         rows, cols = np.nonzero(moving)
-        group = lay.parents[lvl][rows] * width + cols
+        group = lay.parent_codes(lvl)[rows] * width + cols
         totals = np.maximum(out[lvl - 1], 0.0).ravel()
         result = target.copy()
         result[rows, cols] = project_groups(target[rows, cols], v[rows], group, totals)

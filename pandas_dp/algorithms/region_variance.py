@@ -29,6 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
 from pandas_dp.algorithms.region_layout import RegionLayout, as_layout
 from pandas_dp.errors import ParameterError
@@ -80,6 +81,21 @@ class RegionVariances:
     root_total_cells: int | None
     variances: tuple[np.ndarray, ...]
 
+    def child_variance(self, level: int) -> np.ndarray:
+        """``child_var[level]``: ``VS_v``, the summed children's variances of every region of ``level``.
+
+        Set for every level above the finest (``level < leaf_level``).
+        """
+        vs = self.child_var[level]
+        assert vs is not None, "the finest level has no children; callers pass a level above it"
+        return vs
+
+    def share_of(self, level: int) -> np.ndarray:
+        """``share[level]``: ``a_c = V_c / VS_parent`` of every region of ``level >= 1``."""
+        a = self.share[level]
+        assert a is not None, "level 0 has no parent; callers pass a child level >= 1"
+        return a
+
     def sum_variance(self, level: int, region_weights: np.ndarray,
                      cell_weights: np.ndarray | None = None) -> np.ndarray | float:
         """Exact error variance of ``sum_r sum_j w_r u_j est[level][r, j]``.
@@ -126,8 +142,8 @@ class RegionVariances:
             v = self.vdown[k][col]
             t1 = lay.aggregate(w * w * v, k)
             t2 = lay.aggregate(w * v, k)
-            acc = acc + np.sum(t1 - _ratio(t2 * t2, self.child_var[k - 1][col]), axis=0)
-            w = lay.aggregate(w * self.share[k][col], k)
+            acc = acc + np.sum(t1 - _ratio(t2 * t2, self.child_variance(k - 1)[col]), axis=0)
+            w = lay.aggregate(w * self.share_of(k)[col], k)
         base = np.sum(w * w * self.root_variance[col], axis=0)
         s1, s2 = 1.0, 1.0
         if cell_weights is not None:
@@ -142,7 +158,7 @@ class RegionVariances:
         return float(acc) if acc.ndim == 0 else acc
 
 
-def check_level_variances(layout: RegionLayout, level_variances: Sequence[float]) -> np.ndarray:
+def check_level_variances(layout: RegionLayout, level_variances: Sequence[float] | npt.NDArray[np.float64]) -> np.ndarray:
     """Validated noise variance per level (``inf``: not measured, ``0``: exact; the finest finite)."""
     sigma2 = np.asarray([float(v) for v in level_variances], dtype=np.float64)
     if sigma2.shape != (layout.n_levels,):
@@ -158,7 +174,7 @@ def check_level_variances(layout: RegionLayout, level_variances: Sequence[float]
 
 
 def region_variances(parents: RegionLayout | Sequence[np.ndarray | None],
-                     level_variances: Sequence[float], *,
+                     level_variances: Sequence[float] | npt.NDArray[np.float64], *,
                      n_regions: Sequence[int] | None = None,
                      root_total_cells: int | None = None) -> RegionVariances:
     """Bottom-up and posterior variances of every region for given level noise variances.
@@ -191,30 +207,32 @@ def region_variances(parents: RegionLayout | Sequence[np.ndarray | None],
     sigma2 = check_level_variances(lay, level_variances)
     top = lay.leaf_level
     vdown: list[np.ndarray] = [np.empty(0)] * lay.n_levels
-    child_var: list[np.ndarray | None] = [None] * lay.n_levels
+    summed: list[np.ndarray] = [np.empty(0)] * top   # VS per level above the finest
     vdown[top] = np.full(lay.n_regions[top], sigma2[top])
     for lvl in range(top - 1, -1, -1):
         vs = lay.aggregate(vdown[lvl + 1], lvl + 1)
-        child_var[lvl] = vs
+        summed[lvl] = vs
         s2 = sigma2[lvl]
         vdown[lvl] = vs if np.isinf(s2) else s2 * vs / (s2 + vs) if s2 > 0 else np.zeros_like(vs)
-    share: list[np.ndarray | None] = [None] * lay.n_levels
+    shares: list[np.ndarray] = []   # a per level from 1
     gain: list[np.ndarray] = [np.ones(lay.n_regions[0])]
     root_var: list[np.ndarray] = [vdown[0]]   # the variance of each region's root, per region
     var: list[np.ndarray] = [np.empty(0)] * lay.n_levels
     var[0] = vdown[0]
     for lvl in range(1, lay.n_levels):
-        a = _ratio(vdown[lvl], lay.expand(child_var[lvl - 1], lvl))
-        share[lvl] = a
+        a = _ratio(vdown[lvl], lay.expand(summed[lvl - 1], lvl))
+        shares.append(a)
         gain.append(a * lay.expand(gain[lvl - 1], lvl))
         root_var.append(lay.expand(root_var[lvl - 1], lvl))
         var[lvl] = a * a * lay.expand(var[lvl - 1], lvl) + vdown[lvl] * (1.0 - a)
     if root_total_cells is not None:
         n = int(root_total_cells)
         var = [p - g * g * r / n for p, g, r in zip(var, gain, root_var)]
-    for arrays in (vdown, var, gain, child_var[:-1], share[1:]):
+    for arrays in (vdown, var, gain, summed, shares):
         for arr in arrays:
             arr.setflags(write=False)
+    child_var: list[np.ndarray | None] = [*summed, None]
+    share: list[np.ndarray | None] = [None, *shares]
     return RegionVariances(layout=lay, level_variances=sigma2, vdown=tuple(vdown),
                            child_var=tuple(child_var), share=tuple(share), gain=tuple(gain),
                            root_variance=vdown[0],

@@ -321,7 +321,9 @@ def _project_groups(t: np.ndarray, v: np.ndarray, group: np.ndarray,
     base_t = np.where(seg > 0, ct[seg - 1], 0.0)
     base_v = np.where(seg > 0, cv[seg - 1], 0.0)
     lam = ((ct - base_t) - total[g]) / (cv - base_v)
-    valid = ratio[order] - lam >= -1e-12 * (1.0 + np.abs(lam))
+    # Relative tolerance only: ratios t / v scale as 1 / noise scale, so an absolute term would
+    # accept every prefix when the noise is huge (ratios ~ 1e-12) and break the group sums.
+    valid = ratio[order] - lam >= -1e-12 * np.maximum(np.abs(lam), np.abs(ratio[order]))
     pos = np.arange(g.size)
     # The valid prefixes of each group are {1..j*}: take the last valid position.
     last = np.maximum.reduceat(np.where(valid, pos, seg), starts)

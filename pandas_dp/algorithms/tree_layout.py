@@ -14,12 +14,14 @@ References
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
+from typing import cast
 
 import numpy as np
 
-__all__ = ["tree_height", "TreeLayout", "tree_layout"]
+__all__ = ["tree_height", "TreeLayout", "tree_layout", "shape_dims"]
 
 
 def tree_height(n: int, branching: int) -> int:
@@ -159,6 +161,19 @@ class TreeLayout:
         return np.asarray(leaf, dtype=np.int64) // (self.branching ** level)
 
 
+def shape_dims(shape: int | Sequence[int]) -> tuple[int, ...]:
+    """The axis sizes of a public domain given as one size (1-D) or a sequence of sizes.
+
+    Examples
+    --------
+    >>> shape_dims(10), shape_dims((3, 4))
+    ((10,), (3, 4))
+    """
+    if np.isscalar(shape):
+        return (int(cast(int, shape)),)
+    return tuple(int(s) for s in cast("Sequence[int]", shape))
+
+
 def tree_layout(shape: int | tuple[int, ...], branching: int) -> TreeLayout:
     """Build the layout of a tree of fan-out ``branching`` per axis over ``shape`` leaves.
 
@@ -180,7 +195,7 @@ def tree_layout(shape: int | tuple[int, ...], branching: int) -> TreeLayout:
     >>> tree_layout(10, 3).level_shapes
     ((10,), (4,), (2,), (1,))
     """
-    dims = (int(shape),) if np.isscalar(shape) else tuple(int(s) for s in shape)
+    dims = shape_dims(shape)
     if branching < 2 or any(n < 1 for n in dims):
         raise ValueError(f"need branching >= 2 and positive sizes, got b={branching}, shape={dims}")
     height = max(tree_height(n, branching) for n in dims)

@@ -36,6 +36,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+import numpy.typing as npt
 
 from pandas_dp.algorithms.tree_inference import TreeVariances
 from pandas_dp.algorithms.tree_layout import TreeLayout
@@ -43,6 +44,13 @@ from pandas_dp.algorithms.tree_layout import TreeLayout
 __all__ = ["range_variance", "average_range_variance", "canonical_node_counts",
            "raw_range_estimate", "raw_range_variance", "raw_level_usage",
            "raw_average_range_variance", "approx_average_range_variance"]
+
+
+def _child_var(tv: TreeVariances, k: int) -> np.ndarray:
+    """``VS`` of the nodes of level ``k``, set for every level above the leaves (``k >= 1``)."""
+    vs = tv.child_var[k]
+    assert vs is not None, "the leaves have no children; callers pass a level k >= 1"
+    return vs
 
 
 def _check_1d(layout: TreeLayout) -> None:
@@ -84,7 +92,7 @@ def range_variance(layout: TreeLayout, tv: TreeVariances, lo: np.ndarray,
             break
         v = tv.vdown[k].ravel()
         cum = np.concatenate([[0.0], np.cumsum(v)])
-        vs = tv.child_var[k + 1].ravel()
+        vs = _child_var(tv, k + 1).ravel()
         p_up = tv.variances[k + 1].ravel()
         jl, jr = j_l[active], j_r[active]
         al, bl, ar, br = a_l[active], b_l[active], a_r[active], b_r[active]
@@ -139,7 +147,7 @@ def average_range_variance(layout: TreeLayout, tv: TreeVariances) -> float:
     cross = 0.0
     for k in range(layout.n_levels - 1):
         v = tv.vdown[k]
-        vs = tv.child_var[k + 1]
+        vs = _child_var(tv, k + 1)
         p_up = tv.variances[k + 1]
         x, y = v * left, v * right
         starts = np.arange(0, v.size, b)
@@ -152,7 +160,7 @@ def average_range_variance(layout: TreeLayout, tv: TreeVariances) -> float:
     return (total + 2.0 * cross) / (n * (n + 1) / 2.0)
 
 
-def canonical_node_counts(layout: TreeLayout, noised: Sequence[bool], lo: np.ndarray,
+def canonical_node_counts(layout: TreeLayout, noised: Sequence[bool] | npt.NDArray[np.bool_], lo: np.ndarray,
                           hi: np.ndarray, noisy: Sequence[np.ndarray | None] | None = None
                           ) -> tuple[np.ndarray, np.ndarray]:
     """Number of maximal noised nodes per level inside each range, and their noisy sum.
@@ -209,12 +217,12 @@ def canonical_node_counts(layout: TreeLayout, noised: Sequence[bool], lo: np.nda
 
 
 def raw_range_estimate(layout: TreeLayout, noisy: Sequence[np.ndarray | None],
-                       noised: Sequence[bool], lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+                       noised: Sequence[bool] | npt.NDArray[np.bool_], lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     """``H_b`` answers: sums of the maximal noised nodes inside each range."""
     return canonical_node_counts(layout, noised, lo, hi, noisy)[1]
 
 
-def raw_range_variance(layout: TreeLayout, level_variances: Sequence[float],
+def raw_range_variance(layout: TreeLayout, level_variances: Sequence[float] | npt.NDArray[np.float64],
                        lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     """Exact ``H_b`` error variance: nodes used per level times the level variance."""
     sigma2 = np.asarray(level_variances, dtype=np.float64)
@@ -238,7 +246,7 @@ def _sum_containing(n: int, span: int) -> tuple[int, int, int]:
     return full + last, nodes, last
 
 
-def raw_level_usage(layout: TreeLayout, noised: Sequence[bool]) -> np.ndarray:
+def raw_level_usage(layout: TreeLayout, noised: Sequence[bool] | npt.NDArray[np.bool_]) -> np.ndarray:
     """Total number of times each level's nodes answer the ``N (N + 1) / 2`` ranges.
 
     Notes
@@ -264,7 +272,7 @@ def raw_level_usage(layout: TreeLayout, noised: Sequence[bool]) -> np.ndarray:
     return out
 
 
-def raw_average_range_variance(layout: TreeLayout, level_variances: Sequence[float]) -> float:
+def raw_average_range_variance(layout: TreeLayout, level_variances: Sequence[float] | npt.NDArray[np.float64]) -> float:
     """Exact mean ``H_b`` error variance over all ``N (N + 1) / 2`` ranges."""
     sigma2 = np.asarray(level_variances, dtype=np.float64)
     noised = np.isfinite(sigma2)
@@ -273,7 +281,7 @@ def raw_average_range_variance(layout: TreeLayout, level_variances: Sequence[flo
     return float(np.dot(usage, np.where(noised, sigma2, 0.0)) / (n * (n + 1) / 2.0))
 
 
-def approx_average_range_variance(layout: TreeLayout, level_variances: Sequence[float],
+def approx_average_range_variance(layout: TreeLayout, level_variances: Sequence[float] | npt.NDArray[np.float64],
                                   *, consistent: bool = True) -> float:
     """Qardaji's estimate of ``V_Avg`` (node usage of Eq. (2), Algorithms 1-2).
 

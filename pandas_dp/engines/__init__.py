@@ -56,7 +56,7 @@ def register_engine(frame_type: type, load: Callable[[], Engine]) -> None:
 def _pandas() -> Engine:
     from . import pandas as pandas_engine
 
-    return pandas_engine  # type: ignore[return-value]
+    return pandas_engine
 
 
 register_engine(pd.DataFrame, _pandas)

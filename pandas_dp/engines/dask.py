@@ -25,7 +25,7 @@ from ..domain import CategoryDomain, Grid
 from ..errors import DataSourceError, DomainError
 from . import pandas as pandas_engine
 
-__all__ = ["bin_counts", "coded_rows", "coded_group_rows", "compute_private", "partitions", "check_known_categories", "tree_sum", "sum_arrays", "share", "group_counts",
+__all__ = ["bin_counts", "merge_by_id", "coded_rows", "coded_group_rows", "compute_private", "partitions", "check_known_categories", "tree_sum", "sum_arrays", "share", "group_counts",
            "count_groups", "prepare_groups", "SPLIT_EVERY"]
 
 SPLIT_EVERY = 8
@@ -199,15 +199,25 @@ def _partition_id_counts(values: pd.Series) -> pd.DataFrame:
     return pd.DataFrame({"cls": value_classes(ids), "id": ids.to_numpy(), "count": counts})
 
 
-def _merge_id_counts(*parts: pd.DataFrame) -> pd.DataFrame:
-    """Merge per-id counts: equal (class, id) add up, by value (ids of different dtypes compared as objects)."""
+def merge_by_id(parts: Sequence[pd.DataFrame], keys: list[str], value: str) -> pd.DataFrame:
+    """Merge partial sums per id: the ``value`` of rows with equal ``keys`` (class, id, ...) add up.
+
+    Partitions may hold the ids in different dtypes (one odd row makes a
+    partition's column ``object``); they are then merged as objects, by
+    value, never cast to a common numeric type that could merge distinct ids.
+    """
     found = [p for p in parts if len(p)]
     if not found:
         return parts[0]
     if len({str(p["id"].dtype) for p in found}) > 1:
         found = [p.astype({"id": object}) for p in found]
     both = pd.concat(found, ignore_index=True)
-    return both.groupby(["cls", "id"], sort=False, observed=True, as_index=False)["count"].sum()
+    return both.groupby(keys, sort=False, observed=True, as_index=False)[value].sum()
+
+
+def _merge_id_counts(*parts: pd.DataFrame) -> pd.DataFrame:
+    """Merge per-id counts: equal (class, id) add up, by value (ids of different dtypes compared as objects)."""
+    return merge_by_id(parts, ["cls", "id"], "count")
 
 
 def group_counts(values: Any, ids: pd.Index | None, *, split_every: int = SPLIT_EVERY) -> np.ndarray:

@@ -40,7 +40,7 @@ from .._labels import value_classes
 from ..algorithms.count_of_counts import Runs
 from ..errors import ParameterError
 from ..regions import RegionTree, region_tree
-from .dask import SPLIT_EVERY, compute_private, partitions, share, sum_arrays, tree_sum
+from .dask import SPLIT_EVERY, compute_private, merge_by_id, partitions, share, sum_arrays, tree_sum
 from .pandas_groups import GroupTables, group_leaf_sizes, public_group_positions, tables_from_leaf_runs
 
 __all__ = ["count_groups", "prepare_groups", "DENSE_MAX_GROUPS"]
@@ -71,7 +71,7 @@ def _partition_pieces(part: pd.DataFrame, plan: _Plan) -> list[Any]:
         return [pd.Series(sizes[bucket == b].astype(np.int64), index=keys[bucket == b])
                 for b in range(plan.buckets)]
     rows, leaf, size = group_leaf_sizes(part, tree, with_rows=True)
-    ids = part[tree.group].take(rows)  # type: ignore[arg-type]
+    ids = part[tree.group].take(rows)
     # The class (boolean, number, string...) goes with the id: a boolean never merges with a number.
     groups = pd.DataFrame({"cls": value_classes(ids), "id": ids.to_numpy(), "leaf": leaf, "size": size})
     bucket = leaf % plan.buckets
@@ -85,19 +85,8 @@ def _merge_positions(*parts: pd.Series) -> pd.Series:
 
 
 def _merge_groups(*parts: pd.DataFrame) -> pd.DataFrame:
-    """Merge (class, group id, leaf, size) partial sizes of one bucket: sizes of equal (class, id, leaf) add up.
-
-    Partitions may hold the ids in different dtypes (one odd row makes a
-    partition's column ``object``); they are then merged as objects, by
-    value, never cast to a common numeric type that could merge distinct ids.
-    """
-    found = [p for p in parts if len(p)]
-    if not found:
-        return parts[0]
-    if len({str(p["id"].dtype) for p in found}) > 1:
-        found = [p.astype({"id": object}) for p in found]
-    both = pd.concat(found, ignore_index=True)
-    return both.groupby(["cls", "id", "leaf"], sort=False, observed=True, as_index=False)["size"].sum()
+    """Merge (class, group id, leaf, size) partial sizes of one bucket: sizes of equal (class, id, leaf) add up."""
+    return merge_by_id(parts, ["cls", "id", "leaf"], "size")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -111,7 +111,7 @@ def public_group_positions(frame: pd.DataFrame, tree: RegionTree) -> np.ndarray:
     column of the frame disagrees with the group's region. Never raises.
     """
     with np.errstate(all="ignore"):
-        pos = positions(tree.group_ids, frame[tree.group])  # type: ignore[arg-type]
+        pos = positions(tree.group_ids, frame[tree.group])
         if tree.located:
             found = pos >= 0
             leaf = tree.group_leaf[np.where(found, pos, 0)]  # type: ignore[index]

@@ -244,7 +244,7 @@ def loss_of(measure: str, amount: Fraction) -> "PrivacyLoss":
         cls = {"pure": PureDP, "zcdp": ZCDP}[measure]
     except KeyError:
         raise ChainError(f"unknown measure {measure!r}") from None
-    return cls(amount)  # type: ignore[call-arg]
+    return cls(amount)
 
 
 def check_state(store: Store, ledger_id: str, row: BudgetRow, last: EntryRow | None) -> Fraction:
@@ -339,11 +339,12 @@ def post(store: Store, txn: Txn, postings: Sequence[Posting]) -> list[tuple[int,
         after = spent + p.amount
         entry_id = txn.new_entry_id()
         seq = row.entries + 1
-        content = dict(id=entry_id, budget=p.budget, seq=seq, time=stamp, kind=p.kind, method=p.method,
-                      columns=p.columns, params=p.params, requested=p.requested, measure=row.measure,
-                      amount=rational_text(p.amount), spent=rational_text(after), prev=row.head)
-        digest = entry_hash(**{("id_" if k == "id" else k): v for k, v in content.items()})
-        txn.insert_entry(EntryRow(**content, hash=digest, status=p.status))
+        amount, spent_text = rational_text(p.amount), rational_text(after)
+        digest = entry_hash(entry_id, p.budget, seq, stamp, p.kind, p.method, p.columns, p.params, p.requested,
+                            row.measure, amount, spent_text, row.head)
+        txn.insert_entry(EntryRow(id=entry_id, budget=p.budget, seq=seq, time=stamp, kind=p.kind, method=p.method,
+                                  columns=p.columns, params=p.params, requested=p.requested, measure=row.measure,
+                                  amount=amount, spent=spent_text, prev=row.head, hash=digest, status=p.status))
         row = row.with_state(after, seq, digest)
         txn.update_budget(row)
         current[p.budget] = (row, after)

@@ -13,27 +13,22 @@ Needs the ``postgres`` extra (psycopg 3).
 
 from __future__ import annotations
 
-import os
-import threading
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any, Iterator, TypeGuard
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from ..errors import LedgerError
+from ._pool import IdleConnections
 from ._sql import POSTGRES, SQLTxn
 from ._store import Store, Txn
 
 __all__ = ["PostgresStore", "is_postgres_url", "mask_url"]
 
-#: Connections a forked child inherited: kept open and unused, since closing them in the child would close
-#: (PostgreSQL) or disturb (SQLite) the parent's.
-_INHERITED: list[list[Any]] = []
-
 SCHEMES = ("postgresql://", "postgres://")
 LOCK_TIMEOUT_MS = 60_000
 
 
-def is_postgres_url(location: object) -> bool:
+def is_postgres_url(location: object) -> TypeGuard[str]:
     """Whether ``location`` names a PostgreSQL ledger."""
     return isinstance(location, str) and location.lower().startswith(SCHEMES)
 
@@ -64,7 +59,7 @@ def _psycopg() -> Any:
         raise LedgerError(str(err)) from None
 
 
-class PostgresStore(Store):
+class PostgresStore(IdleConnections[Any], Store):
     """One ledger in a PostgreSQL database."""
 
     durable = True
@@ -74,9 +69,7 @@ class PostgresStore(Store):
         masked = mask_url(url)
         self.key = masked
         self.display = repr(masked)
-        self._idle: list[Any] = []
-        self._pid = os.getpid()
-        self._lock = threading.Lock()
+        self._init_idle()
 
     def __getstate__(self) -> dict[str, Any]:
         return {"url": self.url}
@@ -99,37 +92,18 @@ class PostgresStore(Store):
 
     def _take(self) -> Any:
         with self._lock:
-            if self._pid != os.getpid():
-                _INHERITED.append(self._idle)  # never closed here: closing would break the parent's
-                self._idle, self._pid = [], os.getpid()
-            while self._idle:
-                conn = self._idle.pop()
+            idle = self._idle_here()
+            while idle:
+                conn = idle.pop()
                 if not conn.closed:
                     return conn
         return self._connect()
 
     def _give(self, conn: Any) -> None:
-        with self._lock:
-            if self._pid == os.getpid() and len(self._idle) < 4 and not conn.closed:
-                self._idle.append(conn)
-                return
-        conn.close()
+        self._keep_idle(conn, reusable=not conn.closed)
 
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:  # pragma: no cover - interpreter shutdown
-            pass
-
-    def close(self) -> None:
-        """Close idle connections (in the process that opened them)."""
-        with self._lock:
-            if self._pid != os.getpid():
-                _INHERITED.append(self._idle)
-                self._idle = []
-            idle, self._idle = self._idle, []
-        for conn in idle:
-            conn.close()
+    def _close_item(self, item: Any) -> None:
+        item.close()
 
     @contextmanager
     def _transaction(self, begin: str) -> Iterator[Txn]:

@@ -16,7 +16,6 @@ from __future__ import annotations
 import os
 import sqlite3
 import stat
-import threading
 import urllib.parse
 from contextlib import contextmanager
 from pathlib import Path
@@ -24,14 +23,11 @@ from typing import Any, Iterator
 
 from .._rational import safe_repr
 from ..errors import LedgerError
+from ._pool import IdleConnections
 from ._sql import SQLITE, SQLTxn, TABLES
 from ._store import Store, Txn
 
 __all__ = ["SQLiteStore", "sqlite_path"]
-
-#: Connections a forked child inherited: kept open and unused, since closing them in the child would close
-#: (PostgreSQL) or disturb (SQLite) the parent's.
-_INHERITED: list[list[Any]] = []
 
 #: Seconds a writer waits for another process's transaction on the same file.
 BUSY_TIMEOUT = 60.0
@@ -75,7 +71,7 @@ def _canonical(path: Path) -> str:
         raise LedgerError(f"The ledger path {str(path)!r} cannot be resolved: {err}.") from None
 
 
-class SQLiteStore(Store):
+class SQLiteStore(IdleConnections[tuple[sqlite3.Connection, tuple[int, int]]], Store):
     """One SQLite ledger file."""
 
     durable = True
@@ -86,9 +82,7 @@ class SQLiteStore(Store):
         self.path = path
         self.key = _canonical(path)
         self.display = repr(str(path))
-        self._idle: list[tuple[sqlite3.Connection, tuple[int, int]]] = []
-        self._pid = os.getpid()
-        self._lock = threading.Lock()
+        self._init_idle()
 
     def location(self) -> object:
         return str(self.path)
@@ -177,11 +171,9 @@ class SQLiteStore(Store):
     def _take(self) -> tuple[sqlite3.Connection, tuple[int, int]]:
         ident = self._identity()
         with self._lock:
-            if self._pid != os.getpid():  # a forked child never shares its parent's connections
-                _INHERITED.append(self._idle)  # never closed here: closing would break the parent's
-                self._idle, self._pid = [], os.getpid()
-            while self._idle:
-                conn, seen = self._idle.pop()
+            idle = self._idle_here()
+            while idle:
+                conn, seen = idle.pop()
                 if seen == ident:
                     return conn, ident
                 conn.close()  # the file at the path was replaced: never write to the old one
@@ -192,27 +184,10 @@ class SQLiteStore(Store):
         return conn, ident
 
     def _give(self, conn: sqlite3.Connection, ident: tuple[int, int]) -> None:
-        with self._lock:
-            if self._pid == os.getpid() and len(self._idle) < 4:
-                self._idle.append((conn, ident))
-                return
-        conn.close()
+        self._keep_idle((conn, ident))
 
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:  # pragma: no cover - interpreter shutdown
-            pass
-
-    def close(self) -> None:
-        """Close idle connections (in the process that opened them)."""
-        with self._lock:
-            if self._pid != os.getpid():
-                _INHERITED.append(self._idle)
-                self._idle = []
-            idle, self._idle = self._idle, []
-        for conn, _ in idle:
-            conn.close()
+    def _close_item(self, item: tuple[sqlite3.Connection, tuple[int, int]]) -> None:
+        item[0].close()
 
     @contextmanager
     def _transaction(self, begin: str) -> Iterator[Txn]:

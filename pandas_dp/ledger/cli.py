@@ -12,7 +12,7 @@ from ..errors import LedgerError
 __all__ = ["add_parser", "run"]
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_parser(sub: argparse._SubParsersAction) -> None:
     """Add the ``ledger`` command and its sub-commands."""
     p = sub.add_parser("ledger", help="create, verify and show ledgers (auditors)",
                        description="Create a ledger, verify its hash chain and running totals, or show its "

@@ -10,7 +10,8 @@ consistency (post-processing) -> wrap.
 Budget split, recorded in the ledger entry's parameters:
 
 * ``max_size`` not given (``hc``/``naive``): 1/20 of epsilon for a noisy maximum.
-* ``groups`` not given: 1/10 of epsilon for the numbers of groups per region.
+* ``groups`` not given: 1/10 of epsilon for the numbers of groups per region (clamped to
+  :data:`MAX_GROUPS`, a public cap).
 * the rest, split equally over the ``L`` levels (root included).
 """
 
@@ -28,6 +29,8 @@ import pandas as pd
 from ..algorithms.count_of_counts import (SENSITIVITY, Runs, consistent_group_totals, estimate_level,
                                           estimate_max_size)
 from ..algorithms.count_of_counts_matching import top_down
+from .._rational import safe_repr
+from ..domain import MAX_CELLS
 from ..errors import ParameterError
 from ..loss import Noise, PrivacyLoss, Sensitivity
 from ..regions import region_tree
@@ -35,7 +38,7 @@ from ..results.count_of_counts import CountOfCounts
 from .params import Options, Param, ParamTable, check_rng
 from .pipeline import Release, check_measure, privacy_loss, run
 
-__all__ = ["count_of_counts", "MAX_SIZE_SHARE", "GROUP_TOTALS_SHARE", "CountOfCountsPlan",
+__all__ = ["count_of_counts", "MAX_GROUPS", "MAX_SIZE_SHARE", "GROUP_TOTALS_SHARE", "CountOfCountsPlan",
            "plan_count_of_counts", "estimate_count_of_counts", "progress_callback", "COUNT_OF_COUNTS_PARAMS"]
 
 MAX_SIZE_SHARE = Fraction(1, 20)
@@ -47,14 +50,20 @@ MERGES = ("weighted", "average")
 #: size and region, so K sets the work. A larger caller-given K is refused before the charge; a
 #: larger privately estimated K is clamped to it (a public cap: bigger groups count as K).
 MAX_SIZE_LIMIT = 2**20
+#: Largest number of groups of a region when the Groups table is private: the noisy numbers of groups
+#: per region are clamped to it (a public cap, post-processing). A tiny loss draws totals of ~1e12, for
+#: which the estimators would allocate one position per group; this keeps every level's work below
+#: ``MAX_GROUPS`` groups whatever the loss, as :data:`pandas_dp.releases.unattributed.MAX_GROUPS` does.
+MAX_GROUPS = MAX_CELLS
 
 
 def _check_max_size(max_size: Any, name: str = "max_size") -> int | None:
     if max_size is None:
         return None
-    if isinstance(max_size, bool) or not isinstance(max_size, numbers.Integral) or int(max_size) < 1:
+    if isinstance(max_size, (bool, np.bool_, np.timedelta64)) or not isinstance(max_size, numbers.Integral) \
+            or int(max_size) < 1:
         raise ParameterError(f"The 'max_size' parameter must be a positive integer (a public upper bound on "
-                             f"the group size) or None to estimate it privately. Got {max_size!r}.")
+                             f"the group size) or None to estimate it privately. Got {safe_repr(max_size)}.")
     if int(max_size) > MAX_SIZE_LIMIT:
         raise ParameterError(f"The 'max_size' parameter is at most {MAX_SIZE_LIMIT:,} (the estimators draw "
                              f"noise for every size up to it). Got {int(max_size):,}. Pass a tighter public "
@@ -75,7 +84,7 @@ class _MaxSize:
 class _Progress:
     def check(self, value: Any, name: str) -> bool | None:
         if value is not None and not isinstance(value, bool):
-            raise ParameterError(f"The 'progress' parameter must be True, False or None. Got {value!r}.")
+            raise ParameterError(f"The 'progress' parameter must be True, False or None. Got {safe_repr(value)}.")
         return value
 
     def describe(self) -> str:
@@ -191,11 +200,13 @@ def estimate_count_of_counts(tables: Any, plan: CountOfCountsPlan, *, merge: str
     if plan.groups_public:
         totals = tables.totals
     else:
+        assert plan.totals_noise is not None  # planned whenever the groups are estimated
         totals = consistent_group_totals(tables.exact[-1].totals(), tables.parents, n_nodes,
-                                         noise=plan.totals_noise, rng=rng)
+                                         noise=plan.totals_noise, rng=rng, limit=MAX_GROUPS)
     min_size = 0 if plan.groups_public else 1
     levels = tables.exact
     if plan.group_unit:  # a group keeps K of its persons: its size is min(size, K) (only sizes are released)
+        assert k is not None  # the group as the unit needs a public max_size
         levels = [Runs(r.node, np.minimum(r.size, k), r.groups, r.var, r.n_nodes).normalized() for r in levels]
     estimates = []
     for exact, g in zip(levels, totals):
@@ -244,9 +255,13 @@ def count_of_counts(frame: pd.DataFrame, group: str, location: Any, *, epsilon: 
     if tree.group is None:
         raise ParameterError(f"The 'group' parameter must name a column of the frame. Got None; "
                              f"columns are {list(frame.columns)[:20]}.")
-    if privacy_unit not in (None, "person", "group"):
+    # A str subclass is read as its plain text (its own __eq__ is never called); anything else is refused.
+    unit = str.__str__(privacy_unit) if isinstance(privacy_unit, str) else privacy_unit
+    if not (unit is None or (isinstance(unit, str) and unit in ("person", "group"))):
         raise ParameterError(f"The 'privacy_unit' parameter of count_of_counts must be 'person' (the default: one "
-                             f"row of the frame) or 'group' (one group with all its persons). Got {privacy_unit!r}.")
+                             f"row of the frame) or 'group' (one group with all its persons). Got "
+                             f"{safe_repr(privacy_unit)}.")
+    privacy_unit = unit
     plan = plan_count_of_counts(loss, n_levels=len(tree.level_names), method=knobs["method"],
                                 max_size=knobs["max_size"], groups_public=tree.groups_public,
                                 group_unit=privacy_unit == "group")
@@ -291,6 +306,6 @@ def count_of_counts(frame: pd.DataFrame, group: str, location: Any, *, epsilon: 
         )
 
     return run(frame, Release(
-        loss=loss, method=f"count_of_counts:{plan.method}", columns=[group, *tree.level_names[1:]], params=params,
-        count=lambda engine: engine.count_groups(frame, tree),  # type: ignore[attr-defined]
+        loss=loss, method=f"count_of_counts:{plan.method}", columns=[tree.group, *tree.level_names[1:]], params=params,
+        count=lambda engine: engine.count_groups(frame, tree),
         mechanism=mechanism))

@@ -234,9 +234,11 @@ def _release_auto(counts: np.ndarray, grid: Grid, planned: Planned, *, rng: Any,
     knobs = planned.knobs
     total = knobs["auto_expected_total"]
     if plan.total_noise is None:
+        assert plan.choice is not None, "_plan_auto chooses at planning time when the total is public"
         choice = plan.choice
         chosen = plan.plans[choice.config]
     else:
+        assert plan.total_loss is not None, "_plan_auto gives a noisy total its loss"
         total = float(plan.total_noise.add(np.array([int(counts.sum())]), rng)[0])     # reads the true total
         planned_loss = plan.total_loss + plan.rest      # the loss it was planned at (per row with a privacy unit)
         choice = choose_method(grid.shape, epsilon=_epsilon(planned_loss), expected_total=max(total, 0.0),

@@ -42,7 +42,7 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
-from .._rational import to_fraction
+from .._rational import safe_repr, to_fraction
 from ..algorithms.geography import release_geography
 from ..domain import MAX_CELLS, Grid, make_grid
 from ..errors import DomainError, ParameterError
@@ -103,35 +103,39 @@ class GeographyPlan:
 
 
 def _by_levels(by: Any) -> list[str]:
+    # A str subclass is read as its plain text: its own __eq__/__hash__ are never called.
     if isinstance(by, str) and by:
-        return [by]
+        return [str.__str__(by)]
     if isinstance(by, (list, tuple)) and by and all(isinstance(c, str) and c for c in by):
-        if len(set(by)) != len(by):
-            raise ParameterError(f"The 'by' parameter repeats a column: {list(by)}. List each level once.")
-        return list(by)
+        plain = [str.__str__(c) for c in by]
+        if len(set(plain)) != len(plain):
+            raise ParameterError(f"The 'by' parameter repeats a column: {plain}. List each level once.")
+        return plain
     raise ParameterError(f"The 'by' parameter must be a column name or a list of column names, coarse to fine "
-                         f"(e.g. by=['state', 'county']). Got {by!r}.")
+                         f"(e.g. by=['state', 'county']). Got {safe_repr(by)}.")
 
 
 def _category_table(column: str, by_categories: Any) -> pd.DataFrame:
     """The one-level hierarchy table of ``by_categories`` (public labels: checked loudly)."""
     if isinstance(by_categories, (str, bytes, Mapping)) or not hasattr(by_categories, "__len__"):
         raise ParameterError(f"The 'by_categories' parameter must be a list of every group label of column "
-                             f"{column!r} (public knowledge). Got {by_categories!r}.")
-    labels = pd.Index(list(by_categories), dtype=object)
+                             f"{column!r} (public knowledge). Got {safe_repr(by_categories)}.")
+    try:
+        listed = list(by_categories)
+        labels = pd.Index(listed, dtype=object)
+        missing = bool(labels.hasnans)
+        repeated = labels[labels.duplicated()].unique().tolist()
+    except Exception as err:  # noqa: BLE001 - unhashable labels, a label whose __hash__/__eq__ raises
+        raise DomainError(f"The 'by_categories' for column {column!r} must be plain labels (strings, numbers, "
+                          f"dates). Got {safe_repr(by_categories)}.") from err
     if len(labels) == 0:
         raise DomainError(f"The 'by_categories' parameter for column {column!r} is empty; list every group label.")
-    if labels.hasnans:
+    if missing:
         raise DomainError(f"The 'by_categories' for column {column!r} contain a missing value; pass real labels.")
-    try:
-        repeated = labels[labels.duplicated()].unique().tolist()
-    except TypeError as err:
-        raise DomainError(f"The 'by_categories' for column {column!r} must be plain labels (strings, numbers, "
-                          f"dates). Got {list(by_categories)[:5]}.") from err
     if repeated:
-        raise DomainError(f"The 'by_categories' for column {column!r} repeat labels {repeated[:5]}; pass each "
-                          f"label once.")
-    return pd.DataFrame({column: pd.Index(list(by_categories))})
+        raise DomainError(f"The 'by_categories' for column {column!r} repeat labels {safe_repr(repeated[:5])}; pass "
+                          f"each label once.")
+    return pd.DataFrame({column: pd.Index(listed)})
 
 
 def geography_tree(columns: Any, by: Any, *, hierarchy: pd.DataFrame | None = None,
@@ -181,20 +185,21 @@ def geography_tree(columns: Any, by: Any, *, hierarchy: pd.DataFrame | None = No
     if all(c in hierarchy.columns for c in levels) and list(hierarchy.columns) != levels:
         try:
             hierarchy = hierarchy[levels].drop_duplicates()
-        except TypeError:
+        except Exception:  # noqa: BLE001 - unhashable labels (or a __hash__ that raises)
             pass  # unhashable labels: region_tree reports them (SchemaError) with the rest
     return region_tree(cols, None, levels, hierarchy=hierarchy)
 
 
 def _weight(value: Any, name: str) -> Fraction:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
-        raise ParameterError(f"Level weight {name} must be a number >= 0. Got {value!r}.")
+    # np.timedelta64 registers as an Integral (it subclasses np.signedinteger) but is a duration.
+    if isinstance(value, (bool, np.bool_, np.timedelta64)) or not isinstance(value, numbers.Real):
+        raise ParameterError(f"Level weight {name} must be a number >= 0. Got {safe_repr(value)}.")
     if value == 0:
         return Fraction(0)
     try:
         return to_fraction(value, name=f"level weight {name}")
     except ParameterError as err:
-        raise ParameterError(f"Level weight {name} must be a finite number >= 0. Got {value!r}.") from err
+        raise ParameterError(f"Level weight {name} must be a finite number >= 0. Got {safe_repr(value)}.") from err
 
 
 def level_shares(level_weights: Any, levels: tuple[str, ...], *, flat: bool = False) -> tuple[Fraction, ...]:
@@ -220,22 +225,23 @@ def level_shares(level_weights: Any, levels: tuple[str, ...], *, flat: bool = Fa
         raw = [Fraction(0)] * (n - 1) + [Fraction(1)] if flat else [Fraction(1)] * n
     elif isinstance(level_weights, Mapping):
         keys = list(level_weights)
-        if set(map(str, keys)) != set(levels) or len(keys) != n:
+        if not all(isinstance(k, str) for k in keys) or set(map(str.__str__, keys)) != set(levels) \
+                or len(keys) != n:
             raise ParameterError(f"level_weights= as a mapping must give a weight to every level {list(levels)} "
-                                 f"(0 leaves a level unmeasured). Got keys {keys}.")
+                                 f"(0 leaves a level unmeasured). Got keys {safe_repr(keys)}.")
         raw = [_weight(level_weights[name], repr(name)) for name in levels]
     elif isinstance(level_weights, (list, tuple, np.ndarray, pd.Series)) and not isinstance(level_weights, str):
         values = list(level_weights)
         if len(values) != n:
             raise ParameterError(f"level_weights= must give one weight per level {list(levels)} (national first, "
-                                 f"{n} in all). Got {len(values)}: {values}.")
+                                 f"{n} in all). Got {len(values)}: {safe_repr(values)}.")
         raw = [_weight(v, repr(name)) for v, name in zip(values, levels)]
     else:
         raise ParameterError(f"The 'level_weights' parameter must be a list of {n} weights (one per level "
-                             f"{list(levels)}), a dict keyed by level, or None (uniform). Got {level_weights!r}.")
+                             f"{list(levels)}), a dict keyed by level, or None (uniform). Got {safe_repr(level_weights)}.")
     if raw[-1] == 0:
         raise ParameterError(f"The finest level {levels[-1]!r} needs a positive weight: its regions cannot be "
-                             f"estimated from their parents alone. Got level_weights={level_weights!r}.")
+                             f"estimated from their parents alone. Got level_weights={safe_repr(level_weights)}.")
     total = sum(raw, Fraction(0))
     return tuple(w / total for w in raw)
 

@@ -22,6 +22,8 @@ from ..algorithms.branching import choose_branching
 from ..algorithms.controlled_rounding import integer_tree
 from ..algorithms.tree import TreePlan, plan_tree, release_tree
 from ..domain import Grid, make_grid
+from .._public import float_array, safe_repr
+from ..domain import MAX_CELLS
 from ..errors import ParameterError
 from ..loss import UNIT, PrivacyLoss
 from ..units import AUTO_SHARE, UnitBounds, unit_bounds
@@ -38,9 +40,11 @@ __all__ = ["hierarchical_histogram", "range_query", "BUDGET_SPLITS", "TREE_PARAM
 BUDGET_SPLITS = ("uniform", "geometric", "optimal")
 
 TREE_PARAMS = ParamTable("method='hierarchical'", (
-    Param("branching", AutoOr(Integer(2), "The '{name}' parameter must be 'auto' or an integer >= 2 (the "
-                              "fan-out per dimension). Got {value!r}. Qardaji et al. recommend 8 to 16; 'auto' "
-                              "picks it from the domain size and epsilon."),
+    # A fan-out at least the number of bins is a one-level tree; above the largest domain it is refused
+    # before the charge (the tree layout indexes nodes with int64).
+    Param("branching", AutoOr(Integer(2, MAX_CELLS), "The '{name}' parameter must be 'auto' or an integer in "
+                              f"[2, {MAX_CELLS}] (the fan-out per dimension). Got {{value}}. Qardaji et al. "
+                              "recommend 8 to 16; 'auto' picks it from the domain size and epsilon."),
           "auto", "fan-out b per dimension, or 'auto' (minimal predicted average range variance)"),
     Param("budget_split", Options(BUDGET_SPLITS), "uniform", "split of the loss across the tree's levels"),
     Param("include_root", Flag(), False, "also noise the root (Hay et al.'s tree)"),
@@ -144,22 +148,20 @@ def hierarchical_histogram(frame: pd.DataFrame, columns: Any, *, bins: Any = Non
 def _range_pairs(ranges: Any) -> tuple[np.ndarray, np.ndarray]:
     """Lows and highs of one ``(low, high)`` pair or a list of pairs: floats, or objects (dates, durations)
     that the domain's ``align`` reads."""
-    try:
-        pairs = np.asarray(ranges, dtype=np.float64)
-    except (TypeError, ValueError, OverflowError):
+    pairs = float_array(ranges)
+    if pairs is None:
         try:
-            pairs = np.asarray(ranges, dtype=object)
-        except (TypeError, ValueError) as err:
+            pairs = None if isinstance(ranges, (str, bytes)) else np.asarray(ranges, dtype=object)
+        except Exception:  # noqa: BLE001 - a public argument whose conversion raises anything
+            pairs = None
+        if pairs is None or pairs.ndim == 0:
             raise ParameterError(f"The 'ranges' parameter must be a (low, high) pair or a list of pairs of "
-                                 f"numbers, dates or durations. Got {ranges!r}.") from err
-        if pairs.ndim == 0:
-            raise ParameterError(f"The 'ranges' parameter must be a (low, high) pair or a list of pairs of "
-                                 f"numbers, dates or durations. Got {ranges!r}.")
+                                 f"numbers, dates or durations. Got {safe_repr(ranges)}.")
     if pairs.ndim == 1 and pairs.size == 2:
         pairs = pairs[None, :]
     if pairs.ndim != 2 or pairs.shape[1] != 2 or pairs.shape[0] == 0:
         raise ParameterError(f"The 'ranges' parameter must be a (low, high) pair or a non-empty list of "
-                             f"pairs, e.g. [(18, 25), (26, 64)]. Got {ranges!r}.")
+                             f"pairs, e.g. [(18, 25), (26, 64)]. Got {safe_repr(ranges)}.")
     return pairs[:, 0], pairs[:, 1]
 
 
@@ -173,7 +175,7 @@ def range_query(frame: pd.DataFrame, column: Any, ranges: Any, *, bins: Any = No
     bin edges, method knobs) is validated before the single charge.
     """
     if isinstance(column, (list, tuple)):
-        raise ParameterError(f"range_query answers 1-D ranges of one column; got columns {list(column)}. "
+        raise ParameterError(f"range_query answers 1-D ranges of one column; got columns {safe_repr(list(column))}. "
                              f"Pass a single column name.")
     cols = check_columns(frame, column, name="column")
     loss = privacy_loss(epsilon, rho)

@@ -17,6 +17,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 import pandas as pd
 
+from .._rational import safe_repr
 from ..domain import Grid, make_grid
 from ..errors import ParameterError
 from ..engines.bounding import release_key
@@ -79,10 +80,10 @@ def register_method(method: HistogramMethod) -> HistogramMethod:
 def method_named(method: Any, entry: str = "histogram", *, extra: tuple[str, ...] = ()) -> str:
     """Check a ``method=`` argument against the registry (and ``extra`` names accepted by ``entry``)."""
     known = [*extra, *sorted(METHODS)]
-    if not isinstance(method, str) or method not in known:
+    if not isinstance(method, str) or str.__str__(method) not in known:
         raise ParameterError(f"The 'method' parameter of {entry} must be one of {known if extra else sorted(METHODS)}. "
-                             f"Got {method!r}.")
-    return method
+                             f"Got {safe_repr(method)}.")
+    return str.__str__(method)
 
 
 def plan_method(name: str, grid: Grid, loss: PrivacyLoss, knobs: Mapping[str, Any],

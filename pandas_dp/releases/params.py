@@ -21,8 +21,9 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from ..errors import ParameterError
+from ..errors import PandasDPError, ParameterError
 from .._csprng import SecureRandom
+from .._rational import safe_repr
 
 __all__ = ["Constraint", "Options", "Flag", "Integer", "Real", "AutoOr", "Param", "ParamTable",
            "check_rng", "check_flag", "check_choice", "check_columns"]
@@ -71,11 +72,14 @@ class Integer(Constraint):
     hint: str = ""
 
     def check(self, value: Any, name: str) -> int:
-        bad = isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral) or value < self.low \
-            or (self.high is not None and value > self.high)
+        # np.timedelta64 registers as an Integral (it subclasses np.signedinteger) but is a duration.
+        bad = isinstance(value, (bool, np.bool_, np.timedelta64)) or not isinstance(value, numbers.Integral) \
+            or int(value) < self.low \
+            or (self.high is not None and int(value) > self.high)
         if bad:
             span = f">= {self.low}" if self.high is None else f"in [{self.low}, {self.high}]"
-            raise ParameterError(f"The '{name}' parameter must be an integer {span}. Got {value!r}.{self.hint}")
+            raise ParameterError(f"The '{name}' parameter must be an integer {span}. Got {safe_repr(value)}."
+                                 f"{self.hint}")
         return int(value)
 
     def describe(self) -> str:
@@ -92,17 +96,17 @@ class Real(Constraint):
     allow_inf: bool = False
 
     def check(self, value: Any, name: str) -> float | Fraction:
-        if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
-            raise ParameterError(f"The '{name}' parameter must be a number. Got {value!r}.")
+        if isinstance(value, (bool, np.bool_, np.timedelta64)) or not isinstance(value, numbers.Real):
+            raise ParameterError(f"The '{name}' parameter must be a number. Got {safe_repr(value)}.")
         try:
             v = float(value)
         except (OverflowError, ValueError) as err:
-            raise ParameterError(f"The '{name}' parameter must be a finite number. Got {value!r}.") from err
+            raise ParameterError(f"The '{name}' parameter must be a finite number. Got {safe_repr(value)}.") from err
         bad = math.isnan(v) or (math.isinf(v) and not self.allow_inf) or v < self.low \
             or (self.low_open and v == self.low) or (self.high is not None and v >= self.high)
         if bad:
             raise ParameterError(f"The '{name}' parameter must be a finite number {self.describe()}. "
-                                 f"Got {value!r}.")
+                                 f"Got {safe_repr(value)}.")
         return value if isinstance(value, Fraction) else v
 
     def describe(self) -> str:
@@ -126,7 +130,7 @@ class AutoOr(Constraint):
         except ParameterError as err:
             if not self.message:
                 raise
-            raise ParameterError(self.message.format(name=name, value=value)) from err
+            raise ParameterError(self.message.format(name=name, value=safe_repr(value))) from err
 
     def describe(self) -> str:
         return f"'auto' | {self.inner.describe()}"
@@ -153,7 +157,16 @@ class Param:
     def check(self, value: Any) -> Any:
         if value is None and self.optional:
             return None
-        return value if self.constraint is None else self.constraint.check(value, self.name)
+        if self.constraint is None:
+            return value
+        try:
+            return self.constraint.check(value, self.name)
+        except PandasDPError:
+            raise
+        except Exception as err:  # noqa: BLE001 - the value's own __float__, __lt__, __eq__... raised
+            raise ParameterError(f"The '{self.name}' parameter must be {self.constraint.describe()}; its value "
+                                 f"could not be read ({type(err).__name__} from the value itself). Got "
+                                 f"{safe_repr(value)}.") from err
 
 
 @dataclass(frozen=True)
@@ -205,28 +218,32 @@ def check_rng(rng: Any) -> np.random.Generator | SecureRandom | None:
     raise ParameterError(
         f"The 'rng' parameter must be None or a pandas_dp.noise.SecureRandom (secure randomness, for production), "
         f"or a numpy.random.Generator "
-        f"(reproducible experiments only). Got {rng!r}.{hint}"
+        f"(reproducible experiments only). Got {safe_repr(rng)}.{hint}"
     )
 
 
 def check_flag(value: Any, name: str) -> bool:
     """A strict boolean keyword argument."""
     if not isinstance(value, (bool, np.bool_)):
-        raise ParameterError(f"The '{name}' parameter must be True or False. Got {value!r}.")
+        raise ParameterError(f"The '{name}' parameter must be True or False. Got {safe_repr(value)}.")
     return bool(value)
 
 
 def check_choice(value: Any, name: str, choices: Sequence[str]) -> str:
     """One of a fixed set of string options."""
-    if not isinstance(value, str) or value not in choices:
-        raise ParameterError(f"The '{name}' parameter must be one of {list(choices)}. Got {value!r}.")
-    return value
+    if not (isinstance(value, str) and _member(str.__str__(value), choices)):
+        raise ParameterError(f"The '{name}' parameter must be one of {list(choices)}. Got {safe_repr(value)}.")
+    return str.__str__(value)
+
+
+def _member(value: str, choices: Sequence[str]) -> bool:
+    return any(value == c for c in choices)
 
 
 def _label_ok(label: Any) -> bool:
     try:
         hash(label)
-    except TypeError:
+    except Exception:  # noqa: BLE001 - unhashable, or a __hash__ that raises (np.timedelta64 raises ValueError)
         return False
     return True
 
@@ -235,7 +252,8 @@ def check_columns(frame: Any, columns: Any, *, name: str = "columns") -> list[An
     """The released column labels: one label or a non-empty list of distinct labels present in ``frame``.
 
     Only the frame's column labels are read (public); a frame whose labels repeat cannot be released
-    from, since a label would not name one column.
+    from, since a label would not name one column. Labels that cannot be hashed or compared (a list, a
+    dict, an object whose ``__hash__`` or ``__eq__`` raises) are refused with a :class:`ParameterError`.
     """
     if isinstance(columns, (list, tuple)):
         cols = list(columns)
@@ -245,20 +263,32 @@ def check_columns(frame: Any, columns: Any, *, name: str = "columns") -> list[An
         cols = [columns]
     bad = [c for c in cols if not _label_ok(c)]
     if bad:
-        raise ParameterError(f"The '{name}' parameter must name columns by their labels. Got {bad[0]!r}, "
+        raise ParameterError(f"The '{name}' parameter must name columns by their labels. Got {safe_repr(bad[0])}, "
                              f"which is not a valid column label.")
     labels = pd.Index(frame.columns)
-    missing = [c for c in cols if c not in labels]
+    shown_columns = safe_repr(list(labels[:20]), 400)
+    try:
+        missing = [c for c in cols if c not in labels]
+        # Distinct labels: 1, 1.0 and True are different columns of a frame, so the type is part of the key.
+        distinct = len({(type(c), c) for c in cols}) == len(cols)
+        repeated = [c for c in cols if int((labels == c).sum()) > 1] if not labels.is_unique else []
+    except PandasDPError:
+        raise
+    except Exception as err:  # noqa: BLE001 - a label's own __eq__ raised while compared with the frame's
+        raise ParameterError(f"The '{name}' parameter {safe_repr(columns)} cannot be compared with the frame's "
+                             f"column labels ({type(err).__name__}); pass the labels as they appear in "
+                             f"frame.columns: {shown_columns}.") from err
     if missing:
         raise ParameterError(
-            f"Column(s) {missing} of '{name}' not in the frame; check spelling. Columns: {list(frame.columns)[:20]}."
+            f"Column(s) {safe_repr(missing, 200)} of '{name}' not in the frame; check spelling. Columns: "
+            f"{shown_columns}."
         )
-    if len(set(map(repr, cols))) != len(cols):
-        raise ParameterError(f"The '{name}' parameter repeats a column: {cols}. Pass each column once.")
-    repeated = [c for c in cols if int((labels == c).sum()) > 1] if not labels.is_unique else []
+    if not distinct:
+        raise ParameterError(f"The '{name}' parameter repeats a column: {safe_repr(cols, 200)}. Pass each column "
+                             f"once.")
     if repeated:
-        raise ParameterError(f"Column label(s) {repeated} appear more than once in the frame, so '{name}' is "
-                             f"ambiguous. Rename the duplicate columns (frame.columns) first.")
+        raise ParameterError(f"Column label(s) {safe_repr(repeated, 200)} appear more than once in the frame, so "
+                             f"'{name}' is ambiguous. Rename the duplicate columns (frame.columns) first.")
     return cols
 
 

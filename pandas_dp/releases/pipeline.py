@@ -24,6 +24,7 @@ import os
 import sys
 import warnings
 from dataclasses import dataclass, field
+from types import FrameType
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
@@ -79,8 +80,8 @@ def warn_inside_groupby() -> None:
     call stack only (never at the data), so it warns or not the same way on neighbouring frames.
     It warns once per call site (the caller's file and line) in a process.
     """
-    frame = sys._getframe(1)
-    user = None
+    frame: FrameType | None = sys._getframe(1)
+    user: FrameType | None = None
     while frame is not None:
         name = frame.f_code.co_filename
         if user is None and not name.startswith(_PACKAGE_DIR):
@@ -91,7 +92,8 @@ def warn_inside_groupby() -> None:
     if frame is None or user is None or (user.f_code.co_filename, user.f_lineno) in _WARNED_SITES:
         return
     _WARNED_SITES.add((user.f_code.co_filename, user.f_lineno))
-    depth, walk = 1, sys._getframe(1)
+    depth = 1
+    walk: FrameType | None = sys._getframe(1)
     while walk is not None and walk is not user:
         depth, walk = depth + 1, walk.f_back
     warnings.warn(

@@ -78,6 +78,7 @@ def cli_keys() -> dict[str, set[str]]:
     for name in GEOGRAPHY_METHODS:  # tables by geography: by=, hierarchy= (a file), level_weights=, integer=
         keys[name] |= set(GEOGRAPHY_ARGUMENTS)
     coc = ENTRIES["count_of_counts"]
+    assert coc.knobs is not None, "count_of_counts declares its own knobs"
     keys["count_of_counts"] = set(coc.arguments) | (set(coc.knobs.names) - {"method", "progress"}) | {"estimator"}
     keys["unattributed"] = set(ENTRIES["unattributed_histogram"].arguments)
     return keys

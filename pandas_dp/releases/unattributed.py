@@ -19,6 +19,7 @@ import pandas as pd
 from .._labels import CLASS_NAMES, public_labels, value_classes
 from ..algorithms.unattributed import noisy_group_count, top_n_sorted, unattributed_histogram as sbar
 from ..domain import MAX_CELLS
+from .._rational import safe_repr
 from ..engines.bounding import release_key
 from ..errors import ParameterError
 from ..loss import UNIT, Sensitivity
@@ -38,30 +39,38 @@ MAX_GROUPS = MAX_CELLS
 def _group_ids(groups: Any, column: Any) -> pd.Index:
     if isinstance(groups, pd.DataFrame):
         # A public groups table: its column named like the group column holds the ids.
-        if column not in groups.columns:
-            raise ParameterError(f"The 'groups' table has no column {column!r} (the group column). Pass a table "
-                                 f"with a {column!r} column of all group ids, or the ids themselves as a Series.")
+        if isinstance(groups.columns, pd.MultiIndex) or column not in groups.columns:
+            raise ParameterError(f"The 'groups' table has no column {safe_repr(column)} (the group column). Pass a "
+                                 f"table with a {safe_repr(column)} column of all group ids, or the ids themselves "
+                                 f"as a Series.")
         groups = groups[column]
+        if isinstance(groups, pd.DataFrame):
+            raise ParameterError(f"The 'groups' table has several columns named {safe_repr(column)}; rename them "
+                                 f"so that one column holds the group ids.")
+    if isinstance(groups, (str, bytes)) or not hasattr(groups, "__iter__"):
+        raise ParameterError(f"The 'groups' parameter must be a Series, Index or array of group ids. "
+                             f"Got {type(groups).__name__}.")
     try:
         ids = pd.Index(groups)
-    except (TypeError, ValueError) as err:
+    except Exception as err:  # noqa: BLE001 - a generator or object whose iteration raises
         raise ParameterError(f"The 'groups' parameter must be a Series, Index or array of group ids. "
                              f"Got {type(groups).__name__}.") from err
     classes = value_classes(ids) if not isinstance(ids, pd.MultiIndex) else np.zeros(len(ids), dtype=np.int8)
     if (classes == 0).any():
-        bad = [ids[i] for i in np.flatnonzero(classes == 0)[:5]]
+        bad = safe_repr([ids[i] for i in np.flatnonzero(classes == 0)[:5]], 200)
         raise ParameterError(f"The 'groups' parameter must hold scalar group ids (strings, numbers, dates). "
                              f"Got {int((classes == 0).sum())} that are not, e.g. {bad}; pass one id per group.")
+    # Missing ids (None, NaN, NaT, Decimal('NaN') and its signalling kind, which pandas' isna cannot read).
+    if (classes < 0).any():
+        raise ParameterError("The 'groups' parameter holds missing group ids; remove them.")
     kinds = np.unique(classes[classes > 0])
     if kinds.size > 1:
         names = [CLASS_NAMES[int(k)] for k in kinds]
         raise ParameterError(f"The 'groups' parameter mixes kinds of ids ({', '.join(names)}); pass ids of one "
                              f"kind (e.g. all strings or all numbers).")
     ids = public_labels(ids)
-    if ids.hasnans:
-        raise ParameterError("The 'groups' parameter holds missing group ids; remove them.")
     if not ids.is_unique:
-        dup = ids[ids.duplicated()].unique()[:5].tolist()
+        dup = safe_repr(ids[ids.duplicated()].unique()[:5].tolist(), 200)
         raise ParameterError(f"The 'groups' parameter repeats group ids (e.g. {dup}); pass each group once.")
     return ids
 
@@ -78,7 +87,7 @@ def unattributed_histogram(frame: pd.DataFrame, group: Any, *, epsilon: Any = No
     """
     col = check_columns(frame, group, name="group")
     if len(col) != 1:
-        raise ParameterError(f"The 'group' parameter names one column. Got {group!r}.")
+        raise ParameterError(f"The 'group' parameter names one column. Got {safe_repr(group)}.")
     loss = privacy_loss(epsilon, rho)
     check_measure(loss, frozenset({"pure", "zcdp"}), "unattributed_histogram")
     generator = check_rng(rng)
@@ -106,8 +115,11 @@ def unattributed_histogram(frame: pd.DataFrame, group: Any, *, epsilon: Any = No
         else:  # bound every unit's rows (random, with the release's randomness), then count per group
             counts = exact.counts(unit, release_key(generator))
             counts = counts if ids is not None else counts[counts > 0]
-        n = len(ids) if ids is not None else noisy_group_count(counts.size, noise=noise_n, limit=MAX_GROUPS,
-                                                               rng=generator)
+        if ids is not None:
+            n = len(ids)
+        else:
+            assert noise_n is not None  # planned whenever the groups are estimated
+            n = noisy_group_count(counts.size, noise=noise_n, limit=MAX_GROUPS, rng=generator)
         est = sbar(top_n_sorted(counts, n), noise=noise_s, rng=generator)
         index = pd.RangeIndex(est.counts.size, name="rank")
         described = est.noise.describe()

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .._rational import safe_repr
 from ..errors import ParameterError
 from ._frozen import FrozenDict, FrozenList, _Released, freeze, same
 
@@ -20,7 +21,7 @@ def normal_quantile(confidence_level: float) -> float:
     if isinstance(confidence_level, bool) or not isinstance(confidence_level, (int, float, np.floating)) \
             or not 0 < confidence_level < 1:
         raise ParameterError(f"The 'confidence_level' parameter must be a number in (0, 1). "
-                             f"Got {confidence_level!r}; pass e.g. confidence_level=0.95.")
+                             f"Got {safe_repr(confidence_level)}; pass e.g. confidence_level=0.95.")
     return NormalDist().inv_cdf(0.5 + float(confidence_level) / 2)
 
 
@@ -97,7 +98,7 @@ def noise_radius(noise: Any, terms: Any, std_error: Any, confidence_level: float
         radius = np.empty(se.shape)
         for one in set(noise):
             mine = np.array([n == one for n in noise]).reshape(se.shape)
-            radius[mine] = noise_radius(one, k[mine], se[mine], confidence_level)  # type: ignore[index]
+            radius[mine] = noise_radius(one, k[mine], se[mine], confidence_level)
         return radius
     radius = noise.tail_factor(confidence_level) * se
     for count in np.unique(k[k > 0]):

@@ -26,14 +26,18 @@ values and public variances: no privacy cost.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 import pandas as pd
 
+from .._public import safe_repr
 from ..errors import ParameterError
 from ._base import noise_radius, normal_quantile
 from .histogram import RangeAnswer
+
+if TYPE_CHECKING:
+    from ..domain import BinDomain, Grid
 
 __all__ = ["Bracket", "bracket_bounds", "BracketedRangeAnswer", "BracketedIntervals", "INTERVAL_NOTE",
            "cell_boxes"]
@@ -97,7 +101,7 @@ def bracket_bounds(bracket: Bracket, noise: Any, confidence_level: float,
     outer_se = np.sqrt(np.maximum(np.asarray(bracket.outer_variance, dtype=np.float64), 0.0))
     r_in = noise_radius(noise, 0, inner_se, confidence_level)
     r_out = noise_radius(noise, 0, outer_se, confidence_level)
-    if r_in is None:
+    if r_in is None or r_out is None:   # both or neither: one noise, one answer
         z = normal_quantile(confidence_level)
         r_in, r_out = z * inner_se, z * outer_se
     lower = np.maximum(np.asarray(bracket.inner_estimate, dtype=np.float64) - r_in, 0.0)
@@ -143,8 +147,9 @@ def _boxes(lower: Any, upper: Any, shape: tuple[int, ...]) -> tuple[np.ndarray, 
     try:
         lo = np.atleast_2d(np.asarray(lower))
         hi = np.atleast_2d(np.asarray(upper))
-    except (TypeError, ValueError) as err:
-        raise ParameterError(f"cell_box_query takes integer cell-index bounds; got {lower!r}, {upper!r}.") from err
+    except Exception as err:  # noqa: BLE001 - a public argument whose conversion raises anything
+        raise ParameterError(f"cell_box_query takes integer cell-index bounds; got {safe_repr(lower)}, "
+                             f"{safe_repr(upper)}.") from err
     d = len(shape)
     if (lo.shape != hi.shape or lo.ndim != 2 or lo.shape[1] != d or lo.shape[0] == 0
             or not np.issubdtype(lo.dtype, np.integer) or not np.issubdtype(hi.dtype, np.integer)):
@@ -168,6 +173,16 @@ class BracketedIntervals:
     ``cell_box_query`` then report bracket intervals; estimates and
     ``std_error`` stay those of the release (noise only).
     """
+
+    if TYPE_CHECKING:   # provided by the Histogram the mixin is combined with
+        counts: pd.Series
+        domain: Grid
+        noise: Any
+        post_processing: tuple[str, ...]
+
+        def _bin_domain(self) -> BinDomain: ...
+
+        def _range_stats(self, i: np.ndarray, j: np.ndarray) -> tuple[np.ndarray, np.ndarray]: ...
 
     def _bracket_boxes(self, lo: np.ndarray, hi: np.ndarray) -> Bracket:  # pragma: no cover - interface
         raise NotImplementedError
@@ -210,7 +225,8 @@ class BracketedIntervals:
         i, j = np.atleast_1d(i).astype(np.int64), np.atleast_1d(j).astype(np.int64)
         empty = i >= j
         bracket = self._bracket_boxes(np.where(empty, 0, i)[:, None], np.where(empty, 1, j)[:, None])
-        bracket = Bracket(*(np.where(empty, 0.0, part) for part in bracket[:4]), bracket.aligned | empty)
+        inner_est, inner_var, outer_est, outer_var = (np.where(empty, 0.0, part) for part in bracket[:4])
+        bracket = Bracket(inner_est, inner_var, outer_est, outer_var, bracket.aligned | empty)
         if isinstance(answer, pd.DataFrame):
             lower, upper = bracket_bounds(bracket, self.noise, confidence_level, answer["estimate"].to_numpy())
             return answer.assign(lower=lower, upper=upper, aligned=bracket.aligned)

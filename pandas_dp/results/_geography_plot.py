@@ -9,6 +9,7 @@ import numpy as np
 
 from .._optional import import_optional
 from ..errors import ParameterError
+from ._checks import check_count
 
 __all__ = ["plot_regions"]
 
@@ -31,8 +32,7 @@ def plot_regions(result: Any, level: str | None, region: Any, ax: Any, *, max_re
         return out
     if ax is not None:
         raise ParameterError("ax= draws one region: pass region= too, or leave ax out for small multiples.")
-    if isinstance(max_regions, bool) or not isinstance(max_regions, int) or max_regions < 1:
-        raise ParameterError(f"The 'max_regions' parameter must be a positive integer. Got {max_regions!r}.")
+    max_regions = check_count(max_regions, "max_regions", "GeographyHistogram.plot()", low=1)
     plt = import_optional("matplotlib.pyplot", extra="plot", purpose="GeographyHistogram.plot()")
     totals = result._table(lvl).sum(axis=1)
     top = np.argsort(-totals, kind="stable")[:max_regions]

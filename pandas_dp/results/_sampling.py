@@ -18,7 +18,9 @@ import numpy as np
 import pandas as pd
 
 from ..domain import BinDomain, Grid
+from .._rational import safe_repr
 from ..errors import ParameterError
+from ._checks import MAX_SAMPLE_ROWS, check_count, check_rows
 
 __all__ = ["sampling_rng", "cell_counts", "draw_cells", "grid_rows", "persons_rows", "group_sizes_rows"]
 
@@ -42,10 +44,10 @@ def cell_counts(estimates: Any) -> np.ndarray:
 def _check_n(n: Any) -> int | None:
     if n is None:
         return None
-    if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 0:
+    if isinstance(n, (bool, np.bool_, np.timedelta64)) or not isinstance(n, numbers.Integral) or n < 0:
         raise ParameterError(f"The 'n' parameter of sample() must be a non-negative integer or None "
-                             f"(None: the released total). Got {n!r}.")
-    return int(n)
+                             f"(None: the released total). Got {safe_repr(n)}.")
+    return check_count(n, "n", "sample()", high=MAX_SAMPLE_ROWS)
 
 
 def draw_cells(counts: np.ndarray, n: Any, rng: np.random.Generator) -> np.ndarray:
@@ -73,8 +75,12 @@ def draw_cells(counts: np.ndarray, n: Any, rng: np.random.Generator) -> np.ndarr
     """
     size = _check_n(n)
     if size is None:
+        check_rows(int(counts.sum(dtype=np.float64)), "sample() of the released table")
         codes = np.repeat(np.arange(counts.size, dtype=np.int64), counts)
         return rng.permutation(codes)
+    if counts.sum(dtype=np.float64) >= 2.0**62:  # int64 cumulative counts would overflow
+        raise ParameterError("Cannot sample from this release: its released counts add up to more than 2**62 (a "
+                             "loss far too small for the data). Sample from a release with a larger loss.")
     total = int(counts.sum())
     if total == 0 and size > 0:
         raise ParameterError(f"Cannot draw n={size} rows: every released estimate is 0 after clipping "

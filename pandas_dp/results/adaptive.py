@@ -21,6 +21,7 @@ from ..algorithms.dawa import DawaRelease
 from ..algorithms.dpcube import box_sums, summed_area
 from ..algorithms.grid_release import GridRelease
 from ._bracket import Bracket, BracketedIntervals
+from ._detail import required_detail
 from ._frozen import stored_fields
 from .histogram import Histogram
 
@@ -59,10 +60,14 @@ class DAWAHistogram(BracketedIntervals, Histogram):
     detail: DawaRelease | None = field(default=None, compare=False)
 
     @property
+    def _detail(self) -> DawaRelease:
+        return required_detail(self, self.detail)
+
+    @property
     def buckets(self) -> pd.DataFrame:
         """One row per bucket: ``start``, ``stop`` (positions on DAWA's line: bins in 1-D, Hilbert
         positions in 2-D), ``cells``, the least-squares ``estimate`` of its total and its ``variance``."""
-        d = self.detail
+        d = self._detail
         return pd.DataFrame({"start": d.edges[:-1], "stop": d.edges[1:], "cells": np.diff(d.edges),
                              "estimate": d.bucket_estimates, "variance": d.bucket_variances})
 
@@ -72,23 +77,23 @@ class DAWAHistogram(BracketedIntervals, Histogram):
         var = np.zeros(i.size)
         some = i < j
         if some.any():
-            var[some] = self.detail.range_variance(i[some], j[some])
+            var[some] = self._detail.range_variance(i[some], j[some])
         return est[j] - est[i], var
 
     def _box_stats(self, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         if lo.shape[1] == 1:
             return self._range_stats(lo[:, 0], hi[:, 0])
         est = box_sums(_sat(self.counts, self.domain.shape), lo, hi)
-        return est, self.detail.rectangle_variance(_queries(lo, hi))
+        return est, self._detail.rectangle_variance(_queries(lo, hi))
 
     def _bracket_boxes(self, lo: np.ndarray, hi: np.ndarray) -> Bracket:
         queries = _queries(lo, hi)
-        io = self.detail.inner_outer(queries)
+        io = self._detail.inner_outer(queries)
         return Bracket(io["inner_estimate"], io["inner_variance"], io["outer_estimate"], io["outer_variance"],
-                       self.detail.aligned(queries))
+                       self._detail.aligned(queries))
 
     def _bracket_cells(self) -> Bracket:
-        d = self.detail
+        d = self._detail
         sizes = np.diff(d.edges)
         bucket = np.repeat(np.arange(sizes.size), sizes)          # bucket of every line position
         if d.order is not None:                                   # 2-D: line position -> cell
@@ -100,7 +105,7 @@ class DAWAHistogram(BracketedIntervals, Histogram):
         return Bracket(np.where(alone, outer, 0.0), np.where(alone, outer_var, 0.0), outer, outer_var, alone)
 
     def _html_title(self) -> str:
-        return f"ε = {self.epsilon:g}, {self.detail.n_buckets:,} buckets"
+        return f"ε = {self.epsilon:g}, {self._detail.n_buckets:,} buckets"
 
 
 @stored_fields
@@ -124,14 +129,18 @@ class GridHistogram(BracketedIntervals, Histogram):
     detail: GridRelease | None = field(default=None, compare=False)
 
     @property
+    def _detail(self) -> GridRelease:
+        return required_detail(self, self.detail)
+
+    @property
     def grid(self) -> pd.DataFrame:
         """One row per (first-level) grid cell: atom bounds ``row_lo, row_hi, col_lo, col_hi``, the
         released ``noisy_count``, the inferred ``estimate`` of its total, its ``variance`` and the
         ``sub_rows x sub_cols`` sub-grid (1 x 1 for UGrid)."""
-        d = self.detail
+        d = self._detail
         re, ce = d.row_edges, d.col_edges
-        rows, cols = np.meshgrid(np.arange(re.size - 1), np.arange(ce.size - 1), indexing="ij")
-        rows, cols = rows.ravel(), cols.ravel()
+        grid_rows, grid_cols = np.meshgrid(np.arange(re.size - 1), np.arange(ce.size - 1), indexing="ij")
+        rows, cols = grid_rows.ravel(), grid_cols.ravel()
         return pd.DataFrame({"row_lo": re[rows], "row_hi": re[rows + 1], "col_lo": ce[cols], "col_hi": ce[cols + 1],
                              "noisy_count": d.cell_counts.ravel(), "estimate": d.cell_estimates.ravel(),
                              "variance": d.cell_variances.ravel(), "sub_rows": d.sub_shape[..., 0].ravel(),
@@ -139,14 +148,14 @@ class GridHistogram(BracketedIntervals, Histogram):
 
     def _box_stats(self, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         est = box_sums(_sat(self.counts, self.domain.shape), lo, hi)
-        return est, self.detail.rectangle_variance(_queries(lo, hi))
+        return est, self._detail.rectangle_variance(_queries(lo, hi))
 
     def _bracket_boxes(self, lo: np.ndarray, hi: np.ndarray) -> Bracket:
         rects = _queries(lo, hi)
-        io = self.detail.inner_outer(rects)
+        io = self._detail.inner_outer(rects)
         return Bracket(io["inner_estimate"], io["inner_variance"], io["outer_estimate"], io["outer_variance"],
-                       self.detail.aligned(rects))
+                       self._detail.aligned(rects))
 
     def _html_title(self) -> str:
-        rows, cols = self.detail.grid_shape
+        rows, cols = self._detail.grid_shape
         return f"ε = {self.epsilon:g}, {rows} x {cols} grid"

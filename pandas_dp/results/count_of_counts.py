@@ -10,8 +10,10 @@ import numpy as np
 import pandas as pd
 
 from .._optional import import_optional
+from .._rational import safe_repr
 from ..errors import ParameterError
 from ._base import FrozenRelease, MeasureView
+from ._checks import MAX_SAMPLE_ROWS, check_axes, check_count, check_flag, check_rows, find_label
 from ._format import estimates_table, guarantee_text, html_params
 from ._frozen import stored_fields
 
@@ -61,7 +63,7 @@ class CountOfCounts(FrozenRelease, MeasureView):
     frame: pd.DataFrame = field(compare=False)
     levels: tuple[str, ...]
     regions: tuple[pd.Index, ...] = field(compare=False)
-    epsilon: float
+    epsilon: float | None
     method: str
     params: Mapping[str, Any]
     post_processing: tuple[str, ...] = ()
@@ -79,10 +81,24 @@ class CountOfCounts(FrozenRelease, MeasureView):
         """The release as a tidy frame: ``level``, ``region``, ``size``, ``groups``."""
         return self.frame.copy()
 
-    def _level(self, level: str) -> pd.DataFrame:
-        if level not in self.levels:
-            raise ParameterError(f"Unknown level {level!r}; this release has levels {list(self.levels)}.")
-        return self.frame[self.frame["level"] == level]
+    def _level_position(self, level: Any) -> int:
+        """Position of a level name (ParameterError naming the levels when it is not one)."""
+        found = find_label(level, self.levels)
+        if found is None:
+            raise ParameterError(f"Unknown level {safe_repr(level)}; this release has levels {list(self.levels)}.")
+        return found
+
+    def _region(self, level: Any, region: Any) -> Any:
+        """The region label of ``level`` equal to ``region`` (ParameterError when there is none)."""
+        lvl = self._level_position(level)
+        found = find_label(region, self.regions[lvl])
+        if found is None:
+            raise ParameterError(f"Unknown region {safe_repr(region)} at level {self.levels[lvl]!r}; "
+                                 f"see result.regions[{lvl}].")
+        return self.regions[lvl][found]
+
+    def _level(self, level: Any) -> pd.DataFrame:
+        return self.frame[self.frame["level"] == self.levels[self._level_position(level)]]
 
     def at(self, level: str, region: Any = None) -> pd.Series:
         """Number of groups per size in one region (Series indexed by ``size``).
@@ -92,13 +108,11 @@ class CountOfCounts(FrozenRelease, MeasureView):
         """
         part = self._level(level)
         if region is None:
-            if len(self.regions[self.levels.index(level)]) == 1:
+            if len(self.regions[self._level_position(level)]) == 1:
                 return pd.Series(part["groups"].to_numpy(), index=pd.Index(part["size"].to_numpy(), name="size"),
                                  name="groups")
             return part.set_index(["region", "size"])["groups"]
-        if region not in self.regions[self.levels.index(level)]:
-            raise ParameterError(f"Unknown region {region!r} at level {level!r}.")
-        sel = part[part["region"] == region]
+        sel = part[part["region"] == self._region(level, region)]
         return pd.Series(sel["groups"].to_numpy(), index=pd.Index(sel["size"].to_numpy(), name="size"),
                          name="groups")
 
@@ -106,13 +120,13 @@ class CountOfCounts(FrozenRelease, MeasureView):
         """Sorted group sizes of one region (the unattributed histogram; one entry per group)."""
         s = self.at(level, region)
         if isinstance(s.index, pd.MultiIndex):
-            raise ParameterError(f"Level {level!r} has several regions; pass region=.")
+            raise ParameterError(f"Level {safe_repr(level)} has several regions; pass region=.")
         return np.repeat(s.index.to_numpy(dtype=np.int64), s.to_numpy(dtype=np.int64))
 
     def totals(self, level: str) -> pd.Series:
         """Number of groups per region of a level."""
         part = self._level(level)
-        idx = self.regions[self.levels.index(level)]
+        idx = self.regions[self._level_position(level)]
         return part.groupby("region", sort=False)["groups"].sum().reindex(idx, fill_value=0).rename("groups")
 
     # -- evaluation ----------------------------------------------------------
@@ -132,6 +146,18 @@ class CountOfCounts(FrozenRelease, MeasureView):
             histograms, Kuo et al. section 3.1), one row per region.
         """
         other = truth.frame if isinstance(truth, CountOfCounts) else truth
+        if not isinstance(other, pd.DataFrame) or isinstance(other.columns, pd.MultiIndex) \
+                or not set(_COLUMNS) <= set(other.columns):
+            raise ParameterError(f"The 'truth' parameter of emd() must be a CountOfCounts or a DataFrame with "
+                                 f"columns {_COLUMNS} (one row per level, region and size). Got "
+                                 f"{type(truth).__name__}.")
+        try:
+            sizes = other["size"].to_numpy(dtype=np.int64)
+            groups = other["groups"].to_numpy(dtype=np.int64)
+        except Exception as err:  # noqa: BLE001 - missing or non-numeric sizes and counts
+            raise ParameterError("The 'truth' table's 'size' and 'groups' columns must hold integers (no missing "
+                                 "values).") from err
+        other = other.assign(size=sizes, groups=groups)
         return emd_per_region(self.frame, other, self.levels, self.regions)
 
     # -- synthetic rows ------------------------------------------------------
@@ -202,8 +228,16 @@ class CountOfCounts(FrozenRelease, MeasureView):
         """
         from ._sampling import persons_rows
 
+        if hierarchy is not None and not isinstance(hierarchy, pd.DataFrame):
+            raise ParameterError(f"The 'hierarchy' parameter of sample() must be a DataFrame with one column per "
+                                 f"level, or None. Got {type(hierarchy).__name__}.")
+        if n is not None:
+            check_count(n, "n", "sample()", high=MAX_SAMPLE_ROWS)
         columns = self._region_columns(hierarchy)
         leaf = self._level(self.levels[-1])
+        if n is None:  # the release itself: one row per person of every released group
+            check_rows(int((leaf["size"].to_numpy(dtype=np.float64) * leaf["groups"].to_numpy(dtype=np.float64)
+                            ).sum()), "sample() of this release")
         position = pd.Index(self.regions[-1]).get_indexer(leaf["region"])
         table = pd.DataFrame({"region": position, "size": leaf["size"].to_numpy(),
                               "groups": leaf["groups"].to_numpy()})
@@ -241,11 +275,14 @@ class CountOfCounts(FrozenRelease, MeasureView):
         plt = import_optional("matplotlib.pyplot", extra="plot", purpose="CountOfCounts.plot()")
         from ._plot import readable_numbers
 
+        check_axes(ax, "CountOfCounts.plot()")
+        max_regions = check_count(max_regions, "max_regions", "CountOfCounts.plot()", low=1)
+        cumulative = check_flag(cumulative, "cumulative", "CountOfCounts.plot()")
+
         part = self._level(level)
+        level = self.levels[self._level_position(level)]  # the release's own labels, for the title
         if region is not None:
-            if region not in self.regions[self.levels.index(level)]:
-                raise ParameterError(f"Unknown region {region!r} at level {level!r}; "
-                                     f"see result.regions[{self.levels.index(level)}].")
+            region = self._region(level, region)
             part = part[part["region"] == region]
         part = part[part["size"] > 0]
         top = part.groupby("region", sort=False)["groups"].sum().sort_values(ascending=False)

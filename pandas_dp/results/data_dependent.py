@@ -26,6 +26,7 @@ import pandas as pd
 from ..algorithms.ahp import AHPRelease
 from ..algorithms.dpcube import DPCubeRelease, box_sums, summed_area
 from ._bracket import Bracket, BracketedIntervals
+from ._detail import required_detail
 from ._frozen import stored_fields
 from .histogram import Histogram
 
@@ -66,6 +67,10 @@ class AHPHistogram(BracketedIntervals, Histogram):
     detail: AHPRelease | None = field(default=None, compare=False)
     _noise_by = "by phase"
 
+    @property
+    def _detail(self) -> AHPRelease:
+        return required_detail(self, self.detail)
+
     def _noises(self) -> list[Any]:
         if self.detail is None:
             return super()._noises()
@@ -74,25 +79,25 @@ class AHPHistogram(BracketedIntervals, Histogram):
     @property
     def clusters(self) -> pd.DataFrame:
         """One row per bin: ``cluster`` id, ``cluster_size`` and the cluster's released ``cluster_sum``."""
-        d = self.detail
+        d = self._detail
         return pd.DataFrame({"cluster": d.labels, "cluster_size": d.cluster_sizes[d.labels],
                              "cluster_sum": d.cluster_sums[d.labels]}, index=self.counts.index)
 
     def _range_stats(self, i: np.ndarray, j: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         est = np.concatenate([[0.0], np.cumsum(self.counts.to_numpy(dtype=np.float64))])
-        return est[j] - est[i], self.detail.range_variance(i, j)
+        return est[j] - est[i], self._detail.range_variance(i, j)
 
     def _box_stats(self, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         if lo.shape[1] == 1:
             return self._range_stats(lo[:, 0], hi[:, 0])
-        d = self.detail
+        d = self._detail
         est = box_sums(summed_area(self.counts.to_numpy(dtype=np.float64).reshape(self.domain.shape)), lo, hi)
         share = self._cells_in_clusters(lo, hi) / d.cluster_sizes[None, :]
         return est, d.noise_variance * np.sum(share ** 2, axis=1)
 
     def _cells_in_clusters(self, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
         """Number of cells of every cluster inside every box, ``(q, clusters)``."""
-        d = self.detail
+        d = self._detail
         labels = d.labels
         n, k = labels.size, d.cluster_sizes.size
         out = np.empty((lo.shape[0], k))
@@ -115,13 +120,13 @@ class AHPHistogram(BracketedIntervals, Histogram):
         return out
 
     def _bracket_boxes(self, lo: np.ndarray, hi: np.ndarray) -> Bracket:
-        d = self.detail
+        d = self._detail
         parts = _whole_blocks(self._cells_in_clusters(lo, hi), d.cluster_sizes,
                               d.cluster_sums.astype(np.float64), d.noise_variance)
         return Bracket(*parts)
 
     def _bracket_cells(self) -> Bracket:
-        d = self.detail
+        d = self._detail
         alone = d.cluster_sizes[d.labels] == 1
         outer = d.cluster_sums[d.labels].astype(np.float64)
         var = np.full(outer.size, d.noise_variance)
@@ -150,6 +155,10 @@ class DPCubeHistogram(BracketedIntervals, Histogram):
     detail: DPCubeRelease | None = field(default=None, compare=False)
     _noise_by = "by phase"
 
+    @property
+    def _detail(self) -> DPCubeRelease:
+        return required_detail(self, self.detail)
+
     def _noises(self) -> list[Any]:
         if self.detail is None:
             return super()._noises()
@@ -159,7 +168,7 @@ class DPCubeHistogram(BracketedIntervals, Histogram):
     def partitions(self) -> pd.DataFrame:
         """One row per kd-tree partition: half-open cell bounds per dimension, ``cells``,
         the released ``noisy_count`` (phase 2) and the least-squares ``weight``."""
-        d = self.detail
+        d = self._detail
         frame: dict[str, Any] = {}
         for a, col in enumerate(self.domain.columns):
             frame[f"{col}_lo"] = d.lo[:, a]
@@ -172,19 +181,19 @@ class DPCubeHistogram(BracketedIntervals, Histogram):
     @property
     def cell_histogram(self) -> pd.Series:
         """The released phase-1 noisy cell counts."""
-        return pd.Series(self.detail.noisy_cells.reshape(-1), index=self.counts.index, name="noisy_cell")
+        return pd.Series(self._detail.noisy_cells.reshape(-1), index=self.counts.index, name="noisy_cell")
 
     def _range_stats(self, i: np.ndarray, j: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         est = np.concatenate([[0.0], np.cumsum(self.counts.to_numpy(dtype=np.float64))])
-        var = self.detail.box_variance(np.asarray(i)[:, None], np.asarray(j)[:, None])
+        var = self._detail.box_variance(np.asarray(i)[:, None], np.asarray(j)[:, None])
         return est[j] - est[i], var
 
     def _box_stats(self, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         grid = self.counts.to_numpy(dtype=np.float64).reshape(self.domain.shape)
-        return box_sums(summed_area(grid), lo, hi), self.detail.box_variance(lo, hi)
+        return box_sums(summed_area(grid), lo, hi), self._detail.box_variance(lo, hi)
 
     def _bracket_boxes(self, lo: np.ndarray, hi: np.ndarray) -> Bracket:
-        d = self.detail
+        d = self._detail
         if d.estimate == "least_squares":       # unbiased: the interval of the unclipped estimate
             raw = box_sums(summed_area(np.asarray(d.estimates, dtype=np.float64)), lo, hi)
             var = d.box_variance(lo, hi)
@@ -200,7 +209,7 @@ class DPCubeHistogram(BracketedIntervals, Histogram):
         return Bracket(*(np.concatenate(p) for p in zip(*parts)))
 
     def _bracket_cells(self) -> Bracket:
-        d = self.detail
+        d = self._detail
         labels = np.asarray(d.labels).reshape(-1)
         if d.estimate == "least_squares":
             raw = np.asarray(d.estimates, dtype=np.float64).reshape(-1)

@@ -21,7 +21,9 @@ import pandas as pd
 
 from ..domain import BinDomain, Grid
 from ..errors import DomainError, ParameterError
-from ._base import EstimatesView, FrozenRelease, confidence_bounds, noise_radius, normal_quantile
+from .._rational import safe_repr
+from ._base import EstimatesView, FrozenRelease, MeasureView, confidence_bounds, noise_radius, normal_quantile
+from ._checks import find_label
 from ._format import html_params
 from ._frozen import stored_fields
 from ._geography_layout import level_offsets, synthetic_rows, tidy_frame
@@ -32,7 +34,7 @@ __all__ = ["GeographyHistogram"]
 
 @stored_fields
 @dataclass(frozen=True, repr=False, eq=False)
-class GeographyHistogram(FrozenRelease, EstimatesView):
+class GeographyHistogram(FrozenRelease, EstimatesView, MeasureView):
     """Differentially private histograms of every region of a public geography, consistent across levels.
 
     Attributes
@@ -113,33 +115,22 @@ class GeographyHistogram(FrozenRelease, EstimatesView):
 
     # -- positions -------------------------------------------------------------
     @property
-    def measure(self) -> str | None:
-        """``"pure"`` (epsilon-DP) or ``"zcdp"`` (rho-zCDP)."""
-        return None if self.loss is None else self.loss.measure
-
-    @property
-    def rho(self) -> float | None:
-        """The rho of a zCDP release (None for a pure-epsilon release)."""
-        return float(self.loss.amount) if self.measure == "zcdp" else None
-
-    @property
     def n_regions(self) -> tuple[int, ...]:
         """Number of regions of every level, coarse to fine."""
         return tuple(len(r) for r in self.regions)
 
     def _level(self, level: Any) -> int:
-        if isinstance(level, str) and level in self.levels:
-            return self.levels.index(level)
-        raise ParameterError(f"Unknown level {level!r}; this release has levels {list(self.levels)}.")
+        # A str subclass is read as its plain text (its own __eq__ is never called).
+        pos = find_label(str.__str__(level), self.levels) if isinstance(level, str) else None
+        if pos is not None:
+            return pos
+        raise ParameterError(f"Unknown level {safe_repr(level)}; this release has levels {list(self.levels)}.")
 
     def _region(self, lvl: int, region: Any) -> int:
-        try:
-            pos = int(self.regions[lvl].get_indexer(pd.Index([region], dtype=object))[0])
-        except (TypeError, ValueError):
-            pos = -1
-        if pos < 0:
+        pos = find_label(region, self.regions[lvl])
+        if pos is None:
             shown = list(self.regions[lvl][:10])
-            raise ParameterError(f"Unknown region {region!r} at level {self.levels[lvl]!r}; its regions are "
+            raise ParameterError(f"Unknown region {safe_repr(region)} at level {self.levels[lvl]!r}; its regions are "
                                  f"{shown}{' ...' if len(self.regions[lvl]) > 10 else ''} "
                                  f"(result.regions[{lvl}] lists them all).")
         return pos
@@ -334,10 +325,14 @@ class GeographyHistogram(FrozenRelease, EstimatesView):
         if single:
             i, j = dim.align(low, high)
         else:
-            pairs = np.asarray(low, dtype=object)
-            if pairs.ndim != 2 or pairs.shape[1] != 2:
-                raise ParameterError(f"range_query takes (low, high) or a list of (low, high) pairs. Got {low!r}.")
-            i, j = dim.align(pairs[:, 0].astype(np.float64), pairs[:, 1].astype(np.float64))
+            try:
+                pairs = None if isinstance(low, (str, bytes)) else np.asarray(low, dtype=object)
+            except Exception:  # noqa: BLE001 - a public argument whose conversion raises anything
+                pairs = None
+            if pairs is None or pairs.ndim != 2 or pairs.shape[1] != 2:
+                raise ParameterError(f"range_query takes (low, high) or a list of (low, high) pairs. "
+                                     f"Got {safe_repr(low)}.")
+            i, j = dim.align(pairs[:, 0], pairs[:, 1])  # align reads and checks the bounds
         parts = []
         for lvl in chosen:
             rows = (np.arange(len(self.regions[lvl])) if region is None
@@ -421,9 +416,15 @@ class GeographyHistogram(FrozenRelease, EstimatesView):
     def _head(self) -> pd.DataFrame:
         return self.histogram(self.levels[0]).to_frame().head(10)
 
+    def _guarantee(self, *, html: bool = True) -> str:
+        """``ε = 1, noise scale t = 2..6 by level`` or ``ρ = 0.5 (zCDP), σ = 1.7..3.2 by level``."""
+        from ._format import guarantee_text
+
+        described = [noise.describe() for noise in self.noises if noise is not None]
+        return guarantee_text(self.loss, self.epsilon, described, html=html, by="by level")
+
     def __repr__(self) -> str:
-        eps = f"epsilon={self.epsilon:g}" if self.epsilon is not None else f"rho={self.rho:g}"
-        head = (f"GeographyHistogram(method={self.method!r}, {eps}, levels={list(self.levels)}, "
+        head = (f"GeographyHistogram(method={self.method!r}, {self._guarantee(html=False)}, levels={list(self.levels)}, "
                 f"regions={list(self.n_regions)}, columns={list(self.domain.columns)}, cells={self.domain.size:,})")
         from ._format import estimates_table
 
@@ -432,7 +433,7 @@ class GeographyHistogram(FrozenRelease, EstimatesView):
 
     def _repr_html_(self) -> str:
         levels = " &gt; ".join(f"{html.escape(str(n))} ({k:,})" for n, k in zip(self.levels, self.n_regions))
-        eps = f"ε = {self.epsilon:g}" if self.epsilon is not None else f"ρ = {self.rho:g}"
+        eps = self._guarantee()
         table = html_estimates(self._head(), self.variance_exact, ", ".join(map(str, self.domain.columns)))
         return (f"<div><strong>GeographyHistogram</strong> — method <code>{html.escape(self.method)}</code>, "
                 f"{eps}, {self.domain.size:,} cells per region<br>levels: {levels}"

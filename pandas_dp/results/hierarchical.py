@@ -20,6 +20,7 @@ import pandas as pd
 from ..algorithms.tree import TreeRelease
 from ..algorithms.tree_variance import canonical_node_counts
 from ..errors import DomainError
+from ._detail import required_detail
 from ._format import noise_text
 from ._frozen import stored_fields
 from .histogram import Histogram
@@ -47,14 +48,18 @@ class HierarchicalHistogram(Histogram):
     detail: TreeRelease | None = field(default=None, compare=False)
 
     @property
+    def _detail(self) -> TreeRelease:
+        return required_detail(self, self.detail)
+
+    @property
     def branching(self) -> int:
         """Fan-out ``b`` per dimension."""
-        return self.detail.branching
+        return self._detail.branching
 
     @property
     def height(self) -> int:
         """Height ``h = ceil(log_b n)``: number of levels below the root."""
-        return self.detail.height
+        return self._detail.height
 
     @property
     def levels(self) -> pd.DataFrame:
@@ -65,7 +70,7 @@ class HierarchicalHistogram(Histogram):
         (1-D) or its lower/upper cell-index corners (d-dim); ``noisy`` is the
         released noisy count (missing on a level that was not noised).
         """
-        d = self.detail
+        d = self._detail
         layout = d.layout
         frames = []
         for k in range(layout.n_levels):
@@ -102,26 +107,26 @@ class HierarchicalHistogram(Histogram):
         it is the figure of the GLS estimate before the projection.
         """
         self._bin_domain()
-        return self.detail.average_range_variance()
+        return self._detail.average_range_variance()
 
     def _raw(self) -> bool:
         """A tree without inference (``consistent=False``) whose estimates are its noisy nodes."""
-        return self.detail is not None and not self.detail.consistent and not self.detail.nonnegative
+        return self.detail is not None and not self._detail.consistent and not self._detail.nonnegative
 
     def _cells_noise(self) -> tuple[Any, int]:
-        if self._raw() and self.detail.level_noise[0] is not None:
-            return self.detail.level_noise[0], 1   # every leaf estimate is its noisy leaf
+        if self._raw() and self._detail.level_noise[0] is not None:
+            return self._detail.level_noise[0], 1   # every leaf estimate is its noisy leaf
         return super()._cells_noise()
 
     def _ranges_noise(self, i: np.ndarray, j: np.ndarray) -> tuple[Any, np.ndarray]:
-        if not self._raw() or self.detail.layout.ndim != 1:
+        if not self._raw() or self._detail.layout.ndim != 1:
             return super()._ranges_noise(i, j)
         # H_b answers a range with its fewest noisy nodes: one node is one draw of its level's noise.
-        noised = [n is not None for n in self.detail.level_noise]
-        counts, _ = canonical_node_counts(self.detail.layout, noised, np.asarray(i), np.asarray(j))
+        noised = [n is not None for n in self._detail.level_noise]
+        counts, _ = canonical_node_counts(self._detail.layout, noised, np.asarray(i), np.asarray(j))
         single = counts.sum(axis=1) == 1
         level = counts.argmax(axis=1)
-        noises = [self.detail.level_noise[k] if one else self.noise for k, one in zip(level, single)]
+        noises = [self._detail.level_noise[k] if one else self.noise for k, one in zip(level, single)]
         return noises, single.astype(np.int64)
 
     def _range_stats(self, i: np.ndarray, j: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -131,8 +136,8 @@ class HierarchicalHistogram(Histogram):
         var = np.zeros(i.size)
         ok = i < j   # empty ranges [a, a) are exactly 0
         if ok.any():
-            est[ok] = self.detail.range_estimate(i[ok], j[ok])
-            var[ok] = self.detail.range_variance(i[ok], j[ok])
+            est[ok] = self._detail.range_estimate(i[ok], j[ok])
+            var[ok] = self._detail.range_variance(i[ok], j[ok])
         return est, var
 
     def _bin_domain(self):  # noqa: ANN202 - same contract as Histogram._bin_domain
@@ -157,7 +162,7 @@ class HierarchicalHistogram(Histogram):
         return f"b = {self.branching}, height = {self.height}, {self._guarantee()}"
 
     def _html_notes(self) -> str:
-        d = self.detail
+        d = self._detail
         flags = ", ".join(name for name, on in (("consistent (GLS)", d.consistent),
                                                   ("non-negative", d.nonnegative),
                                                   ("root noised", d.include_root)) if on) or "raw H_b"

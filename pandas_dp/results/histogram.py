@@ -9,9 +9,11 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 
+from .._public import float_array, safe_repr
 from ..domain import BinDomain, Grid
 from ..errors import DomainError, ParameterError
 from ._base import EstimatesView, FrozenRelease, MeasureView, confidence_bounds, noise_radius, normal_quantile
+from ._checks import check_axes, check_flag
 from ._format import estimates_table, guarantee_text, html_params
 from ._frozen import SeriesOnIndex, lock_in_place, stored_fields
 
@@ -190,9 +192,13 @@ class Histogram(FrozenRelease, EstimatesView, MeasureView):
         normal_quantile(confidence_level)  # validate the public argument before any work
         dim = self._bin_domain()
         if high is None:
-            pairs = np.asarray(low, dtype=object)
-            if pairs.ndim != 2 or pairs.shape[1] != 2:
-                raise ParameterError(f"range_query takes (low, high) or a list of (low, high) pairs. Got {low!r}.")
+            try:
+                pairs = None if isinstance(low, (str, bytes)) else np.asarray(low, dtype=object)
+            except Exception:  # noqa: BLE001 - a public argument whose conversion raises anything
+                pairs = None
+            if pairs is None or pairs.ndim != 2 or pairs.shape[1] != 2:
+                raise ParameterError(f"range_query takes (low, high) or a list of (low, high) pairs. "
+                                     f"Got {safe_repr(low)}.")
             i, j = dim.align(pairs[:, 0], pairs[:, 1])
             est, var = self._range_stats(i, j)
             std = np.sqrt(var)
@@ -202,6 +208,13 @@ class Histogram(FrozenRelease, EstimatesView, MeasureView):
                 est = np.rint(est).astype(np.int64)
             return pd.DataFrame({"low": dim.edge_values(i), "high": dim.edge_values(j), "estimate": est,
                                  "std_error": std, "lower": lower, "upper": upper})
+        if dim.kind == "number":
+            bounds = [None if isinstance(v, (str, bytes)) else float_array(v) for v in (low, high)]
+            if any(v is None or v.ndim != 0 for v in bounds):
+                raise ParameterError(f"range_query(low, high) takes two numbers, the bin edges that start and end "
+                                     f"the range (for several ranges pass one list of (low, high) pairs). Got "
+                                     f"low={safe_repr(low)}, high={safe_repr(high)}.")
+            low, high = bounds
         i, j = dim.align(low, high)
         est, var = self._range_stats(i, j)
         noise, terms = self._ranges_noise(i, j)
@@ -307,7 +320,10 @@ class Histogram(FrozenRelease, EstimatesView, MeasureView):
         """
         from ._plot import plot_grid
 
-        return plot_grid(self, ax, confidence_level=confidence_level, density=density, **kwargs)
+        check_axes(ax, f"{type(self).__name__}.plot()")
+        normal_quantile(confidence_level)
+        density = check_flag(density, "density", f"{type(self).__name__}.plot()")
+        return plot_grid(self, ax, confidence_level=float(confidence_level), density=density, **kwargs)
 
     def _summary_rows(self, n: int = 10) -> pd.DataFrame:
         """The first ``n`` rows of :meth:`to_frame` for reading (labels and numbers formatted)."""

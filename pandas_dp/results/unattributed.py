@@ -11,6 +11,7 @@ import pandas as pd
 
 from .._optional import import_optional
 from ._base import EstimatesView, FrozenRelease, MeasureView
+from ._checks import check_axes
 from ._format import estimates_table, guarantee_text, html_params
 from ._frozen import stored_fields
 
@@ -106,7 +107,9 @@ class UnattributedHistogram(FrozenRelease, EstimatesView, MeasureView):
         plt = import_optional("matplotlib.pyplot", extra="plot", purpose="UnattributedHistogram.plot()")
         from ._plot import readable_numbers
 
+        check_axes(ax, "UnattributedHistogram.plot()")
         ci = self.confidence_interval(confidence_level)
+        confidence_level = float(confidence_level)  # validated: a plain float for the label
         counts = self.counts
         if ax is None:
             _, ax = plt.subplots(figsize=(8, 4))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import numbers
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
@@ -200,6 +201,41 @@ def assert_dp(mechanism: Callable[..., Any], dataset: Any, neighbour: Any, *, ep
     >>> report.passed
     True
     """
+    cfg = _settings(epsilon=epsilon, delta=delta, trials=trials, events=events, confidence=confidence, rng=rng,
+                    selection=selection, budget=budget, allow_errors=allow_errors, slack=slack,
+                    budget_epsilon=budget_epsilon)
+    d_frame, d_name = frame_and_name(dataset, "D")
+    n_frame, n_name = frame_and_name(neighbour, "D'")
+    names = (d_name, n_name)
+
+    table = OutcomeTable()
+    run_a = run_mechanism(mechanism, d_frame, cfg.trials, rng=cfg.gen, vectorized=vectorized, statistic=statistic,
+                          budget=cfg.budget, table=table)
+    run_b = run_mechanism(mechanism, n_frame, cfg.trials, rng=cfg.gen, vectorized=vectorized, statistic=statistic,
+                          budget=cfg.budget, table=table)
+    outcomes = table.by_code()
+    results, n_sel = _test_runs(cfg, run_a, run_b, table, outcomes, names)
+    return _report(cfg, run_a, run_b, outcomes, results, n_sel, names, allow_errors=allow_errors, raises=raises)
+
+
+@dataclass(frozen=True)
+class _Settings:
+    """The checked public arguments of :func:`assert_dp`."""
+
+    eps: float
+    trials: int
+    user_events: dict[str, EventPredicate] | None
+    n_events: int
+    confidence: float
+    delta: float
+    share: float
+    budget: BudgetSpec
+    gen: np.random.Generator
+
+
+def _settings(*, epsilon: Any, delta: Any, trials: Any, events: Any, confidence: Any, rng: Any, selection: Any,
+              budget: BudgetSpec, allow_errors: Any, slack: Any, budget_epsilon: Any) -> _Settings:
+    """Check the arguments of :func:`assert_dp` (loudly, before any run) in a fixed order."""
     eps = float(to_fraction(epsilon, name="epsilon"))
     trials = _check_count(trials, "trials", 20)
     user_events = _check_user_events(events)
@@ -217,19 +253,20 @@ def assert_dp(mechanism: Callable[..., Any], dataset: Any, neighbour: Any, *, ep
     if not isinstance(allow_errors, bool):
         raise ParameterError(f"The 'allow_errors' parameter of assert_dp must be True or False. Got {allow_errors!r}.")
     gen = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
-    d_frame, d_name = frame_and_name(dataset, "D")
-    n_frame, n_name = frame_and_name(neighbour, "D'")
-    names = (d_name, n_name)
+    return _Settings(eps=eps, trials=trials, user_events=user_events, n_events=n_events, confidence=confidence,
+                     delta=delta, share=share, budget=budget, gen=gen)
 
-    table = OutcomeTable()
-    run_a = run_mechanism(mechanism, d_frame, trials, rng=gen, vectorized=vectorized, statistic=statistic,
-                          budget=budget, table=table)
-    run_b = run_mechanism(mechanism, n_frame, trials, rng=gen, vectorized=vectorized, statistic=statistic,
-                          budget=budget, table=table)
+
+def _test_runs(cfg: _Settings, run_a: RunResult, run_b: RunResult, table: OutcomeTable, outcomes: list,
+               names: tuple[str, str]) -> tuple[list[EventResult], int]:
+    """Choose the events on the first share of the runs, then test them all on the rest (Bonferroni).
+
+    Returns the event results, most violated first, and the number of selection runs.
+    """
+    trials, user_events, eps, delta = cfg.trials, cfg.user_events, cfg.eps, cfg.delta
     layout = _main_layout(run_a, run_b)
-    n_sel = 0 if user_events is not None else max(10, int(round(share * trials)))
-    n_sel_outcomes = max(10, int(round(share * trials)))
-    outcomes = table.by_code()
+    n_sel = 0 if user_events is not None else max(10, int(round(cfg.share * trials)))
+    n_sel_outcomes = max(10, int(round(cfg.share * trials)))
 
     # choose every event first: the Bonferroni level counts them all
     numeric: list[tuple[Event, bool]] = []
@@ -238,13 +275,13 @@ def assert_dp(mechanism: Callable[..., Any], dataset: Any, neighbour: Any, *, ep
         a_sel, b_sel = run_a.rows(layout, 0, n_sel), run_b.rows(layout, 0, n_sel)
         if len(a_sel) and len(b_sel):
             stats = statistics(a_sel, b_sel, table.labels(layout))
-            numeric = select_events(a_sel, b_sel, stats, epsilon=eps, slack=delta, max_events=n_events,
+            numeric = select_events(a_sel, b_sel, stats, epsilon=eps, slack=delta, max_events=cfg.n_events,
                                     trials_a=n_sel, trials_b=n_sel)
     boundary = select_boundary_events(run_a.codes[:n_sel_outcomes], run_b.codes[:n_sel_outcomes], len(outcomes),
                                       epsilon=eps, delta=delta, max_events=BOUNDARY_EVENTS)
     n_numeric = 2 * len(user_events) if user_events is not None and layout is not None else len(numeric)
     tested = n_numeric + len(boundary)
-    level = (1.0 - confidence) / (2 * max(tested, 1))
+    level = (1.0 - cfg.confidence) / (2 * max(tested, 1))
 
     results: list[EventResult] = []
     if user_events is not None and layout is not None:
@@ -259,13 +296,20 @@ def assert_dp(mechanism: Callable[..., Any], dataset: Any, neighbour: Any, *, ep
     if layout is None and unconverted is not None and not any(r.violation for r in results):
         raise unconverted  # releases were made but none could be turned into numbers: statistic= is needed
     results.sort(key=lambda r: -r.epsilon_lower_bound)
+    return results, n_sel
+
+
+def _report(cfg: _Settings, run_a: RunResult, run_b: RunResult, outcomes: list, results: list[EventResult],
+            n_sel: int, names: tuple[str, str], *, allow_errors: bool, raises: bool) -> DPTestReport:
+    """The report of :func:`assert_dp`; :class:`DPTestFailure` when it did not pass and ``raises``."""
+    n_name = names[1]
     bound = results[0].epsilon_lower_bound if results else -math.inf
-    charged = (run_a.charged + run_b.charged) / (2 * trials)
+    charged = (run_a.charged + run_b.charged) / (2 * cfg.trials)
     error = _mechanism_error(outcomes, run_a, run_b, names, allow_errors)
     report = DPTestReport(
-        passed=not any(r.violation for r in results) and not error, epsilon=eps, confidence=confidence,
-        delta=delta, trials=trials, selection_trials=n_sel, epsilon_lower_bound=bound, events=tuple(results),
-        charged_per_run=float(charged), seconds=run_a.seconds + run_b.seconds,
+        passed=not any(r.violation for r in results) and not error, epsilon=cfg.eps, confidence=cfg.confidence,
+        delta=cfg.delta, trials=cfg.trials, selection_trials=n_sel, epsilon_lower_bound=bound,
+        events=tuple(results), charged_per_run=float(charged), seconds=run_a.seconds + run_b.seconds,
         neighbour=n_name if n_name != "D'" else "", outcomes=_outcome_counts(outcomes, run_a, run_b),
         mechanism_error=error, allow_errors=allow_errors)
     if raises and not report.passed:

@@ -1,0 +1,81 @@
+"""Checks of the public arguments of result methods (plots, samples, lookups).
+
+A result's methods read only the release and their own arguments, so a bad
+argument is the caller's: it raises :class:`pandas_dp.ParameterError` saying
+what was expected and what was given, never the exception a hostile value
+raises (an ``__eq__`` that raises, an unhashable region label, an ``ax`` that
+is not an Axes). Keyword arguments passed through to matplotlib
+(``**kwargs`` of ``plot``) are matplotlib's to check.
+"""
+
+from __future__ import annotations
+
+import numbers
+from typing import Any, Sequence
+
+import numpy as np
+import pandas as pd
+
+from .._optional import import_optional
+from .._rational import safe_repr
+from ..errors import ParameterError
+
+__all__ = ["MAX_SAMPLE_ROWS", "check_axes", "check_flag", "check_count", "check_rows", "find_label"]
+
+#: Most synthetic rows one ``sample()`` call draws (8 bytes per row and column; 2**31 rows is 16 GiB).
+MAX_SAMPLE_ROWS = 2**31
+
+
+def check_axes(ax: Any, purpose: str) -> Any:
+    """``None`` or a matplotlib ``Axes`` (the plot extra is needed either way)."""
+    axes = import_optional("matplotlib.axes", extra="plot", purpose=purpose)
+    if ax is not None and not isinstance(ax, axes.Axes):
+        raise ParameterError(f"The 'ax' parameter of {purpose} must be a matplotlib Axes or None (a new figure). "
+                             f"Got {type(ax).__name__}; pass e.g. ax=plt.subplots()[1].")
+    return ax
+
+
+def check_flag(value: Any, name: str, purpose: str) -> bool:
+    """A strict boolean keyword argument."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise ParameterError(f"The '{name}' parameter of {purpose} must be True or False. Got {safe_repr(value)}.")
+    return bool(value)
+
+
+def check_count(value: Any, name: str, purpose: str, *, low: int = 0, high: int | None = None) -> int:
+    """An integer (not a bool) in ``[low, high]``."""
+    # np.timedelta64 registers as an Integral (it subclasses np.signedinteger) but is a duration.
+    ok = not isinstance(value, (bool, np.bool_, np.timedelta64)) and isinstance(value, numbers.Integral)
+    if ok:
+        ok = int(value) >= low and (high is None or int(value) <= high)
+    if not ok:
+        span = f">= {low}" if high is None else f"in [{low}, {high:,}]"
+        raise ParameterError(f"The '{name}' parameter of {purpose} must be an integer {span}. "
+                             f"Got {safe_repr(value)}.")
+    return int(value)
+
+
+def check_rows(rows: int, purpose: str) -> None:
+    """Refuse to build more than :data:`MAX_SAMPLE_ROWS` synthetic rows at once."""
+    if rows > MAX_SAMPLE_ROWS:
+        raise ParameterError(f"{purpose} would draw {rows:,} rows, above the limit of {MAX_SAMPLE_ROWS:,} per call. "
+                             f"Pass a smaller n= (rows are drawn with the released proportions).")
+
+
+def find_label(value: Any, labels: Sequence[Any]) -> int | None:
+    """Position of ``value`` among public, unique ``labels`` (level or region names), or None when it is not one.
+
+    Never raises: an unhashable value, or one whose ``__eq__``/``__hash__`` raises, is not a label.
+
+    Examples
+    --------
+    >>> find_label("state", ("national", "state")), find_label(["state"], ("national", "state"))
+    (1, None)
+    """
+    try:
+        hash(value)
+        index = labels if isinstance(labels, pd.Index) else pd.Index(list(labels), dtype=object, tupleize_cols=False)
+        found = int(index.get_indexer(pd.Index([value], dtype=object, tupleize_cols=False))[0])
+    except Exception:  # noqa: BLE001 - a hostile value is not a label
+        return None
+    return None if found < 0 else found

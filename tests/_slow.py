@@ -1,0 +1,43 @@
+"""How deep the ``--runslow`` statistical matrices go (one knob for CI and for deeper audits).
+
+``PANDAS_DP_SLOW_DEPTH`` (environment variable):
+
+* ``"ci"`` (default): every neighbour the quick run does not already test, at one
+  loss level (the quick run covers the others), with :data:`SLOW_TRIALS` = 600
+  runs a dataset (the quick run uses 400; a correct mechanism fails with
+  probability at most 1 - confidence = 0.001 whatever the number of runs, so
+  fewer runs cost power, never false failures). The "add outside domain" neighbour is left to
+  ``tests/test_boundary_histograms.py`` (and the engine conformance tests), which check it more strongly: byte-identical
+  seeded outputs on both frames (a test that cannot fail by chance).
+* ``"full"``: every neighbour, every loss level, 3000 runs a dataset (about
+  ten times longer).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Mapping, Sequence
+
+DEPTH = os.environ.get("PANDAS_DP_SLOW_DEPTH", "ci")
+if DEPTH not in ("ci", "full"):
+    raise ValueError(f"PANDAS_DP_SLOW_DEPTH={DEPTH!r}: use 'ci' (default) or 'full'")
+FULL = DEPTH == "full"
+#: Runs per dataset of the slow assert_dp matrices.
+SLOW_TRIALS = 3000 if FULL else 600
+#: Neighbours every release maps to the same output whatever its noise (tested byte for byte elsewhere).
+EXACT_ELSEWHERE = ("add outside domain",)
+
+
+def slow_levels(levels: Sequence[Any], quick: Any = None) -> list[Any]:
+    """The loss levels of a slow matrix: all with ``full``; else one, not the quick run's when it has one."""
+    if FULL:
+        return list(levels)
+    others = [level for level in levels if level != quick]
+    return others[:1] or list(levels[:1])
+
+
+def slow_cases(cases: Mapping[str, Any], quick: str | None = None) -> list[str]:
+    """The neighbours of a slow matrix: all with ``full``; else those the quick run and the exact tests skip."""
+    if FULL:
+        return list(cases)
+    return [name for name in cases if name != quick and name not in EXACT_ELSEWHERE]
