@@ -1,6 +1,7 @@
 """Speed and memory of the flat (identity) histogram against the floor, ``np.bincount``, in the same run.
 
-Run: ``python -m benchmarks.bench_flat [--rows 10000000] [--repeat 5] [--bins 1024 65536 1048576] [--no-peers]``
+Run: ``python -m benchmarks.bench_flat [--rows 10000000] [--repeat 5] [--bins 1024 65536 1048576] [--no-peers]
+[--no-breakdown]``
 
 For 10^7 rows and 2^10 / 2^16 / 2^20 bins, one row per column and domain:
 
@@ -29,6 +30,13 @@ they are not dependencies of pandas_dp); a peer that takes more than
 ``--peer-cap / 100`` seconds on 1% of the rows is shown with that time as a
 lower bound of its full time (``>``). The machine is shared: read ratios
 from one run, not absolute times across runs.
+
+With ``--breakdown`` (default), the release at the largest ``bins`` is split
+into its steps, each timed (best of ``repeat``) and traced on its own: the
+public domain (``make_grid``), the count (``bin_counts``), the mechanism
+(the identity method's ``release``: noise added in place into the counts, the
+result built around them), and the rest of the call (budget, ledger, checks:
+the whole release minus the three steps).
 """
 
 from __future__ import annotations
@@ -44,6 +52,8 @@ import pandas_dp as pdp
 from benchmarks._timing import best_of, traced_peak
 from pandas_dp.domain import make_grid
 from pandas_dp.engines.pandas import bin_counts
+from pandas_dp.loss import pure
+from pandas_dp.releases.histogram import METHODS, plan_method
 
 
 def diffprivlib_histogram(values: np.ndarray, bins: Any, rng: Any) -> Callable[[], Any] | None:
@@ -105,6 +115,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--bins", type=int, nargs="+", default=[2**10, 2**16, 2**20])
     parser.add_argument("--no-peers", dest="peers", action="store_false")
+    parser.add_argument("--no-breakdown", dest="breakdown", action="store_false")
     parser.add_argument("--peer-cap", type=float, default=60.0,
                         help="seconds: a peer whose run on 1%% of the rows takes more than cap/100 is shown "
                              "with that time as a lower bound (marked >)")
@@ -139,6 +150,42 @@ def main() -> None:
             print(line, flush=True)
     print(f"(input column: {args.rows * 8 / 2**20:.0f} MiB of int64/float64; the machine may be shared: "
           f"compare ratios within one run)")
+    if args.breakdown:
+        _breakdown(args.rows, max(args.bins), args.repeat, budget)
+
+
+def _breakdown(rows: int, bins: int, repeat: int, budget: Any) -> None:
+    """Time (best of ``repeat``) and traced peak (MiB) of each step of the release at ``bins`` bins."""
+    print(f"steps of the release at {bins:,} bins (time, peak MiB beyond the input; "
+          f"rest = release - domain - count - mechanism):")
+    loss = pure(1.0)
+    for kind, spec, frame, kwargs, codes, _ in _cases(rows, bins, np.random.default_rng(1)):
+        grid = make_grid(frame, ["x"], **kwargs)
+        planned = plan_method("identity", grid, loss, {})
+        mechanism = METHODS["identity"].release
+        counts = bin_counts(frame, grid)
+
+        def release() -> Any:
+            with budget:
+                return frame.dp.histogram("x", epsilon=1.0, **kwargs)
+
+        def mechanism_step() -> Any:   # the mechanism owns (overwrites) its counts: a fresh copy each run
+            return mechanism(fresh.pop(), grid, planned, rng=None, nonnegative=False, loss=loss)
+
+        steps = {"domain": lambda: make_grid(frame, ["x"], **kwargs), "count": lambda: bin_counts(frame, grid),
+                 "mechanism": mechanism_step, "release": release}
+        times, peaks = {}, {}
+        for name, fn in steps.items():
+            fresh = [counts.copy() for _ in range(repeat + 2)]
+            fn()   # warm: the noise tables of this scale are built once per process
+            times[name] = best_of(fn, repeat)
+            peaks[name] = traced_peak(fn)
+        t_bc = best_of(lambda: np.bincount(codes, minlength=bins), repeat)
+        rest = times["release"] - times["domain"] - times["count"] - times["mechanism"]
+        print(f"{kind:>8} {spec:>10}: " + "  ".join(f"{n} {times[n] * 1e3:.1f} ms / {peaks[n]:.2f}"
+                                                   for n in ("domain", "count", "mechanism"))
+              + f"  rest {rest * 1e3:.1f} ms  release {times['release'] * 1e3:.1f} ms / {peaks['release']:.2f}"
+              f"  (bincount {t_bc * 1e3:.1f} ms)", flush=True)
 
 
 def _peers(peer: Any, bins: int, t_bc: float, repeat: int, cap: float) -> str:

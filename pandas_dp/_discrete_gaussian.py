@@ -53,7 +53,6 @@ privacy", NeurIPS; arXiv:2004.00010 (Algorithm 3; Theorem 14 for privacy).
 from __future__ import annotations
 
 import math
-import operator
 from fractions import Fraction
 from functools import lru_cache
 from typing import Any
@@ -64,9 +63,10 @@ from ._exact_cdf import _exp_bounds, floor_exp_neg
 from ._gaussian_tail import certified_quantile
 from ._rational import to_fraction
 from .errors import ParameterError
-from .noise import RngLike, _as_probability, _laplace_sampler, _round_up_denominator, _word_source
+from .noise import (_BLOCK, RngLike, _as_probability, _laplace_sampler, _round_up_denominator, _shape, _word_source,
+                    _writeable_int64)
 
-__all__ = ["discrete_gaussian", "discrete_gaussian_variance", "discrete_gaussian_quantile"]
+__all__ = ["discrete_gaussian", "add_discrete_gaussian", "discrete_gaussian_variance", "discrete_gaussian_quantile"]
 
 _M64 = (1 << 64) - 1
 _MAX_SIGMA2 = Fraction(1 << 100)  # sigma at most 2**50, as for the Laplace scale
@@ -199,37 +199,37 @@ class _Sampler:
         y = self.laplace.sample_words(draw(m, out=buf), draw)
         w = draw(m, out=buf)
         acc = self.accept
-        k = np.abs(y)
-        b = np.minimum(k >> acc.shift if acc.shift else k, acc.n)  # bucket; n = beyond the table
-        low = acc.low.take(b)
-        accept = w < low
-        if acc.exact:
-            unsure = w == low
-        else:
-            unsure = ~accept
-            unsure &= w <= acc.high.take(b)
-        if unsure.any():
-            for i in np.flatnonzero(unsure):  # ties (2**-64) or narrow uncertain bands
-                accept[i] = acc.decide(int(k[i]), int(w[i]), draw)
+        # The bucket bounds are looked up block by block (temporaries of one block); the proposals
+        # the bounds leave unsure are decided afterwards in proposal order, drawing the same words.
+        accept = np.empty(m, dtype=np.bool_)
+        size = min(m, _BLOCK)
+        bucket, bound = np.empty(size, dtype=np.int64), np.empty(size, dtype=np.uint64)
+        unsure_at: list[np.ndarray] = []
+        for start in range(0, m, _BLOCK):
+            yb, wb = y[start : start + _BLOCK], w[start : start + _BLOCK]
+            n = yb.size
+            b = np.abs(yb, out=bucket[:n])
+            if acc.shift:
+                np.right_shift(b, acc.shift, out=b)
+            np.minimum(b, acc.n, out=b)  # bucket; n = beyond the table
+            low = np.take(acc.low, b, out=bound[:n], mode="clip")  # b <= n: always in range
+            ok = np.less(wb, low, out=accept[start : start + n])
+            if acc.exact:
+                unsure = wb == low
+            else:
+                unsure = ~ok
+                unsure &= wb <= np.take(acc.high, b, out=bound[:n], mode="clip")
+            if unsure.any():
+                unsure_at.append(np.flatnonzero(unsure) + start)
+        if unsure_at:
+            for i in np.concatenate(unsure_at):  # ties (2**-64) or narrow uncertain bands
+                accept[i] = acc.decide(int(abs(y[i])), int(w[i]), draw)
         return y[accept]
 
 
 @lru_cache(maxsize=32)
 def _sampler(sigma2: Fraction) -> _Sampler:
     return _Sampler(sigma2)
-
-
-def _shape(size: Any) -> tuple[int, ...]:
-    try:
-        if isinstance(size, (tuple, list)):
-            shape = tuple(operator.index(s) for s in size)
-        else:
-            shape = (operator.index(size),)
-    except TypeError as err:
-        raise ParameterError(f"size must be an int or a tuple of ints; got {size!r}.") from err
-    if any(s < 0 for s in shape):
-        raise ParameterError(f"size must not be negative; got {size!r}.")
-    return shape
 
 
 def discrete_gaussian(
@@ -288,10 +288,60 @@ def discrete_gaussian(
     s2 = _as_sigma2(sigma2)
     shape = _shape(size)
     draw = _word_source(rng)
-    total = math.prod(shape)
-    out = np.empty(total, dtype=np.int64)
+    out = np.empty(math.prod(shape), dtype=np.int64)
+    _gaussian_into(s2, out, draw, add=False)
+    return out.reshape(shape)
+
+
+def add_discrete_gaussian(sigma2: Fraction | int | float, values: np.ndarray, *, rng: RngLike = None) -> np.ndarray:
+    """Add exact discrete Gaussian noise to ``values`` in place; returns ``values``.
+
+    Parameters
+    ----------
+    sigma2 : Fraction, int or float
+        ``sigma**2 > 0``, as for :func:`discrete_gaussian`.
+    values : numpy.ndarray
+        A writeable ``int64`` array; every element gets one independent draw.
+    rng : None, SecureRandom or numpy.random.Generator, optional
+        As for :func:`discrete_gaussian`.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``values`` itself, now ``values + discrete_gaussian(sigma2, values.shape, rng=rng)``.
+
+    Raises
+    ------
+    ParameterError
+        If ``values`` is not a writeable int64 array, or ``sigma2`` / ``rng`` is invalid.
+
+    Notes
+    -----
+    The draws are exactly those :func:`discrete_gaussian` returns for the
+    same ``rng`` state, in C order (same rounds of proposals, same words):
+    accepted values are added round by round, so no noise array of the full
+    size is made.
+
+    Examples
+    --------
+    >>> add_discrete_gaussian(Fraction(4), np.array([10, 20, 30, 40, 50, 60]), rng=np.random.default_rng(0))
+    array([11, 18, 31, 42, 50, 62])
+    """
+    s2 = _as_sigma2(sigma2)
+    flat = _writeable_int64(values)
+    _gaussian_into(s2, flat, _word_source(rng), add=True)
+    return values
+
+
+def _gaussian_into(s2: Fraction, flat: np.ndarray, draw: Any, *, add: bool) -> None:
+    """Write (``add=False``) or add (``add=True``) one exact draw into each element of the 1-D ``flat``.
+
+    Rounds of proposals are sized from the number of values still missing,
+    so writing and adding consume the same words in the same order.
+    """
+    total = flat.size
     if total == 0:
-        return out.reshape(shape)
+        return
     sampler = _sampler(s2)
     buf = np.empty(_CHUNK + 2, dtype=np.uint64)
     filled = 0
@@ -300,9 +350,12 @@ def discrete_gaussian(
         m = min(_CHUNK, int(need / sampler.rate * 1.02) + 64)
         got = sampler.propose(m, draw, buf)
         take = min(got.size, need)
-        out[filled : filled + take] = got[:take]
+        if add:
+            flat[filled : filled + take] += got[:take]
+        else:
+            flat[filled : filled + take] = got[:take]
         filled += take
-    return out.reshape(shape)
+        del got  # one round of proposals alive at a time
 
 
 # ----------------------------------------------------------- variance ----

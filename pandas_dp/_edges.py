@@ -110,6 +110,8 @@ def _even_edges(column: str, n: int, rng: Any) -> tuple[Any, bool]:
             raise DomainError(f"The 'range' for column {column!r} must be finite with low < high (and high - low "
                               f"below about 1.8e308). Got {safe_repr(rng)}.")
         edges = np.linspace(low, high, n + 1)
+        if edges.base is not None:  # linspace returns a view: own the edges, so a result freezes them in place
+            edges = edges.copy()
         step = (high - low) / n
         # linspace is strictly increasing when a step spans several floats; check narrow ranges edge by edge.
         if not step > 8 * np.spacing(max(abs(low), abs(high))) and np.any(np.diff(edges) <= 0):

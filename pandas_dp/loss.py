@@ -127,7 +127,19 @@ class Noise(ABC):
     def add(self, counts: np.ndarray, rng: Any) -> np.ndarray:
         """``counts`` plus fresh noise (a new ``int64`` array of the same shape)."""
         counts = np.asarray(counts)
+        if counts.ndim and np.result_type(counts.dtype, np.int64) == np.int64:
+            # The same draws as ``counts + sample(...)``, added chunk by chunk into one new array.
+            return self.add_in_place(counts.astype(np.int64, order="C"), rng)
         return counts + self.sample(counts.shape, rng)
+
+    def add_in_place(self, values: np.ndarray, rng: Any) -> np.ndarray:
+        """Add fresh noise to the writeable ``int64`` array ``values`` in place and return it.
+
+        The draws are those of ``sample(values.shape, rng)``; samplers that can add them chunk by
+        chunk (both noises here) never hold a noise array of the full size.
+        """
+        values += self.sample(values.shape, rng)
+        return values
 
     @abstractmethod
     def variance(self) -> float:
@@ -199,6 +211,13 @@ class DiscreteLaplace(Noise):
 
         return discrete_laplace(self.scale, shape, rng=rng)
 
+    def add_in_place(self, values: np.ndarray, rng: Any) -> np.ndarray:
+        from .noise import add_in_chunks
+
+        # Chunk by chunk through ``sample`` (the same words as one call): whatever draws the
+        # samples, the noise added in place is the noise ``sample`` gives.
+        return add_in_chunks(values, lambda shape: self.sample(shape, rng))
+
     def variance(self) -> float:
         from .noise import discrete_laplace_variance
 
@@ -239,6 +258,11 @@ class DiscreteGaussian(Noise):
         from ._discrete_gaussian import discrete_gaussian
 
         return discrete_gaussian(self.sigma2, shape, rng=rng)
+
+    def add_in_place(self, values: np.ndarray, rng: Any) -> np.ndarray:
+        from ._discrete_gaussian import add_discrete_gaussian
+
+        return add_discrete_gaussian(self.sigma2, values, rng=rng)
 
     def variance(self) -> float:
         from ._discrete_gaussian import discrete_gaussian_variance

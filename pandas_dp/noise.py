@@ -74,7 +74,7 @@ import numbers
 import operator
 from fractions import Fraction
 from functools import lru_cache
-from typing import Union
+from typing import Any, Callable, Union
 
 import numpy as np
 
@@ -87,6 +87,7 @@ from ._exact_cdf import _CDF, _exp_neg_bounds, _GeometricCDF, _LaplaceCDF, _Trun
 __all__ = [
     "noise_scale",
     "discrete_laplace",
+    "add_discrete_laplace",
     "discrete_laplace_variance",
     "discrete_laplace_quantile",
     "SecureRandom",
@@ -105,6 +106,7 @@ _LAPLACE_L_MAX = 4096  # at most 2 * 4096 + 2 thresholds
 _GEOM_TABLE_MAX = 256
 _DIGIT_BASE = 256
 _CHUNK = 1 << 16  # samples per vectorized pass (temporaries stay in cache)
+_BLOCK = 1 << 14  # words per block of a table's fast path (its temporaries: 3 x 128 KiB)
 _SLOW = np.int64(1 << 62)  # guess value marking buckets for the exact search
 
 
@@ -390,13 +392,22 @@ class _Table:
         """
         if not fast:
             return _count_below(self.thresholds, self.cdf, w, draw) + self.offset, None
-        b = (w >> self.shift).view(np.int64)
-        thr = self.bucket_threshold.take(b)
-        c = self.guess.take(b)
-        c += w >= thr
-        bad = w == thr  # a tie, or the sentinel of an empty bucket
-        bad |= c >= _SLOW
-        idx = np.flatnonzero(bad) if bad.any() else np.empty(0, dtype=np.intp)
+        # The fast path draws no words: it runs block by block (temporaries of one block, kept in
+        # cache), then the exact search takes every word it left over at once, in order, as before.
+        n = w.size
+        c = np.empty(n, dtype=np.int64)
+        slow: list[np.ndarray] = []
+        for start in range(0, n, _BLOCK):
+            wb = w[start : start + _BLOCK]
+            b = (wb >> self.shift).view(np.int64)
+            t = self.bucket_threshold.take(b)
+            cb = np.take(self.guess, b, out=c[start : start + wb.size], mode="wrap")  # b < 2**k: in range
+            cb += wb >= t
+            bad = wb == t  # a tie, or the sentinel of an empty bucket
+            bad |= cb >= _SLOW
+            if bad.any():
+                slow.append(np.flatnonzero(bad) + start)
+        idx = np.concatenate(slow) if slow else np.empty(0, dtype=np.intp)
         if idx.size:
             c[idx] = _count_below(self.thresholds, self.cdf, w[idx], draw) + self.offset
         return c, idx
@@ -554,22 +565,125 @@ def discrete_laplace(
     (2, 3)
     """
     t = _as_scale(scale)
+    shape = _shape(size)
+    total = math.prod(shape)
+    draw = _word_source(rng)
+    if 0 < total <= _CHUNK:  # one chunk: its samples are the output (the words of _laplace_into, no copy)
+        words = draw(total, out=np.empty(total + 2, dtype=np.uint64))
+        return _laplace_sampler(t).sample_words(words, draw).reshape(shape)
+    out = np.empty(total, dtype=np.int64)
+    _laplace_into(t, out, draw, add=False)
+    return out.reshape(shape)
+
+
+def add_discrete_laplace(
+    scale: float | Fraction,
+    values: np.ndarray,
+    *,
+    rng: np.random.Generator | SecureRandom | None = None,
+) -> np.ndarray:
+    """Add exact discrete Laplace noise to ``values`` in place; returns ``values``.
+
+    Parameters
+    ----------
+    scale : Fraction, int or float
+        ``t > 0``, as for :func:`discrete_laplace`.
+    values : numpy.ndarray
+        A writeable ``int64`` array; every element gets one independent draw.
+    rng : None, SecureRandom or numpy.random.Generator, optional
+        As for :func:`discrete_laplace`.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``values`` itself, now ``values + discrete_laplace(scale, values.shape, rng=rng)``.
+
+    Raises
+    ------
+    ParameterError
+        If ``values`` is not a writeable int64 array, or ``scale`` / ``rng`` is invalid.
+
+    Notes
+    -----
+    The draws are those :func:`discrete_laplace` returns for the same
+    ``rng`` state, in C order (the same words, chunk by chunk), and they are
+    added chunk by chunk: no noise array of the full size is made, only
+    temporaries of one chunk (``2**16`` values).
+
+    Examples
+    --------
+    >>> counts = np.array([10, 20, 30, 40, 50, 60])
+    >>> add_discrete_laplace(noise_scale(1, 0.5), counts, rng=np.random.default_rng(0))
+    array([11, 19, 25, 33, 52, 63])
+    """
+    t = _as_scale(scale)
+    flat = _writeable_int64(values)
+    _laplace_into(t, flat, _word_source(rng), add=True)
+    return values
+
+
+def add_in_chunks(values: np.ndarray, sample: Callable[[Any], np.ndarray]) -> np.ndarray:
+    """``values += sample(values.shape)`` in place, the draws made one chunk (``2**16`` values) at a time.
+
+    ``sample(shape)`` draws one value per element of ``shape``; it is called once with
+    ``values.shape`` when ``values`` fits in one chunk, else once per chunk of the flat (C order)
+    values. Only for samplers whose draws of ``n`` values are those of consecutive calls over
+    chunks of ``2**16`` (the discrete Laplace, :func:`discrete_laplace`, works chunk by chunk):
+    then the result is ``values + sample(values.shape)`` drawn from the same words, and no noise
+    array of the full size is made. Returns ``values``.
+    """
+    flat = _writeable_int64(values)
+    if flat.size <= _CHUNK:
+        values += sample(values.shape)
+        return values
+    for start in range(0, flat.size, _CHUNK):
+        m = min(_CHUNK, flat.size - start)
+        flat[start : start + m] += sample((m,))
+    return values
+
+
+def _shape(size: object) -> tuple[int, ...]:
+    """``size`` (an int or a tuple of ints, none negative) as a shape tuple."""
     try:
         if isinstance(size, (tuple, list)):
             shape = tuple(operator.index(s) for s in size)
         else:
-            shape = (operator.index(size),)
+            shape = (operator.index(size),)  # type: ignore[arg-type]
     except TypeError as err:
         raise ParameterError(f"size must be an int or a tuple of ints; got {size!r}.") from err
     if any(s < 0 for s in shape):
         raise ParameterError(f"size must not be negative; got {size!r}.")
-    total = math.prod(shape)
-    draw = _word_source(rng)
+    return shape
+
+
+def _writeable_int64(values: object) -> np.ndarray:
+    """The flat C-order view of a writeable int64 array that noise is added to in place."""
+    if not (isinstance(values, np.ndarray) and values.dtype == np.int64 and values.flags.writeable):
+        kind = values.dtype if isinstance(values, np.ndarray) else type(values).__name__
+        raise ParameterError(f"values must be a writeable int64 numpy array to add noise in place; got {kind}. "
+                             "Use np.array(values, dtype=np.int64) first.")
+    flat = values.reshape(-1)
+    if values.size and not np.may_share_memory(flat, values):  # reshaping a non-contiguous array copies
+        raise ParameterError("values must be contiguous to add noise in place; use np.ascontiguousarray first.")
+    return flat
+
+
+def _laplace_into(t: Fraction, flat: np.ndarray, draw, *, add: bool) -> None:
+    """Write (``add=False``) or add (``add=True``) one exact draw into each element of the 1-D ``flat``.
+
+    Samples are made ``_CHUNK`` at a time from one reused word buffer, so
+    writing and adding consume the same words in the same order.
+    """
+    total = flat.size
+    if total == 0:
+        return
     sampler = _laplace_sampler(t)
-    out = np.empty(total, dtype=np.int64)
     buf = np.empty(min(total, _CHUNK) + 2, dtype=np.uint64)
     for start in range(0, total, _CHUNK):
         m = min(_CHUNK, total - start)
-        w = draw(m, out=buf)
-        out[start : start + m] = sampler.sample_words(w, draw)
-    return out.reshape(shape)
+        z = sampler.sample_words(draw(m, out=buf), draw)
+        if add:
+            flat[start : start + m] += z
+        else:
+            flat[start : start + m] = z
+        del z  # one chunk of samples alive at a time

@@ -31,7 +31,7 @@ import numpy as np
 from pandas_dp.algorithms import tree_variance as tvar
 from pandas_dp.algorithms.branching import BranchingChoice, choose_branching
 from pandas_dp.algorithms.tree_budget import BudgetSplit, level_shares
-from pandas_dp.algorithms.tree_inference import (TreeVariances, constrained_inference,
+from pandas_dp.algorithms.tree_inference import (TreeVariances, constant_level, constrained_inference,
                                                  nonnegative_tree)
 from pandas_dp.algorithms.tree_layout import TreeLayout, tree_layout
 from pandas_dp.loss import UNIT, Noise, PrivacyLoss, Sensitivity
@@ -274,7 +274,8 @@ class TreeRelease:
 
 
 def release_tree(counts: np.ndarray, plan: TreePlan | None = None, *, loss: PrivacyLoss | None = None,
-                 nonnegative: bool = False, rng: Any = None, **knobs: Any) -> TreeRelease:
+                 nonnegative: bool = False, rng: Any = None, overwrite_counts: bool = False,
+                 **knobs: Any) -> TreeRelease:
     """Release a hierarchical histogram of ``counts`` with the noise of ``plan``.
 
     Parameters
@@ -292,6 +293,10 @@ def release_tree(counts: np.ndarray, plan: TreePlan | None = None, *, loss: Priv
         tree (then the reported variances are the GLS ones, approximate).
     rng : numpy.random.Generator, optional
         ``None`` uses the cryptographically secure source (production).
+    overwrite_counts : bool
+        ``counts`` may be overwritten (a contiguous writeable int64 array then
+        becomes the noisy leaves, ``noisy[0]``, with no copy); the release layer
+        passes the engine's fresh counts this way. Otherwise they are copied.
 
     Returns
     -------
@@ -302,7 +307,9 @@ def release_tree(counts: np.ndarray, plan: TreePlan | None = None, *, loss: Priv
     Every node of noised level ``k`` gets an independent draw of the level's
     noise (discrete Laplace of scale ``t_k`` and variance ``2p/(1-p)^2``,
     ``p = exp(-1/t_k)``, for a pure loss); the levels' variances drive the
-    exact GLS inference and the reported error bars.
+    exact GLS inference and the reported error bars. The exact counts of every
+    level are summed first, then each noised level gets its draws added in
+    place, leaves first (the order of the draws).
 
     Examples
     --------
@@ -319,17 +326,20 @@ def release_tree(counts: np.ndarray, plan: TreePlan | None = None, *, loss: Priv
             raise TypeError("release_tree needs a plan or a loss")
         plan = plan_tree(counts.shape if counts.ndim > 1 else counts.size, loss=loss, **knobs)
     layout = plan.layout
-    counts = counts.reshape(layout.shape).astype(np.int64)
+    leaves = counts.reshape(layout.shape)
+    if not (overwrite_counts and leaves.dtype == np.int64 and leaves.flags.writeable
+            and leaves.flags.c_contiguous and np.may_share_memory(leaves, counts)):
+        leaves = leaves.astype(np.int64)
     sigma2 = plan.level_variances
-    noisy: list[np.ndarray | None] = []
-    true = counts
-    for k, noise in enumerate(plan.level_noise):
-        if k > 0:
-            true = layout.aggregate(true, k - 1)
-        noisy.append(None if noise is None else noise.add(true, rng))
+    true = [leaves]
+    for k in range(1, layout.n_levels):
+        true.append(layout.aggregate(true[k - 1], k - 1))
+    noisy: list[np.ndarray | None] = [None if noise is None else noise.add_in_place(true[k], rng)
+                                      for k, noise in enumerate(plan.level_noise)]
+    del true
     structure = None
     if plan.consistent:
-        inf = constrained_inference(layout, noisy, sigma2)
+        inf = constrained_inference(layout, noisy, sigma2, keep_bottom_up=nonnegative)
         structure = TreeVariances(vdown=inf.vdown, child_var=inf.child_var,
                                   variances=inf.variances)
         estimates = nonnegative_tree(layout, inf) if nonnegative else inf.estimates
@@ -340,8 +350,8 @@ def release_tree(counts: np.ndarray, plan: TreePlan | None = None, *, loss: Priv
             level_noisy = noisy[k]
             if level_noisy is not None:
                 value = level_noisy.astype(np.float64)
-                est.append(np.maximum(value, 0.0) if nonnegative else value)
-                var.append(np.full(layout.level_shapes[k], sigma2[k]))
+                est.append(np.maximum(value, 0.0, out=value) if nonnegative else value)
+                var.append(constant_level(sigma2[k], layout.level_shapes[k]))
             else:
                 est.append(layout.aggregate(est[k - 1], k - 1))
                 var.append(layout.aggregate(var[k - 1], k - 1))

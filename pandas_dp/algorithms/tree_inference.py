@@ -30,7 +30,7 @@ References
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -99,25 +99,98 @@ def tree_variances(layout: TreeLayout, level_variances: Sequence[float]) -> Tree
     TreeVariances
         ``V_v = 1 / (1/sigma2 + 1/VS_v)`` bottom-up, then
         ``P_c = a_c^2 P_v + V_c (1 - a_c)`` with ``a_c = V_c / VS_v`` top-down.
+
+    Notes
+    -----
+    Every leaf has the same ``V = sigma2[0]``: ``vdown[0]`` is a read-only
+    broadcast view of that one value, and on a 1-D tree the leaf variances
+    are computed once per parent (they depend on the leaf only through its
+    parent) and spread to the leaves, as a broadcast view again when every
+    parent gives the same value (a complete tree). Any level whose nodes all
+    have the same value (every level of a complete tree) is stored the same
+    way. The values are those of the formulas evaluated leaf by leaf, bit for bit.
     """
     sigma2 = [float(v) for v in level_variances]
-    vdown = [np.full(layout.level_shapes[0], sigma2[0])]
+    lean = layout.n_leaves >= _COMPACT_MIN   # small trees: the plain formulas cost less than the bookkeeping
+    vdown = [constant_level(sigma2[0], layout.level_shapes[0]) if lean else np.full(layout.level_shapes[0], sigma2[0])]
+    expand = _expander(layout, lean)
     child_var: list[np.ndarray | None] = [None]
     for k in range(1, layout.n_levels):
-        vs = layout.aggregate(vdown[k - 1], k - 1)
+        vs = _compact(layout.aggregate(vdown[k - 1], k - 1))
         child_var.append(vs)
-        vdown.append(vs if not np.isfinite(sigma2[k]) else 1.0 / (1.0 / sigma2[k] + 1.0 / vs))
+        vdown.append(vs if not np.isfinite(sigma2[k]) else _compact(1.0 / (1.0 / sigma2[k] + 1.0 / vs)))
     top = layout.n_levels - 1
     var: list[np.ndarray] = [np.empty(0)] * layout.n_levels
     var[top] = vdown[top]
     for k in range(top - 1, -1, -1):
-        a = vdown[k] / layout.expand(child_var[k + 1], k)
-        var[k] = a * a * layout.expand(var[k + 1], k) + vdown[k] * (1.0 - a)
+        if lean and k == 0 and layout.ndim == 1:
+            # a = V_leaf / VS_parent is a per-parent value: P = a^2 P_parent + V (1 - a) per parent, spread.
+            a = sigma2[0] / child_var[1]
+            var[0] = spread_to_leaves(a * a * var[1] + sigma2[0] * (1.0 - a), layout)
+            continue
+        a = vdown[k] / expand(child_var[k + 1], k)
+        var[k] = _compact(a * a * expand(var[k + 1], k) + vdown[k] * (1.0 - a))
     return TreeVariances(vdown=tuple(vdown), child_var=tuple(child_var), variances=tuple(var))
 
 
+def constant_level(value: float, shape: tuple[int, ...]) -> np.ndarray:
+    """``np.full(shape, value)`` as a read-only broadcast view of one float64 (8 bytes, not ``8 * size``)."""
+    return np.broadcast_to(np.array(value, dtype=np.float64), shape)
+
+
+_COMPACT_MIN = 4096  # nodes: a level this large is stored once when all its nodes share a value
+
+
+def _compact(values: np.ndarray) -> np.ndarray:
+    """``values``, or a read-only broadcast view of its one value when all its elements are that value.
+
+    Only levels of at least :data:`_COMPACT_MIN` nodes: on smaller ones the check costs more than the
+    memory it saves (many small trees are released in a row, e.g. by the privacy tests).
+    """
+    if values.size >= _COMPACT_MIN and any(values.strides):
+        first = values.flat[0]
+        if np.all(values == first):
+            return constant_level(float(first), values.shape)
+    return values
+
+
+def spread_to_leaves(per_parent: np.ndarray, layout: TreeLayout) -> np.ndarray:
+    """``layout.expand(per_parent, 0)`` on a 1-D tree: each parent's value on each of its leaves.
+
+    A broadcast view of one value when every parent has the same one; otherwise each value repeated
+    for its parent's children (the last parent may have fewer than ``b``).
+    """
+    if per_parent.size and np.all(per_parent == per_parent[0]):
+        return constant_level(float(per_parent[0]), (layout.n_leaves,))
+    return _expand(layout, per_parent, 0)
+
+
+def _expander(layout: TreeLayout, lean: bool) -> Callable[[np.ndarray, int], np.ndarray]:
+    """``expand(parent_values, level)``: :func:`_expand` on large trees, ``layout.expand`` (cheaper) on small ones."""
+    return (lambda values, level: _expand(layout, values, level)) if lean else layout.expand
+
+
+def _expand(layout: TreeLayout, parent_values: np.ndarray, level: int) -> np.ndarray:
+    """``layout.expand(parent_values, level)``; on a 1-D tree by ``np.repeat`` (no index array)."""
+    if layout.ndim != 1:
+        return layout.expand(parent_values, level)
+    n, b = layout.level_sizes[level], layout.branching
+    reps = np.full(parent_values.size, b, dtype=np.int64)
+    reps[-1] = n - b * (parent_values.size - 1)
+    return np.repeat(parent_values, reps)
+
+
+def _add_per_parent(leaves: np.ndarray, per_parent: np.ndarray, b: int) -> None:
+    """``leaves += expand(per_parent)`` in place on a 1-D tree, without the expanded array."""
+    full = leaves.size // b
+    if full:
+        leaves[: full * b].reshape(full, b)[...] += per_parent[:full, None]
+    if leaves.size > full * b:
+        leaves[full * b:] += per_parent[full]
+
+
 def constrained_inference(layout: TreeLayout, noisy: Sequence[np.ndarray | None],
-                          level_variances: Sequence[float]) -> TreeInference:
+                          level_variances: Sequence[float], *, keep_bottom_up: bool = True) -> TreeInference:
     """Exact GLS estimate of every node of the tree from its noisy counts.
 
     Parameters
@@ -129,16 +202,29 @@ def constrained_inference(layout: TreeLayout, noisy: Sequence[np.ndarray | None]
         level that was not noised.  The leaf level must be noised.
     level_variances : sequence of float
         Noise variance of each level (``inf`` when not noised).
+    keep_bottom_up : bool
+        Return the bottom-up ``z`` and ``child_sum`` (needed by :func:`nonnegative_tree`).
+        With False they are left out (empty tuples) and the leaf estimates are
+        built in the buffer of the leaves' ``z``: one leaf-sized array less.
 
     Returns
     -------
     TreeInference
         Bottom-up and final estimates and their exact variances.  O(number of
         nodes), vectorized per level.
+
+    Notes
+    -----
+    On a 1-D tree the top-down step of the leaves (and of any level whose
+    nodes share one ``V``, e.g. every level of a complete tree) adds
+    ``a (est_v - S_v)`` once per parent (``a = V / VS_v`` is the same for all
+    children of ``v``) to the nodes' ``z``: the same operations on the same
+    values as node by node.
     """
     tv = tree_variances(layout, level_variances)
     sigma2 = [float(v) for v in level_variances]
-    z = [np.asarray(noisy[0], dtype=np.float64)]
+    expand = _expander(layout, layout.n_leaves >= _COMPACT_MIN)
+    z = [np.array(noisy[0], dtype=np.float64)]  # a copy: the leaf estimates may be built in it
     child_sum: list[np.ndarray | None] = [None]
     for k in range(1, layout.n_levels):
         s = layout.aggregate(z[k - 1], k - 1)
@@ -146,14 +232,34 @@ def constrained_inference(layout: TreeLayout, noisy: Sequence[np.ndarray | None]
         if noisy[k] is None or not np.isfinite(sigma2[k]):
             z.append(s)
         else:
-            v, vs = tv.vdown[k], tv.child_var[k]
-            z.append(v * (np.asarray(noisy[k], dtype=np.float64) / sigma2[k] + s / vs))
+            # v (n / sigma2 + S / VS), evaluated in one new array (the same operations, the same bits).
+            zk = np.array(noisy[k], dtype=np.float64)
+            zk /= sigma2[k]
+            zk += s / tv.child_var[k]
+            zk *= tv.vdown[k]
+            z.append(zk)
     top = layout.n_levels - 1
     est: list[np.ndarray] = [np.empty(0)] * layout.n_levels
     est[top] = z[top]
     for k in range(top - 1, -1, -1):
-        a = tv.vdown[k] / layout.expand(tv.child_var[k + 1], k)
-        est[k] = z[k] + a * layout.expand(est[k + 1] - child_sum[k + 1], k)
+        v = tv.vdown[k]
+        if layout.ndim == 1 and not any(v.strides):
+            # Every node of the level has the same V (the leaves; any level of a complete tree), so
+            # a = V / VS_v is a per-parent value: add a (est_v - S_v) once per parent to the nodes' z.
+            # The leaves' z is a copy made above: the leaf estimates may be built in it.
+            nodes = z[0] if k == 0 and not keep_bottom_up else z[k].copy()
+            step = est[k + 1] - child_sum[k + 1]
+            vs = tv.child_var[k + 1]
+            step *= v.flat[0] / (vs if any(vs.strides) else vs.flat[0])
+            _add_per_parent(nodes, step, layout.branching)
+            del step
+            est[k] = nodes
+            continue
+        a = tv.vdown[k] / expand(tv.child_var[k + 1], k)
+        est[k] = z[k] + a * expand(est[k + 1] - child_sum[k + 1], k)
+    if not keep_bottom_up:
+        return TreeInference(z=(), vdown=tv.vdown, child_sum=(), child_var=tv.child_var, estimates=tuple(est),
+                             variances=tv.variances)
     return TreeInference(z=tuple(z), vdown=tv.vdown, child_sum=tuple(child_sum),
                          child_var=tv.child_var, estimates=tuple(est), variances=tv.variances)
 

@@ -28,6 +28,7 @@ from ..errors import ParameterError
 from ..loss import UNIT, PrivacyLoss
 from ..units import AUTO_SHARE, UnitBounds, unit_bounds
 from ..results.hierarchical import HierarchicalHistogram
+from ..results._frozen import lock_in_place
 from ..results.histogram import as_series
 from .histogram import (BOTH_MEASURES, HistogramMethod, Planned, histogram, histogram_release, method_named,
                         plan_method, register_method)
@@ -77,7 +78,8 @@ def _release(counts: np.ndarray, grid: Grid, planned: Planned, *, rng: Any, nonn
     plan: TreePlan = planned.plan
     integer = planned.knobs["integer"]
     nonnegative = nonnegative or integer
-    rel = release_tree(counts.reshape(grid.shape), plan, nonnegative=nonnegative, rng=rng)
+    # The engine's counts are the release's own: the noisy leaves are added into them in place.
+    rel = release_tree(counts.reshape(grid.shape), plan, nonnegative=nonnegative, rng=rng, overwrite_counts=True)
     post: tuple[str, ...] = ()
     if plan.consistent:
         post += ("constrained inference (exact GLS)",)
@@ -106,9 +108,14 @@ def _release(counts: np.ndarray, grid: Grid, planned: Planned, *, rng: Any, nonn
     if plan.choice is not None:
         params["predicted_average_range_variance"] = plan.choice.predicted_variance
         params["flat_average_range_variance"] = plan.choice.flat_variance
+    # Every array of ``rel`` is this release's own (fresh, or the engine's counts noised in place):
+    # the result locks them where they are and shares them with ``counts`` / ``variance``, no copies.
+    for level in rel.noisy:
+        if level is not None:
+            lock_in_place(level)
     return HierarchicalHistogram(
-        counts=as_series(rel.leaf_estimates(), grid, "estimate"),
-        variance=as_series(rel.leaf_variance(), grid, "variance"),
+        counts=as_series(rel.leaf_estimates(), grid, "estimate", owned=True),
+        variance=as_series(rel.leaf_variance(), grid, "variance", owned=True),
         epsilon=loss.pure_epsilon, method="hierarchical", params=params, domain=grid,
         post_processing=post, variance_exact=not nonnegative, detail=rel, loss=loss,
         # The intervals of the inferred estimates use the widest tail among the levels' noises;

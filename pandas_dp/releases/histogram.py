@@ -24,12 +24,12 @@ from ..engines.bounding import release_key
 from ..loss import UNIT, Noise, PrivacyLoss
 from ..results.geography import GeographyHistogram
 from ..units import AUTO_MAX_ROWS, AUTO_QUANTILE, AUTO_SHARE, AUTO_STEPS, UnitBounds, unit_bounds
-from ..results.histogram import Histogram, as_series
+from ..results.histogram import Histogram, as_series, constant_cells
 from .params import ParamTable, check_columns, check_flag, check_rng
 from .pipeline import Release, check_measure, privacy_loss, run
 
 __all__ = ["HistogramMethod", "Planned", "METHODS", "register_method", "histogram", "histogram_release",
-           "clip_at_zero", "BOTH_MEASURES"]
+           "clip_at_zero", "own_int64", "BOTH_MEASURES"]
 
 
 @dataclass(frozen=True)
@@ -51,7 +51,9 @@ class HistogramMethod:
 
     ``plan(grid, loss, knobs) -> Planned`` sees only public information;
     ``release(counts, grid, planned, *, rng, nonnegative, loss) -> Histogram``
-    draws the noise and wraps the result.
+    draws the noise and wraps the result. ``release`` owns ``counts`` (the
+    engine's fresh array, used by nothing after it): it may add the noise in
+    place (:func:`own_int64`).
     """
 
     name: str
@@ -101,6 +103,20 @@ def plan_method(name: str, grid: Grid, loss: PrivacyLoss, knobs: Mapping[str, An
     if spec.unit_aware:
         return spec.plan(grid, loss, checked, unit)
     return spec.plan(grid, unit.per_row_loss(loss), checked)
+
+
+def own_int64(counts: np.ndarray) -> np.ndarray:
+    """The exact counts a mechanism received, flat, as an int64 array it may overwrite.
+
+    A method's ``release`` owns the counts it is given (the pipeline drops them after the mechanism),
+    so the engine's fresh int64 array is used in place: the noisy counts take its memory and the exact
+    counts are gone once the noise is added. Any other array (read-only, another dtype, not
+    contiguous) is copied first.
+    """
+    flat = np.asarray(counts).reshape(-1)
+    if flat.dtype == np.int64 and flat.flags.writeable and flat.flags.c_contiguous and np.may_share_memory(flat, counts):
+        return flat
+    return np.array(flat, dtype=np.int64)
 
 
 def clip_at_zero(values: np.ndarray) -> np.ndarray:
@@ -222,16 +238,15 @@ def _release_identity(counts: np.ndarray, grid: Grid, planned: Planned, *, rng: 
     counts upwards; the reported variance is then that of the noise only.
     """
     noise: Noise = planned.plan
-    noisy = noise.add(counts.reshape(-1), rng)
+    noisy = noise.add_in_place(own_int64(counts), rng)
     post: tuple[str, ...] = ()
     if nonnegative:
         np.maximum(noisy, 0, out=noisy)
         post = ("clip at 0",)
-    variance = np.full(noisy.size, noise.variance())
     described = noise.describe()
     return Histogram(
-        counts=as_series(noisy, grid, "estimate"),
-        variance=as_series(variance, grid, "variance"),
+        counts=as_series(noisy, grid, "estimate", owned=True),
+        variance=as_series(constant_cells(noise.variance(), grid), grid, "variance"),
         epsilon=loss.pure_epsilon,
         method="identity",
         params={"noise": described.pop("noise"), "sensitivity": 1, **described, "nonnegative": nonnegative},

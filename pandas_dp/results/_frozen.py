@@ -13,6 +13,14 @@ answers afterwards. Every field of a result is therefore
   as read-only views (a view of a read-only array cannot be made writeable
   again), nested dataclasses as shallow clones holding such views.
 
+Freezing copies only what a result does not own. A release hands its own
+fresh arrays over with :func:`lock_in_place` (made read-only where they are,
+then shared, never copied: a constant column can stay a read-only broadcast
+view of one value), and a Series over the cells of a domain is stored as a
+:class:`SeriesOnIndex`: its frozen values on a plain ``RangeIndex`` and the
+domain, whose index (an ``IntervalIndex`` of ``2**20`` bins is two arrays of
+that size) is built when the Series is first handed out, not during the release.
+
 Stored values survive ``pickle``/``joblib`` (the containers pickle by value
 and unpickled fields are frozen again on the way in) and compare by value
 (:func:`same`).
@@ -30,7 +38,8 @@ from typing import Any, Callable, TypeVar
 import numpy as np
 import pandas as pd
 
-__all__ = ["FrozenDict", "FrozenList", "freeze", "hand_out", "same", "stored_fields"]
+__all__ = ["FrozenDict", "FrozenList", "SeriesOnIndex", "freeze", "hand_out", "lock_in_place", "same",
+           "stored_fields"]
 
 T = TypeVar("T")
 
@@ -117,6 +126,12 @@ def _is_locked(array: np.ndarray) -> bool:
     return _LOCKED.get(id(owner)) is owner
 
 
+def _read_only_view(array: np.ndarray) -> np.ndarray:
+    view = array.view()
+    view.flags.writeable = False
+    return view
+
+
 def _locked(array: np.ndarray) -> np.ndarray:
     """A read-only view of ``array``'s data that no holder of the view can make writeable.
 
@@ -127,12 +142,64 @@ def _locked(array: np.ndarray) -> np.ndarray:
     if array.base is None and type(array) is np.ndarray:
         owner = array
     elif _is_locked(array):
-        return array.view()
+        return _read_only_view(array)
+    elif array.size > 1 and not any(array.strides) and type(array) is np.ndarray:
+        # One value broadcast to a shape (a constant column): copy the value, not the shape.
+        return lock_in_place(np.broadcast_to(np.array(array[(0,) * array.ndim]), array.shape))
     else:
         owner = np.array(array, copy=True)
     owner.flags.writeable = False
     _LOCKED[id(owner)] = owner
     return owner.view()
+
+
+def lock_in_place(array: np.ndarray) -> np.ndarray:
+    """Hand ``array``'s memory over to a result: made read-only where it is, then shared, never copied.
+
+    The array's owner (the end of its ``base`` chain) becomes read-only and is
+    registered as locked, so :func:`freeze` stores views of it instead of a
+    copy. Only for memory nothing else holds or writes: a release's own fresh
+    arrays (its noisy counts, a read-only broadcast view of one constant).
+    Returns ``array`` (now read-only).
+    """
+    link = array
+    while True:  # views made before the lock keep their own flag: lock every link down to the owner
+        link.flags.writeable = False
+        if not isinstance(link.base, np.ndarray):
+            break
+        link = link.base
+    _LOCKED[id(link)] = link
+    return array
+
+
+class SeriesOnIndex:
+    """A stored Series whose index is built on first hand-out: frozen values and the object indexing them.
+
+    ``series`` holds the values (and the name) on a plain ``RangeIndex``;
+    ``source.index`` (a :class:`~pandas_dp.domain.Grid`'s cached index) labels
+    them. :func:`hand_out` returns ``series`` as a shallow copy (copy-on-write)
+    carrying a view of that index, so the handed-out Series is the one
+    ``pd.Series(values, index=source.index, name=name)`` would give, and its
+    index can be renamed without touching the source's.
+    """
+
+    __slots__ = ("series", "source")
+
+    def __init__(self, series: pd.Series, source: Any) -> None:
+        self.series = series
+        self.source = source
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.series, self.source))
+
+    def __len__(self) -> int:
+        return len(self.series)
+
+    def materialize(self) -> pd.Series:
+        """The Series with its index (a new shallow copy each call; the index is built once by the source)."""
+        out = self.series.copy(deep=False)
+        out.index = self.source.index.view()
+        return out
 
 
 def _in_memory_index(index: pd.Index) -> pd.Index:
@@ -171,7 +238,7 @@ class _Freezing:
         if isinstance(series.dtype, np.dtype):
             data: Any = np.asarray(series.array)
             # Data a result locked already is shared (e.g. dataclasses.replace of a result); any other is copied.
-            data = data.view() if _is_locked(data) else _locked(np.array(data, copy=True))
+            data = _read_only_view(data) if _is_locked(data) else _locked(np.array(data, copy=True))
         else:  # extension arrays: a private copy (copy-on-write protects it from the shallow copies handed out)
             data = series.array.copy()
         return pd.Series(data, index=self.index(series.index), name=series.name, copy=False)
@@ -195,6 +262,8 @@ class _Freezing:
     def __call__(self, value: Any) -> Any:
         if isinstance(value, np.ndarray):
             return _locked(value)
+        if isinstance(value, SeriesOnIndex):
+            return SeriesOnIndex(self.series(value.series), self(value.source))
         if isinstance(value, pd.Series):
             return self.series(value)
         if isinstance(value, pd.DataFrame):
@@ -229,6 +298,8 @@ def freeze(value: Any, *, loaded: bool = False) -> Any:
 
 def hand_out(value: Any) -> Any:
     """What a result gives its caller for a stored (frozen) ``value``: a protected view or copy."""
+    if isinstance(value, SeriesOnIndex):
+        return value.materialize()
     if isinstance(value, (pd.Series, pd.DataFrame)):
         return value.copy(deep=False)
     if isinstance(value, pd.Index):
@@ -249,6 +320,9 @@ def same(a: Any, b: Any) -> bool:
     """Value equality of stored result fields (exact; missing values equal each other)."""
     if a is b:
         return True
+    if isinstance(a, SeriesOnIndex) or isinstance(b, SeriesOnIndex):
+        return same(hand_out(a) if isinstance(a, SeriesOnIndex) else a,
+                    hand_out(b) if isinstance(b, SeriesOnIndex) else b)
     if isinstance(a, pd.Index):
         return (type(a) is type(b) and a.equals(b) and list(a.names) == list(b.names)
                 and a.dtype == b.dtype)

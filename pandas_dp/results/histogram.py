@@ -15,7 +15,7 @@ from ..errors import DomainError, ParameterError
 from ._base import EstimatesView, FrozenRelease, MeasureView, confidence_bounds, noise_radius, normal_quantile
 from ._checks import check_axes, check_flag
 from ._format import estimates_table, guarantee_text, html_params
-from ._frozen import stored_fields
+from ._frozen import SeriesOnIndex, lock_in_place, stored_fields
 
 __all__ = ["Histogram", "RangeAnswer"]
 
@@ -384,7 +384,41 @@ def html_estimates(frame: pd.DataFrame, exact: bool = True, index_name: str | No
     return table.to_html() + note
 
 
-def as_series(values: np.ndarray, grid: Grid, name: str) -> pd.Series:
-    """Wrap a flat per-cell array as a Series on the grid's index."""
-    return pd.Series(np.asarray(values).reshape(-1), index=grid.index, name=name)
+def as_series(values: np.ndarray, grid: Grid, name: str, *, owned: bool = False) -> SeriesOnIndex:
+    """A flat per-cell array as a result's Series on the grid's index, the index built on first use.
+
+    Parameters
+    ----------
+    values : ndarray
+        One value per cell of ``grid`` (any shape with ``grid.size`` elements, read in C order).
+    grid : Grid
+        The release's domain; its ``index`` labels the values when the Series is first handed out.
+    name : str
+        The Series' name.
+    owned : bool
+        The caller hands ``values`` over (a fresh array that nothing else holds or writes): the
+        result locks it read-only in place and shares it (:func:`~pandas_dp.results._frozen.lock_in_place`)
+        instead of copying it.
+
+    Returns
+    -------
+    SeriesOnIndex
+        What a result stores for a Series field; ``result.counts`` hands it out as
+        ``pd.Series(values, index=grid.index, name=name)``.
+    """
+    flat = np.asarray(values).reshape(-1)
+    if flat.size != grid.size:
+        raise ValueError(f"{name}: {flat.size} values for a domain of {grid.size} cells")
+    if owned:
+        lock_in_place(flat)
+    return SeriesOnIndex(pd.Series(flat, name=name, copy=False), grid)
+
+
+def constant_cells(value: float, grid: Grid) -> np.ndarray:
+    """One float per cell of ``grid``, all ``value``: a read-only broadcast view of a single float64.
+
+    The same values as ``np.full(grid.size, value)`` (a constant variance column) in 8 bytes instead
+    of ``8 * grid.size``; operations on it read like on any array, writes are refused.
+    """
+    return lock_in_place(np.broadcast_to(np.array(value, dtype=np.float64), (grid.size,)))
 
