@@ -140,11 +140,17 @@ def category_dimension(column: str, categories: Any) -> CategoryDomain:
     # An Index (e.g. a CategoricalDtype's categories) is kept as is: it is immutable, and its uniqueness,
     # once known, is not computed again (each check below hashes every label).
     try:
-        index = categories.rename(None) if type(categories) is pd.Index else pd.Index(list(categories))
+        if type(categories) is pd.Index:
+            index = categories if categories.name is None else categories.rename(None)
+        else:
+            index = pd.Index(list(categories))
         if isinstance(index, pd.MultiIndex):
             raise TypeError("tuples")
         duplicated, missing = index.has_duplicates, index.hasnans
-        if not duplicated:  # build the hash table values are looked up in (every label hashed), as counting will
+        if not duplicated and index.dtype == object:
+            # Python objects: hash and compare every label now (a label whose __hash__/__eq__ raises is a
+            # public error); numbers, strings and dates of a typed Index cannot raise, and their hash
+            # table is the one has_duplicates just built.
             index.get_indexer(pd.Index([object()], dtype=object))
     except Exception as err:  # noqa: BLE001 - unhashable labels, tuples, a label whose __hash__/__eq__ raises
         raise ParameterError(f"The 'categories' parameter for column {column!r} must be a list of hashable, scalar "

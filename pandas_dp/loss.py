@@ -146,7 +146,7 @@ class Noise(ABC):
         """Exact variance of one noise value (as a float; at least :data:`VARIANCE_FLOOR`)."""
 
     @abstractmethod
-    def quantile(self, q: float) -> int:
+    def quantile(self, q: float | Fraction) -> int:
         """Exact quantile: the smallest integer ``z`` with ``P(Z <= z) >= q``."""
 
     def interval_radius(self, confidence_level: float) -> int:
@@ -223,7 +223,7 @@ class DiscreteLaplace(Noise):
 
         return max(discrete_laplace_variance(self.scale), VARIANCE_FLOOR)
 
-    def quantile(self, q: float) -> int:
+    def quantile(self, q: float | Fraction) -> int:
         from .noise import discrete_laplace_quantile
 
         return discrete_laplace_quantile(self.scale, q)
@@ -269,7 +269,7 @@ class DiscreteGaussian(Noise):
 
         return max(discrete_gaussian_variance(self.sigma2), VARIANCE_FLOOR)
 
-    def quantile(self, q: float) -> int:
+    def quantile(self, q: float | Fraction) -> int:
         from ._discrete_gaussian import discrete_gaussian_quantile
 
         return discrete_gaussian_quantile(self.sigma2, q)
@@ -320,7 +320,7 @@ class PrivacyLoss(ABC):
     def _same(self, other: object) -> "PrivacyLoss":
         if type(other) is not type(self):
             raise TypeError(f"cannot combine {type(self).__name__} with {type(other).__name__}")
-        return other  # type: ignore[return-value]
+        return other
 
     def __add__(self, other: "PrivacyLoss") -> "PrivacyLoss":
         return type(self)(self.amount + self._same(other).amount)  # type: ignore[call-arg]

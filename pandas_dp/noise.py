@@ -445,6 +445,7 @@ class _Geometric:
             return high
         length = self.cdf.n
         out, idx = self.table.lookup(draw(n), draw)
+        assert idx is not None  # the exact-search indices are returned whenever low digits are not asked for
         todo = idx[out[idx] == length]
         if todo.size:  # G >= L (chance 2**-24): L plus a fresh geometric (memoryless)
             out[todo] += self.sample(todo.size, draw)

@@ -33,7 +33,7 @@ from pandas_dp.algorithms.branching import BranchingChoice, choose_branching
 from pandas_dp.algorithms.tree_budget import BudgetSplit, level_shares
 from pandas_dp.algorithms.tree_inference import (TreeVariances, constant_level, constrained_inference,
                                                  nonnegative_tree)
-from pandas_dp.algorithms.tree_layout import TreeLayout, tree_layout
+from pandas_dp.algorithms.tree_layout import TreeLayout, shape_dims, tree_layout
 from pandas_dp.loss import UNIT, Noise, PrivacyLoss, Sensitivity
 
 __all__ = ["TreePlan", "TreeRelease", "plan_tree", "release_tree"]
@@ -115,7 +115,7 @@ def plan_tree(shape: int | tuple[int, ...], *, loss: PrivacyLoss, branching: int
     ``sensitivity``: discrete Laplace of scale ``L1 / epsilon_k`` for a pure
     loss, rounded up to an exact rational.
     """
-    dims = (int(shape),) if np.isscalar(shape) else tuple(int(s) for s in shape)  # type: ignore[arg-type]
+    dims = shape_dims(shape)
     choice = None
     if isinstance(branching, str):
         choice = choose_branching(dims, loss=loss, budget_split=budget_split,
@@ -200,6 +200,12 @@ class TreeRelease:
         return self.plan.consistent
 
     @property
+    def _structure(self) -> TreeVariances:
+        """The GLS variance structure (set whenever constrained inference ran)."""
+        assert self.structure is not None
+        return self.structure
+
+    @property
     def include_root(self) -> bool:
         """Whether the root was noised."""
         return self.plan.include_root
@@ -263,13 +269,13 @@ class TreeRelease:
         """Exact error variance of :meth:`range_estimate` (O(h) per range, vectorized)."""
         lo, hi = self._ranges(lo, hi)
         if self.consistent:
-            return tvar.range_variance(self.layout, self.structure, lo, hi)
+            return tvar.range_variance(self.layout, self._structure, lo, hi)
         return tvar.raw_range_variance(self.layout, self.level_variances, lo, hi)
 
     def average_range_variance(self) -> float:
         """Exact mean error variance over all ``N (N + 1) / 2`` ranges (``V_Avg``), O(nodes)."""
         if self.consistent:
-            return tvar.average_range_variance(self.layout, self.structure)
+            return tvar.average_range_variance(self.layout, self._structure)
         return tvar.raw_average_range_variance(self.layout, self.level_variances)
 
 

@@ -84,7 +84,13 @@ class TreeVariances:
     variances: tuple[np.ndarray, ...]
 
 
-def tree_variances(layout: TreeLayout, level_variances: Sequence[float]) -> TreeVariances:
+def _known(level: np.ndarray | None) -> np.ndarray:
+    """A level's array that exists by construction (``child_var[k]`` for ``k >= 1``)."""
+    assert level is not None
+    return level
+
+
+def tree_variances(layout: TreeLayout, level_variances: Sequence[float] | np.ndarray) -> TreeVariances:
     """Bottom-up and posterior variances of every node for given level noise variances.
 
     Parameters
@@ -125,10 +131,10 @@ def tree_variances(layout: TreeLayout, level_variances: Sequence[float]) -> Tree
     for k in range(top - 1, -1, -1):
         if lean and k == 0 and layout.ndim == 1:
             # a = V_leaf / VS_parent is a per-parent value: P = a^2 P_parent + V (1 - a) per parent, spread.
-            a = sigma2[0] / child_var[1]
+            a = sigma2[0] / _known(child_var[1])
             var[0] = spread_to_leaves(a * a * var[1] + sigma2[0] * (1.0 - a), layout)
             continue
-        a = vdown[k] / expand(child_var[k + 1], k)
+        a = vdown[k] / expand(_known(child_var[k + 1]), k)
         var[k] = _compact(a * a * expand(var[k + 1], k) + vdown[k] * (1.0 - a))
     return TreeVariances(vdown=tuple(vdown), child_var=tuple(child_var), variances=tuple(var))
 
@@ -190,7 +196,8 @@ def _add_per_parent(leaves: np.ndarray, per_parent: np.ndarray, b: int) -> None:
 
 
 def constrained_inference(layout: TreeLayout, noisy: Sequence[np.ndarray | None],
-                          level_variances: Sequence[float], *, keep_bottom_up: bool = True) -> TreeInference:
+                          level_variances: Sequence[float] | np.ndarray, *,
+                          keep_bottom_up: bool = True) -> TreeInference:
     """Exact GLS estimate of every node of the tree from its noisy counts.
 
     Parameters
@@ -249,13 +256,13 @@ def constrained_inference(layout: TreeLayout, noisy: Sequence[np.ndarray | None]
             # The leaves' z is a copy made above: the leaf estimates may be built in it.
             nodes = z[0] if k == 0 and not keep_bottom_up else z[k].copy()
             step = est[k + 1] - child_sum[k + 1]
-            vs = tv.child_var[k + 1]
+            vs = _known(tv.child_var[k + 1])
             step *= v.flat[0] / (vs if any(vs.strides) else vs.flat[0])
             _add_per_parent(nodes, step, layout.branching)
             del step
             est[k] = nodes
             continue
-        a = tv.vdown[k] / expand(tv.child_var[k + 1], k)
+        a = tv.vdown[k] / expand(_known(tv.child_var[k + 1]), k)
         est[k] = z[k] + a * expand(est[k + 1] - child_sum[k + 1], k)
     if not keep_bottom_up:
         return TreeInference(z=(), vdown=tv.vdown, child_sum=(), child_var=tv.child_var, estimates=tuple(est),
@@ -298,7 +305,7 @@ def nonnegative_tree(layout: TreeLayout, inference: TreeInference) -> tuple[np.n
     out[top] = np.maximum(inference.estimates[top], 0.0)
     for k in range(top - 1, -1, -1):
         v = inference.vdown[k]
-        a = v / layout.expand(inference.child_var[k + 1], k)
+        a = v / layout.expand(_known(inference.child_var[k + 1]), k)
         target = inference.z[k] + a * layout.expand(out[k + 1] - inference.child_sum[k + 1], k)
         parent_id = layout.expand(np.arange(out[k + 1].size).reshape(out[k + 1].shape), k)
         out[k] = _project_groups(target.ravel(), v.ravel(), parent_id.ravel(),

@@ -13,7 +13,7 @@ answers the ranges from it.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import numpy as np
 import pandas as pd
@@ -203,6 +203,6 @@ def range_query(frame: pd.DataFrame, column: Any, ranges: Any, *, bins: Any = No
     planned = plan_method(name, grid, method_loss, knobs, unit)
     result = histogram_release(frame, cols, grid, loss, planned, rng=generator, nonnegative=nonneg, unit=unit,
                                knobs=knobs)
-    answers = result.range_query(list(zip(lows, highs)))
+    answers = cast(pd.DataFrame, result.range_query(list(zip(lows, highs))))   # a list of ranges: a frame
     answers.attrs["release"] = result
     return answers

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import html
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Mapping, cast
 
 import numpy as np
 import pandas as pd
@@ -128,7 +128,7 @@ class Histogram(FrozenRelease, EstimatesView, MeasureView):
         dim = self.domain.dims[0]
         if not isinstance(dim, BinDomain):
             dim.align(None, None)  # raises the categorical explanation
-        return dim
+        return cast(BinDomain, dim)
 
     def _range_stats(self, i: np.ndarray, j: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Estimate and variance of the bin ranges ``[i, j)``.
