@@ -171,3 +171,24 @@ def test_assert_dp_on_an_adversarial_neighbour():
                                                                   branching=2, rng=rng),
                        BASE, d_in, epsilon=1.0, trials=400, rng=4)
     assert report.passed
+
+
+@pytest.mark.parametrize("extra", [[], ["junk"], [0.5], [2**64], [None]], ids=["none", "token", "float", "huge", "None"])
+@pytest.mark.parametrize("bins,rng", [(3, (2**60, 2**60 + 3072)), (2, (0, 2**54)),
+                                      ([2**60, 2**60 + 1024, 2**60 + 2048], None)])
+def test_an_integer_beyond_2_53_bins_alike_whatever_the_other_rows(extra, bins, rng):
+    # Integers above 2**53 are not all floats: a stray token, a float or a huge integer makes pandas give
+    # the column another dtype (object, float64). The bin of every other row must not change with it:
+    # each value is binned by its own value alone (here by its float64 image on float edges, in every path).
+    from pandas_dp.domain import make_grid
+    from pandas_dp.engines.pandas import bin_counts
+
+    values = [2**60 + 1000, 2**60 + 1023, 2**60 + 1025, 2**60 + 2000, 2**60 - 100, 2**53 + 1, 2**62]
+    kw = dict(bins=bins) if rng is None else dict(bins=bins, range=rng)
+    ints = pd.DataFrame({"x": np.array(values, dtype=np.int64)})
+    grid = make_grid(ints, ["x"], **kw)
+    reference = bin_counts(ints, grid).reshape(-1)
+    mixed = pd.DataFrame({"x": pd.Series(values + extra, dtype=object)})
+    alone = pd.DataFrame({"x": pd.Series(extra, dtype=object)})
+    extra_counts = bin_counts(alone, grid).reshape(-1) if extra else 0
+    np.testing.assert_array_equal(bin_counts(mixed, grid).reshape(-1) - extra_counts, reference)
