@@ -440,7 +440,7 @@ def test_assert_dp_count_of_counts_valid_person_slow(method, mode) -> None:
     # Whole pipeline (two levels, top-down consistency): the valid neighbour step of Kuo et al.
     make, _ = ADVERSARIES["valid person"]
     assert_dp(_coc_mechanism(method, mode), PERSONS, with_row(PERSONS, make(HOUSEHOLDS)), epsilon=1.0,
-              trials=SLOW_TRIALS * 3 // 5, rng=5, statistic=_coc_statistic)
+              trials=SLOW_TRIALS, rng=5, statistic=_coc_statistic)
 
 
 @pytest.mark.slow
@@ -450,7 +450,7 @@ def test_assert_dp_count_of_counts_valid_person_slow(method, mode) -> None:
 def test_assert_dp_count_of_counts_adversaries_slow(mode, kind) -> None:
     make, _ = ADVERSARIES[kind]
     assert_dp(_coc_mechanism("hc", mode), PERSONS, with_row(PERSONS, make(HOUSEHOLDS)), epsilon=1.0,
-              trials=SLOW_TRIALS * 3 // 5, rng=5, statistic=_coc_statistic)
+              trials=SLOW_TRIALS, rng=5, statistic=_coc_statistic)
 
 
 @pytest.mark.parametrize("value", [2, [2], 99, np.nan])

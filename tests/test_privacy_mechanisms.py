@@ -365,7 +365,7 @@ def test_gaussian_count_of_counts_on_every_neighbour(variant, rho, case):
 @pytest.mark.parametrize("variant", PUBLIC_SLOW_GAUSSIAN_VARIANTS)
 def test_gaussian_public_count_of_counts_on_every_neighbour(variant, case):
     check_gaussian(coc_public(loss_kw(QUICK_RHO, "rho"), **COC_GAUSSIAN_VARIANTS[variant]), PERSONS,
-                   COC_CASES[case], QUICK_RHO, 600, seed=28, statistic=coc_vector)
+                   COC_CASES[case], QUICK_RHO, max(SLOW_TRIALS, 300), seed=28, statistic=coc_vector)
 
 
 def test_public_count_of_counts_is_dp_smoke():
@@ -391,7 +391,7 @@ def test_count_of_counts_is_dp_on_every_neighbour(variant, epsilon, case):
 def test_public_count_of_counts_is_dp_on_every_neighbour(variant, epsilon, case):
     # about 30 ms a call: fewer trials; the pipeline test above has the power
     report = assert_dp(coc_public(epsilon, **COC_VARIANTS[variant]), PERSONS, COC_CASES[case], epsilon=epsilon,
-                       trials=600, statistic=coc_vector, rng=16)
+                       trials=max(SLOW_TRIALS, 300), statistic=coc_vector, rng=16)
     assert report.charged_per_run == epsilon
 
 

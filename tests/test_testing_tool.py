@@ -23,6 +23,8 @@ from pandas_dp.noise import discrete_laplace, discrete_laplace_variance, noise_s
 from pandas_dp.testing import DPTestFailure, DPTestReport, Neighbour, assert_dp, neighbours
 from pandas_dp.testing._binomial import lower_bound, upper_bound
 
+from _slow import FULL as SLOW_FULL
+
 POWER_SEEDS = range(5)
 FEW_SEEDS = range(3)  # for the looped (non-vectorized) broken variants; test_measured_power uses 40
 
@@ -344,8 +346,12 @@ POWER_CASES = {
 }
 
 
+#: The power cases CI runs (vectorized, seconds each); PANDAS_DP_SLOW_DEPTH=full runs them all (minutes each).
+POWER_CASES_RUN = list(POWER_CASES) if SLOW_FULL else [c for c in POWER_CASES if c.startswith("flat")]
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("case", list(POWER_CASES))
+@pytest.mark.parametrize("case", POWER_CASES_RUN)
 def test_measured_power(case, capsys):
     # Power over 40 fresh seeds (not the ones used above). A lower 95% Clopper-Pearson bound
     # above 0.8 means "fails with high probability" is shown, not assumed.
