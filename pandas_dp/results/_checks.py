@@ -20,10 +20,22 @@ from .._optional import import_optional
 from .._rational import safe_repr
 from ..errors import ParameterError
 
-__all__ = ["MAX_SAMPLE_ROWS", "check_axes", "check_flag", "check_count", "check_rows", "find_label"]
+__all__ = ["MAX_SAMPLE_ROWS", "check_axes", "check_flag", "check_count", "check_rows", "find_label", "range_pairs"]
 
 #: Most synthetic rows one ``sample()`` call draws (8 bytes per row and column; 2**31 rows is 16 GiB).
 MAX_SAMPLE_ROWS = 2**31
+
+
+def range_pairs(low: Any) -> np.ndarray:
+    """A list of ``(low, high)`` pairs as an object array of shape ``(k, 2)``, or ``ParameterError``."""
+    try:
+        pairs = None if isinstance(low, (str, bytes)) else np.asarray(low, dtype=object)
+    except Exception:  # noqa: BLE001 - a public argument whose conversion raises anything
+        pairs = None
+    if pairs is None or pairs.ndim != 2 or pairs.shape[1] != 2:
+        raise ParameterError(f"range_query takes (low, high) or a list of (low, high) pairs. "
+                             f"Got {safe_repr(low)}.")
+    return pairs
 
 
 def check_axes(ax: Any, purpose: str) -> Any:

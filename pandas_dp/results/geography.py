@@ -23,7 +23,7 @@ from ..domain import BinDomain, Grid
 from ..errors import DomainError, ParameterError
 from .._rational import safe_repr
 from ._base import EstimatesView, FrozenRelease, MeasureView, confidence_bounds, noise_radius, normal_quantile
-from ._checks import find_label
+from ._checks import find_label, range_pairs
 from ._format import html_params
 from ._frozen import stored_fields
 from ._geography_layout import level_offsets, synthetic_rows, tidy_frame
@@ -325,13 +325,7 @@ class GeographyHistogram(FrozenRelease, EstimatesView, MeasureView):
         if single:
             i, j = dim.align(low, high)
         else:
-            try:
-                pairs = None if isinstance(low, (str, bytes)) else np.asarray(low, dtype=object)
-            except Exception:  # noqa: BLE001 - a public argument whose conversion raises anything
-                pairs = None
-            if pairs is None or pairs.ndim != 2 or pairs.shape[1] != 2:
-                raise ParameterError(f"range_query takes (low, high) or a list of (low, high) pairs. "
-                                     f"Got {safe_repr(low)}.")
+            pairs = range_pairs(low)
             i, j = dim.align(pairs[:, 0], pairs[:, 1])  # align reads and checks the bounds
         parts = []
         for lvl in chosen:

@@ -13,7 +13,7 @@ from .._public import float_array, safe_repr
 from ..domain import BinDomain, Grid
 from ..errors import DomainError, ParameterError
 from ._base import EstimatesView, FrozenRelease, MeasureView, confidence_bounds, noise_radius, normal_quantile
-from ._checks import check_axes, check_flag
+from ._checks import check_axes, check_flag, range_pairs
 from ._format import estimates_table, guarantee_text, html_params
 from ._frozen import SeriesOnIndex, lock_in_place, stored_fields
 
@@ -192,13 +192,7 @@ class Histogram(FrozenRelease, EstimatesView, MeasureView):
         normal_quantile(confidence_level)  # validate the public argument before any work
         dim = self._bin_domain()
         if high is None:
-            try:
-                pairs = None if isinstance(low, (str, bytes)) else np.asarray(low, dtype=object)
-            except Exception:  # noqa: BLE001 - a public argument whose conversion raises anything
-                pairs = None
-            if pairs is None or pairs.ndim != 2 or pairs.shape[1] != 2:
-                raise ParameterError(f"range_query takes (low, high) or a list of (low, high) pairs. "
-                                     f"Got {safe_repr(low)}.")
+            pairs = range_pairs(low)
             i, j = dim.align(pairs[:, 0], pairs[:, 1])
             est, var = self._range_stats(i, j)
             std = np.sqrt(var)
