@@ -93,7 +93,7 @@ def synthetic_rows(leaf_estimates: np.ndarray, levels: Sequence[str], regions: S
     integer draws ``n`` rows with probabilities proportional to those counts
     (see :func:`~pandas_dp.results._sampling.draw_cells`).
     """
-    from ._sampling import _bin_values, cell_counts, draw_cells, sampling_rng
+    from ._sampling import cell_counts, draw_cells, sampled_columns, sampling_rng
 
     gen = sampling_rng(rng)
     cells = grid.size
@@ -103,11 +103,5 @@ def synthetic_rows(leaf_estimates: np.ndarray, levels: Sequence[str], regions: S
     data: dict[str, Any] = {}
     for lvl in range(1, len(levels)):
         data[levels[lvl]] = regions[lvl].take(anc[lvl][leaf]).to_numpy()
-    per_dim = np.unravel_index(cell, grid.shape) if cell.size else [cell] * grid.ndim
-    for dim, idx in zip(grid.dims, per_dim):
-        idx = np.asarray(idx, dtype=np.int64)
-        if isinstance(dim, BinDomain):
-            data[dim.column] = _bin_values(dim, idx, gen)
-        else:
-            data[dim.column] = pd.Categorical.from_codes(idx, categories=dim.categories)
+    data.update(sampled_columns(grid, cell, gen))
     return pd.DataFrame(data)

@@ -108,6 +108,19 @@ def _bin_values(dim: BinDomain, idx: np.ndarray, rng: np.random.Generator) -> An
     return lo + (hi - lo) * rng.random(idx.size)
 
 
+def sampled_columns(grid: Grid, codes: np.ndarray, rng: np.random.Generator) -> dict[str, Any]:
+    """One column per dimension for rows in cells ``codes``: values drawn in their bin, or category labels."""
+    per_dim = np.unravel_index(codes, grid.shape) if codes.size else [codes] * grid.ndim
+    data: dict[str, Any] = {}
+    for dim, idx in zip(grid.dims, per_dim):
+        idx = np.asarray(idx, dtype=np.int64)
+        if isinstance(dim, BinDomain):
+            data[dim.column] = _bin_values(dim, idx, rng)
+        else:
+            data[dim.column] = pd.Categorical.from_codes(idx, categories=dim.categories)
+    return data
+
+
 def grid_rows(estimates: Any, grid: Grid, n: Any, rng: Any) -> pd.DataFrame:
     """Synthetic rows of a histogram over a public grid: one column per dimension.
 
@@ -118,15 +131,7 @@ def grid_rows(estimates: Any, grid: Grid, n: Any, rng: Any) -> pd.DataFrame:
     """
     gen = sampling_rng(rng)
     codes = draw_cells(cell_counts(estimates), n, gen)
-    per_dim = np.unravel_index(codes, grid.shape) if codes.size else [codes] * grid.ndim
-    data: dict[str, Any] = {}
-    for dim, idx in zip(grid.dims, per_dim):
-        idx = np.asarray(idx, dtype=np.int64)
-        if isinstance(dim, BinDomain):
-            data[dim.column] = _bin_values(dim, idx, gen)
-        else:
-            data[dim.column] = pd.Categorical.from_codes(idx, categories=dim.categories)
-    return pd.DataFrame(data, columns=list(grid.columns))
+    return pd.DataFrame(sampled_columns(grid, codes, gen), columns=list(grid.columns))
 
 
 def persons_rows(leaf: pd.DataFrame, region_columns: dict[str, np.ndarray], n: Any,
