@@ -36,8 +36,8 @@ import numpy as np
 import pandas as pd
 
 from benchmarks import dpbench
-from pandas_dp.domain import Grid, make_grid
-from pandas_dp.loss import pure
+from pandas_dp.domain.grid import Grid, make_grid
+from pandas_dp.privacy.loss import pure
 from pandas_dp.releases.histogram import METHODS, plan_method
 
 EPSILONS = (0.1, 1.0)

@@ -24,8 +24,8 @@ from benchmarks import dpbench
 from benchmarks.bench_data_dependent import to_markdown, workload_errors
 from pandas_dp.algorithms.ahp import ahp
 from pandas_dp.algorithms.dpcube import dpcube
-from pandas_dp.noise import discrete_laplace_variance, noise_scale
-from pandas_dp.loss import pure
+from pandas_dp.noise.laplace import discrete_laplace_variance, noise_scale
+from pandas_dp.privacy.loss import pure
 
 EPSILONS = (0.1, 1.0)
 AHP_SPLITS = (0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9)

@@ -29,10 +29,10 @@ import pandas as pd
 import pandas_dp as pdp
 from pandas_dp.algorithms.count_of_counts import estimate_level
 from pandas_dp.algorithms.count_of_counts_matching import aggregate_up
-from pandas_dp.engines.pandas_groups import exact_count_of_counts, prepare_groups, runs_to_frame
+from pandas_dp.engines.pandas.groups import exact_count_of_counts, prepare_groups, runs_to_frame
 from pandas_dp.results.count_of_counts import emd_per_region
 from pandas_dp.algorithms.count_of_counts import SENSITIVITY
-from pandas_dp.loss import pure
+from pandas_dp.privacy.loss import pure
 
 
 def load_datasets() -> dict[str, tuple[pd.DataFrame, str, list[str], pd.DataFrame, int]]:

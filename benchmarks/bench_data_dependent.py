@@ -25,8 +25,8 @@ import pandas as pd
 from benchmarks import dpbench
 from pandas_dp.algorithms.ahp import ahp
 from pandas_dp.algorithms.dpcube import dpcube
-from pandas_dp.noise import discrete_laplace, noise_scale
-from pandas_dp.loss import pure
+from pandas_dp.noise.laplace import discrete_laplace, noise_scale
+from pandas_dp.privacy.loss import pure
 
 Estimator = Callable[[np.ndarray, float, np.random.Generator], np.ndarray]
 
@@ -37,7 +37,7 @@ def identity(x: np.ndarray, eps: float, rng: np.random.Generator) -> np.ndarray:
 
 def hierarchical(x: np.ndarray, eps: float, rng: np.random.Generator) -> np.ndarray:
     """Hierarchical H_b^c with branching="auto" (Qardaji et al.), exact GLS inference."""
-    from pandas_dp.algorithms.tree import release_tree
+    from pandas_dp.algorithms.tree.release import release_tree
     return release_tree(x, loss=pure(eps), branching="auto", rng=rng).leaf_estimates()
 
 

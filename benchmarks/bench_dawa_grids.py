@@ -43,14 +43,14 @@ import pandas as pd
 
 from benchmarks import dpbench
 from benchmarks.bench_data_dependent import to_markdown
-from pandas_dp.algorithms import dawa_strategy
+import pandas_dp.algorithms.dawa.strategy as dawa_strategy
 from pandas_dp.algorithms.ahp import ahp
-from pandas_dp.algorithms.dawa import DEFAULT_RATIO, DEFAULT_RATIO_2D, dawa, workload_runs
-from pandas_dp.algorithms.dawa_partition import PrivatePartition
+from pandas_dp.algorithms.dawa.release import DEFAULT_RATIO, DEFAULT_RATIO_2D, dawa, workload_runs
+from pandas_dp.algorithms.dawa.partition import PrivatePartition
 from pandas_dp.algorithms.dpcube import dpcube
 from pandas_dp.algorithms.grids import agrid, ugrid
-from pandas_dp.algorithms.tree import release_tree
-from pandas_dp.loss import PureDP
+from pandas_dp.algorithms.tree.release import release_tree
+from pandas_dp.privacy.loss import PureDP
 
 EPSILONS = (0.1, 1.0)
 
@@ -150,7 +150,7 @@ def dawa_reference(x, eps, rng, w):
     part_loss, strat_loss = loss.split([DEFAULT_RATIO, 1 - DEFAULT_RATIO])
     edges = _research_partition(x, float(part_loss.amount), 1.0 / float(strat_loss.amount), rng)
     q, lo, hi, m = workload_runs(w, x.shape)
-    from pandas_dp.algorithms.dawa_runs import bucket_runs
+    from pandas_dp.algorithms.dawa.runs import bucket_runs
     strategy = dawa_strategy.choose_strategy(bucket_runs(q, lo, hi, edges, m))
     answers = dawa_strategy.answer_hierarchy(np.add.reduceat(x, edges[:-1]), strategy, loss=strat_loss, rng=rng)
     sizes = np.diff(edges)

@@ -50,9 +50,9 @@ import pandas as pd
 
 import pandas_dp as pdp
 from benchmarks._timing import best_of, traced_peak
-from pandas_dp.domain import make_grid
-from pandas_dp.engines.pandas import bin_counts
-from pandas_dp.loss import pure
+from pandas_dp.domain.grid import make_grid
+from pandas_dp.engines.pandas.counts import bin_counts
+from pandas_dp.privacy.loss import pure
 from pandas_dp.releases.histogram import METHODS, plan_method
 
 

@@ -12,7 +12,7 @@ counties, age 0-99 x sex = 200 cells per region, about 610k released cells):
   on a Dask frame read from Parquet (``--no-dask`` skips it), checked equal
   to the pandas release for one seed;
 * **algorithm part** (``--no-speed`` skips it): each step of
-  :func:`pandas_dp.algorithms.geography.release_geography` on the exact tables;
+  :func:`pandas_dp.algorithms.regions.geography.release_geography` on the exact tables;
 * **accuracy** (epsilon split equally over the three levels, ``--trials``
   releases), on the synthetic population and on the bundled census
   (:mod:`pandas_dp.data`: its persons by state and county, the households
@@ -25,7 +25,7 @@ counties, age 0-99 x sex = 200 cells per region, about 610k released cells):
   predicted by the GLS variances.
 
 Pure epsilon (``PureDP``) always; zCDP (``ZCDP``, rho = epsilon^2 / 2) when
-the discrete Gaussian sampler ``pandas_dp._discrete_gaussian`` exists.
+the discrete Gaussian sampler ``pandas_dp.noise.discrete_gaussian`` exists.
 
 Run: ``python -m benchmarks.bench_geography [--persons 10000000] [--epsilons 1 0.1] [--trials 5]``
 """
@@ -45,11 +45,11 @@ import pandas as pd
 import pandas_dp as pdp
 from benchmarks._timing import best_of, traced_peak
 from pandas_dp.algorithms.controlled_rounding import controlled_round
-from pandas_dp.algorithms.geography import release_geography
-from pandas_dp.algorithms.region_inference import region_inference
-from pandas_dp.algorithms.region_layout import RegionLayout, region_layout
-from pandas_dp.algorithms.region_nonnegative import nonnegative_regions
-from pandas_dp.loss import PrivacyLoss, PureDP, ZCDP
+from pandas_dp.algorithms.regions.geography import release_geography
+from pandas_dp.algorithms.regions.inference import region_inference
+from pandas_dp.algorithms.regions.layout import RegionLayout, region_layout
+from pandas_dp.algorithms.regions.nonnegative import nonnegative_regions
+from pandas_dp.privacy.loss import PrivacyLoss, PureDP, ZCDP
 
 AGES, SEXES = 100, 2
 
@@ -198,9 +198,9 @@ def end_to_end(persons: pd.DataFrame, county_state: np.ndarray, repeat: int, das
 def census_truth() -> tuple[list[np.ndarray], list]:
     """Exact age x sex tables of the bundled census by nation, state and county (its public geography)."""
     from pandas_dp.data import load_households, load_persons
-    from pandas_dp.domain import make_grid
-    from pandas_dp.engines.region_counts import region_bin_counts
-    from pandas_dp.regions import region_tree
+    from pandas_dp.domain.grid import make_grid
+    from pandas_dp.engines.pandas.region_counts import region_bin_counts
+    from pandas_dp.domain.regions import region_tree
 
     persons = load_persons()
     persons["sex"] = (persons["sex"] == "M").astype(np.int8)
@@ -281,7 +281,7 @@ def main() -> None:
     measures: list[tuple[str, PrivacyLoss]] = []
     for eps in args.epsilons:
         measures.append((f"epsilon={eps:g}", PureDP(Fraction(eps).limit_denominator(10**6))))
-    has_gaussian = importlib.util.find_spec("pandas_dp._discrete_gaussian") is not None
+    has_gaussian = importlib.util.find_spec("pandas_dp.noise.discrete_gaussian") is not None
     if has_gaussian:
         for eps in args.epsilons:
             rho = Fraction(eps).limit_denominator(10**6) ** 2 / 2
@@ -297,7 +297,7 @@ def main() -> None:
                   f"{args.trials} releases (errors per cell; discrepancy = mean |sum of children - parent| per cell):")
             print(frame.to_string(float_format=lambda v: f"{v:.3f}", na_rep="-"))
     if not has_gaussian:
-        print("\nzCDP skipped: pandas_dp._discrete_gaussian is not in this tree yet.")
+        print("\nzCDP skipped: pandas_dp.noise.discrete_gaussian is not in this tree yet.")
     print(f"\n({time.perf_counter() - start:.0f} s)")
 
 

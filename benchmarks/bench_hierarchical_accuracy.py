@@ -29,10 +29,10 @@ import numpy as np
 import pandas as pd
 
 from benchmarks import dpbench
-from pandas_dp.algorithms.branching import choose_branching
-from pandas_dp.algorithms.tree import release_tree
-from pandas_dp.noise import discrete_laplace, noise_scale
-from pandas_dp.loss import pure
+from pandas_dp.algorithms.tree.branching import choose_branching
+from pandas_dp.algorithms.tree.release import release_tree
+from pandas_dp.noise.laplace import discrete_laplace, noise_scale
+from pandas_dp.privacy.loss import pure
 
 Estimator = Callable[[np.ndarray, float, np.random.Generator], np.ndarray]
 
@@ -76,7 +76,7 @@ def exact_rms(n: int, eps: float, workloads: dict) -> dict[str, dict[str, float]
     Data-independent (divide by a dataset's total for its scaled error); no
     Monte-Carlo noise, so it separates methods whose simulated errors overlap.
     """
-    from pandas_dp.noise import discrete_laplace_variance
+    from pandas_dp.noise.laplace import discrete_laplace_variance
     out: dict[str, dict[str, float]] = {}
     zeros = np.zeros(n, dtype=np.int64)
     v_bin = discrete_laplace_variance(noise_scale(1, eps))

@@ -30,9 +30,9 @@ import pandas as pd
 import pandas_dp as pdp
 from benchmarks import dpbench
 from benchmarks._timing import best_of, traced_peak
-from pandas_dp.algorithms import branching
-from pandas_dp.algorithms.tree import release_tree
-from pandas_dp.loss import pure
+import pandas_dp.algorithms.tree.branching as branching
+from pandas_dp.algorithms.tree.release import release_tree
+from pandas_dp.privacy.loss import pure
 
 
 def _cases(rows: int, bins: int, rng: np.random.Generator) -> list[tuple[str, str, pd.DataFrame, dict, np.ndarray]]:

@@ -26,10 +26,10 @@ import numpy as np
 import pandas as pd
 
 from benchmarks import dpbench
-from pandas_dp.algorithms.branching import choose_branching
+from pandas_dp.algorithms.tree.branching import choose_branching
 from pandas_dp.algorithms.controlled_rounding import integer_tree
-from pandas_dp.algorithms.tree import release_tree
-from pandas_dp.loss import pure
+from pandas_dp.algorithms.tree.release import release_tree
+from pandas_dp.privacy.loss import pure
 
 
 def run(x: np.ndarray, eps: float, trials: int, seed: int) -> dict[str, float]:

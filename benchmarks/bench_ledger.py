@@ -30,10 +30,10 @@ from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 import pandas_dp as pdp
-from pandas_dp.ledger import _ledger
-from pandas_dp.ledger._ops import post, transact
-from pandas_dp.ledger._sqlite import SQLiteStore
-from pandas_dp.loss import PureDP
+from pandas_dp.accounting.ledger import _ledger
+from pandas_dp.accounting.ledger._ops import post, transact
+from pandas_dp.accounting.ledger._sqlite import SQLiteStore
+from pandas_dp.privacy.loss import PureDP
 
 
 class WalCheckpointStore(SQLiteStore):

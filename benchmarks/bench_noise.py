@@ -27,9 +27,11 @@ from fractions import Fraction
 
 import numpy as np
 
-from pandas_dp import _discrete_gaussian, noise
-from pandas_dp._discrete_gaussian import discrete_gaussian
-from pandas_dp.noise import discrete_laplace
+import pandas_dp.noise.discrete_gaussian as _discrete_gaussian
+
+import pandas_dp.noise.laplace as noise
+from pandas_dp.noise.discrete_gaussian import discrete_gaussian
+from pandas_dp.noise.laplace import discrete_laplace
 
 SCALES = (0.5, 1, 10, 100, 1e4, 1e6)
 SIGMAS = (1, 10, 100, 10_000)

@@ -7,7 +7,7 @@ Run: ``python -m benchmarks.bench_zcdp [--trials 10] [--datasets HEPTH ADULT] [-
 discrete Laplace noise) and the zCDP releases use ``rho = epsilon**2 / 2``,
 the zCDP that the pure release implies and what it costs in a rho budget
 (Bun and Steinke 2016, Proposition 1.4). Methods, all from
-:func:`pandas_dp.algorithms.tree.release_tree` and the loss's noise objects:
+:func:`pandas_dp.algorithms.tree.release.release_tree` and the loss's noise objects:
 
 * ``identity``: one noise draw per bin;
 * ``tree``: H_b^c with ``branching="auto"`` (chosen for the measure: the
@@ -50,8 +50,8 @@ import pandas as pd
 from scipy.optimize import brentq
 
 from benchmarks import dpbench
-from pandas_dp.algorithms.tree import TreePlan, plan_tree, release_tree
-from pandas_dp.loss import PrivacyLoss, pure, zcdp
+from pandas_dp.algorithms.tree.release import TreePlan, plan_tree, release_tree
+from pandas_dp.privacy.loss import PrivacyLoss, pure, zcdp
 
 Method = Callable[[np.ndarray, np.random.Generator], np.ndarray]
 N = 4096

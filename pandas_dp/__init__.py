@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from importlib.metadata import PackageNotFoundError, version
 
-from . import accessor as _accessor  # noqa: F401  (registers DataFrame.dp and Series.dp)
-from .budget import Budget, Charge, Reservation, active_budget, budget
-from .errors import (
+import pandas_dp.accessors.pandas as _accessor  # noqa: F401  (registers DataFrame.dp and Series.dp)
+from pandas_dp.accounting.budget import Budget, Charge, Reservation, active_budget, budget
+from pandas_dp.errors import (
     BudgetError,
     BudgetExceededError,
     DomainError,
@@ -25,16 +25,16 @@ from .errors import (
     GroupbyReleaseWarning,
     SchemaError,
 )
-from .ledger import Ledger
-from .results import Histogram, RangeAnswer
-from .results.count_of_counts import CountOfCounts
-from .results.unattributed import UnattributedHistogram
-from .results.data_dependent import AHPHistogram, DPCubeHistogram
-from .results.geography import GeographyHistogram
-from .results.adaptive import DAWAHistogram, GridHistogram
-from .results.hierarchical import HierarchicalHistogram
+from pandas_dp.accounting.ledger import Ledger
+from pandas_dp.results import Histogram, RangeAnswer
+from pandas_dp.results.count_of_counts import CountOfCounts
+from pandas_dp.results.unattributed import UnattributedHistogram
+from pandas_dp.results.data_dependent import AHPHistogram, DPCubeHistogram
+from pandas_dp.results.geography import GeographyHistogram
+from pandas_dp.results.adaptive import DAWAHistogram, GridHistogram
+from pandas_dp.results.hierarchical import HierarchicalHistogram
 
-from ._dask_hook import install as _install_dask_accessor
+from pandas_dp.accessors.dask_hook import install as _install_dask_accessor
 
 _install_dask_accessor()  # the same .dp accessor on Dask frames, registered when dask.dataframe imports
 
@@ -45,7 +45,7 @@ def __getattr__(name: str) -> object:
     if name == "schema":
         import importlib
 
-        return importlib.import_module(".schema", __name__)
+        return importlib.import_module("pandas_dp.schema")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

@@ -103,7 +103,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     "as CSV/Parquet plus manifest.json. A full preflight (spec, input header, output folder, "
                     "ledger and budget left) runs first; the spec's total is then reserved in one ledger "
                     "transaction. Exit status 0 done, 2 for any problem found before a charge (nothing "
-                    "charged), 1 for a failure after a charge. Spec format: see pandas_dp.cli_release or the "
+                    "charged), 1 for a failure after a charge. Spec format: see pandas_dp.cli.spec or the "
                     "docs' Command line page.")
     p_release.add_argument("spec", help="path of the TOML spec")
     p_release.add_argument("--check", action="store_true",
@@ -111,18 +111,18 @@ def main(argv: Sequence[str] | None = None) -> int:
                                 "nothing")
     p_demo.add_argument("--ledger", default=None,
                         help="create the demo's ledger at this new path (default: a temporary file)")
-    from .ledger.cli import add_parser as add_ledger_parser
+    from pandas_dp.cli.ledger import add_parser as add_ledger_parser
 
     add_ledger_parser(sub)
     args = parser.parse_args(argv)
     if args.command == "demo":
         return demo(args.seed, ledger=args.ledger)
     if args.command == "ledger":
-        from .ledger.cli import run as run_ledger
+        from pandas_dp.cli.ledger import run as run_ledger
 
         return run_ledger(args)
     if args.command == "release":
-        from .cli_release import ReleaseError, SpecError, run_release
+        from pandas_dp.cli.spec import ReleaseError, SpecError, run_release
 
         try:
             return run_release(args.spec, check_only=args.check)

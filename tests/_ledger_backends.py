@@ -10,7 +10,7 @@ from typing import Callable
 import pytest
 
 import pandas_dp as pdp
-from pandas_dp.ledger import _ledger
+from pandas_dp.accounting.ledger import _ledger
 
 
 @dataclass

@@ -18,7 +18,7 @@ import pandas as pd
 
 import pandas_dp as pdp
 from pandas_dp.data import load_households, load_persons
-from pandas_dp.domain import BinDomain
+from pandas_dp.domain.grid import BinDomain
 
 
 @functools.lru_cache(maxsize=1)

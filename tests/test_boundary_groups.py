@@ -26,9 +26,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import pandas_dp as pdp
-from pandas_dp.engines import pandas as pandas_engine
-from pandas_dp.engines import pandas_groups
-from pandas_dp.regions import region_tree
+import pandas_dp.engines.pandas.counts as pandas_engine
+import pandas_dp.engines.pandas.groups as pandas_groups
+from pandas_dp.domain.regions import region_tree
 from pandas_dp.testing import assert_dp
 
 from _slow import SLOW_TRIALS
@@ -322,7 +322,7 @@ def test_odd_values_are_dropped_by_the_engine(census, column, odd, mode) -> None
 
 
 def _plain(value: Any) -> bool:
-    from pandas_dp._labels import value_classes
+    from pandas_dp.domain.labels import value_classes
 
     return bool(value_classes(pd.Series([value], dtype=object))[0] > 0)
 

@@ -180,8 +180,8 @@ def test_an_integer_beyond_2_53_bins_alike_whatever_the_other_rows(extra, bins, 
     # Integers above 2**53 are not all floats: a stray token, a float or a huge integer makes pandas give
     # the column another dtype (object, float64). The bin of every other row must not change with it:
     # each value is binned by its own value alone (here by its float64 image on float edges, in every path).
-    from pandas_dp.domain import make_grid
-    from pandas_dp.engines.pandas import bin_counts
+    from pandas_dp.domain.grid import make_grid
+    from pandas_dp.engines.pandas.counts import bin_counts
 
     values = [2**60 + 1000, 2**60 + 1023, 2**60 + 1025, 2**60 + 2000, 2**60 - 100, 2**53 + 1, 2**62]
     kw = dict(bins=bins) if rng is None else dict(bins=bins, range=rng)

@@ -33,8 +33,8 @@ BINS_2D = dict(bins={"age": 8}, range={"age": (0, 128)}, categories={"state": ["
 
 def two_dimensional_only(method: str, kwargs: dict) -> bool:
     """Whether the method's plan refuses the 1-D domain of the suite (asked from public inputs only)."""
-    from pandas_dp.domain import make_grid
-    from pandas_dp.loss import pure
+    from pandas_dp.domain.grid import make_grid
+    from pandas_dp.privacy.loss import pure
     from pandas_dp.releases.histogram import plan_method
 
     try:

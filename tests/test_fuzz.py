@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import pandas_dp as pdp
-from pandas_dp._rational import to_fraction
+from pandas_dp._utils.rational import to_fraction
 
 from _slow import FULL as SLOW_FULL
 

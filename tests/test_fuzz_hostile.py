@@ -34,7 +34,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import pandas_dp as pdp
-from pandas_dp.loss import loss_from
+from pandas_dp.privacy.loss import loss_from
 from pandas_dp.releases.registry import ENTRIES, histogram_methods
 
 matplotlib = pytest.importorskip("matplotlib")

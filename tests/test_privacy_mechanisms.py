@@ -28,11 +28,11 @@ import pandas as pd
 import pytest
 
 import pandas_dp as pdp
-from pandas_dp.domain import make_grid
-from pandas_dp.engines.pandas import bin_counts
-from pandas_dp.engines.pandas_groups import prepare_groups
-from pandas_dp.loss import pure, zcdp
-from pandas_dp.noise import discrete_laplace, noise_scale
+from pandas_dp.domain.grid import make_grid
+from pandas_dp.engines.pandas.counts import bin_counts
+from pandas_dp.engines.pandas.groups import prepare_groups
+from pandas_dp.privacy.loss import pure, zcdp
+from pandas_dp.noise.laplace import discrete_laplace, noise_scale
 from pandas_dp.releases.count_of_counts import estimate_count_of_counts, plan_count_of_counts
 from pandas_dp.releases.histogram import METHODS
 from pandas_dp.testing import assert_dp, neighbours

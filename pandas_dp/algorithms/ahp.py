@@ -22,9 +22,9 @@ from typing import Any, Literal
 
 import numpy as np
 
-from pandas_dp.loss import Noise, PrivacyLoss
+from pandas_dp.privacy.loss import Noise, PrivacyLoss
 
-from .ahp_clustering import (
+from pandas_dp.algorithms.ahp_clustering import (
     EMPIRICAL_MAX_BINS,
     OPTIMAL_MAX_BINS,
     clustering_error,

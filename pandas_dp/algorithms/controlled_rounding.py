@@ -77,9 +77,9 @@ from typing import Any, Literal
 
 import numpy as np
 
-from pandas_dp.algorithms.region_layout import as_layout
-from pandas_dp.algorithms.region_layout import RegionLayout
-from pandas_dp.algorithms.tree_layout import TreeLayout
+from pandas_dp.algorithms.regions.layout import as_layout
+from pandas_dp.algorithms.regions.layout import RegionLayout
+from pandas_dp.algorithms.tree.layout import TreeLayout
 from pandas_dp.errors import ParameterError
 
 __all__ = ["RoundingMethod", "controlled_round", "tree_parents", "integer_tree"]
@@ -389,7 +389,7 @@ def integer_tree(layout: TreeLayout, estimates: Sequence[np.ndarray], *,
 
     Examples
     --------
-    >>> from pandas_dp.algorithms.tree_layout import tree_layout
+    >>> from pandas_dp.algorithms.tree.layout import tree_layout
     >>> lay = tree_layout(4, 2)
     >>> est = (np.array([0.4, 1.3, 2.6, 0.7]), np.array([1.7, 3.3]), np.array([5.0]))
     >>> [a.tolist() for a in integer_tree(lay, est)]

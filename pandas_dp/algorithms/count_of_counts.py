@@ -27,7 +27,7 @@ from typing import Any, Literal, Sequence
 import numpy as np
 
 from pandas_dp.algorithms.isotonic import segmented_isotonic_regression
-from pandas_dp.loss import Noise, Sensitivity
+from pandas_dp.privacy.loss import Noise, Sensitivity
 
 __all__ = [
     "Runs",

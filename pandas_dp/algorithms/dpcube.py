@@ -23,7 +23,7 @@ from typing import Any, Literal
 import numpy as np
 
 from pandas_dp.errors import ParameterError
-from pandas_dp.loss import Noise, PrivacyLoss
+from pandas_dp.privacy.loss import Noise, PrivacyLoss
 
 __all__ = [
     "DPCubePlan",

@@ -27,7 +27,7 @@ from typing import ClassVar
 import numpy as np
 
 from pandas_dp.errors import ParameterError
-from pandas_dp.loss import Noise, PrivacyLoss
+from pandas_dp.privacy.loss import Noise, PrivacyLoss
 
 __all__ = ["GridPlan", "GridRelease", "VARIANCE_NOTE"]
 

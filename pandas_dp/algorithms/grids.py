@@ -47,11 +47,11 @@ from typing import Any
 
 import numpy as np
 
-from pandas_dp._rational import to_fraction
+from pandas_dp._utils.rational import to_fraction
 from pandas_dp.algorithms.grid_release import GridPlan, GridRelease
-from pandas_dp.algorithms.tree_layout import shape_dims
+from pandas_dp.algorithms.tree.layout import shape_dims
 from pandas_dp.errors import ParameterError
-from pandas_dp.loss import Noise, PrivacyLoss
+from pandas_dp.privacy.loss import Noise, PrivacyLoss
 
 __all__ = ["GridPlan", "GridRelease", "plan_ugrid", "plan_agrid", "ugrid", "agrid", "equivalent_epsilon", "ugrid_size", "agrid_first_size",
            "agrid_second_size", "axis_edges", "DEFAULT_C", "DEFAULT_ALPHA", "DEFAULT_TOTAL_SHARE"]
@@ -74,7 +74,7 @@ def equivalent_epsilon(variance: float) -> float:
 
     Examples
     --------
-    >>> from pandas_dp.loss import PureDP
+    >>> from pandas_dp.privacy.loss import PureDP
     >>> round(equivalent_epsilon(PureDP(Fraction(1, 10)).noise().variance()), 9)
     0.1
     """
@@ -275,7 +275,7 @@ def ugrid(counts: np.ndarray, plan: GridPlan | None = None, *, loss: PrivacyLoss
 
     Examples
     --------
-    >>> from pandas_dp.loss import PureDP
+    >>> from pandas_dp.privacy.loss import PureDP
     >>> x = np.random.default_rng(0).poisson(3, (64, 64))
     >>> rel = ugrid(x, loss=PureDP(Fraction(1)), expected_total=12_000, rng=np.random.default_rng(1))
     >>> rel.grid_shape
@@ -348,7 +348,7 @@ def agrid(counts: np.ndarray, plan: GridPlan | None = None, *, loss: PrivacyLoss
 
     Examples
     --------
-    >>> from pandas_dp.loss import PureDP
+    >>> from pandas_dp.privacy.loss import PureDP
     >>> x = np.random.default_rng(0).poisson(3, (64, 64))
     >>> rel = agrid(x, loss=PureDP(Fraction(1)), expected_total=12_000, rng=np.random.default_rng(1))
     >>> rel.grid_shape, int(rel.sub_shape.max()) >= 1

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from pandas_dp.algorithms.isotonic import IsotonicFit, segmented_isotonic_regression
-from pandas_dp.loss import Noise
+from pandas_dp.privacy.loss import Noise
 
 __all__ = [
     "UnattributedEstimate",

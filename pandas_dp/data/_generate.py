@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from . import STATES
+from pandas_dp.data import STATES
 
 
 def generate(seed: int = 20261122) -> tuple[pd.DataFrame, pd.DataFrame]:

@@ -1,7 +1,7 @@
 """Engines: the only code that reads rows (pandas by default, Dask for larger-than-memory frames).
 
 An engine turns a private frame into exact aggregates on a *public* domain
-(counts per cell of a :class:`~pandas_dp.domain.Grid`, rows per public group)
+(counts per cell of a :class:`~pandas_dp.domain.grid.Grid`, rows per public group)
 and nothing else. It never raises, warns or reports because of a private value:
 a value that does not fit the domain is out of domain, dropped and uncounted.
 
@@ -19,12 +19,12 @@ from typing import TYPE_CHECKING, Any, Callable, Protocol
 import numpy as np
 import pandas as pd
 
-from ..errors import ParameterError
+from pandas_dp.errors import ParameterError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..domain import Grid
-    from ..regions import RegionTree
-    from ..units import UnitBounds
+    from pandas_dp.domain.grid import Grid
+    from pandas_dp.domain.regions import RegionTree
+    from pandas_dp.privacy.units import UnitBounds
 
 __all__ = ["Engine", "engine_for", "register_engine"]
 
@@ -54,7 +54,7 @@ def register_engine(frame_type: type, load: Callable[[], Engine]) -> None:
 
 
 def _pandas() -> Engine:
-    from . import pandas as pandas_engine
+    import pandas_dp.engines.pandas.counts as pandas_engine
 
     return pandas_engine
 

@@ -2,7 +2,7 @@
 
 Each is a :class:`~pandas_dp.releases.histogram.HistogramMethod`: its knobs are
 a :class:`~pandas_dp.releases.params.ParamTable`; its plan
-(:func:`~pandas_dp.algorithms.dawa.plan_dawa`,
+(:func:`~pandas_dp.algorithms.dawa.release.plan_dawa`,
 :func:`~pandas_dp.algorithms.grids.plan_ugrid`,
 :func:`~pandas_dp.algorithms.grids.plan_agrid`) is made from the public domain,
 the loss and the knobs before any charge (a wrong shape, a bad knob or a loss
@@ -19,17 +19,17 @@ from typing import Any
 
 import numpy as np
 
-from .._rational import to_fraction
-from ..algorithms import dawa as _dawa
-from ..algorithms import grids as _grids
-from ..domain import Grid
-from ..errors import ParameterError
-from ..loss import PrivacyLoss
-from ..results._bracket import INTERVAL_NOTE
-from ..results.adaptive import DAWAHistogram, GridHistogram
-from ..results.histogram import as_series
-from .histogram import HistogramMethod, Planned, clip_at_zero, register_method
-from .params import Options, Param, ParamTable, Real
+from pandas_dp._utils.rational import to_fraction
+import pandas_dp.algorithms.dawa.release as _dawa
+from pandas_dp.algorithms import grids as _grids
+from pandas_dp.domain.grid import Grid
+from pandas_dp.errors import ParameterError
+from pandas_dp.privacy.loss import PrivacyLoss
+from pandas_dp.results._bracket import INTERVAL_NOTE
+from pandas_dp.results.adaptive import DAWAHistogram, GridHistogram
+from pandas_dp.results.histogram import as_series
+from pandas_dp.releases.histogram import HistogramMethod, Planned, clip_at_zero, register_method
+from pandas_dp.releases.params import Options, Param, ParamTable, Real
 
 __all__ = ["DAWA_PARAMS", "UGRID_PARAMS", "AGRID_PARAMS", "DAWA_WORKLOADS", "PUBLIC_QUERIES", "public_ranges",
            "dawa_workload"]
@@ -71,7 +71,7 @@ def public_ranges(shape: tuple[int, ...], k: int = PUBLIC_QUERIES) -> np.ndarray
 
 
 def dawa_workload(name: str, shape: tuple[int, ...]) -> str | np.ndarray:
-    """The public queries behind a workload name, in the form :func:`~pandas_dp.algorithms.dawa.plan_dawa` takes."""
+    """The public queries behind a workload name, in the form :func:`~pandas_dp.algorithms.dawa.release.plan_dawa` takes."""
     return public_ranges(shape) if name == "ranges" else name
 
 

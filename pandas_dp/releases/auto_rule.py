@@ -26,8 +26,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ..errors import ParameterError
-from ..loss import PrivacyLoss
+from pandas_dp.errors import ParameterError
+from pandas_dp.privacy.loss import PrivacyLoss
 
 __all__ = ["AUTO_WORKLOADS", "AUTO_CONFIGS", "AUTO_RULE", "AUTO_RULE_ZCDP", "AutoChoice", "choose_method",
            "choose_config", "auto_candidates", "rule_for"]

@@ -26,17 +26,17 @@ from typing import Any, Callable, Literal
 import numpy as np
 import pandas as pd
 
-from ..algorithms.count_of_counts import (SENSITIVITY, Runs, consistent_group_totals, estimate_level,
+from pandas_dp.algorithms.count_of_counts import (SENSITIVITY, Runs, consistent_group_totals, estimate_level,
                                           estimate_max_size)
-from ..algorithms.count_of_counts_matching import top_down
-from .._rational import safe_repr
-from ..domain import MAX_CELLS
-from ..errors import ParameterError
-from ..loss import Noise, PrivacyLoss, Sensitivity
-from ..regions import region_tree
-from ..results.count_of_counts import CountOfCounts
-from .params import Options, Param, ParamTable, check_rng
-from .pipeline import Release, check_measure, privacy_loss, run
+from pandas_dp.algorithms.count_of_counts_matching import top_down
+from pandas_dp._utils.rational import safe_repr
+from pandas_dp.domain.grid import MAX_CELLS
+from pandas_dp.errors import ParameterError
+from pandas_dp.privacy.loss import Noise, PrivacyLoss, Sensitivity
+from pandas_dp.domain.regions import region_tree
+from pandas_dp.results.count_of_counts import CountOfCounts
+from pandas_dp.releases.params import Options, Param, ParamTable, check_rng
+from pandas_dp.releases.pipeline import Release, check_measure, privacy_loss, run
 
 __all__ = ["count_of_counts", "MAX_GROUPS", "MAX_SIZE_SHARE", "GROUP_TOTALS_SHARE", "CountOfCountsPlan",
            "plan_count_of_counts", "estimate_count_of_counts", "progress_callback", "COUNT_OF_COUNTS_PARAMS"]
@@ -288,7 +288,7 @@ def count_of_counts(frame: pd.DataFrame, group: str, location: Any, *, epsilon: 
         finally:
             if bar is not None:
                 bar.close()
-        from ..engines.pandas_groups import runs_to_frame
+        from pandas_dp.engines.pandas.groups import runs_to_frame
 
         result_params = dict(params, max_size=k if k is not None else "not used")
         post = ("isotonic regression" if plan.method != "naive" else "projection on {x >= 0, sum x = G}",

@@ -18,18 +18,18 @@ from typing import Any
 
 import numpy as np
 
-from .._rational import to_fraction
-from ..algorithms import ahp as _ahp
-from ..algorithms import dpcube as _dpcube
-from ..domain import Grid
-from ..errors import ParameterError
-from ..loss import Noise, PrivacyLoss
-from ..results.data_dependent import AHPHistogram, DPCubeHistogram
-from ..results.histogram import Histogram, as_series
-from .adaptive import with_total
-from .auto_rule import AUTO_WORKLOADS, AutoChoice, auto_candidates, choose_config, choose_method
-from .histogram import METHODS, HistogramMethod, Planned, clip_at_zero, plan_method, register_method
-from .params import Options, Param, ParamTable, Real
+from pandas_dp._utils.rational import to_fraction
+from pandas_dp.algorithms import ahp as _ahp
+from pandas_dp.algorithms import dpcube as _dpcube
+from pandas_dp.domain.grid import Grid
+from pandas_dp.errors import ParameterError
+from pandas_dp.privacy.loss import Noise, PrivacyLoss
+from pandas_dp.results.data_dependent import AHPHistogram, DPCubeHistogram
+from pandas_dp.results.histogram import Histogram, as_series
+from pandas_dp.releases.adaptive import with_total
+from pandas_dp.releases.auto_rule import AUTO_WORKLOADS, AutoChoice, auto_candidates, choose_config, choose_method
+from pandas_dp.releases.histogram import METHODS, HistogramMethod, Planned, clip_at_zero, plan_method, register_method
+from pandas_dp.releases.params import Options, Param, ParamTable, Real
 
 __all__ = ["choose_method", "AutoChoice", "AutoPlan", "AUTO_TOTAL_SHARE", "AUTO_PARAMS"]
 

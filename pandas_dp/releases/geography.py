@@ -9,16 +9,16 @@ Order (the one release pipeline, :mod:`pandas_dp.releases.pipeline`):
 1. **Public inputs.** The columns, the loss, the rng and the flags; the
    method (``"identity"``: a flat table per region); the region tree from the
    public ``hierarchy`` table (or ``by_categories`` for one level), validated
-   loudly by :func:`pandas_dp.regions.region_tree`; the grid of cells; the
+   loudly by :func:`pandas_dp.domain.regions.region_tree`; the grid of cells; the
    level weights. The plan splits the loss across the levels
    (``loss.split(shares)``, exact) and calibrates each level's noise for
    sensitivity 1 (a loss too small for the sampler is refused here).
 2. **Budget check, count, charge** (:func:`~pandas_dp.releases.pipeline.run`):
    the engine counts every region's cells
-   (:mod:`pandas_dp.engines.region_counts`, or its Dask twin); a row whose
+   (:mod:`pandas_dp.engines.pandas.region_counts`, or its Dask twin); a row whose
    region is unknown, missing or odd, or whose coarser ``by`` columns disagree
    with the tree, is out of domain and dropped, silently.
-3. **Mechanism** (:func:`~pandas_dp.algorithms.geography.release_geography`):
+3. **Mechanism** (:func:`~pandas_dp.algorithms.regions.geography.release_geography`):
    noise on every measured level, exact GLS across the geography,
    optionally non-negative or integer tables; wrapped as a
    :class:`~pandas_dp.results.geography.GeographyHistogram`.
@@ -42,20 +42,20 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
-from .._rational import safe_repr, to_fraction
-from ..algorithms.geography import release_geography
-from ..domain import MAX_CELLS, Grid, make_grid
-from ..errors import DomainError, ParameterError
-from ..loss import UNIT, Noise, PrivacyLoss
-from ..regions import RegionTree, region_tree
-from ..results._geography_layout import RESERVED_NAMES
-from ..results.geography import GeographyHistogram
-from ..engines.region_counts import level_tables
-from ..engines.bounding import release_key
-from ..units import AUTO_MAX_ROWS, AUTO_SHARE, UnitBounds, unit_bounds
-from .histogram import BOTH_MEASURES, METHODS, choose_max_rows, method_named
-from .params import check_columns, check_flag, check_rng
-from .pipeline import Release, check_measure, privacy_loss, run
+from pandas_dp._utils.rational import safe_repr, to_fraction
+from pandas_dp.algorithms.regions.geography import release_geography
+from pandas_dp.domain.grid import MAX_CELLS, Grid, make_grid
+from pandas_dp.errors import DomainError, ParameterError
+from pandas_dp.privacy.loss import UNIT, Noise, PrivacyLoss
+from pandas_dp.domain.regions import RegionTree, region_tree
+from pandas_dp.results._geography_layout import RESERVED_NAMES
+from pandas_dp.results.geography import GeographyHistogram
+from pandas_dp.engines.pandas.region_counts import level_tables
+from pandas_dp.engines.pandas.bounding import release_key
+from pandas_dp.privacy.units import AUTO_MAX_ROWS, AUTO_SHARE, UnitBounds, unit_bounds
+from pandas_dp.releases.histogram import BOTH_MEASURES, METHODS, choose_max_rows, method_named
+from pandas_dp.releases.params import check_columns, check_flag, check_rng
+from pandas_dp.releases.pipeline import Release, check_measure, privacy_loss, run
 
 __all__ = ["GEOGRAPHY_ARGUMENTS", "GEOGRAPHY_METHODS", "GeographyPlan", "geography_tree", "level_shares",
            "plan_geography", "histogram_by_region"]
@@ -67,8 +67,8 @@ GEOGRAPHY_ARGUMENTS = ("by", "hierarchy", "by_categories", "level_weights", "int
 GEOGRAPHY_METHODS = ("identity",)
 
 #: The engines' own modules, and the module counting regions for each (see :func:`region_counter`).
-_REGION_COUNTERS = {"pandas_dp.engines.pandas": "pandas_dp.engines.region_counts",
-                    "pandas_dp.engines.dask": "pandas_dp.engines.dask_region_counts"}
+_REGION_COUNTERS = {"pandas_dp.engines.pandas.counts": "pandas_dp.engines.pandas.region_counts",
+                    "pandas_dp.engines.dask.counts": "pandas_dp.engines.dask.region_counts"}
 
 
 @dataclass(frozen=True)
@@ -308,7 +308,7 @@ def _ledger_params(plan: GeographyPlan, loss: PrivacyLoss, method: str, nonnegat
 
 
 def _wrap(rel: Any, plan: GeographyPlan, loss: PrivacyLoss, method: str, params: dict[str, Any]) -> GeographyHistogram:
-    from ..results._geography_layout import geography_index
+    from pandas_dp.results._geography_layout import geography_index
 
     index = geography_index(plan.levels, plan.tree.regions, plan.grid)
     dtype = np.int64 if rel.integer else np.float64
@@ -338,7 +338,7 @@ def histogram_by_region(frame: Any, columns: Any, *, bins: Any = None, range: An
 
     With a ``privacy_unit``, every unit's rows are bounded on the leaf table (its (finest region,
     cell) pairs) as for a flat histogram, and every level is noised for a unit of at most its row
-    bound (group privacy, :meth:`~pandas_dp.units.UnitBounds.per_row_loss`): the coarser levels
+    bound (group privacy, :meth:`~pandas_dp.privacy.units.UnitBounds.per_row_loss`): the coarser levels
     sum the leaf table, so a unit's rows may all meet in one cell there.
     """
     if by is None:

@@ -2,9 +2,9 @@
 
 ``hierarchical_histogram`` is ``histogram(method="hierarchical")`` with the
 tree's knobs as named arguments. The method's plan is
-:func:`~pandas_dp.algorithms.tree.plan_tree` (public: layout, the loss split
+:func:`~pandas_dp.algorithms.tree.release.plan_tree` (public: layout, the loss split
 across levels, each level's noise), made before the charge; the release is
-:func:`~pandas_dp.algorithms.tree.release_tree` wrapped as a
+:func:`~pandas_dp.algorithms.tree.release.release_tree` wrapped as a
 :class:`~pandas_dp.results.hierarchical.HierarchicalHistogram`.
 ``range_query`` releases the histogram best suited to a range workload and
 answers the ranges from it.
@@ -18,22 +18,22 @@ from typing import Any, Literal, cast
 import numpy as np
 import pandas as pd
 
-from ..algorithms.branching import choose_branching
-from ..algorithms.controlled_rounding import integer_tree
-from ..algorithms.tree import TreePlan, plan_tree, release_tree
-from ..domain import Grid, make_grid
-from .._public import float_array, safe_repr
-from ..domain import MAX_CELLS
-from ..errors import ParameterError
-from ..loss import UNIT, PrivacyLoss
-from ..units import AUTO_SHARE, UnitBounds, unit_bounds
-from ..results.hierarchical import HierarchicalHistogram
-from ..results._frozen import lock_in_place
-from ..results.histogram import as_series
-from .histogram import (BOTH_MEASURES, HistogramMethod, Planned, histogram, histogram_release, method_named,
+from pandas_dp.algorithms.tree.branching import choose_branching
+from pandas_dp.algorithms.controlled_rounding import integer_tree
+from pandas_dp.algorithms.tree.release import TreePlan, plan_tree, release_tree
+from pandas_dp.domain.grid import Grid, make_grid
+from pandas_dp._utils.public import float_array, safe_repr
+from pandas_dp.domain.grid import MAX_CELLS
+from pandas_dp.errors import ParameterError
+from pandas_dp.privacy.loss import UNIT, PrivacyLoss
+from pandas_dp.privacy.units import AUTO_SHARE, UnitBounds, unit_bounds
+from pandas_dp.results.hierarchical import HierarchicalHistogram
+from pandas_dp.results._frozen import lock_in_place
+from pandas_dp.results.histogram import as_series
+from pandas_dp.releases.histogram import (BOTH_MEASURES, HistogramMethod, Planned, histogram, histogram_release, method_named,
                         plan_method, register_method)
-from .params import AutoOr, Flag, Integer, Options, Param, ParamTable, check_columns, check_flag, check_rng
-from .pipeline import privacy_loss
+from pandas_dp.releases.params import AutoOr, Flag, Integer, Options, Param, ParamTable, check_columns, check_flag, check_rng
+from pandas_dp.releases.pipeline import privacy_loss
 
 __all__ = ["hierarchical_histogram", "range_query", "BUDGET_SPLITS", "TREE_PARAMS"]
 

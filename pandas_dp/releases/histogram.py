@@ -17,16 +17,16 @@ from typing import Any, Callable, Mapping
 import numpy as np
 import pandas as pd
 
-from .._rational import safe_repr
-from ..domain import Grid, make_grid
-from ..errors import ParameterError
-from ..engines.bounding import release_key
-from ..loss import UNIT, Noise, PrivacyLoss
-from ..results.geography import GeographyHistogram
-from ..units import AUTO_MAX_ROWS, AUTO_QUANTILE, AUTO_SHARE, AUTO_STEPS, UnitBounds, unit_bounds
-from ..results.histogram import Histogram, as_series, constant_cells
-from .params import ParamTable, check_columns, check_flag, check_rng
-from .pipeline import Release, check_measure, privacy_loss, run
+from pandas_dp._utils.rational import safe_repr
+from pandas_dp.domain.grid import Grid, make_grid
+from pandas_dp.errors import ParameterError
+from pandas_dp.engines.pandas.bounding import release_key
+from pandas_dp.privacy.loss import UNIT, Noise, PrivacyLoss
+from pandas_dp.results.geography import GeographyHistogram
+from pandas_dp.privacy.units import AUTO_MAX_ROWS, AUTO_QUANTILE, AUTO_SHARE, AUTO_STEPS, UnitBounds, unit_bounds
+from pandas_dp.results.histogram import Histogram, as_series, constant_cells
+from pandas_dp.releases.params import ParamTable, check_columns, check_flag, check_rng
+from pandas_dp.releases.pipeline import Release, check_measure, privacy_loss, run
 
 __all__ = ["HistogramMethod", "Planned", "METHODS", "register_method", "histogram", "histogram_release",
            "clip_at_zero", "own_int64", "BOTH_MEASURES"]
@@ -91,7 +91,7 @@ def plan_method(name: str, grid: Grid, loss: PrivacyLoss, knobs: Mapping[str, An
     """Check a method's measure and knobs and plan it (public inputs only), for a privacy unit if given.
 
     With ``max_rows="auto"`` the plan is made for the largest bound ``"auto"`` may choose
-    (:data:`~pandas_dp.units.AUTO_MAX_ROWS`), so a loss too small for any choice is refused now.
+    (:data:`~pandas_dp.privacy.units.AUTO_MAX_ROWS`), so a loss too small for any choice is refused now.
     """
     spec = METHODS[name]
     check_measure(loss, spec.measures, f"method={name!r}")
@@ -131,7 +131,7 @@ def histogram_release(frame: Any, cols: list[Any], grid: Grid, loss: PrivacyLoss
 
     With a privacy unit the engine codes the rows by cell and unit, and the mechanism bounds every
     unit's contribution (random rows, with the release's randomness) before counting; with
-    ``max_rows="auto"`` it first spends :data:`~pandas_dp.units.AUTO_SHARE` of the loss on a noisy
+    ``max_rows="auto"`` it first spends :data:`~pandas_dp.privacy.units.AUTO_SHARE` of the loss on a noisy
     histogram of rows per unit and re-plans the method for the bound it gives (``knobs``: the
     method's knobs as given, for that plan).
     """
@@ -166,10 +166,10 @@ def histogram_release(frame: Any, cols: list[Any], grid: Grid, loss: PrivacyLoss
 
 
 def choose_max_rows(contributions: np.ndarray, noise: Noise, rng: Any) -> int:
-    """``max_rows="auto"``: the :data:`~pandas_dp.units.AUTO_QUANTILE` quantile of the units' noisy rows.
+    """``max_rows="auto"``: the :data:`~pandas_dp.privacy.units.AUTO_QUANTILE` quantile of the units' noisy rows.
 
     ``contributions[i]`` is the number of units whose rows in the domain fall in step ``i`` of
-    :data:`~pandas_dp.units.AUTO_STEPS`; one unit moves one cell by one, so ``noise`` (calibrated
+    :data:`~pandas_dp.privacy.units.AUTO_STEPS`; one unit moves one cell by one, so ``noise`` (calibrated
     to sensitivity 1) makes the histogram DP. The bound is post-processing of the noisy
     histogram: its cumulative sums made non-decreasing (running maximum), then the smallest step
     whose cumulative count reaches the quantile of the total (the first step when the noisy
@@ -194,7 +194,7 @@ def histogram(frame: pd.DataFrame, columns: Any, *, bins: Any = None, range: Any
     (:func:`pandas_dp.releases.geography.histogram_by_region`).
     """
     if by is not None or hierarchy is not None or by_categories is not None or level_weights is not None:
-        from .geography import histogram_by_region
+        from pandas_dp.releases.geography import histogram_by_region
 
         return histogram_by_region(frame, columns, bins=bins, range=range, categories=categories, epsilon=epsilon,
                                    rho=rho, method=method, rng=rng, nonnegative=nonnegative, by=by,
@@ -263,6 +263,6 @@ register_method(HistogramMethod("identity", ParamTable("method='identity'"), _pl
                                 measures=BOTH_MEASURES, summary="one noise draw per cell", unit_aware=True))
 
 # Other histogram methods register themselves on import (kept last: they import this module).
-from . import hierarchical as _hierarchical  # noqa: E402,F401  ("hierarchical")
-from . import data_dependent as _data_dependent  # noqa: E402,F401  ("ahp", "dpcube", "auto")
-from . import adaptive as _adaptive  # noqa: E402,F401  ("dawa", "ugrid", "agrid")
+from pandas_dp.releases import hierarchical as _hierarchical  # noqa: E402,F401  ("hierarchical")
+from pandas_dp.releases import data_dependent as _data_dependent  # noqa: E402,F401  ("ahp", "dpcube", "auto")
+from pandas_dp.releases import adaptive as _adaptive  # noqa: E402,F401  ("dawa", "ugrid", "agrid")

@@ -21,9 +21,9 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from ..errors import PandasDPError, ParameterError
-from .._csprng import SecureRandom
-from .._rational import safe_repr
+from pandas_dp.errors import PandasDPError, ParameterError
+from pandas_dp.noise.csprng import SecureRandom
+from pandas_dp._utils.rational import safe_repr
 
 __all__ = ["Constraint", "Options", "Flag", "Integer", "Real", "AutoOr", "Param", "ParamTable",
            "check_rng", "check_flag", "check_choice", "check_columns"]
@@ -209,14 +209,14 @@ class ParamTable:
 # ----------------------------------------------------------------------- shared checks
 
 def check_rng(rng: Any) -> np.random.Generator | SecureRandom | None:
-    """``None`` or a :class:`~pandas_dp.noise.SecureRandom` (cryptographically secure noise), or a numpy
+    """``None`` or a :class:`~pandas_dp.noise.laplace.SecureRandom` (cryptographically secure noise), or a numpy
     Generator (reproducible, not for production)."""
     if rng is None or isinstance(rng, (np.random.Generator, SecureRandom)):
         return rng
     hint = " Pass rng=np.random.default_rng(seed) for a reproducible experiment." if isinstance(
         rng, (int, np.integer)) else ""
     raise ParameterError(
-        f"The 'rng' parameter must be None or a pandas_dp.noise.SecureRandom (secure randomness, for production), "
+        f"The 'rng' parameter must be None or a pandas_dp.noise.laplace.SecureRandom (secure randomness, for production), "
         f"or a numpy.random.Generator "
         f"(reproducible experiments only). Got {safe_repr(rng)}.{hint}"
     )

@@ -29,10 +29,10 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from ..budget import Budget, active_budget
-from ..engines import Engine, engine_for
-from ..errors import GroupbyReleaseWarning, ParameterError
-from ..loss import PrivacyLoss, loss_from
+from pandas_dp.accounting.budget import Budget, active_budget
+from pandas_dp.engines import Engine, engine_for
+from pandas_dp.errors import GroupbyReleaseWarning, ParameterError
+from pandas_dp.privacy.loss import PrivacyLoss, loss_from
 
 __all__ = ["Release", "run", "privacy_loss", "check_measure"]
 

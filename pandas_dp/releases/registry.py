@@ -13,12 +13,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from .count_of_counts import COUNT_OF_COUNTS_PARAMS, count_of_counts
-from .geography import GEOGRAPHY_ARGUMENTS, GEOGRAPHY_METHODS
-from .hierarchical import TREE_PARAMS, hierarchical_histogram, range_query
-from .histogram import METHODS, histogram
-from .params import ParamTable
-from .unattributed import unattributed_histogram
+from pandas_dp.releases.count_of_counts import COUNT_OF_COUNTS_PARAMS, count_of_counts
+from pandas_dp.releases.geography import GEOGRAPHY_ARGUMENTS, GEOGRAPHY_METHODS
+from pandas_dp.releases.hierarchical import TREE_PARAMS, hierarchical_histogram, range_query
+from pandas_dp.releases.histogram import METHODS, histogram
+from pandas_dp.releases.params import ParamTable
+from pandas_dp.releases.unattributed import unattributed_histogram
 
 __all__ = ["Entry", "ENTRIES", "HISTOGRAM_ARGUMENTS", "histogram_methods", "cli_keys"]
 

@@ -16,17 +16,17 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .._labels import CLASS_NAMES, public_labels, value_classes
-from ..algorithms.unattributed import noisy_group_count, top_n_sorted, unattributed_histogram as sbar
-from ..domain import MAX_CELLS
-from .._rational import safe_repr
-from ..engines.bounding import release_key
-from ..errors import ParameterError
-from ..loss import UNIT, Sensitivity
-from ..units import unit_bounds
-from ..results.unattributed import UnattributedHistogram
-from .params import check_columns, check_rng
-from .pipeline import Release, check_measure, privacy_loss, run
+from pandas_dp.domain.labels import CLASS_NAMES, public_labels, value_classes
+from pandas_dp.algorithms.unattributed import noisy_group_count, top_n_sorted, unattributed_histogram as sbar
+from pandas_dp.domain.grid import MAX_CELLS
+from pandas_dp._utils.rational import safe_repr
+from pandas_dp.engines.pandas.bounding import release_key
+from pandas_dp.errors import ParameterError
+from pandas_dp.privacy.loss import UNIT, Sensitivity
+from pandas_dp.privacy.units import unit_bounds
+from pandas_dp.results.unattributed import UnattributedHistogram
+from pandas_dp.releases.params import check_columns, check_rng
+from pandas_dp.releases.pipeline import Release, check_measure, privacy_loss, run
 
 __all__ = ["unattributed_histogram", "GROUP_COUNT_SHARE", "MAX_GROUPS"]
 

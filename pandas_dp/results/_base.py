@@ -8,9 +8,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .._rational import safe_repr
-from ..errors import ParameterError
-from ._frozen import FrozenDict, FrozenList, _Released, freeze, same
+from pandas_dp._utils.rational import safe_repr
+from pandas_dp.errors import ParameterError
+from pandas_dp.results._frozen import FrozenDict, FrozenList, _Released, freeze, same
 
 __all__ = ["FrozenRelease", "EstimatesView", "MeasureView", "normal_quantile", "confidence_bounds", "noise_radius",
            "FrozenDict", "FrozenList"]
@@ -77,7 +77,7 @@ def noise_radius(noise: Any, terms: Any, std_error: Any, confidence_level: float
     Parameters
     ----------
     noise : Noise, list of Noise, or None
-        The noise of the release's measurements (:class:`pandas_dp.loss.Noise`), or one
+        The noise of the release's measurements (:class:`pandas_dp.privacy.loss.Noise`), or one
         noise per estimate.
     terms : int or array of int
         Per estimate: ``k >= 1`` when it is the sum of ``k`` independent draws of ``noise``

@@ -31,13 +31,13 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 import pandas as pd
 
-from .._public import safe_repr
-from ..errors import ParameterError
-from ._base import noise_radius, normal_quantile
-from .histogram import RangeAnswer
+from pandas_dp._utils.public import safe_repr
+from pandas_dp.errors import ParameterError
+from pandas_dp.results._base import noise_radius, normal_quantile
+from pandas_dp.results.histogram import RangeAnswer
 
 if TYPE_CHECKING:
-    from ..domain import BinDomain, Grid
+    from pandas_dp.domain.grid import BinDomain, Grid
 
 __all__ = ["Bracket", "bracket_bounds", "BracketedRangeAnswer", "BracketedIntervals", "INTERVAL_NOTE",
            "cell_boxes"]

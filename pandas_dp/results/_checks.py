@@ -16,9 +16,9 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
-from .._optional import import_optional
-from .._rational import safe_repr
-from ..errors import ParameterError
+from pandas_dp._utils.optional import import_optional
+from pandas_dp._utils.rational import safe_repr
+from pandas_dp.errors import ParameterError
 
 __all__ = ["MAX_SAMPLE_ROWS", "check_axes", "check_flag", "check_count", "check_rows", "find_label", "range_pairs"]
 

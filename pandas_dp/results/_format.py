@@ -133,7 +133,7 @@ def privacy_text(loss: Any, epsilon: float | None = None, *, html: bool = True) 
     Parameters
     ----------
     loss : PrivacyLoss or None
-        The release's loss (:mod:`pandas_dp.loss`); ``None`` falls back to ``epsilon``.
+        The release's loss (:mod:`pandas_dp.privacy.loss`); ``None`` falls back to ``epsilon``.
     epsilon : float, optional
         The pure epsilon of a result that carries no loss.
     html : bool
@@ -142,7 +142,7 @@ def privacy_text(loss: Any, epsilon: float | None = None, *, html: bool = True) 
 
     Examples
     --------
-    >>> from pandas_dp.loss import pure, zcdp
+    >>> from pandas_dp.privacy.loss import pure, zcdp
     >>> privacy_text(pure(0.5)), privacy_text(zcdp(0.125)), privacy_text(zcdp(0.125), html=False)
     ('ε = 0.5', 'ρ = 0.125 (zCDP)', 'rho=0.125 (zCDP)')
     """

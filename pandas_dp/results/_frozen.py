@@ -176,7 +176,7 @@ class SeriesOnIndex:
     """A stored Series whose index is built on first hand-out: frozen values and the object indexing them.
 
     ``series`` holds the values (and the name) on a plain ``RangeIndex``;
-    ``source.index`` (a :class:`~pandas_dp.domain.Grid`'s cached index) labels
+    ``source.index`` (a :class:`~pandas_dp.domain.grid.Grid`'s cached index) labels
     them. :func:`hand_out` returns ``series`` as a shallow copy (copy-on-write)
     carrying a view of that index, so the handed-out Series is the one
     ``pd.Series(values, index=source.index, name=name)`` would give, and its

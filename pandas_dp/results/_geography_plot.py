@@ -7,9 +7,9 @@ from typing import Any
 
 import numpy as np
 
-from .._optional import import_optional
-from ..errors import ParameterError
-from ._checks import check_count
+from pandas_dp._utils.optional import import_optional
+from pandas_dp.errors import ParameterError
+from pandas_dp.results._checks import check_count
 
 __all__ = ["plot_regions"]
 

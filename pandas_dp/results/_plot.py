@@ -22,10 +22,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .._optional import import_optional
-from ..errors import ParameterError
-from ._base import normal_quantile
-from ._format import format_edge
+from pandas_dp._utils.optional import import_optional
+from pandas_dp.errors import ParameterError
+from pandas_dp.results._base import normal_quantile
+from pandas_dp.results._format import format_edge
 
 __all__ = ["BAR_LIMIT", "EDGE_TICKS", "AxisScale", "axis_scale", "plot_grid", "readable_numbers"]
 

@@ -17,10 +17,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..domain import BinDomain, Grid
-from .._rational import safe_repr
-from ..errors import ParameterError
-from ._checks import MAX_SAMPLE_ROWS, check_count, check_rows
+from pandas_dp.domain.grid import BinDomain, Grid
+from pandas_dp._utils.rational import safe_repr
+from pandas_dp.errors import ParameterError
+from pandas_dp.results._checks import MAX_SAMPLE_ROWS, check_count, check_rows
 
 __all__ = ["sampling_rng", "cell_counts", "draw_cells", "grid_rows", "persons_rows", "group_sizes_rows"]
 

@@ -17,13 +17,13 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from ..algorithms.dawa import DawaRelease
-from ..algorithms.dpcube import box_sums, summed_area
-from ..algorithms.grid_release import GridRelease
-from ._bracket import Bracket, BracketedIntervals
-from ._detail import required_detail
-from ._frozen import stored_fields
-from .histogram import Histogram
+from pandas_dp.algorithms.dawa.release import DawaRelease
+from pandas_dp.algorithms.dpcube import box_sums, summed_area
+from pandas_dp.algorithms.grid_release import GridRelease
+from pandas_dp.results._bracket import Bracket, BracketedIntervals
+from pandas_dp.results._detail import required_detail
+from pandas_dp.results._frozen import stored_fields
+from pandas_dp.results.histogram import Histogram
 
 __all__ = ["DAWAHistogram", "GridHistogram"]
 

@@ -9,13 +9,13 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 
-from .._optional import import_optional
-from .._rational import safe_repr
-from ..errors import ParameterError
-from ._base import FrozenRelease, MeasureView
-from ._checks import MAX_SAMPLE_ROWS, check_axes, check_count, check_flag, check_rows, find_label
-from ._format import estimates_table, guarantee_text, html_params
-from ._frozen import stored_fields
+from pandas_dp._utils.optional import import_optional
+from pandas_dp._utils.rational import safe_repr
+from pandas_dp.errors import ParameterError
+from pandas_dp.results._base import FrozenRelease, MeasureView
+from pandas_dp.results._checks import MAX_SAMPLE_ROWS, check_axes, check_count, check_flag, check_rows, find_label
+from pandas_dp.results._format import estimates_table, guarantee_text, html_params
+from pandas_dp.results._frozen import stored_fields
 
 __all__ = ["CountOfCounts", "emd_per_region"]
 
@@ -137,7 +137,7 @@ class CountOfCounts(FrozenRelease, MeasureView):
         ----------
         truth : CountOfCounts or DataFrame
             Exact histograms in the same tidy form (e.g. from
-            :func:`pandas_dp.engines.pandas_groups.exact_count_of_counts`).
+            :func:`pandas_dp.engines.pandas.groups.exact_count_of_counts`).
 
         Returns
         -------
@@ -167,7 +167,7 @@ class CountOfCounts(FrozenRelease, MeasureView):
         if len(self.levels) <= 2:
             return {names[0]: leaf.to_numpy(dtype=object)} if names else {}
         if self.parents is not None:
-            from ._sampling import ancestors
+            from pandas_dp.results._sampling import ancestors
 
             pos = ancestors(self.parents, self.regions)
             return {name: self.regions[lvl].to_numpy(dtype=object)[pos[lvl]]
@@ -226,7 +226,7 @@ class CountOfCounts(FrozenRelease, MeasureView):
         >>> list(synth.columns)
         ['group', 'state', 'county']
         """
-        from ._sampling import persons_rows
+        from pandas_dp.results._sampling import persons_rows
 
         if hierarchy is not None and not isinstance(hierarchy, pd.DataFrame):
             raise ParameterError(f"The 'hierarchy' parameter of sample() must be a DataFrame with one column per "
@@ -273,7 +273,7 @@ class CountOfCounts(FrozenRelease, MeasureView):
         (the release's error is measured by the EMD, Kuo et al. section 3.1).
         """
         plt = import_optional("matplotlib.pyplot", extra="plot", purpose="CountOfCounts.plot()")
-        from ._plot import readable_numbers
+        from pandas_dp.results._plot import readable_numbers
 
         check_axes(ax, "CountOfCounts.plot()")
         max_regions = check_count(max_regions, "max_regions", "CountOfCounts.plot()", low=1)

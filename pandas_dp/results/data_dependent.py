@@ -23,12 +23,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..algorithms.ahp import AHPRelease
-from ..algorithms.dpcube import DPCubeRelease, box_sums, summed_area
-from ._bracket import Bracket, BracketedIntervals
-from ._detail import required_detail
-from ._frozen import stored_fields
-from .histogram import Histogram
+from pandas_dp.algorithms.ahp import AHPRelease
+from pandas_dp.algorithms.dpcube import DPCubeRelease, box_sums, summed_area
+from pandas_dp.results._bracket import Bracket, BracketedIntervals
+from pandas_dp.results._detail import required_detail
+from pandas_dp.results._frozen import stored_fields
+from pandas_dp.results.histogram import Histogram
 
 #: Most (query, block) pairs held in memory at once when brackets are computed.
 _PAIRS = 2_000_000

@@ -17,13 +17,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..algorithms.tree import TreeRelease
-from ..algorithms.tree_variance import canonical_node_counts
-from ..errors import DomainError
-from ._detail import required_detail
-from ._format import noise_text
-from ._frozen import stored_fields
-from .histogram import Histogram
+from pandas_dp.algorithms.tree.release import TreeRelease
+from pandas_dp.algorithms.tree.variance import canonical_node_counts
+from pandas_dp.errors import DomainError
+from pandas_dp.results._detail import required_detail
+from pandas_dp.results._format import noise_text
+from pandas_dp.results._frozen import stored_fields
+from pandas_dp.results.histogram import Histogram
 
 __all__ = ["HierarchicalHistogram"]
 

@@ -9,13 +9,13 @@ from typing import Any, Mapping, cast
 import numpy as np
 import pandas as pd
 
-from .._public import float_array, safe_repr
-from ..domain import BinDomain, Grid
-from ..errors import DomainError, ParameterError
-from ._base import EstimatesView, FrozenRelease, MeasureView, confidence_bounds, noise_radius, normal_quantile
-from ._checks import check_axes, check_flag, range_pairs
-from ._format import estimates_table, guarantee_text, html_params
-from ._frozen import SeriesOnIndex, lock_in_place, stored_fields
+from pandas_dp._utils.public import float_array, safe_repr
+from pandas_dp.domain.grid import BinDomain, Grid
+from pandas_dp.errors import DomainError, ParameterError
+from pandas_dp.results._base import EstimatesView, FrozenRelease, MeasureView, confidence_bounds, noise_radius, normal_quantile
+from pandas_dp.results._checks import check_axes, check_flag, range_pairs
+from pandas_dp.results._format import estimates_table, guarantee_text, html_params
+from pandas_dp.results._frozen import SeriesOnIndex, lock_in_place, stored_fields
 
 __all__ = ["Histogram", "RangeAnswer"]
 
@@ -255,7 +255,7 @@ class Histogram(FrozenRelease, EstimatesView, MeasureView):
         >>> rows.shape, bool(rows["age"].between(0, 80).all())
         ((1000, 1), True)
         """
-        from ._sampling import grid_rows
+        from pandas_dp.results._sampling import grid_rows
 
         return grid_rows(self.counts.to_numpy(), self.domain, n, rng)
 
@@ -312,7 +312,7 @@ class Histogram(FrozenRelease, EstimatesView, MeasureView):
         >>> ax.get_ylabel()
         'count per unit of income (± 95% CI)'
         """
-        from ._plot import plot_grid
+        from pandas_dp.results._plot import plot_grid
 
         check_axes(ax, f"{type(self).__name__}.plot()")
         normal_quantile(confidence_level)

@@ -9,11 +9,11 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 
-from .._optional import import_optional
-from ._base import EstimatesView, FrozenRelease, MeasureView
-from ._checks import check_axes
-from ._format import estimates_table, guarantee_text, html_params
-from ._frozen import stored_fields
+from pandas_dp._utils.optional import import_optional
+from pandas_dp.results._base import EstimatesView, FrozenRelease, MeasureView
+from pandas_dp.results._checks import check_axes
+from pandas_dp.results._format import estimates_table, guarantee_text, html_params
+from pandas_dp.results._frozen import stored_fields
 
 __all__ = ["UnattributedHistogram"]
 
@@ -89,7 +89,7 @@ class UnattributedHistogram(FrozenRelease, EstimatesView, MeasureView):
         >>> list(u.sample(rng=np.random.default_rng(0)).columns)
         ['group', 'size']
         """
-        from ._sampling import group_sizes_rows
+        from pandas_dp.results._sampling import group_sizes_rows
 
         return group_sizes_rows(self.counts.to_numpy(), n, rng)
 
@@ -105,7 +105,7 @@ class UnattributedHistogram(FrozenRelease, EstimatesView, MeasureView):
             Passed to ``Axes.step``.
         """
         plt = import_optional("matplotlib.pyplot", extra="plot", purpose="UnattributedHistogram.plot()")
-        from ._plot import readable_numbers
+        from pandas_dp.results._plot import readable_numbers
 
         check_axes(ax, "UnattributedHistogram.plot()")
         ci = self.confidence_interval(confidence_level)
@@ -131,7 +131,7 @@ class UnattributedHistogram(FrozenRelease, EstimatesView, MeasureView):
                 + estimates_table(self.to_count_of_counts().head(10).to_frame()).to_string())
 
     def _repr_html_(self) -> str:
-        from .histogram import html_estimates
+        from pandas_dp.results.histogram import html_estimates
 
         table = estimates_table(self.to_count_of_counts().head(10).to_frame()).to_html()
         ranks = html_estimates(self.to_frame().tail(5), index_name="rank (largest)")

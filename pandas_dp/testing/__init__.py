@@ -14,12 +14,12 @@ Not imported by ``import pandas_dp`` (it is a testing tool).
 
 from __future__ import annotations
 
-from ._adversarial import ADVERSARIAL_KINDS, adversarial_values, with_row
-from ._neighbours import Neighbour, neighbours
-from ._observe import Outcome
-from ._outcome import SameOutcomeFailure, assert_same_outcome, outcome
-from ._report import DPTestFailure, DPTestReport, EventResult
-from ._tester import assert_dp
+from pandas_dp.testing._adversarial import ADVERSARIAL_KINDS, adversarial_values, with_row
+from pandas_dp.testing._neighbours import Neighbour, neighbours
+from pandas_dp.testing._observe import Outcome
+from pandas_dp.testing._outcome import SameOutcomeFailure, assert_same_outcome, outcome
+from pandas_dp.testing._report import DPTestFailure, DPTestReport, EventResult
+from pandas_dp.testing._tester import assert_dp
 
 __all__ = ["ADVERSARIAL_KINDS", "DPTestFailure", "DPTestReport", "EventResult", "Neighbour", "Outcome",
            "SameOutcomeFailure", "adversarial_values", "assert_dp", "assert_same_outcome", "neighbours", "outcome",

@@ -16,9 +16,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .._optional import import_optional
-from ..errors import ParameterError
-from ._neighbours import _new_label
+from pandas_dp._utils.optional import import_optional
+from pandas_dp.errors import ParameterError
+from pandas_dp.testing._neighbours import _new_label
 
 __all__ = ["ADVERSARIAL_KINDS", "adversarial_values", "with_row"]
 

@@ -15,10 +15,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._binomial import lower_bound, upper_bound
-from ._events import selection_score
-from ._observe import Outcome
-from ._report import EventResult
+from pandas_dp.testing._binomial import lower_bound, upper_bound
+from pandas_dp.testing._events import selection_score
+from pandas_dp.testing._observe import Outcome
+from pandas_dp.testing._report import EventResult
 
 __all__ = ["BoundaryEvent", "select_boundary_events", "check_boundary_events"]
 

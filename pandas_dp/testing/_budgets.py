@@ -7,9 +7,9 @@ from collections.abc import Callable, Mapping
 from fractions import Fraction
 from typing import Any, Union
 
-from .._rational import to_fraction
-from ..budget import Budget
-from ..errors import ParameterError
+from pandas_dp._utils.rational import to_fraction
+from pandas_dp.accounting.budget import Budget
+from pandas_dp.errors import ParameterError
 
 __all__ = ["BudgetSpec", "DEFAULT_TEST_BUDGET", "TESTING_BUDGET", "describe_spec", "open_budget"]
 
@@ -61,7 +61,7 @@ def open_budget(spec: Any, *, caller: str) -> Any:
     if isinstance(spec, numbers.Real) and not isinstance(spec, bool):
         return Budget(to_fraction(spec, name="budget"))
     if isinstance(spec, Mapping):
-        from ..budget import budget
+        from pandas_dp.accounting.budget import budget
 
         try:
             made = budget(**spec)
@@ -92,7 +92,7 @@ def run_detached(body: Callable[[], Any]) -> Any:
     """
     from contextvars import Context, copy_context
 
-    from ..budget import _ACTIVE
+    from pandas_dp.accounting.budget import _ACTIVE
 
     no_budget = Context().run(_ACTIVE.get)  # the variable's default: no budget open
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._binomial import lower_bound, upper_bound
+from pandas_dp.testing._binomial import lower_bound, upper_bound
 
 __all__ = ["Event", "Statistic", "candidate_events", "count_in", "select_events", "selection_score", "statistics"]
 

@@ -8,9 +8,9 @@ from typing import Any, NamedTuple
 import numpy as np
 import pandas as pd
 
-from ..domain import BinDomain, CategoryDomain, Grid, make_grid
-from ..engines.pandas import column_values
-from ..errors import ParameterError
+from pandas_dp.domain.grid import BinDomain, CategoryDomain, Grid, make_grid
+from pandas_dp.engines.pandas.counts import column_values
+from pandas_dp.errors import ParameterError
 
 __all__ = ["Neighbour", "neighbours"]
 

@@ -8,9 +8,9 @@ from typing import Any
 
 import pandas as pd
 
-from ._budgets import TESTING_BUDGET, BudgetSpec, describe_spec, open_budget, run_detached
-from ._neighbours import frame_and_name
-from ._observe import Outcome, capture, error_outcome, result_outcome
+from pandas_dp.testing._budgets import TESTING_BUDGET, BudgetSpec, describe_spec, open_budget, run_detached
+from pandas_dp.testing._neighbours import frame_and_name
+from pandas_dp.testing._observe import Outcome, capture, error_outcome, result_outcome
 
 __all__ = ["SameOutcomeFailure", "assert_same_outcome", "outcome"]
 

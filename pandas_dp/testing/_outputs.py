@@ -10,8 +10,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ._budgets import DEFAULT_TEST_BUDGET, TESTING_BUDGET, open_budget, run_detached
-from ._observe import IndexKey, Outcome, capture, error_outcome, result_outcome
+from pandas_dp.testing._budgets import DEFAULT_TEST_BUDGET, TESTING_BUDGET, open_budget, run_detached
+from pandas_dp.testing._observe import IndexKey, Outcome, capture, error_outcome, result_outcome
 
 __all__ = ["DEFAULT_TEST_BUDGET", "OutcomeTable", "RunResult", "as_vector", "run_mechanism"]
 

@@ -11,15 +11,15 @@ from typing import Any
 
 import numpy as np
 
-from .._rational import to_fraction
-from ..errors import ParameterError
-from ._binomial import lower_bound, upper_bound
-from ._boundary import check_boundary_events, select_boundary_events
-from ._budgets import TESTING_BUDGET, BudgetSpec
-from ._events import Event, Statistic, count_in, select_events, sorted_stats, statistics
-from ._neighbours import frame_and_name
-from ._outputs import OutcomeTable, RunResult, run_mechanism
-from ._report import DPTestFailure, DPTestReport, EventResult
+from pandas_dp._utils.rational import to_fraction
+from pandas_dp.errors import ParameterError
+from pandas_dp.testing._binomial import lower_bound, upper_bound
+from pandas_dp.testing._boundary import check_boundary_events, select_boundary_events
+from pandas_dp.testing._budgets import TESTING_BUDGET, BudgetSpec
+from pandas_dp.testing._events import Event, Statistic, count_in, select_events, sorted_stats, statistics
+from pandas_dp.testing._neighbours import frame_and_name
+from pandas_dp.testing._outputs import OutcomeTable, RunResult, run_mechanism
+from pandas_dp.testing._report import DPTestFailure, DPTestReport, EventResult
 
 __all__ = ["assert_dp"]
 

@@ -1,0 +1,1 @@
+"""Accessors: ``DataFrame.dp``/``Series.dp`` on pandas and on Dask, and their registration."""

@@ -1,0 +1,483 @@
+"""The ``.dp`` accessor on pandas DataFrames and Series.
+
+Thin and stateless: each method passes its arguments to the release function
+of :mod:`pandas_dp.releases` (which runs the one release pipeline: validate,
+check the budget, count, charge, noise, wrap). The ``Series.dp`` methods are
+derived from the ``DataFrame.dp`` ones of the registry
+(:data:`pandas_dp.releases.registry.ENTRIES`): same signatures without the
+column argument, the Series being that column.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from typing import Any, Callable, Literal
+
+import pandas as pd
+
+from pandas_dp.releases.count_of_counts import count_of_counts as _count_of_counts
+from pandas_dp.releases.hierarchical import hierarchical_histogram as _hierarchical_histogram
+from pandas_dp.releases.hierarchical import range_query as _range_query
+from pandas_dp.releases.histogram import histogram as _histogram
+from pandas_dp.releases.registry import ENTRIES
+from pandas_dp.releases.unattributed import unattributed_histogram as _unattributed_histogram
+from pandas_dp.results.hierarchical import HierarchicalHistogram
+from pandas_dp.results.count_of_counts import CountOfCounts
+from pandas_dp.results.geography import GeographyHistogram
+from pandas_dp.results.histogram import Histogram
+from pandas_dp.results.unattributed import UnattributedHistogram
+
+__all__ = ["DPAccessorBase", "DataFrameDPAccessor", "SeriesDPAccessor"]
+
+HistogramMethodName = Literal["identity", "hierarchical", "ahp", "dpcube", "auto"]
+
+
+class DPAccessorBase:
+    """The releases of ``DataFrame.dp``; each takes the column(s) first."""
+
+    def __init__(self, obj: pd.DataFrame | pd.Series) -> None:
+        self._obj = obj
+
+    def _frame(self) -> pd.DataFrame:
+        return self._obj
+
+    def histogram(self, columns: Any, *, bins: Any = None, range: Any = None, categories: Any = None,
+                  epsilon: float | None = None, rho: float | None = None,
+                  method: HistogramMethodName = "identity", rng: Any = None,
+                  nonnegative: bool = False, privacy_unit: Any = None, max_rows: int | str | None = None,
+                  max_cells: int | None = None, max_rows_per_cell: int | None = None,
+                  by: str | list[str] | None = None, hierarchy: pd.DataFrame | None = None,
+                  by_categories: Any = None, level_weights: Any = None, integer: bool | None = None,
+                  **method_params: Any) -> Histogram | GeographyHistogram:
+        """Release a differentially private histogram of one or more columns (per region with ``by=``).
+
+        Parameters
+        ----------
+        columns : str or list of str
+            Column(s) to count; several columns give a d-dimensional grid of cells.
+        bins : int, sequence of edges, IntervalIndex or frequency string, optional
+            Numeric bins: increasing edges (bin i is ``[edges[i], edges[i+1])``),
+            or a number of equal-width bins together with ``range``. Dates and
+            durations: Timestamp/Timedelta edges (e.g. ``pd.date_range(...)``),
+            or a frequency such as ``"MS"`` or ``"7D"`` with a public ``range``.
+            A contiguous ``pd.IntervalIndex`` gives its intervals. For several
+            columns: a list aligned with ``columns`` or a dict keyed by column.
+            See the dates guide (docs/guide/dates.md).
+        range : (low, high), optional
+            Public bounds for ``bins=int``; never derived from the data.
+        categories : list of labels or "dtype", optional
+            The public list of every possible label of a column. ``"dtype"``
+            uses a pandas ``Categorical`` column's own categories: only when
+            the dtype was built from a public codebook
+            (``pd.CategoricalDtype(codebook)``), never after
+            ``astype("category")``, which builds them from the data.
+        epsilon : float
+            Privacy loss (pure DP) charged to the active budget. Pass exactly
+            one of ``epsilon`` and ``rho``.
+        rho : float
+            Privacy loss in zero-concentrated DP, where the method supports it.
+        method : {"identity", "hierarchical", "ahp", "dpcube", "auto"}
+            Release method; ``"identity"`` adds one discrete Laplace draw per cell.
+            ``"ahp"`` clusters bins by noisy counts (returns ``AHPHistogram``);
+            ``"dpcube"`` partitions the cell grid with a kd-tree (``DPCubeHistogram``);
+            ``"auto"`` picks one from public information only and records the choice in
+            ``params["auto_reason"]``.
+        rng : numpy.random.Generator, optional
+            Only for reproducible experiments; the default ``None`` draws from a
+            cryptographically secure source (use it in production).
+        nonnegative : bool
+            Clip negative estimates at 0 (post-processing; error bars become noise-only).
+            With ``by=``: non-negative tables that stay consistent (top-down projection).
+        privacy_unit : column label, optional
+            The column identifying each person (rider, customer, household): neighbouring
+            frames then differ by all the rows of one unit. Default: one row is one unit.
+        max_rows : int or "auto", optional
+            With ``privacy_unit``: keep at most this many rows per unit, chosen at random
+            (``"auto"`` chooses it privately with 5% of the loss).
+        max_cells, max_rows_per_cell : int, optional
+            With ``privacy_unit``, instead of ``max_rows``: at most ``max_cells`` distinct cells
+            per unit and ``max_rows_per_cell`` rows in each (L1 ``c r``, L2 ``sqrt(c) r``).
+        by : str or list of str, optional
+            Geography columns of the frame, coarse to fine (``["state", "county"]``):
+            release one histogram for every region of every level, from ``"national"``
+            (all rows) down to the finest column, consistent (each parent's histogram is
+            the sum of its children's in every cell, exact GLS across the geography).
+            Returns a :class:`~pandas_dp.results.geography.GeographyHistogram`. Only
+            ``method="identity"`` (a flat table per region).
+        hierarchy : DataFrame, optional
+            With ``by``: the public region table, one column per ``by`` level, one row per
+            finest region (validated loudly with pandera before anything is read). Regions
+            never come from the data: a row whose region is not in it, is missing, or whose
+            coarser columns disagree with it is out of domain and dropped, silently.
+        by_categories : list, optional
+            With one ``by`` column instead of ``hierarchy``: every group label (the flat
+            case: one table per group, parallel composition, the whole loss on the groups;
+            the national table is their sum).
+        level_weights : list or dict, optional
+            With ``by``: each level's share of the loss (``"national"`` first, or a dict
+            keyed by level; 0 leaves a level unmeasured, the finest must be positive).
+            Levels compose sequentially, the regions of a level in parallel. Default:
+            uniform (``by_categories``: all on the groups).
+        integer : bool, optional
+            With ``by``: non-negative integer tables, still consistent (controlled rounding,
+            each value the floor or ceiling of its non-negative estimate). Also a knob of
+            ``method="hierarchical"``.
+        **method_params
+            Knobs of the chosen method (see its documentation): ``ahp``:
+            ``epsilon_split``, ``eta``, ``clustering``; ``dpcube``: ``epsilon_split``,
+            ``threshold``, ``estimate``; ``auto``: ``expected_total`` (a public guess of
+            the row count), ``workload`` (``"ranges"`` or ``"bins"``).
+
+        Returns
+        -------
+        Histogram or GeographyHistogram
+            A ``GeographyHistogram`` with ``by=``: ``counts`` indexed by
+            ``(level, region, *cells)``, ``at(level, region)``, tidy ``to_frame()``,
+            ``range_query(..., level=, region=)``, ``plot()``, ``sample()``.
+
+        Raises
+        ------
+        NoActiveBudgetError
+            Outside a ``with pandas_dp.budget(...)`` block.
+        BudgetExceededError
+            When ``epsilon`` is more than the budget has left (nothing is charged).
+        DomainError
+            When the domain would come from the data (e.g. ``bins=10`` without ``range``).
+        ParameterError
+            For any other invalid argument. Every error is raised before any charge.
+
+        Notes
+        -----
+        Rows outside the domain, missing values and values that are not of the
+        domain's kind (a stray string in a numeric column, an unknown label)
+        are dropped; how many is never revealed. Adding or removing one row
+        changes one cell by one.
+
+        Examples
+        --------
+        >>> import numpy as np, pandas as pd, pandas_dp as pdp
+        >>> df = pd.DataFrame({"age": [23, 35, 35, 61, 17]})
+        >>> with pdp.budget(epsilon=1.0):
+        ...     h = df.dp.histogram("age", bins=4, range=(0, 80), epsilon=0.5,
+        ...                         rng=np.random.default_rng(0))
+        >>> h.counts.index[0]
+        Interval(0.0, 20.0, closed='left')
+
+        One consistent table per region of a public geography:
+
+        >>> from pandas_dp.data import load_persons, load_households
+        >>> persons = load_persons()
+        >>> regions = load_households()[["state", "county"]].drop_duplicates()
+        >>> with pdp.budget(epsilon=1.0):
+        ...     t = persons.dp.histogram("sex", categories=["F", "M"], by=["state", "county"],
+        ...                              hierarchy=regions, epsilon=1.0, integer=True,
+        ...                              rng=np.random.default_rng(0))
+        >>> t.levels
+        ('national', 'state', 'county')
+        >>> bool((t.at("state").groupby("sex", observed=True).sum() == t.at("national")).all())
+        True
+        """
+        return _histogram(self._frame(), columns, bins=bins, range=range, categories=categories,
+                          epsilon=epsilon, rho=rho, method=method, rng=rng, nonnegative=nonnegative,
+                          privacy_unit=privacy_unit, max_rows=max_rows, max_cells=max_cells,
+                          max_rows_per_cell=max_rows_per_cell, by=by, hierarchy=hierarchy,
+                          by_categories=by_categories, level_weights=level_weights, integer=integer,
+                          **method_params)
+
+
+    def count_of_counts(self, group: str, location: Any, *, epsilon: float | None = None, rho: float | None = None,
+                        groups: pd.DataFrame | None = None,
+                        hierarchy: pd.DataFrame | None = None, max_size: int | None = None,
+                        method: Literal["hc", "hg", "naive"] = "hc",
+                        merge: Literal["weighted", "average"] = "weighted", rng: Any = None,
+                        progress: bool | None = None, privacy_unit: str | None = None) -> CountOfCounts:
+        """Release consistent count-of-counts histograms for every region of a hierarchy.
+
+        For every region and size ``i``: how many groups (households) have ``i``
+        entities (persons). Kuo et al., PVLDB 2018. Neighbouring frames differ
+        by one row of this (entities) frame.
+
+        Parameters
+        ----------
+        group : str
+            Column of group ids (e.g. ``"household_id"``).
+        location : str or list of str
+            Columns of regions, coarse to fine (``["state", "county"]``), or the
+            leaf column together with ``hierarchy=``. The root is ``"national"``.
+        epsilon : float
+            Privacy loss charged to the active budget (once, for all levels).
+        groups : DataFrame, optional
+            The public Groups table: one row per group (empty groups included)
+            with the ``group`` and location columns. Its numbers of groups per
+            region are then matched exactly. Without it they are estimated
+            privately with 1/10 of ``epsilon`` (non-negative least squares).
+        hierarchy : DataFrame, optional
+            Public region table, one column per level coarse to fine. Needed
+            when ``groups`` is not given (regions are never read from the data).
+        max_size : int, optional
+            Public upper bound ``K`` on the group size (larger groups count as
+            ``K``); estimated with 1/20 of ``epsilon`` when omitted (``hc``/``naive``).
+        method : {"hc", "hg", "naive"}
+            Per-region estimator: cumulative histogram (default), sorted sizes,
+            or noisy histogram.
+        merge : {"weighted", "average"}
+            How a region's and its parent's size estimates are merged.
+        rng : numpy.random.Generator, optional
+            Reproducible experiments only; ``None`` uses secure randomness.
+        progress : bool, optional
+            Progress bar (tqdm) — by default only on a terminal.
+        privacy_unit : {"person", "group"}, optional
+            ``"person"`` (default, Kuo et al.): neighbours differ by one row of this frame.
+            ``"group"``: household-level privacy, neighbours differ by one whole group and its
+            persons; needs a public ``max_size`` (groups larger keep ``max_size`` persons), and
+            the noise grows with it (``hc``: sensitivity ``max_size`` per level).
+
+        Returns
+        -------
+        CountOfCounts
+            Integral, non-negative, consistent histograms matching the group totals.
+
+        Raises
+        ------
+        SchemaError
+            With every failure case of the public tables (nothing read or charged).
+            Persons rows that do not fit them are dropped silently, never reported
+            (``pandas_dp.schema.check_persons`` lists them for the custodian).
+        DomainError, ParameterError, NoActiveBudgetError, BudgetExceededError
+            Before any charge.
+
+        Examples
+        --------
+        >>> import numpy as np, pandas_dp as pdp
+        >>> from pandas_dp.data import load_persons, load_households
+        >>> persons, households = load_persons(), load_households()
+        >>> with pdp.budget(epsilon=1.0):
+        ...     coc = persons.dp.count_of_counts("household_id", ["state", "county"], epsilon=0.5,
+        ...                                      groups=households, rng=np.random.default_rng(0))
+        >>> int(coc.at("national").sum()) == len(households)
+        True
+        """
+        return _count_of_counts(self._frame(), group, location, epsilon=epsilon, rho=rho, groups=groups,
+                                hierarchy=hierarchy, max_size=max_size, method=method, merge=merge,
+                                rng=rng, progress=progress, privacy_unit=privacy_unit)
+
+    def unattributed_histogram(self, group: str, *, epsilon: float | None = None, rho: float | None = None,
+                               groups: Any = None, rng: Any = None, privacy_unit: Any = None,
+                               max_rows: int | None = None, max_cells: int | None = None,
+                               max_rows_per_cell: int | None = None) -> UnattributedHistogram:
+        """Release the sorted number of rows per group (Hay et al.'s S-bar), e.g. a degree sequence.
+
+        Parameters
+        ----------
+        group : str
+            Column of group ids.
+        epsilon : float
+            Privacy loss charged to the active budget.
+        groups : Series, Index, array or DataFrame, optional
+            All group ids (public), including groups with no rows; rows of other
+            ids are dropped. A DataFrame (a public groups table) gives them in
+            its column named like ``group``. Without it the number of groups is estimated with
+            1/10 of ``epsilon``.
+        rng : numpy.random.Generator, optional
+            Reproducible experiments only.
+        privacy_unit, max_rows, max_cells, max_rows_per_cell : optional
+            A privacy unit and its public bounds, as for :meth:`histogram` (``max_rows`` must be
+            a number here); the unit may be the group column itself (node-level privacy of a
+            degree sequence).
+
+        Returns
+        -------
+        UnattributedHistogram
+            Sorted non-negative integer counts with per-position error bars.
+
+        Examples
+        --------
+        >>> import numpy as np, pandas as pd, pandas_dp as pdp
+        >>> edges = pd.DataFrame({"src": [1, 1, 2, 3, 3, 3]})
+        >>> with pdp.budget(epsilon=1.0):
+        ...     u = edges.dp.unattributed_histogram("src", epsilon=1.0, groups=[1, 2, 3, 4],
+        ...                                         rng=np.random.default_rng(0))
+        >>> len(u.counts)
+        4
+        """
+        return _unattributed_histogram(self._frame(), group, epsilon=epsilon, rho=rho, groups=groups, rng=rng,
+                                       privacy_unit=privacy_unit, max_rows=max_rows, max_cells=max_cells,
+                                       max_rows_per_cell=max_rows_per_cell)
+
+    def hierarchical_histogram(self, columns: Any, *, bins: Any = None, range: Any = None,
+                               categories: Any = None, epsilon: float | None = None, rho: float | None = None,
+                               branching: int | str = "auto",
+                               budget_split: Literal["uniform", "geometric", "optimal"] = "uniform",
+                               include_root: bool = False, consistent: bool = True,
+                               nonnegative: bool = False, integer: bool = False,
+                               rng: Any = None, privacy_unit: Any = None, max_rows: int | str | None = None,
+                               max_cells: int | None = None,
+                               max_rows_per_cell: int | None = None) -> HierarchicalHistogram:
+        """Release a hierarchical histogram: noisy counts on a tree over the bins (H-bar, H_b^c).
+
+        Parameters
+        ----------
+        columns : str or list of str
+            Column(s) to count; several columns give a d-dim grid with fan-out ``b**d`` per node.
+        bins, range, categories
+            The public domain, as for :meth:`histogram`.
+        epsilon : float
+            Privacy loss charged once to the active budget, split across the tree levels.
+        branching : int or "auto"
+            Fan-out ``b`` per dimension. ``"auto"`` minimizes the predicted average
+            range-query variance (exact V_Avg; Qardaji et al. Eq. 3) without spending budget.
+        budget_split : {"uniform", "geometric", "optimal"}
+            Split of epsilon across levels: equal; ``b^(1/3)`` times the parent's (Cormode
+            et al.); Qardaji et al.'s iterative optimum for range queries.
+        include_root : bool
+            Also noise the root count (Hay et al.'s tree).
+        consistent : bool
+            Exact least-squares constrained inference (``H_b^c``); ``False`` answers ranges
+            with the fewest noisy nodes (``H_b``).
+        nonnegative : bool
+            Non-negative leaf estimates that still sum consistently up the tree; error bars
+            are then approximate (``variance_exact`` is False).
+        integer : bool
+            Non-negative integer counts on every node, consistent up the tree (controlled
+            rounding of the non-negative estimates: each node is the floor or ceiling of its
+            real estimate); tables ready to publish. Needs ``consistent=True``.
+        privacy_unit : column label, optional
+            The column identifying each person (rider, customer, household): neighbouring
+            frames then differ by all the rows of one unit. Default: one row is one unit.
+        max_rows : int or "auto", optional
+            With ``privacy_unit``: keep at most this many rows per unit, chosen at random
+            (``"auto"`` chooses it privately with 5% of the loss).
+        max_cells, max_rows_per_cell : int, optional
+            With ``privacy_unit``, instead of ``max_rows``: at most ``max_cells`` distinct cells
+            per unit and ``max_rows_per_cell`` rows in each (L1 ``c r``, L2 ``sqrt(c) r``).
+            Each level of the tree is then calibrated to its own sensitivity under the bounds.
+        rng : numpy.random.Generator, optional
+            Reproducible experiments only; ``None`` uses secure randomness.
+
+        Returns
+        -------
+        HierarchicalHistogram
+            Leaf estimates with exact variances, ``levels``, ``range_query`` with exact
+            ``std_error``, ``average_range_variance()``.
+
+        Raises
+        ------
+        NoActiveBudgetError, BudgetExceededError, DomainError, ParameterError
+            As for :meth:`histogram`, all before any charge.
+
+        Examples
+        --------
+        >>> import numpy as np, pandas as pd, pandas_dp as pdp
+        >>> df = pd.DataFrame({"income": np.arange(0, 100_000, 7)})
+        >>> with pdp.budget(epsilon=1.0):
+        ...     t = df.dp.hierarchical_histogram("income", bins=256, range=(0, 102_400),
+        ...                                      epsilon=1.0, rng=np.random.default_rng(0))
+        >>> t.branching, t.height
+        (16, 2)
+        """
+        return _hierarchical_histogram(self._frame(), columns, bins=bins, range=range,
+                                       categories=categories, epsilon=epsilon, rho=rho, branching=branching,
+                                       budget_split=budget_split, include_root=include_root,
+                                       consistent=consistent, nonnegative=nonnegative, integer=integer,
+                                       rng=rng, privacy_unit=privacy_unit, max_rows=max_rows,
+                                       max_cells=max_cells, max_rows_per_cell=max_rows_per_cell)
+
+    def range_query(self, column: Any, ranges: Any, *, bins: Any = None, range: Any = None,
+                    categories: Any = None, epsilon: float | None = None, rho: float | None = None,
+                    method: str = "auto", rng: Any = None,
+                    nonnegative: bool = False, privacy_unit: Any = None, max_rows: int | str | None = None,
+                    max_cells: int | None = None, max_rows_per_cell: int | None = None,
+                    **method_params: Any) -> pd.DataFrame:
+        """Release the histogram best suited to range queries and answer ``ranges`` from it.
+
+        Parameters
+        ----------
+        column : str
+            The column (1-D).
+        ranges : (low, high) or list of (low, high)
+            Half-open ranges in value space; bounds must be bin edges.
+        bins, range, categories
+            The public domain, as for :meth:`histogram`.
+        epsilon : float
+            Privacy loss charged once to the active budget.
+        method : {"auto", "hierarchical", "identity", ...}
+            ``"auto"`` releases a hierarchical histogram with the best ``b`` when its
+            predicted average range variance beats the flat histogram's, else the flat one.
+        rng, nonnegative, privacy_unit, max_rows, max_cells, max_rows_per_cell, **method_params
+            As for :meth:`histogram` / :meth:`hierarchical_histogram`.
+
+        Returns
+        -------
+        DataFrame
+            Columns ``low, high, estimate, std_error, lower, upper`` (95% intervals),
+            one row per range; the release
+            is attached as ``answers.attrs["release"]`` (more ranges can be answered from
+            it for free with ``release.range_query``).
+
+        Examples
+        --------
+        >>> import numpy as np, pandas as pd, pandas_dp as pdp
+        >>> df = pd.DataFrame({"age": np.arange(1000) % 120})
+        >>> with pdp.budget(epsilon=1.0):
+        ...     ans = df.dp.range_query("age", [(18, 26), (26, 65)], bins=120, range=(0, 120),
+        ...                             epsilon=0.5, rng=np.random.default_rng(0))
+        >>> list(ans.columns), ans.attrs["release"].method
+        (['low', 'high', 'estimate', 'std_error', 'lower', 'upper'], 'hierarchical')
+        """
+        return _range_query(self._frame(), column, ranges, bins=bins, range=range,
+                            categories=categories, epsilon=epsilon, rho=rho, method=method, rng=rng,
+                            nonnegative=nonnegative, privacy_unit=privacy_unit, max_rows=max_rows,
+                            max_cells=max_cells, max_rows_per_cell=max_rows_per_cell, **method_params)
+
+def _series_method(name: str) -> Callable[..., Any]:
+    """``Series.dp.<name>``: the DataFrame method with the Series as its column argument."""
+    frame_method = getattr(DPAccessorBase, name)
+    signature = inspect.signature(frame_method)
+    params = list(signature.parameters.values())
+    column = params[1]
+
+    @functools.wraps(frame_method)
+    def method(self: SeriesDPAccessor, *args: Any, **kwargs: Any) -> Any:
+        return frame_method(self, self._name(), *args, **kwargs)
+
+    method.__signature__ = signature.replace(parameters=[params[0], *params[2:]])  # type: ignore[attr-defined]
+    method.__doc__ = (f"{(frame_method.__doc__ or '').strip().splitlines()[0]}\n\n"
+                      f"Same parameters as :meth:`DataFrameDPAccessor.{name}` without ``{column.name}``: the "
+                      f"Series is that column (a Series without a name is called ``\"value\"``).")
+    return method
+
+
+@pd.api.extensions.register_dataframe_accessor("dp")
+class DataFrameDPAccessor(DPAccessorBase):
+    """``DataFrame.dp``: differentially private releases of a frame's columns."""
+
+
+@pd.api.extensions.register_series_accessor("dp")
+class SeriesDPAccessor:
+    """``Series.dp``: the releases of ``DataFrame.dp`` that read one column, without the column argument.
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd, pandas_dp as pdp
+    >>> s = pd.Series(["a", "b", "a"], name="letter")
+    >>> with pdp.budget(epsilon=1.0):
+    ...     h = s.dp.histogram(categories=["a", "b", "c"], epsilon=1.0,
+    ...                        rng=np.random.default_rng(0))
+    >>> list(h.counts.index)
+    ['a', 'b', 'c']
+    """
+
+    def __init__(self, obj: pd.Series) -> None:
+        self._obj = obj
+
+    def _name(self) -> Any:
+        return self._obj.name if self._obj.name is not None else "value"
+
+    def _frame(self) -> pd.DataFrame:
+        return self._obj.to_frame(name=self._name())
+
+
+for _entry in ENTRIES.values():
+    if _entry.on_series:
+        setattr(SeriesDPAccessor, _entry.name, _series_method(_entry.name))

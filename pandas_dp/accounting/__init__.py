@@ -1,0 +1,1 @@
+"""Accounting, stateful: budgets on a ContextVar, reservations and the durable ledgers."""

@@ -1,0 +1,499 @@
+"""Privacy budget: context manager, exact accounting in one measure, and an optional durable ledger.
+
+A :class:`Budget` is made active with ``with pandas_dp.budget(epsilon=...)``
+(pure DP) or ``with pandas_dp.budget(rho=...)`` (zCDP). Every release charges
+the innermost active budget and every budget enclosing it (sequential
+composition). Amounts are exact rationals, so ten charges of ``0.1`` fill a
+budget of ``1.0`` exactly.
+
+The chain of enclosing budgets belongs to each *entry* into a ``with`` block,
+not to the budget object: the active budgets are a tuple on a
+:class:`~contextvars.ContextVar`, and :meth:`Budget.spend` reads it at charge
+time. One budget object entered under two different parents in two threads or
+asyncio tasks therefore charges the right chain each time.
+
+Every budget keeps its records in a ledger store (:mod:`pandas_dp.accounting.ledger`):
+in memory by default, or in a ledger file or PostgreSQL database created with
+:meth:`pandas_dp.Ledger.create`. A charge is checked and recorded in one
+transaction per store *before* any noise is drawn.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import unicodedata
+from contextvars import ContextVar
+from fractions import Fraction
+from typing import Any, Mapping, Sequence
+
+import pandas as pd
+
+from pandas_dp._utils.rational import safe_repr
+from pandas_dp.errors import BudgetError, LedgerError, NoActiveBudgetError, ParameterError
+from pandas_dp.accounting.ledger._charge import Charge, columns_text, entry_text, params_text, record
+from pandas_dp.accounting.ledger._ledger import entries_frame, open_store, store_for
+from pandas_dp.accounting.ledger._ops import Posting, check_remaining, damaged, new_meta, open_budget, read_meta, verify_budget
+from pandas_dp.accounting.ledger._records import ChainError, verify_budget_chain
+from pandas_dp.accounting.ledger._store import MemoryStore, Store
+from pandas_dp.privacy.loss import PrivacyLoss, loss_from
+
+__all__ = ["Budget", "Reservation", "Charge", "budget", "active_budget"]
+
+#: The active budgets of this context, outermost first.
+_ACTIVE: ContextVar[tuple["Budget", ...]] = ContextVar("pandas_dp_active_budgets", default=())
+
+
+class _MeasureError(ParameterError, AttributeError):
+    """The attribute of the other measure (``b.rho`` on a pure budget): also an AttributeError, for hasattr."""
+
+
+def _as_loss(loss: object, *, what: str = "loss") -> PrivacyLoss:
+    """A release's loss: a :class:`PrivacyLoss`, or a plain positive number read as a pure epsilon."""
+    if isinstance(loss, PrivacyLoss):
+        amount = getattr(loss, "amount", None)
+        if isinstance(amount, int) and not isinstance(amount, bool):
+            amount = Fraction(amount)
+            loss = type(loss)(amount)  # type: ignore[call-arg]
+        if not isinstance(amount, Fraction) or amount <= 0:
+            raise ParameterError(f"The '{what}' must be a positive privacy loss with an exact amount. Got "
+                                 f"{safe_repr(loss)}.")
+        return loss
+    try:
+        return loss_from(epsilon=loss)
+    except ParameterError as err:
+        raise ParameterError(f"The '{what}' must be a pandas_dp.privacy.loss.PrivacyLoss (PureDP or ZCDP) or a positive "
+                             f"number (a pure epsilon). {err}") from None
+
+
+def _check_name(name: object, *, with_ledger: bool) -> str:
+    if name is None:
+        return "default" if with_ledger else ""
+    if not isinstance(name, str):
+        raise ParameterError(f"The 'name' parameter of budget must be a string. Got {safe_repr(name)} of type "
+                             f"{type(name).__name__}.")
+    bad = [c for c in name if unicodedata.category(c) in ("Cc", "Cs", "Cn")]
+    if bad or len(name) > 200 or (with_ledger and not name.strip()):
+        raise ParameterError(f"The 'name' parameter of budget must be a non-empty, printable string of at most 200 "
+                             f"characters. Got {name[:60]!r}.")
+    return name
+
+
+class Budget:
+    """A privacy budget in one measure (pure epsilon or zCDP rho), active inside a ``with`` block.
+
+    Use :func:`pandas_dp.budget` to make one. Inside ``with`` every release
+    charges this budget and every budget enclosing it *in this context*. The
+    object stays readable after the block (``spent``, ``remaining``,
+    ``ledger``) and can be entered again to spend what is left.
+
+    Parameters
+    ----------
+    epsilon, rho : float, int, Fraction or Decimal
+        Exactly one: the total pure-DP epsilon, or the total zCDP rho. Read
+        exactly (0.1 is 1/10).
+    ledger : str, path, postgresql:// URL or Ledger, optional
+        An existing ledger (see :meth:`pandas_dp.Ledger.create`) that records every
+        charge durably. Reopening the same ledger with the same ``name`` resumes
+        the amount spent.
+    name : str, optional
+        Name of the budget in the ledger (default ``"default"`` with a ledger).
+
+    Notes
+    -----
+    Measures: a pure ``epsilon`` release costs ``epsilon**2 / 2`` in a zCDP
+    budget (pure epsilon-DP implies that zCDP; Bun and Steinke 2016,
+    Proposition 1.4); a ``rho`` release in a pure budget is refused with
+    :class:`ParameterError` (zCDP implies no pure guarantee). ``b.epsilon`` of a
+    zCDP budget, or ``b.rho`` of a pure one, raises :class:`ParameterError`
+    (which is also an ``AttributeError``, so ``hasattr(b, "rho")`` is False for
+    a pure budget).
+
+    A budget pickles without its live connection: the pickle holds the
+    total, the name, the ledger location (and, for an in-memory budget, its
+    entries); the ledger is reopened and verified on first use.
+    """
+
+    _barrier = False  # a Reservation is prepaid: charges inside it stop there
+    _genesis = ""     # the ledger row's genesis once _open has read it ("" before: nothing to compare)
+
+    def __init__(self, epsilon: Any = None, *, rho: Any = None, ledger: Any = None, name: str | None = None) -> None:
+        if (epsilon is None) == (rho is None):
+            given = ", ".join(f"{k}={safe_repr(v)}" for k, v in (("epsilon", epsilon), ("rho", rho)) if v is not None)
+            raise ParameterError(f"Pass exactly one of epsilon= (a pure-DP budget) or rho= (a zCDP budget) to "
+                                 f"budget. Got {given or 'neither'}. For example pandas_dp.budget(epsilon=1.0).")
+        self._total = loss_from(epsilon=epsilon) if rho is None else loss_from(rho=rho)
+        self.name = _check_name(name, with_ledger=ledger is not None)
+        if ledger is None:
+            self._store: Store = MemoryStore()
+            self._store.create(new_meta())
+            self._durable = False
+        else:
+            self._store = store_for(ledger)
+            open_store(self._store)
+            self._durable = True
+        self._opened = False
+        self._open()
+
+    def _open(self) -> Store:
+        """Open (and fully verify) this budget's chain once per process; create its row when missing."""
+        if not self._opened:
+            row = open_budget(self._store, self.name, self.measure, self._total.amount, self._total.parameter,
+                              parent=self._parent_name(), create=not self._barrier)
+            if self._genesis and row.genesis != self._genesis:
+                raise LedgerError(
+                    f"The budget {self.name!r} of the ledger {self._store.display} is not the one this object was "
+                    f"opened on (it was deleted and made again, forgetting what was spent). Restore the ledger "
+                    f"from a backup.")
+            self._genesis = row.genesis
+            self._opened = True
+        return self._store
+
+    def _parent_name(self) -> str | None:
+        return None
+
+    # -- pickling ----------------------------------------------------------------------------------------
+    def __getstate__(self) -> dict[str, Any]:
+        state = {k: v for k, v in self.__dict__.items() if k not in ("_store", "_opened")}
+        if self._durable:
+            state["_location"] = self._store.location()
+        else:
+            state["_memory"] = self._store
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        location = state.pop("_location", None)
+        memory = state.pop("_memory", None)
+        self.__dict__.update(state)
+        self._store = memory if memory is not None else store_for(location)
+        self._opened = memory is not None  # a ledger is reopened and verified on first use
+
+    # -- context manager -----------------------------------------------------------------------------------
+    def _identity(self) -> tuple[str, str]:
+        return self._store.key, self.name
+
+    def __enter__(self) -> "Budget":
+        stack = _ACTIVE.get()
+        for other in stack:
+            if other is self or other._identity() == self._identity():
+                label = f"Budget {self.name!r}" if self.name else "This budget"
+                raise BudgetError(f"{label} is already active in this block (entered twice inside "
+                                  f"one chain of budgets); a release would charge it twice. Leave the outer "
+                                  f"'with' or use a different budget.")
+        _ACTIVE.set(stack + (self,))
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        stack = _ACTIVE.get()
+        for i in range(len(stack) - 1, -1, -1):
+            if stack[i] is self:
+                _ACTIVE.set(stack[:i] + stack[i + 1:])
+                return
+
+    def _chain(self) -> list["Budget"]:
+        """This budget and the budgets enclosing it in the current context (up to a prepaid reservation)."""
+        stack = _ACTIVE.get()
+        index = next((i for i in range(len(stack) - 1, -1, -1) if stack[i] is self), None)
+        seq = [self] if index is None else list(reversed(stack[:index + 1]))
+        chain = []
+        for b in seq:
+            chain.append(b)
+            if b._barrier:
+                break
+        return chain
+
+    # -- reading ---------------------------------------------------------------------------------------------
+    @property
+    def total(self) -> PrivacyLoss:
+        """The total privacy loss (exact) of this budget."""
+        return self._total
+
+    @property
+    def measure(self) -> str:
+        """``"pure"`` (an epsilon budget) or ``"zcdp"`` (a rho budget)."""
+        return self._total.measure
+
+    @property
+    def epsilon(self) -> float:
+        """Total epsilon of a pure-DP budget (ParameterError for a zCDP budget)."""
+        if self.measure != "pure":
+            raise _MeasureError("This is a zCDP budget: it has no total epsilon. Read b.rho (or b.total), or "
+                                "b.epsilon_delta(delta) for an (epsilon, delta) statement.")
+        return float(self._total.amount)
+
+    @property
+    def rho(self) -> float:
+        """Total rho of a zCDP budget (ParameterError for a pure-DP budget)."""
+        if self.measure != "zcdp":
+            raise _MeasureError("This is a pure-DP budget: it has no total rho. Read b.epsilon (or b.total).")
+        return float(self._total.amount)
+
+    def epsilon_delta(self, delta: float, *, spent: bool = False) -> float:
+        """The (epsilon, delta)-DP guarantee of this budget's total (or of what it has spent).
+
+        Parameters
+        ----------
+        delta : float
+            The delta of the statement, ``0 < delta < 1``.
+        spent : bool
+            Convert the amount spent so far instead of the total.
+
+        Returns
+        -------
+        float
+            For a zCDP budget of ``rho``: the tight conversion of Canonne, Kamath
+            and Steinke (2020, Corollary 13), the infimum over ``alpha > 1`` of
+            ``alpha rho + log(1/(alpha delta))/(alpha - 1) + log(1 - 1/alpha)``,
+            evaluated so that it is never below the true value (the classical
+            ``rho + 2 sqrt(rho log(1/delta))`` is looser). For a pure budget: its
+            epsilon (pure epsilon-DP is (epsilon, delta)-DP for every delta).
+
+        Examples
+        --------
+        >>> import pandas_dp as pdp
+        >>> round(pdp.budget(rho=0.5).epsilon_delta(1e-6), 3)
+        5.222
+        """
+        amount = self.spent_exact if spent else self._total.amount
+        return self._total.part(amount / self._total.amount).epsilon_delta(delta)
+
+    @property
+    def spent_exact(self) -> Fraction:
+        """Exact amount spent in the budget's measure (including charges by other processes on the ledger)."""
+        store = self._open()
+        with store.read() as txn:
+            meta = read_meta(store, txn)
+            state = check_remaining(store, txn, meta["ledger_id"], [self._probe()], lock=False)
+        return state[self.name][1]
+
+    @property
+    def spent(self) -> float:
+        """Amount spent so far (float, in the budget's measure)."""
+        return float(self.spent_exact)
+
+    @property
+    def remaining_exact(self) -> Fraction:
+        """Exact amount left."""
+        return self._total.amount - self.spent_exact
+
+    @property
+    def remaining(self) -> float:
+        """Amount left (float)."""
+        return float(self.remaining_exact)
+
+    @property
+    def ledger(self) -> pd.DataFrame:
+        """One row per entry: id, time, budget, method, columns, epsilon (or rho), params, status, measure.
+
+        The amount column is named by the budget's parameter (``epsilon`` for a
+        pure budget, ``rho`` for a zCDP budget) and holds the amount charged to
+        this budget in its measure. A reservation shows as a ``reserve`` row and,
+        when it closes, a ``return`` row with the negative unused part, so the
+        column always sums to ``spent``.
+        """
+        store = self._open()
+        with store.read() as txn:
+            meta = read_meta(store, txn)
+            row = txn.budget(self.name)
+            rows = list(txn.entries(self.name))
+        if row is None:
+            raise damaged(store, f"the budget {self.name!r} disappeared")
+        try:
+            verify_budget_chain(meta["ledger_id"], row, rows)
+        except ChainError as err:
+            raise damaged(store, str(err)) from None
+        full = entries_frame(rows)
+        frame = pd.DataFrame({"id": full["id"], "time": full["time"], "budget": full["budget"],
+                              "method": full["method"], "columns": full["columns"],
+                              self._total.parameter: full["amount"], "params": full["params"],
+                              "status": full["status"], "measure": full["measure"]})
+        return frame.reset_index(drop=True)
+
+    def verify(self) -> None:
+        """Re-verify this budget's whole chain in its ledger (LedgerError on any mismatch)."""
+        verify_budget(self._open(), self.name)
+
+    # -- charging --------------------------------------------------------------------------------------------
+    def _probe(self) -> Posting:
+        zero = self._total.zero()
+        return self._posting(zero, zero, kind="charge", method="", columns="", params="{}")
+
+    def _label(self) -> str:
+        return f"budget {self.name!r}" if self.name else "the active budget"
+
+    def _posting(self, asked: PrivacyLoss, amount: PrivacyLoss, *, kind: str, method: str, columns: str,
+                 params: str, status: str = "charged") -> Posting:
+        differs = asked.measure != amount.measure
+        requested = json.dumps(asked.describe(), sort_keys=True)
+        shown = f"{asked.parameter}={float(asked.amount)!r} charged as {amount.measure}" if differs else ""
+        return Posting(budget=self.name, label=self._label(), kind=kind, amount=amount.amount,
+                       parameter=amount.parameter, requested=requested, requested_text=shown, method=method,
+                       columns=columns, params=params, status=status, genesis=self._genesis)
+
+    def _plan(self, loss: Any, kind: str, method: Any, columns: Any, params: Any,
+              status: str) -> tuple[PrivacyLoss, list["Budget"], list[Posting]]:
+        asked = _as_loss(loss)
+        if not isinstance(method, str):
+            raise ParameterError(f"The 'method' of a charge must be a string. Got {type(method).__name__}.")
+        method_text = entry_text(method, "method", limit=200)
+        columns_entry, params_entry = columns_text(columns), params_text(params)
+        chain = self._chain()
+        postings = [b._posting(asked, asked.charged_as(b.measure), kind=kind, method=method_text,
+                               columns=columns_entry, params=params_entry, status=status) for b in chain]
+        return asked, chain, postings
+
+    def check(self, loss: PrivacyLoss | float | Fraction) -> None:
+        """Raise exactly what :meth:`spend` would raise for ``loss``, recording nothing.
+
+        Release drivers call ``active_budget().check(loss)`` before reading private
+        rows (boundary rule), then :meth:`spend` after counting.
+
+        Raises
+        ------
+        ParameterError
+            ``loss`` is not a loss, or a rho release meets a pure budget of the chain.
+        BudgetExceededError
+            A budget of the chain has less left than the loss costs there.
+        LedgerError
+            A ledger of the chain cannot be read or fails verification.
+        """
+        _, chain, postings = self._plan(loss, "charge", "check", (), None, "charged")
+        by_store: dict[str, tuple[Store, list[Posting]]] = {}
+        for b, p in zip(chain, postings):
+            by_store.setdefault(b._open().key, (b._store, []))[1].append(p)
+        for key in sorted(by_store):
+            store, group = by_store[key]
+            with store.read() as txn:
+                meta = read_meta(store, txn)
+                check_remaining(store, txn, meta["ledger_id"], group, lock=False)
+
+    def spend(self, loss: PrivacyLoss | float | Fraction, *, method: str, columns: Sequence[str] = (),
+              params: Mapping[str, Any] | None = None) -> Charge:
+        """Check and record ``loss`` here and in every budget enclosing this one in the current context.
+
+        Atomic per ledger: either every budget of the chain has room and records
+        the charge, or nothing is recorded. Budgets on one ledger file are checked
+        and recorded in one transaction; on several files, one transaction each,
+        committed in a fixed order (if a later commit fails, the earlier ones keep
+        the charge and no release happens: conservative). Library releases call
+        this after counting and before drawing any noise.
+
+        Parameters
+        ----------
+        loss : PrivacyLoss, or a positive number read as a pure epsilon
+            The release's privacy loss; each budget is charged
+            ``loss.charged_as(budget.measure)``.
+        method, columns, params
+            What the ledger records about the release (public information only).
+
+        Returns
+        -------
+        Charge
+            With ``ledger_id``, the row of this budget's ledger, and ``finish(status)``.
+
+        Raises
+        ------
+        ParameterError, BudgetExceededError, LedgerError
+            As :meth:`check`; nothing is recorded.
+        """
+        asked, chain, postings = self._plan(loss, "charge", method, columns, params, "charged")
+        ids = record(chain, postings)
+        return Charge(asked, ids[0][0], tuple((b, i) for b, (i, _) in zip(chain, ids)), ids[0][1])
+
+    def reserve(self, loss: PrivacyLoss | float | Fraction, *, method: str = "reserve",
+                columns: Sequence[str] = (), params: Mapping[str, Any] | None = None) -> "Reservation":
+        """Prepay ``loss`` from this budget (and its chain) in one transaction; return it as a budget.
+
+        Releases inside ``with reservation:`` charge only the reservation (up to
+        its total), each with its own ledger row; leaving the block closes it and
+        returns the unused part to the budgets that paid for it. A process that
+        dies holding a reservation keeps it spent (conservative). Two runs that
+        each need a whole plan's budget cannot both start: the second
+        reservation fails with :class:`BudgetExceededError` before anything is
+        released.
+
+        Examples
+        --------
+        >>> import pandas_dp as pdp
+        >>> b = pdp.budget(epsilon=1.0)
+        >>> with b.reserve(0.5) as plan:
+        ...     _ = plan.spend(0.25, method="first table")
+        >>> b.spent
+        0.25
+        """
+        asked = _as_loss(loss)
+        name = f"{self.name or 'budget'}/reservation-{os.urandom(6).hex()}"
+        asked, chain, postings = self._plan(asked, "reserve", method, columns, dict(params or {}, reservation=name),
+                                            "reserved")
+        own = asked.charged_as(self.measure)
+        ids = record(chain, postings, reservation=(self, name, own))
+        funding = tuple((b, p.amount, i) for b, p, (i, _) in zip(chain, postings, ids))
+        from pandas_dp.accounting.reservation import Reservation
+
+        return Reservation(self, name, own, funding)
+
+    def __repr__(self) -> str:
+        name = f" name={self.name!r}" if self.name else ""
+        p = self._total.parameter
+        try:
+            state = f" spent={self.spent!r} remaining={self.remaining!r}"
+        except LedgerError:
+            state = " (ledger unreadable)"
+        return f"<Budget{name} {p}={float(self._total.amount)!r}{state}>"
+
+
+def budget(epsilon: Any = None, *, rho: Any = None, ledger: Any = None, name: str | None = None) -> Budget:
+    """Open a privacy budget; use it as ``with pandas_dp.budget(epsilon=1.0) as b:``.
+
+    Parameters
+    ----------
+    epsilon : float, int, Fraction or Decimal, optional
+        Total pure-DP loss allowed inside the block (exact rational accounting).
+    rho : float, int, Fraction or Decimal, optional
+        Total zCDP loss instead (exactly one of ``epsilon`` and ``rho``).
+    ledger : str, path, postgresql:// URL or Ledger, optional
+        An existing ledger (create it once with :meth:`pandas_dp.Ledger.create`)
+        that durably records every charge before its noise is drawn.
+    name : str, optional
+        The budget's name in the ledger; reopening the same ledger and name resumes it.
+
+    Returns
+    -------
+    Budget
+
+    Raises
+    ------
+    ParameterError
+        Neither or both of ``epsilon``/``rho``, a bad amount or name, or a
+        ledger budget of that name with another measure or total.
+    LedgerError
+        The ledger is missing, empty, damaged, read-only or not a ledger, or
+        the location is not a path or URL.
+
+    Examples
+    --------
+    >>> import pandas_dp as pdp
+    >>> with pdp.budget(epsilon=1.0) as b:
+    ...     pass
+    >>> b.remaining
+    1.0
+    >>> pdp.budget(rho=0.5).measure
+    'zcdp'
+    """
+    return Budget(epsilon, rho=rho, ledger=ledger, name=name)
+
+
+def active_budget() -> Budget:
+    """Return the innermost active budget or raise :class:`NoActiveBudgetError`."""
+    stack = _ACTIVE.get()
+    if not stack:
+        raise NoActiveBudgetError(
+            "No privacy budget is active. Every release spends privacy budget, so wrap it in a "
+            "budget block:\n\n    with pandas_dp.budget(epsilon=1.0):\n"
+            "        df.dp.histogram(\"age\", bins=range(0, 121), epsilon=0.1)\n"
+        )
+    return stack[-1]
+
+
+
+from pandas_dp.accounting.reservation import Reservation  # noqa: E402  (a Budget subclass: imported once Budget exists)

@@ -1,0 +1,129 @@
+"""Recording a charge: the text a ledger entry keeps, the Charge handle, and the one-transaction-per-store write."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import TYPE_CHECKING, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from pandas_dp._utils.rational import safe_repr
+from pandas_dp.errors import LedgerError, ParameterError
+from pandas_dp.accounting.ledger._ops import Posting, add_budget, budget_list, post, read_meta, transact
+from pandas_dp.accounting.ledger._store import Txn
+
+if TYPE_CHECKING:
+    from pandas_dp.accounting.budget import Budget
+    from pandas_dp.privacy.loss import PrivacyLoss
+
+__all__ = ["Charge", "record", "entry_text", "columns_text", "params_text", "STATUSES"]
+
+STATUSES = ("ok", "failed")
+
+
+def entry_text(value: object, what: str, *, limit: int = 2000) -> str:
+    """Public text for the ledger: str() of it, with anything SQLite or PostgreSQL cannot store escaped."""
+    try:
+        text = value if isinstance(value, str) else str(value)
+    except Exception:
+        raise ParameterError(f"The '{what}' cannot be turned into text.") from None
+    text = text.encode("utf-8", "backslashreplace").decode("utf-8").replace("\x00", "\\x00")
+    return text[:limit]
+
+
+def columns_text(columns: object) -> str:
+    if columns is None:
+        return ""
+    if isinstance(columns, str):
+        return entry_text(columns, "columns")
+    if not isinstance(columns, (Sequence, np.ndarray, pd.Index)):
+        raise ParameterError(f"The 'columns' of a charge must be a sequence of column labels. Got "
+                             f"{type(columns).__name__}.")
+    return ",".join(entry_text(c, "columns") for c in list(columns))
+
+
+def params_text(params: object) -> str:
+    if params is None:
+        return "{}"
+    if not isinstance(params, Mapping):
+        raise ParameterError(f"The 'params' of a charge must be a mapping (a dict). Got {type(params).__name__}.")
+    try:
+        return json.dumps({entry_text(k, "params"): v for k, v in params.items()}, default=repr, sort_keys=True,
+                          ensure_ascii=True)
+    except (TypeError, ValueError, RecursionError) as err:
+        raise ParameterError(f"The 'params' of a charge cannot be recorded as JSON: {err}.") from None
+
+
+@dataclass(frozen=True)
+class Charge:
+    """Handle of one recorded charge: where it was recorded, and its ledger row id.
+
+    Attributes
+    ----------
+    loss : PrivacyLoss
+        The loss as the release asked for it.
+    ledger_id : int
+        The entry id of the charge in the ledger of the budget it was spent on
+        (the innermost budget of the chain); for an in-memory budget, its entry
+        number.
+    entries : tuple
+        ``(budget, entry id)`` for every budget of the chain that recorded it.
+    ledger_hash : str
+        The hash of that entry (SHA-256, hex): an auditor holding it can tell
+        whether the entry was later changed or removed.
+    """
+
+    loss: PrivacyLoss
+    ledger_id: int
+    entries: tuple[tuple["Budget", int], ...]
+    ledger_hash: str = ""
+
+    @property
+    def epsilon(self) -> Fraction:
+        """The exact epsilon of a pure-DP charge."""
+        return self.loss.amount
+
+    def finish(self, status: str) -> bool:
+        """Mark the charge ``"ok"`` or ``"failed"`` in every budget it was recorded in.
+
+        Status is informational (it never changes an amount), so a ledger that
+        cannot be written at this point does not undo a release that was paid
+        for: the status stays ``charged`` and ``False`` is returned.
+        """
+        if status not in STATUSES:
+            raise ParameterError(f"A charge's status must be one of {list(STATUSES)}. Got {safe_repr(status)}.")
+        done = True
+        for owner, entry_id in self.entries:
+            try:
+                with owner._store.write() as txn:
+                    txn.set_status(entry_id, status, "charged")
+            except LedgerError:
+                done = False
+        return done
+
+
+def record(chain: list["Budget"], postings: list[Posting],
+           reservation: tuple["Budget", str, "PrivacyLoss"] | None = None) -> list[tuple[int, str]]:
+    """Post each budget's entry in its store, one transaction per store; return (id, hash)s in chain order."""
+    for b in chain:
+        b._open()
+    stores = [b._store for b in chain]
+
+    def work(txns: dict[str, Txn]) -> list[tuple[int, str]]:
+        ids: dict[int, tuple[int, str]] = {}
+        for key, txn in txns.items():
+            mine = [i for i, b in enumerate(chain) if b._store.key == key]
+            new = post(stores[mine[0]], txn, [postings[i] for i in mine])
+            ids.update(zip(mine, new))
+            if reservation is not None and reservation[0]._store.key == key:
+                owner, name, own = reservation
+                meta = read_meta(owner._store, txn)
+                txn.lock_budget_list()
+                budgets = budget_list(owner._store, txn, meta)
+                add_budget(owner._store, txn, meta, budgets, name, own.measure, own.amount, owner.name)
+        return [ids[i] for i in range(len(chain))]
+
+    return transact(stores, work)

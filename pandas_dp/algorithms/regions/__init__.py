@@ -1,0 +1,1 @@
+"""Tables by geography: noise per level, GLS across regions, non-negativity, variances."""

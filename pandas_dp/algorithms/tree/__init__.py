@@ -1,0 +1,1 @@
+"""Hierarchical histograms: tree layout, branching factor, level budgets, release, inference, variances."""

@@ -1,0 +1,69 @@
+"""``python -m pandas_dp ledger init|verify|show LOCATION``: create and audit ledgers from a shell."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+import pandas as pd
+
+from pandas_dp.errors import LedgerError
+
+__all__ = ["add_parser", "run"]
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    """Add the ``ledger`` command and its sub-commands."""
+    p = sub.add_parser("ledger", help="create, verify and show ledgers (auditors)",
+                       description="Create a ledger, verify its hash chain and running totals, or show its "
+                                   "budgets and entries. LOCATION is a file path or a postgresql:// URL.")
+    cmds = p.add_subparsers(dest="ledger_command", required=True)
+    init = cmds.add_parser("init", help="create a new, empty ledger (never overwrites)",
+                           description="Create a new, empty ledger. Refuses if something exists at LOCATION.")
+    init.add_argument("location", help="path of the new ledger file, or a postgresql:// URL")
+    verify = cmds.add_parser("verify", help="verify every hash and running total (exit 0 intact, 2 otherwise)",
+                             description="Verify every record of a ledger: the chain of budgets, each budget's "
+                                         "chain of entries and running total, and the reservations' returns. "
+                                         "Exit status 0 and a one-line summary when intact, 2 with the reason "
+                                         "otherwise.")
+    verify.add_argument("location", help="path of the ledger file, or a postgresql:// URL")
+    show = cmds.add_parser("show", help="print the budgets and the entries of a ledger",
+                           description="Print a table of the ledger's budgets, then of its entries.")
+    show.add_argument("location", help="path of the ledger file, or a postgresql:// URL")
+    show.add_argument("--budget", default=None, help="show the entries of this budget only")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run a ``ledger`` sub-command; return the exit status."""
+    from pandas_dp.accounting.ledger._ledger import Ledger
+
+    try:
+        if args.ledger_command == "init":
+            ledger = Ledger.create(args.location)
+            print(f"Created an empty ledger at {ledger.location}. Open budgets on it with "
+                  f"pandas_dp.budget(epsilon=..., ledger={ledger.location!r}, name=...).")
+            return 0
+        ledger = Ledger.open(args.location)
+        if args.ledger_command == "verify":
+            summary = ledger.verify()
+            print(f"ok: {ledger.location}: {summary.budgets} budget(s), {summary.entries} entr"
+                  f"{'y' if summary.entries == 1 else 'ies'}; every hash and running total verifies; "
+                  f"head {summary.head}")
+            return 0
+        summary = ledger.verify()
+        budgets = ledger.budgets()
+        entries = ledger.entries(args.budget)
+        with pd.option_context("display.width", 200, "display.max_colwidth", 60):
+            print(f"Ledger {ledger.location}: {summary.budgets} budget(s), {summary.entries} entries "
+                  f"(verified; head {summary.head[:16]}...)\n")
+            print("Budgets")
+            print(budgets.to_string(index=False) if len(budgets) else "(none)")
+            print("\nEntries" + (f" of budget {args.budget!r}" if args.budget else ""))
+            cols = ["id", "time", "budget", "kind", "method", "columns", "measure", "amount_exact", "spent_exact",
+                    "status"]
+            print(entries[cols].to_string(index=False) if len(entries) else "(none)")
+        return 0
+    except LedgerError as err:
+        word = "FAILED" if args.ledger_command == "verify" else "error"
+        print(f"{word}: {err}", file=sys.stderr)
+        return 2

@@ -1,0 +1,310 @@
+"""What ``python -m pandas_dp release`` checks before any charge, and how it touches files.
+
+Preflight, in order, each step reading only public things: the spec; the
+public codebook, when ``[input] codebook`` names one (categories that match no
+value it lists; see :mod:`pandas_dp.cli.codebook`); a rehearsal of every
+release on an empty table of the spec's columns (the library's own domain and
+knob checks, under a throwaway budget); the input's
+header (column names only: the data's dtypes depend on its private rows);
+that the output folder can be written (a probe file created and removed); that
+the ledger exists and verifies and its budget has the whole spec left. Nothing
+is written by a failed or ``--check`` preflight.
+
+Reading the data never fails or warns because of a row (boundary rule): CSV
+is read with bad lines skipped, undecodable bytes replaced, local warnings
+silenced, and a parser that gives up on broken quoting is replaced by a more
+lenient one; numeric columns (those the spec gives numeric bins) are coerced so
+that a stray token becomes a missing value, dropped like any value outside the
+domain. Parquet is read by column projection only.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import tempfile
+import warnings
+from fractions import Fraction
+from numbers import Real
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from pandas_dp.errors import DomainError, LedgerError, PandasDPError
+
+if TYPE_CHECKING:
+    from pandas_dp.cli.spec import Release, Spec
+
+__all__ = ["preflight", "blank_frame", "rehearse", "read_header", "probe_output", "check_ledger", "read_input",
+           "call_release", "write_atomic", "numeric_columns"]
+
+
+# -- the rehearsal on an empty table ------------------------------------------------------------------------
+
+
+def _text_columns(r: "Release") -> set[str]:
+    """Columns the release reads as labels (categories, groups, locations) rather than numbers."""
+    cols = r.columns()
+    if r.method in ("count_of_counts", "unattributed"):
+        return set(cols)
+    released = r.args.get("columns")
+    released = [released] if isinstance(released, str) else list(released or [])
+    # every column read but not released is a label: the by= region columns and the privacy unit's identifier
+    labels = {c for c in cols if c not in released}
+    cats = r.args.get("categories")
+    if cats is None:
+        return labels
+    return labels | {c for c in released if not isinstance(cats, dict) or c in cats}
+
+
+def numeric_columns(r: "Release") -> set[str]:
+    """Columns with a numeric domain in the spec (bins and range made of real numbers only)."""
+    if r.method in ("count_of_counts", "unattributed"):
+        return set()
+    cols = [c for c in r.columns() if c not in _text_columns(r)]
+
+    def real(value: Any) -> bool:
+        if isinstance(value, dict):
+            return all(real(v) for v in value.values())
+        if isinstance(value, (list, tuple)):
+            return all(real(v) for v in value)
+        return value is None or (isinstance(value, Real) and not isinstance(value, bool))
+
+    return set(cols) if real(r.args.get("bins")) and real(r.args.get("range")) else set()
+
+
+def blank_frame(spec: "Spec") -> pd.DataFrame:
+    """An empty table with every column the spec reads: numeric where bins are given, text otherwise."""
+    cols: dict[str, Any] = {}
+    for r in spec.releases:
+        text = _text_columns(r)
+        for c in r.columns():
+            cols.setdefault(c, pd.Series([], dtype=object if c in text else np.float64))
+    return pd.DataFrame(cols)
+
+
+def call_release(frame: pd.DataFrame, r: "Release", rng: np.random.Generator | None) -> Any:
+    """Run one release through the ``.dp`` accessor (``epsilon=`` or ``rho=`` as the spec says)."""
+    from pandas_dp.cli.spec import read_public_table
+
+    a = dict(r.args)
+    a[r.loss.parameter] = r.loss.amount
+    if r.method == "count_of_counts":
+        for key in ("groups", "hierarchy"):
+            if isinstance(a.get(key), Path):
+                a[key] = read_public_table(a[key])
+        if "estimator" in a:
+            a["method"] = a.pop("estimator")
+        return frame.dp.count_of_counts(a.pop("group"), a.pop("location"), rng=rng, progress=False, **a)
+    if r.method == "unattributed":
+        return frame.dp.unattributed_histogram(a.pop("group"), rng=rng, **a)
+    columns = a.pop("columns")
+    if isinstance(a.get("hierarchy"), Path):   # tables by geography: the public region table
+        a["hierarchy"] = read_public_table(a["hierarchy"])
+    if r.method == "hierarchical":
+        return frame.dp.hierarchical_histogram(columns, rng=rng, **a)
+    return frame.dp.histogram(columns, method=r.method, rng=rng, **a)
+
+
+def rehearse(spec: "Spec", frame: pd.DataFrame, codebook: dict[str, list[str]] | None = None) -> list[str]:
+    """Run every release on ``frame`` (no rows) under a throwaway budget; return the problems found.
+
+    A column without ``categories`` or ``bins`` gets the library's advice followed by its form in the
+    spec (with the codebook's values when the codebook lists the column).
+    """
+    import pandas_dp as pdp
+    from pandas_dp.cli.codebook import domain_advice
+
+    problems: list[str] = []
+    total: dict[str, Any] = {spec.total.parameter: spec.total.amount}
+    with pdp.budget(**total):
+        for r in spec.releases:
+            try:
+                call_release(frame, r, np.random.default_rng(0))
+            except (PandasDPError, TypeError, ValueError, KeyError) as err:
+                advice = domain_advice(r, codebook) if isinstance(err, DomainError) else ""
+                problems.append(f"[[release]] {r.name!r}: {type(err).__name__}: {err}" + (f" {advice}" if advice
+                                                                                             else ""))
+    return problems
+
+
+# -- the input's header, the output folder, the ledger ----------------------------------------------------------
+
+
+def read_header(spec: "Spec") -> list[str]:
+    """The input's column names (no row is read). Raises ValueError with the reason."""
+    path = spec.input
+    if not path.is_file():
+        raise ValueError(f"[input] path {str(path)!r} not found (or not a file).")
+    if not os.access(path, os.R_OK):
+        raise ValueError(f"[input] path {str(path)!r} is not readable.")
+    try:
+        if spec.input_format == "parquet":
+            import pyarrow.parquet as pq
+
+            return [str(c) for c in pq.read_schema(path).names]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            head = pd.read_csv(path, nrows=0, encoding_errors="replace")
+    except pd.errors.EmptyDataError:
+        raise ValueError(f"[input] {str(path)!r} is empty: it has no header line of column names.") from None
+    except Exception as err:  # a file that is not CSV/Parquet at all: the header is public, say why
+        raise ValueError(f"[input] {str(path)!r} cannot be read as {spec.input_format}: "
+                         f"{type(err).__name__}: {str(err)[:200]}") from None
+    return [str(c) for c in head.columns]
+
+
+def probe_output(folder: Path) -> None:
+    """The output folder can be written: a probe file is created and removed (the folder is not created).
+
+    Raises ValueError with the reason.
+    """
+    existing = folder
+    while not existing.exists():
+        if existing.parent == existing:
+            break
+        existing = existing.parent
+    if existing.exists() and not existing.is_dir():
+        raise ValueError(f"[output] dir {str(folder)!r} cannot be created: {str(existing)!r} is a file.")
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".pandas_dp_probe_", dir=existing)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as err:
+        raise ValueError(f"[output] dir {str(folder)!r} is not writable ({err.strerror} in {str(existing)!r}). "
+                         f"Pick a writable folder.") from None
+
+
+def check_ledger(spec: "Spec", asked: Fraction) -> Fraction:
+    """The ledger exists, verifies, and its budget has ``asked`` left; return what it has left (reads only).
+
+    Raises ValueError with the reason.
+    """
+    from pandas_dp.accounting.ledger import Ledger
+
+    try:
+        state = Ledger.open(spec.ledger).budget_state(spec.budget_name)
+    except LedgerError as err:
+        raise ValueError(f"[budget] ledger: {err}") from None
+    total = spec.total.amount
+    if state is None:
+        return total
+    if state.measure != spec.total.measure or state.total != total:
+        parameter = {"pure": "epsilon", "zcdp": "rho"}.get(state.measure, state.measure)
+        raise ValueError(f"The ledger already holds a budget named {spec.budget_name!r} with {parameter} = "
+                         f"{float(state.total):g} ({state.measure}); the spec says {spec.total.parameter} = "
+                         f"{float(total):g} ({spec.total.measure}). Use the same total, or a new [budget] name.")
+    if asked > state.remaining:
+        raise ValueError(f"The ledger has {spec.total.parameter} = {float(state.remaining):g} left of budget "
+                         f"{spec.budget_name!r}; the releases ask for {float(asked):g}. Use a new [budget] name or "
+                         f"ledger, or lower the releases' amounts.")
+    return state.remaining
+
+
+# -- reading the private data -------------------------------------------------------------------------------------
+
+
+def _read_csv(path: Path, columns: list[str]) -> pd.DataFrame:
+    """CSV rows that cannot fail or warn because of their content (boundary rule)."""
+    attempts: list[dict[str, Any]] = [{"engine": "c", "low_memory": False}, {"engine": "python"},
+                                      {"engine": "python", "quoting": csv.QUOTE_NONE}]
+    for options in attempts:
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                return pd.read_csv(path, usecols=columns, on_bad_lines="skip", encoding_errors="replace",
+                                   **options)
+        except (pd.errors.ParserError, csv.Error, ValueError, IndexError):
+            continue  # a broken quote or line: try a more lenient parser (nothing about the row is shown)
+    return pd.DataFrame({c: pd.Series([], dtype=object) for c in columns})
+
+
+def read_input(spec: "Spec") -> pd.DataFrame:
+    """The columns the spec reads; numeric-domain columns coerced (a stray token becomes missing)."""
+    needed = sorted({c for r in spec.releases for c in r.columns()})
+    if spec.input_format == "parquet":
+        frame = pd.read_parquet(spec.input, columns=needed)
+    else:
+        frame = _read_csv(spec.input, needed)
+    numeric = set().union(*(numeric_columns(r) for r in spec.releases)) if spec.releases else set()
+    for c in sorted(numeric):
+        if c in frame.columns and not pd.api.types.is_numeric_dtype(frame[c].dtype):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                frame[c] = pd.to_numeric(frame[c], errors="coerce")
+    return frame
+
+
+# -- writing ---------------------------------------------------------------------------------------------------
+
+
+def write_atomic(path: Path, write: Any) -> None:
+    """Write a file by ``write(temp_path)``, fsync it, and rename it over ``path`` (readers see old or new)."""
+    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    try:
+        write(Path(temp))
+        with open(temp, "rb+") as f:
+            os.fsync(f.fileno())
+        os.replace(temp, path)
+    except BaseException:
+        try:
+            os.unlink(temp)
+        except OSError:
+            pass
+        raise
+    try:
+        dir_fd = os.open(path.parent, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(dir_fd)
+    except OSError:
+        pass
+    finally:
+        os.close(dir_fd)
+
+
+# -- the whole preflight ------------------------------------------------------------------------------------------
+
+
+def preflight(spec: "Spec") -> Fraction:
+    """Every check before a charge, in order; return what the ledger's budget has left.
+
+    Raises
+    ------
+    SpecError
+        Saying what was read (nothing, or the header) and listing the problems.
+    """
+    from pandas_dp.cli.codebook import codebook_problems, read_codebook
+    from pandas_dp.cli.spec import SpecError
+
+    codebook = None
+    if spec.codebook is not None:
+        try:
+            codebook = read_codebook(spec.codebook)  # public: read before anything else, like the spec
+        except ValueError as err:
+            raise SpecError(spec.path, [str(err)]) from None
+    problems = rehearse(spec, blank_frame(spec), codebook) + (codebook_problems(spec, codebook) if codebook else [])
+    if problems:
+        raise SpecError(spec.path, problems)
+    try:
+        header = read_header(spec)
+    except ValueError as err:
+        raise SpecError(spec.path, [str(err)]) from None
+    missing = sorted({c for r in spec.releases for c in r.columns() if c not in header})
+    problems = [f"Column(s) {missing} not in the input {str(spec.input)!r}; it has {header[:30]}."] if missing else []
+    try:
+        probe_output(spec.output_dir)
+    except ValueError as err:
+        problems.append(str(err))
+    remaining = Fraction(0)
+    try:
+        remaining = check_ledger(spec, spec.asked())
+    except ValueError as err:
+        problems.append(str(err))
+    if problems:
+        raise SpecError(spec.path, problems, read="header")
+    return remaining

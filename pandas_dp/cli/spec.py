@@ -1,0 +1,439 @@
+"""``python -m pandas_dp release SPEC.toml``: releases listed in a TOML spec, for ETL pipelines.
+
+The spec names an input table (CSV or Parquet), a budget (its total, as
+``epsilon`` for pure DP or ``rho`` for zCDP, and an existing ledger) and the
+releases to run, each with exactly one of ``epsilon``/``rho``. Amounts are read
+exactly as the library reads them (``0.1`` is 1/10), so ten releases of 0.1 fit
+a budget of 1.0.
+
+Order of work (see :mod:`pandas_dp.cli.preflight`): a full preflight that
+charges and writes nothing (the spec; a rehearsal of every release on an empty
+table; the input's header; the output folder; the ledger and the budget left
+in it); then the spec's whole total is **reserved** in one ledger transaction,
+so a second run on the same budget is refused before it reads anything; then
+the data is read and each release is charged to the reservation (its own
+ledger entry) before its noise is drawn, written atomically, and recorded in
+``manifest.json`` (rewritten atomically after every release); finally the
+unused part of the reservation is returned.
+
+Exit statuses: 0 done; 2 for any problem found before a charge (nothing was
+charged; the message says whether anything was read); 1 for a failure after a
+charge.
+
+Example spec::
+
+    [budget]
+    epsilon = 1.0                    # or rho = 0.5 (zCDP)
+    ledger = "ledger.sqlite"         # an existing ledger (python -m pandas_dp ledger init ledger.sqlite)
+
+    [input]
+    path = "persons.csv"
+    codebook = "codebook.csv"        # optional: public allowed values per column (checked, never the data)
+
+    [output]
+    dir = "released"
+    format = "csv"                   # or "parquet"
+
+    [[release]]
+    name = "ages"
+    method = "identity"
+    columns = "age"
+    bins = [0, 18, 30, 50, 65, 120]
+    epsilon = 0.5
+
+    [[release]]
+    name = "households"
+    method = "count_of_counts"
+    group = "household_id"
+    location = ["state", "county"]
+    groups = "households.csv"        # the public Groups table
+    max_size = 16
+    epsilon = 0.5
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass, field
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from pandas_dp.errors import PandasDPError, ParameterError
+from pandas_dp.privacy.loss import PrivacyLoss, loss_from
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+from pandas_dp.releases.registry import cli_keys
+
+__all__ = ["SpecError", "ReleaseError", "Spec", "Release", "load_spec", "run_release", "release_table"]
+
+_TOP = {"budget", "input", "output", "release", "seed"}
+_BUDGET = {"epsilon", "rho", "ledger", "name"}
+_INPUT = {"path", "format", "codebook"}
+_OUTPUT = {"dir", "format", "confidence"}
+_COMMON = {"name", "method", "epsilon", "rho"}
+#: Allowed keys of a [[release]] table per method, read from the release registry (every histogram
+#: method with its knobs, count_of_counts, unattributed), so a new method or knob is written once.
+_KEYS = cli_keys()
+_REQUIRED = {"count_of_counts": ("group", "location"), "unattributed": ("group",)}
+_FORMATS = ("csv", "parquet")
+_READ = {"nothing": "nothing was read or charged",
+         "header": "only the input's header (its column names) was read, and nothing was charged",
+         "data": "nothing was charged (the run's reservation was returned in full)"}
+
+
+class SpecError(PandasDPError, ValueError):
+    """A problem found before any charge (exit status 2); ``problems`` lists every one found.
+
+    ``read`` says what was read before it was found: ``"nothing"``, ``"header"``
+    (the input's column names) or ``"data"``.
+    """
+
+    def __init__(self, path: Any, problems: list[str], *, read: str = "nothing") -> None:
+        self.problems = problems
+        self.read = read
+        lines = "\n".join(f"  - {p}" for p in problems)
+        super().__init__(f"Invalid release run {str(path)!r} ({len(problems)} problem(s)); {_READ[read]}:\n{lines}")
+
+
+class ReleaseError(PandasDPError, RuntimeError):
+    """A failure after at least one release was charged (exit status 1)."""
+
+
+@dataclass
+class Release:
+    """One release of the spec: its loss (``epsilon`` or ``rho``, exact) and its accessor arguments."""
+
+    name: str
+    method: str
+    loss: PrivacyLoss
+    args: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def epsilon(self) -> float:
+        """The release's amount as a float (its epsilon, or its rho for a zCDP release)."""
+        return float(self.loss.amount)
+
+    def columns(self) -> list[str]:
+        """Columns of the input table the release reads (with its privacy unit's column, if any)."""
+        if self.method == "count_of_counts":
+            loc = self.args["location"]
+            return [self.args["group"], *([loc] if isinstance(loc, str) else loc)]
+        unit = self.args.get("privacy_unit")
+        extra = [unit] if isinstance(unit, str) else []
+        if self.method == "unattributed":
+            return list(dict.fromkeys([self.args["group"], *extra]))
+        cols = self.args.get("columns")
+        cols = [cols] if isinstance(cols, str) else list(cols or [])
+        by = self.args.get("by")  # tables by geography: the region columns are read too
+        by = [by] if isinstance(by, str) else [c for c in by if isinstance(c, str)] if isinstance(by, list) else []
+        return list(dict.fromkeys([*cols, *by, *extra]))
+
+
+@dataclass
+class Spec:
+    """A validated release spec (paths resolved against the spec's folder)."""
+
+    path: Path
+    total: PrivacyLoss
+    ledger: Path | str
+    budget_name: str
+    input: Path
+    input_format: str
+    output_dir: Path
+    output_format: str
+    seed: int | None
+    releases: list[Release]
+    confidence: float = 0.95
+    codebook: Path | None = None
+
+    @property
+    def epsilon(self) -> float:
+        """The budget's total as a float (epsilon, or rho for a zCDP budget)."""
+        return float(self.total.amount)
+
+    def asked(self) -> Fraction:
+        """What the releases cost together in the budget's measure (exact)."""
+        return sum((r.loss.charged_as(self.total.measure).amount for r in self.releases), Fraction(0))
+
+
+def _fmt_of(path: Path, given: Any, what: str, problems: list[str]) -> str:
+    fmt = given if given is not None else ("parquet" if path.suffix.lower() in (".parquet", ".pq") else "csv")
+    if fmt not in _FORMATS:
+        problems.append(f"{what} format must be one of {list(_FORMATS)}; got {fmt!r}.")
+    return fmt
+
+
+def _amount(table: dict[str, Any], where: str, problems: list[str], example: str) -> PrivacyLoss | None:
+    """Exactly one of epsilon/rho, read exactly (to_fraction)."""
+    given = {k: table[k] for k in ("epsilon", "rho") if k in table}
+    if len(given) != 1:
+        got = " and ".join(given) if given else "neither"
+        problems.append(f"{where}: give exactly one of 'epsilon' (pure DP) or 'rho' (zCDP); got {got}. "
+                        f"For example {example}.")
+        return None
+    try:
+        return loss_from(**given)
+    except ParameterError as err:
+        problems.append(f"{where}: {err}")
+        return None
+
+
+def _table(raw: dict[str, Any], key: str, allowed: set[str], problems: list[str]) -> dict[str, Any]:
+    part = raw.get(key, {})
+    if not isinstance(part, dict):
+        problems.append(f"[{key}] must be a table; got {part!r}.")
+        return {}
+    for extra in sorted(set(part) - allowed):
+        problems.append(f"Unknown key {extra!r} in [{key}]; allowed keys: {sorted(allowed)}.")
+    return part
+
+
+def _release(i: int, entry: Any, problems: list[str]) -> Release | None:
+    where = f"[[release]] #{i + 1}"
+    if not isinstance(entry, dict):
+        problems.append(f"{where} must be a table; got {entry!r}.")
+        return None
+    name = entry.get("name", f"release_{i + 1}")
+    where = f"[[release]] {name!r}"
+    method = entry.get("method")
+    if not isinstance(method, str) or method not in _KEYS:
+        problems.append(f"{where}: unknown method {method!r}; choose one of {sorted(_KEYS)}.")
+        return None
+    for extra in sorted(set(entry) - _COMMON - _KEYS[method]):
+        problems.append(f"{where}: unknown key {extra!r} for method {method!r}; allowed keys: "
+                        f"{sorted(_COMMON | _KEYS[method])}.")
+    if "epsilon" not in entry and "rho" not in entry:
+        problems.append(f"{where}: missing 'epsilon' (the privacy loss of this release), e.g. epsilon = 0.5 "
+                        f"(or rho = 0.1 for zCDP).")
+        loss = None
+    else:
+        loss = _amount(entry, where, problems, "epsilon = 0.5")
+    labels_ok = True
+    for req in _REQUIRED.get(method, ("columns",)):
+        if req not in entry:
+            problems.append(f"{where}: missing {req!r} for method {method!r}.")
+            labels_ok = False
+    for key in ("columns", "location", "group"):
+        value = entry.get(key)
+        if key not in entry:
+            continue
+        one = isinstance(value, str) and value != ""
+        many = key != "group" and isinstance(value, list) and bool(value) and all(
+            isinstance(v, str) and v for v in value)
+        if not (one or many):
+            shape = "a column name" if key == "group" else "a column name or a non-empty list of column names"
+            problems.append(f"{where}: {key!r} must be {shape}; got {value!r}.")
+            labels_ok = False
+    if not isinstance(name, str) or not name or any(c in name for c in "/\\\x00") or name in (".", ".."):
+        problems.append(f"{where}: 'name' must be a non-empty string usable as a file name; got {name!r}.")
+    if loss is None or not labels_ok:
+        return None
+    args = {k: v for k, v in entry.items() if k not in _COMMON}
+    return Release(str(name), method, loss, args)
+
+
+def load_spec(path: str | Path) -> Spec:
+    """Parse and statically validate a spec (no data is read, nothing is written).
+
+    Raises
+    ------
+    SpecError
+        Listing every problem found.
+    """
+    path = Path(path)
+    problems: list[str] = []
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise SpecError(path, [f"The spec file {str(path)!r} does not exist."]) from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise SpecError(path, [f"The spec file {str(path)!r} cannot be read: {err}."]) from None
+    except tomllib.TOMLDecodeError as err:
+        raise SpecError(path, [f"The spec is not valid TOML: {err}."]) from None
+    base = path.resolve().parent
+    for extra in sorted(set(raw) - _TOP):
+        problems.append(f"Unknown top-level key {extra!r}; allowed: {sorted(_TOP)}.")
+    bud = _table(raw, "budget", _BUDGET, problems)
+    inp = _table(raw, "input", _INPUT, problems)
+    out = _table(raw, "output", _OUTPUT, problems)
+    total = _amount(bud, "[budget]", problems, "epsilon = 1.0 (the total privacy loss of this run)")
+    ledger_given = bud.get("ledger")
+    ledger: Path | str = ""
+    if not isinstance(ledger_given, str) or not ledger_given.strip():
+        problems.append("[budget] ledger must name an existing ledger file (or a postgresql:// URL); create it once "
+                        "with `python -m pandas_dp ledger init PATH`. Got "
+                        f"{ledger_given!r}.")
+    else:
+        ledger = ledger_given if ledger_given.lower().startswith(("postgresql://", "postgres://")) else \
+            base / ledger_given
+    name = bud.get("name", "default")
+    if not isinstance(name, str) or not name.strip():
+        problems.append(f"[budget] name must be a non-empty string; got {name!r}.")
+    if "path" not in inp or not isinstance(inp.get("path"), str):
+        problems.append("Missing [input] path: the CSV or Parquet file to release from.")
+    in_path = base / str(inp.get("path", ""))
+    in_fmt = _fmt_of(in_path, inp.get("format"), "[input]", problems)
+    codebook = None
+    if "codebook" in inp:
+        given = inp["codebook"]
+        if not isinstance(given, str) or not given.strip():
+            problems.append(f"[input] codebook must name a public CSV/Parquet file with columns 'column' and "
+                            f"'value'; got {given!r}.")
+        elif not (base / given).is_file():
+            problems.append(f"[input] codebook {given!r} not found (or not a file).")
+        else:
+            codebook = base / given
+    out_dir = base / str(out.get("dir", "released"))
+    out_fmt = _fmt_of(Path(".csv"), out.get("format"), "[output]", problems)
+    confidence = out.get("confidence", 0.95)
+    if isinstance(confidence, bool) or not isinstance(confidence, (int, float)) or not 0 < confidence < 1:
+        problems.append(f"[output] confidence must be a number in (0, 1), the coverage of the tables' lower/upper "
+                        f"columns; got {confidence!r}. Use e.g. confidence = 0.95.")
+        confidence = 0.95
+    if "parquet" in (in_fmt, out_fmt):
+        try:
+            import pyarrow  # noqa: F401
+        except ImportError:
+            problems.append("Parquet needs pyarrow: pip install pyarrow (or use format = \"csv\").")
+    seed = raw.get("seed")
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
+        problems.append(f"'seed' must be a non-negative integer (reproducible experiments only); got {seed!r}.")
+    entries = raw.get("release", [])
+    if not isinstance(entries, list) or not entries:
+        problems.append("No release listed: add at least one [[release]] table.")
+        entries = []
+    releases = [r for r in (_release(i, e, problems) for i, e in enumerate(entries)) if r is not None]
+    names = [r.name for r in releases]
+    for dup in sorted({n for n in names if names.count(n) > 1}):
+        problems.append(f"Release name {dup!r} is used twice; names become file names, make them unique.")
+    if total is not None and releases:
+        asked, ok = Fraction(0), True
+        for r in releases:
+            try:
+                asked += r.loss.charged_as(total.measure).amount
+            except ParameterError:
+                ok = False
+                problems.append(f"[[release]] {r.name!r} asks for rho (zCDP), which a pure-epsilon budget cannot "
+                                f"pay: zCDP gives no pure-DP guarantee. Give it an epsilon, or make the budget a "
+                                f"rho budget.")
+        if ok and asked > total.amount:
+            problems.append(f"The releases ask for {total.parameter} = {float(asked):g} in total, above the budget "
+                            f"{total.parameter} = {float(total.amount):g}. Lower their amounts or raise the "
+                            f"[budget] total.")
+    for r in releases:
+        for key in ("groups", "hierarchy"):
+            value = r.args.get(key)
+            if value is not None and (r.method == "count_of_counts" or key == "hierarchy"):
+                if not isinstance(value, str):
+                    problems.append(f"[[release]] {r.name!r}: {key!r} must be the path of a public CSV/Parquet "
+                                    f"table; got {value!r}.")
+                elif not (base / value).is_file():
+                    problems.append(f"[[release]] {r.name!r}: public {key} table {value!r} not found.")
+                else:
+                    r.args[key] = base / value
+    if problems or total is None:
+        raise SpecError(path, problems)
+    return Spec(path, total, ledger, str(name), in_path, in_fmt, out_dir, out_fmt, seed, releases,
+                float(confidence), codebook)
+
+
+def read_public_table(path: Path) -> pd.DataFrame:
+    """A public Groups or Hierarchy table named by the spec."""
+    return pd.read_parquet(path) if _fmt_of(path, None, "", []) == "parquet" else pd.read_csv(path)
+
+
+def release_table(result: Any, confidence: float = 0.95) -> pd.DataFrame:
+    """A flat, file-friendly table of a release.
+
+    Parameters
+    ----------
+    result : Histogram, CountOfCounts or UnattributedHistogram
+    confidence : float
+        Coverage of the ``lower``/``upper`` columns (the release's own interval rule).
+
+    Returns
+    -------
+    DataFrame
+        Histograms: one row per cell, numeric bins as ``<column>_low`` /
+        ``<column>_high``, categories as their label, then ``estimate``,
+        ``variance``, ``std_error``, ``lower``, ``upper``. Tables by geography:
+        ``level, region``, the cells as above, ``estimate, std_error, lower,
+        upper``. Count-of-counts:
+        ``level, region, size, groups``. Unattributed: ``rank, estimate,
+        variance, std_error, lower, upper``.
+    """
+    from pandas_dp.domain.grid import BinDomain
+    from pandas_dp.results import CountOfCounts, GeographyHistogram, Histogram
+
+    if isinstance(result, CountOfCounts):
+        return result.to_frame().reset_index(drop=True)
+    if isinstance(result, GeographyHistogram):
+        tidy = result.to_frame()
+        for dim in result.domain.dims:
+            if isinstance(dim, BinDomain):   # intervals as two number columns, like a histogram's table
+                where = list(tidy.columns).index(dim.column)
+                bins = pd.arrays.IntervalArray(tidy.pop(dim.column).array)
+                tidy.insert(where, f"{dim.column}_high", np.asarray(bins.right))
+                tidy.insert(where, f"{dim.column}_low", np.asarray(bins.left))
+        bounds = result.confidence_interval(confidence).reset_index(drop=True)
+        return pd.concat([tidy, bounds], axis=1)
+    if isinstance(result, Histogram):
+        grid = result.domain
+        cells = np.unravel_index(np.arange(grid.size), grid.shape)
+        data: dict[str, Any] = {}
+        for dim, idx in zip(grid.dims, cells):
+            if isinstance(dim, BinDomain):
+                data[f"{dim.column}_low"] = dim.edges[idx]
+                data[f"{dim.column}_high"] = dim.edges[idx + 1]
+            else:
+                data[dim.column] = dim.categories.to_numpy()[idx]
+        body = result.to_frame().reset_index(drop=True)
+        bounds = result.confidence_interval(confidence).reset_index(drop=True)
+        return pd.concat([pd.DataFrame(data), body, bounds], axis=1)
+    table = result.to_frame().rename_axis("rank").reset_index()
+    return pd.concat([table, result.confidence_interval(confidence).reset_index(drop=True)], axis=1)
+
+
+def run_release(spec_path: str | Path, *, check_only: bool = False) -> int:
+    """Preflight, reserve, read, release, write tables and ``manifest.json``; return the exit status (0).
+
+    Parameters
+    ----------
+    spec_path : str or Path
+        The TOML spec (see the module documentation).
+    check_only : bool
+        Run the whole preflight (including reading the input's header) and write nothing.
+
+    Raises
+    ------
+    SpecError
+        For every problem found before a charge (exit status 2); nothing was charged.
+    ReleaseError
+        For a failure after a release was charged (exit status 1).
+    """
+    from pandas_dp.cli.preflight import preflight
+    from pandas_dp.cli.run import execute
+
+    spec = load_spec(spec_path)
+    preflight(spec)
+    asked = spec.asked()
+    if check_only:
+        print(f"Spec {str(spec.path)!r} is valid: {len(spec.releases)} release(s), {spec.total.parameter} = "
+              f"{float(asked):g} of {float(spec.total.amount):g}; the input's header, the output folder and the "
+              f"ledger were checked. Nothing was written.")
+        return 0
+    return execute(spec)
+
+
+def jsonable(value: Any) -> Any:
+    """``value`` as plain JSON types."""
+    return json.loads(json.dumps(value, default=str))

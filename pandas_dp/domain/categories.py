@@ -1,0 +1,165 @@
+"""Label domains: a public list of categories, and the coding of a private column against it.
+
+Values are looked up without requiring them to be hashable (an unhashable or
+unknown value matches no label, code ``-1``); a ``Categorical`` column is
+read through its codes (re-mapped when its categories differ from the
+domain's); an int64 column over the labels ``k, k + 1, ...`` is coded by
+arithmetic. Nothing about a value raises or warns.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Hashable
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from pandas_dp.domain.binning import ChunkBuffers, EvenIntegers
+from pandas_dp.domain.cached import DerivedCache
+from pandas_dp._utils.public import safe_repr
+from pandas_dp.errors import DomainError, ParameterError
+
+__all__ = ["CategoryDomain", "CategoryCodes", "category_dimension"]
+
+
+@dataclass(frozen=True)
+class CategoryCodes:
+    """Coder of precomputed label codes (``-1`` = no label), optionally re-mapped through ``mapping``."""
+
+    size: int
+    mapping: np.ndarray | None = None
+    offset: int = 0
+
+    def codes(self, values: np.ndarray, buffers: ChunkBuffers) -> np.ndarray:
+        if self.mapping is None and values.dtype == np.int64:
+            return values  # read only by the caller
+        out = buffers.int_view(values.size)
+        if self.mapping is None:
+            np.copyto(out, values, casting="unsafe")
+        else:
+            np.take(self.mapping, values, out=out)
+        return out
+
+
+@dataclass(frozen=True, eq=False)
+class CategoryDomain(DerivedCache):
+    """A public list of category labels; bin i is ``categories[i]``."""
+
+    column: str
+    categories: pd.Index
+
+    @property
+    def size(self) -> int:
+        return int(self.categories.size)
+
+    @cached_property
+    def index(self) -> pd.CategoricalIndex:
+        """The labels as a ``CategoricalIndex`` (cell i is label i: built from its codes, no label hashed)."""
+        dtype = pd.CategoricalDtype(self.categories, ordered=False)
+        codes = np.arange(self.size, dtype=np.int64)
+        return pd.CategoricalIndex(pd.Categorical.from_codes(codes, dtype=dtype), name=self.column)
+
+    def column_values(self, series: Any) -> Any:
+        """The column itself: :meth:`codes` looks its values up (a Categorical through its codes)."""
+        return series
+
+    def reader(self, series: pd.Series) -> tuple[np.ndarray, Any]:
+        """Codes to slice in chunks and their coder: a Categorical's codes (re-mapped when its categories
+        differ), arithmetic for an int64 column over a run of consecutive integer labels, else the lookup."""
+        dtype = series.dtype
+        if isinstance(dtype, pd.CategoricalDtype):
+            raw = np.asarray(series.array.codes)  # a view of the codes, no copy
+            if dtype.categories.equals(self.categories):
+                return raw, CategoryCodes(self.size)
+            mapping = np.append(np.asarray(self._lookup(dtype.categories), dtype=np.int64), -1)
+            return raw, CategoryCodes(self.size, mapping)
+        start = self._integer_run()
+        if start is not None and dtype == np.int64:
+            return series.to_numpy(copy=False), EvenIntegers(start, 1, self.size)
+        return self._lookup(series), CategoryCodes(self.size)
+
+    def _integer_run(self) -> int | None:
+        """The first label when the labels are the consecutive integers ``start, start + 1, ...``."""
+        cats = self.categories
+        if cats.dtype != np.int64 or not cats.is_monotonic_increasing:
+            return None
+        first, last = int(cats[0]), int(cats[-1])
+        return first if last - first == cats.size - 1 else None
+
+    def codes(self, values: Any) -> np.ndarray:
+        """Position of every value among the categories, ``-1`` for unknown, missing or unhashable values."""
+        if isinstance(getattr(values, "dtype", None), pd.CategoricalDtype):
+            cat = pd.Categorical(values)
+            raw = cat.codes.astype(np.int64)
+            if cat.categories.equals(self.categories):
+                return raw
+            mapping = np.asarray(self._lookup(cat.categories), dtype=np.int64)
+            return np.where(raw >= 0, mapping[raw], -1)
+        return self._lookup(values)
+
+    def _lookup(self, values: Any) -> np.ndarray:
+        """``categories.get_indexer(values)`` that never raises or warns on a value."""
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                return np.asarray(self.categories.get_indexer(pd.Index(values)), dtype=np.int64)
+            except Exception:  # noqa: BLE001 - a private value's own __hash__/__eq__ may raise anything
+                # An unhashable value (a list, a dict...) in an object column: it matches no label.
+                arr = np.asarray(pd.Series(values, dtype=object).to_numpy(), dtype=object)
+                ok = np.frompyfunc(_hashable, 1, 1)(arr).astype(bool) if arr.size else np.zeros(0, bool)
+                out = np.full(arr.size, -1, dtype=np.int64)
+                if ok.any():
+                    out[ok] = self.categories.get_indexer(pd.Index(arr[ok], dtype=object))
+                return out
+
+    def align(self, low: Any, high: Any) -> tuple[int, int]:
+        raise DomainError(
+            f"Range queries need numeric bins; column {self.column!r} has categories. "
+            f"Sum the categories you need from result.counts instead."
+        )
+
+
+def _hashable(value: Any) -> bool:
+    if not isinstance(value, Hashable):
+        return False
+    try:
+        hash(value)
+    except Exception:  # noqa: BLE001 - a private value's __hash__ may raise anything
+        return False
+    return True
+
+
+def category_dimension(column: str, categories: Any) -> CategoryDomain:
+    if isinstance(categories, (str, bytes)) or not hasattr(categories, "__iter__"):
+        raise ParameterError(f"The 'categories' parameter for column {column!r} must be a list of labels. "
+                             f"Got {safe_repr(categories)}.")
+    # An Index (e.g. a CategoricalDtype's categories) is kept as is: it is immutable, and its uniqueness,
+    # once known, is not computed again (each check below hashes every label).
+    try:
+        if type(categories) is pd.Index:
+            index = categories if categories.name is None else categories.rename(None)
+        else:
+            index = pd.Index(list(categories))
+        if isinstance(index, pd.MultiIndex):
+            raise TypeError("tuples")
+        duplicated, missing = index.has_duplicates, index.hasnans
+        if not duplicated and index.dtype == object:
+            # Python objects: hash and compare every label now (a label whose __hash__/__eq__ raises is a
+            # public error); numbers, strings and dates of a typed Index cannot raise, and their hash
+            # table is the one has_duplicates just built.
+            index.get_indexer(pd.Index([object()], dtype=object))
+    except Exception as err:  # noqa: BLE001 - unhashable labels, tuples, a label whose __hash__/__eq__ raises
+        raise ParameterError(f"The 'categories' parameter for column {column!r} must be a list of hashable, scalar "
+                             f"labels (strings, numbers, dates). Got {safe_repr(categories)}.") from err
+    if index.size == 0:
+        raise DomainError(f"The 'categories' for column {column!r} are empty; pass at least one label.")
+    if duplicated:
+        dup = safe_repr(index[index.duplicated()].unique().tolist(), 200)
+        raise DomainError(f"The 'categories' for column {column!r} repeat labels {dup}; pass each label once.")
+    if missing:
+        raise DomainError(f"The 'categories' for column {column!r} contain a missing value; pass real labels.")
+    return CategoryDomain(column, index)

@@ -1,0 +1,156 @@
+"""The pandas engine for tables by geography: exact cell counts of every region of a public region tree.
+
+Only this module (and its Dask twin, :mod:`.dask_region_counts`) reads rows
+for ``histogram(..., by=[...], hierarchy=...)``. The region tree
+(:class:`~pandas_dp.domain.regions.RegionTree`) and the grid
+(:class:`~pandas_dp.domain.grid.Grid`) are public and were validated before any
+row is read; a row that does not fit them is **out of domain and dropped**,
+silently and uncounted (how many were dropped is never returned):
+
+* its leaf region (the finest ``by`` column) is not a region of the tree:
+  unknown, missing, or not a plain scalar (a list, a dict, an object...);
+* a coarser ``by`` column present in the frame is not the leaf's ancestor
+  at that level (unknown, missing, or another region: a county under the
+  wrong state);
+* one of its released columns falls outside the grid (the rules of
+  :meth:`Grid.codes <pandas_dp.domain.grid.Grid.codes>`).
+
+Region labels meet the public labels value by value
+(:func:`pandas_dp.domain.labels.positions`), exactly as count-of-counts places its
+persons (:mod:`.pandas_groups`), so whether a row counts, and where, depends
+on that row and the public inputs only: adding or removing one row changes
+one cell of one region per level by one (L1 = L2 = 1 per level).
+
+The leaf table is one ``bincount`` of ``leaf * cells + cell`` per chunk of
+rows (temporaries stay O(chunk)); coarser levels are sums of their children
+(:meth:`RegionLayout.aggregate <pandas_dp.algorithms.regions.layout.RegionLayout.aggregate>`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from pandas_dp.domain.labels import positions
+from pandas_dp.algorithms.regions.layout import RegionLayout, region_layout
+from pandas_dp.domain.grid import Grid
+from pandas_dp.domain.regions import RegionTree
+from pandas_dp.privacy.units import UnitBounds
+from pandas_dp.engines.pandas.bounding import CodedRows, units_of
+from pandas_dp.engines.pandas.counts import CHUNK_ROWS, cell_codes
+
+__all__ = ["region_bin_counts", "leaf_positions", "leaf_cell_codes", "leaf_cell_counts", "level_tables",
+           "tree_layout", "coded_region_rows"]
+
+
+def tree_layout(tree: RegionTree) -> RegionLayout:
+    """The tree's levels as a :class:`~pandas_dp.algorithms.regions.layout.RegionLayout` (root first)."""
+    return region_layout([None, *tree.parents[1:]], [len(r) for r in tree.regions])
+
+
+def leaf_positions(frame: pd.DataFrame, tree: RegionTree) -> np.ndarray:
+    """Position of every row's leaf region in ``tree.regions[-1]`` (int64); -1 when the row is out of domain.
+
+    Out of domain: the leaf label is not one of the tree's, or a coarser
+    location column of the frame (``tree.located``) is not the leaf's
+    ancestor at its level. Never raises or warns on a value.
+    """
+    with np.errstate(all="ignore"):
+        leaf = positions(tree.regions[-1], frame[tree.leaf])
+        coarser = [c for c in tree.located if c != tree.leaf]
+        if coarser:
+            found = np.maximum(leaf, 0)
+            agree = np.ones(leaf.size, dtype=bool)
+            for col in coarser:
+                lvl = tree.level_names.index(col)
+                agree &= positions(tree.regions[lvl], frame[col]) == tree.ancestors[lvl][found]
+            leaf = np.where(agree, leaf, -1)
+        return leaf
+
+
+def leaf_cell_codes(frame: pd.DataFrame, tree: RegionTree, grid: Grid) -> np.ndarray:
+    """Code ``leaf * cells + cell`` of every row's (leaf region, cell) (int64); -1 when the row is out of domain."""
+    leaf = leaf_positions(frame, tree)
+    cell = cell_codes(frame, grid)
+    return np.where((leaf >= 0) & (cell >= 0), leaf * grid.size + cell, -1)
+
+
+def leaf_cell_counts(frame: pd.DataFrame, tree: RegionTree, grid: Grid, *,
+                     chunk_rows: int = CHUNK_ROWS) -> np.ndarray:
+    """Exact int64 counts of the rows in every (leaf region, cell): shape ``(n_leaves, grid.size)``.
+
+    Rows are coded in chunks of ``chunk_rows`` (:func:`leaf_cell_codes`): a row
+    counts in cell ``leaf * cells + cell`` when both its leaf position
+    (:func:`leaf_positions`) and its cell code (``grid.codes``) are found.
+    """
+    n_leaves, cells = len(tree.regions[-1]), grid.size
+    counts = np.zeros(n_leaves * cells + 1, dtype=np.int64)
+    for start in range(0, max(len(frame), 1), chunk_rows):
+        part = frame.iloc[start:start + chunk_rows] if len(frame) > chunk_rows else frame
+        # Shift by one so that dropped rows (code -1) land in cell 0, which is discarded.
+        codes = leaf_cell_codes(part, tree, grid)
+        counts += np.bincount(codes + 1, minlength=counts.size)
+    return counts[1:].reshape(n_leaves, cells)
+
+
+def coded_region_rows(frame: pd.DataFrame, tree: RegionTree, grid: Grid, bounds: UnitBounds) -> CodedRows:
+    """Rows coded by (leaf region, cell) and by unit, for bounding every unit's contribution (pandas engine).
+
+    The bounds apply to the leaf table; the coarser levels are sums of it, so
+    a unit moves each level by at most its row bound (L1 and L2).
+    """
+    units, hashes = units_of(frame[bounds.column], hashes=bounds.scheme == "cells")
+    return CodedRows(leaf_cell_codes(frame, tree, grid), units, hashes, len(tree.regions[-1]) * grid.size)
+
+
+def level_tables(leaf_counts: np.ndarray, tree: RegionTree) -> list[np.ndarray]:
+    """Exact tables of every level, root first, from the leaf table (children summed into parents)."""
+    lay = tree_layout(tree)
+    out = [np.asarray(leaf_counts, dtype=np.int64)]
+    for lvl in range(lay.leaf_level, 0, -1):
+        out.append(lay.aggregate(out[-1], lvl))
+    return out[::-1]
+
+
+def region_bin_counts(frame: pd.DataFrame, tree: RegionTree, grid: Grid, **options: Any) -> list[np.ndarray]:
+    """Exact cell counts of every region of ``tree`` (the private step of a release by geography).
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        The private rows; only ``tree.located`` and ``grid.columns`` are read.
+    tree : RegionTree
+        The public regions (from :func:`pandas_dp.domain.regions.region_tree`, without groups).
+    grid : Grid
+        The public cells of every region's histogram.
+    **options
+        ``chunk_rows`` (rows coded at once).
+
+    Returns
+    -------
+    list of numpy.ndarray
+        One int64 table per level of ``tree`` (root first), shaped
+        ``(n_regions, grid.size)``; every parent's row is the sum of its
+        children's.
+
+    Notes
+    -----
+    Rows out of domain (see the module notes) are dropped before counting,
+    silently; nothing here raises or warns on the rows' values.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from pandas_dp.domain.grid import make_grid
+    >>> from pandas_dp.domain.regions import region_tree
+    >>> hier = pd.DataFrame({"state": ["A", "A", "B"], "county": ["a1", "a2", "b1"]})
+    >>> df = pd.DataFrame({"state": ["A", "B", "A", "B"], "county": ["a2", "b1", "b1", None],
+    ...                    "sex": ["F", "M", "F", "F"]})
+    >>> tree = region_tree(df.columns, None, ["state", "county"], hierarchy=hier)
+    >>> grid = make_grid(df, ["sex"], categories=["F", "M"])
+    >>> [t.tolist() for t in region_bin_counts(df, tree, grid)]
+    [[[1, 1]], [[1, 0], [0, 1]], [[0, 0], [1, 0], [0, 1]]]
+    """
+    return level_tables(leaf_cell_counts(frame, tree, grid, **options), tree)

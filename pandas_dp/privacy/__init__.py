@@ -1,0 +1,1 @@
+"""The privacy measure, stateless: losses (pure DP, zCDP), sensitivities, units and conversions."""
