@@ -76,7 +76,7 @@ def main(argv: list[str] | None = None) -> None:
     for t in SCALES:
         scale = noise.noise_scale(t, 1)
         start = time.perf_counter()
-        noise._laplace_sampler(scale)
+        noise.laplace_sampler(scale)
         build_ms = 1e3 * (time.perf_counter() - start)
         discrete_laplace(scale, 1000)  # warm the secure source
         secure = best_rate(lambda: discrete_laplace(scale, n), n, repeat)

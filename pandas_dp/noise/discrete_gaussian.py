@@ -59,12 +59,12 @@ from typing import Any
 
 import numpy as np
 
-from pandas_dp.noise.exact_cdf import _exp_bounds, floor_exp_neg
+from pandas_dp.noise.exact_cdf import exp_bounds, floor_exp_neg
 from pandas_dp.noise.gaussian_tail import certified_quantile
 from pandas_dp._utils.rational import to_fraction
 from pandas_dp.errors import ParameterError
-from pandas_dp.noise.laplace import (_BLOCK, RngLike, _as_probability, _laplace_sampler, _round_up_denominator, _shape, _word_source,
-                    _writeable_int64)
+from pandas_dp.noise.laplace import as_probability, laplace_sampler, round_up_denominator
+from pandas_dp.noise.words import BLOCK, RngLike, as_shape, word_source, writeable_int64
 
 __all__ = ["discrete_gaussian", "add_discrete_gaussian", "discrete_gaussian_variance", "discrete_gaussian_quantile"]
 
@@ -77,7 +77,7 @@ _CHUNK = 1 << 16  # proposals per vectorized round
 
 def _as_sigma2(sigma2: object) -> Fraction:
     """Validated ``sigma2``; a denominator above ``2**64`` is rounded up (more noise, never less)."""
-    s2 = _round_up_denominator(to_fraction(sigma2, name="sigma2"), _MAX_DENOMINATOR)
+    s2 = round_up_denominator(to_fraction(sigma2, name="sigma2"), _MAX_DENOMINATOR)
     if s2 > _MAX_SIGMA2:
         raise ParameterError(
             f"sigma2 must be at most 2**100 (sigma at most 2**50) so that int64 noise cannot overflow; "
@@ -143,9 +143,9 @@ class _Acceptance:
         s2, c = self.sigma2, self.peak
         prec = 160 + 2 * count.bit_length()
         one = 1 << prec
-        lo, hi = _exp_bounds(-c * c / (2 * s2), prec)  # a(0)
-        e_lo, e_hi = _exp_bounds((2 * step * c - step * step) / (2 * s2), prec)
-        r_lo, r_hi = _exp_bounds(Fraction(-step * step) / s2, prec)
+        lo, hi = exp_bounds(-c * c / (2 * s2), prec)  # a(0)
+        e_lo, e_hi = exp_bounds((2 * step * c - step * step) / (2 * s2), prec)
+        r_lo, r_hi = exp_bounds(Fraction(-step * step) / s2, prec)
         p_lo = p_hi = one  # G**i
         shift = prec - 64
         out = []
@@ -186,7 +186,7 @@ class _Sampler:
 
     def __init__(self, sigma2: Fraction) -> None:
         self.t = _floor_sigma(sigma2) + 1
-        self.laplace = _laplace_sampler(Fraction(self.t))
+        self.laplace = laplace_sampler(Fraction(self.t))
         self.accept = _Acceptance(sigma2, self.t)
         # Expected acceptance rate (float, only to size the rounds):
         # sum_z exp(-z**2/(2 s)) exp(-s/(2 t**2)) / sum_y exp(-|y|/t).
@@ -202,11 +202,11 @@ class _Sampler:
         # The bucket bounds are looked up block by block (temporaries of one block); the proposals
         # the bounds leave unsure are decided afterwards in proposal order, drawing the same words.
         accept = np.empty(m, dtype=np.bool_)
-        size = min(m, _BLOCK)
+        size = min(m, BLOCK)
         bucket, bound = np.empty(size, dtype=np.int64), np.empty(size, dtype=np.uint64)
         unsure_at: list[np.ndarray] = []
-        for start in range(0, m, _BLOCK):
-            yb, wb = y[start : start + _BLOCK], w[start : start + _BLOCK]
+        for start in range(0, m, BLOCK):
+            yb, wb = y[start : start + BLOCK], w[start : start + BLOCK]
             n = yb.size
             b = np.abs(yb, out=bucket[:n])
             if acc.shift:
@@ -286,8 +286,8 @@ def discrete_gaussian(
     (2, 3)
     """
     s2 = _as_sigma2(sigma2)
-    shape = _shape(size)
-    draw = _word_source(rng)
+    shape = as_shape(size)
+    draw = word_source(rng)
     out = np.empty(math.prod(shape), dtype=np.int64)
     _gaussian_into(s2, out, draw, add=False)
     return out.reshape(shape)
@@ -328,8 +328,8 @@ def add_discrete_gaussian(sigma2: Fraction | int | float, values: np.ndarray, *,
     array([11, 18, 31, 42, 50, 62])
     """
     s2 = _as_sigma2(sigma2)
-    flat = _writeable_int64(values)
-    _gaussian_into(s2, flat, _word_source(rng), add=True)
+    flat = writeable_int64(values)
+    _gaussian_into(s2, flat, word_source(rng), add=True)
     return values
 
 
@@ -463,4 +463,4 @@ def discrete_gaussian_quantile(sigma2: Fraction | int | float, q: float | Fracti
     >>> discrete_gaussian_quantile(100, 0.975), discrete_gaussian_quantile(100, 0.025)
     (20, -20)
     """
-    return certified_quantile(_as_sigma2(sigma2), _as_probability(q))
+    return certified_quantile(_as_sigma2(sigma2), as_probability(q))

@@ -18,7 +18,7 @@ _PowerBounds = Callable[[int], "tuple[int, int]"]
 
 
 # ------------------------------------------------------- certified exp ----
-def _exp_neg_bounds(x: Fraction, prec: int) -> tuple[int, int]:
+def exp_neg_bounds(x: Fraction, prec: int) -> tuple[int, int]:
     """Integers ``lo <= 2**prec * exp(-x) <= hi`` for rational ``x >= 0``.
 
     Notes
@@ -64,21 +64,21 @@ def _exp_neg_bounds(x: Fraction, prec: int) -> tuple[int, int]:
     return lo >> shift, -((-hi) >> shift)
 
 
-def _exp_bounds(x: Fraction, prec: int) -> tuple[int, int]:
+def exp_bounds(x: Fraction, prec: int) -> tuple[int, int]:
     """Integers ``lo <= 2**prec * exp(x) <= hi`` for rational ``x`` of either sign.
 
     Notes
     -----
-    For ``x <= 0`` this is :func:`_exp_neg_bounds`. For ``x > 0``,
+    For ``x <= 0`` this is :func:`exp_neg_bounds`. For ``x > 0``,
     ``exp(x) = 1 / exp(-x)``: from ``l <= 2**W exp(-x) <= h`` follows
     ``2**(prec+W) / h <= 2**prec exp(x) <= 2**(prec+W) / l``, rounded down and
     up. ``W`` leaves ``prec + 16`` significant bits in ``l``, so ``hi - lo``
     stays a few units.
     """
     if x <= 0:
-        return _exp_neg_bounds(-x, prec)
+        return exp_neg_bounds(-x, prec)
     work = prec + 2 * (int(x * 3 // 2) + 2) + 16  # 2**work exp(-x) >= 2**(prec + 16)
-    lo_neg, hi_neg = _exp_neg_bounds(x, work)
+    lo_neg, hi_neg = exp_neg_bounds(x, work)
     one = 1 << (prec + work)
     return one // hi_neg, -((-one) // lo_neg)
 
@@ -86,7 +86,7 @@ def _exp_bounds(x: Fraction, prec: int) -> tuple[int, int]:
 def floor_exp_neg(x: Fraction, bits: int) -> int:
     """Certified ``floor(2**bits * exp(-x))`` for rational ``x > 0``.
 
-    The bracket of :func:`_exp_neg_bounds` is refined (guard bits doubled)
+    The bracket of :func:`exp_neg_bounds` is refined (guard bits doubled)
     until both ends have the same floor. ``exp(-x)`` is irrational for
     rational ``x != 0`` (Lindemann), so ``2**bits exp(-x)`` is never an
     integer and the loop ends.
@@ -95,14 +95,14 @@ def floor_exp_neg(x: Fraction, bits: int) -> int:
         raise ValueError("floor_exp_neg needs x > 0 (exp(-x) must be irrational)")
     guard = 32
     while True:
-        lo, hi = _exp_neg_bounds(x, bits + guard)
+        lo, hi = exp_neg_bounds(x, bits + guard)
         if lo >> guard == hi >> guard:
             return lo >> guard
         guard *= 2
 
 
 # ---------------------------------------------------------------- CDFs ----
-class _CDF:
+class CDF:
     """Exact CDF values ``F_j`` of an increasing threshold sequence, ``j = 0..n-1``.
 
     Subclasses express ``F_j`` through ``X_k = exp(-a k)`` and implement
@@ -118,7 +118,7 @@ class _CDF:
         guard = 64
         while True:
             work = bits + guard
-            value = self._floor(j, bits, lambda k: _exp_neg_bounds(self.a * k, work), work)
+            value = self._floor(j, bits, lambda k: exp_neg_bounds(self.a * k, work), work)
             if value is not None:
                 return value
             guard *= 2
@@ -126,7 +126,7 @@ class _CDF:
     def table(self) -> np.ndarray:
         """``uint64`` thresholds ``floor(2**64 F_j)``, ``j = 0..n-1``."""
         work = 64 + 64 + self.n.bit_length()
-        lo1, hi1 = _exp_neg_bounds(self.a, work)
+        lo1, hi1 = exp_neg_bounds(self.a, work)
         powers = [(1 << work, 1 << work), (lo1, hi1)]
         for _ in range(2, self._max_power() + 1):  # interval powers X_k = X_1 ** k
             plo, phi = powers[-1]
@@ -148,7 +148,7 @@ def _agree(lo: int, hi: int) -> int | None:
     return lo if lo == hi else None
 
 
-class _LaplaceCDF(_CDF):
+class LaplaceCDF(CDF):
     """Discrete Laplace CDF at ``z = -L-1 .. L`` (``j = z + L + 1``), ``p = exp(-1/t)``.
 
     ``F(z) = p**(-z) / (1 + p)`` for ``z <= -1`` and ``1 - p**(z+1) / (1 + p)``
@@ -176,7 +176,7 @@ class _LaplaceCDF(_CDF):
         return r if z < 0 else (1 << bits) - r - 1
 
 
-class _GeometricCDF(_CDF):
+class GeometricCDF(CDF):
     """``F(g) = 1 - q**(g+1)`` for ``g = 0..n-1``, ``q = exp(-a)``."""
 
     def __init__(self, a: Fraction, n: int) -> None:
@@ -191,7 +191,7 @@ class _GeometricCDF(_CDF):
         return None if r is None else (1 << bits) - r - 1
 
 
-class _TruncatedGeometricCDF(_CDF):
+class TruncatedGeometricCDF(CDF):
     """``F(r) = (1 - q**(r+1)) / (1 - q**B)`` for ``r = 0..B-2``, ``q = exp(-a)``."""
 
     def __init__(self, a: Fraction, base: int) -> None:

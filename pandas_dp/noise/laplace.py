@@ -71,18 +71,18 @@ from __future__ import annotations
 
 import math
 import numbers
-import operator
 from fractions import Fraction
 from functools import lru_cache
-from typing import Any, Callable, Union
+from typing import Any, Callable
 
 import numpy as np
 
-from pandas_dp.noise.csprng import SecureRandom, default_source
+from pandas_dp.noise.csprng import SecureRandom
 from pandas_dp._utils.rational import to_fraction
 from pandas_dp.errors import ParameterError
 
-from pandas_dp.noise.exact_cdf import _CDF, _exp_neg_bounds, _GeometricCDF, _LaplaceCDF, _TruncatedGeometricCDF
+from pandas_dp.noise.exact_cdf import CDF, exp_neg_bounds, GeometricCDF, LaplaceCDF, TruncatedGeometricCDF
+from pandas_dp.noise.words import BLOCK, RngLike, as_shape, word_source, writeable_int64
 
 __all__ = [
     "noise_scale",
@@ -94,9 +94,6 @@ __all__ = [
     "RngLike",
 ]
 
-#: What ``rng=`` accepts: ``None`` (secure default), a :class:`SecureRandom`,
-#: or a seeded ``numpy.random.Generator`` (reproducible, not for production).
-RngLike = Union[np.random.Generator, SecureRandom, None]
 
 _M64 = (1 << 64) - 1
 _MAX_DENOMINATOR = 1 << 32  # scales are rounded up to denominators <= 2**32
@@ -106,13 +103,12 @@ _LAPLACE_L_MAX = 4096  # at most 2 * 4096 + 2 thresholds
 _GEOM_TABLE_MAX = 256
 _DIGIT_BASE = 256
 _CHUNK = 1 << 16  # samples per vectorized pass (temporaries stay in cache)
-_BLOCK = 1 << 14  # words per block of a table's fast path (its temporaries: 3 x 128 KiB)
 _SLOW = np.int64(1 << 62)  # guess value marking buckets for the exact search
 
 
 
 # ---------------------------------------------------------------- scale ----
-def _round_up_denominator(x: Fraction, max_denominator: int) -> Fraction:
+def round_up_denominator(x: Fraction, max_denominator: int) -> Fraction:
     """Smallest fraction >= ``x`` whose denominator is at most ``max_denominator``.
 
     The two candidates of the continued-fraction algorithm (the last
@@ -169,12 +165,12 @@ def noise_scale(sensitivity: float | int | Fraction, epsilon: float | int | Frac
     """
     s = to_fraction(sensitivity, name="sensitivity")
     e = to_fraction(epsilon, name="epsilon")
-    return _round_up_denominator(s / e, _MAX_DENOMINATOR)
+    return round_up_denominator(s / e, _MAX_DENOMINATOR)
 
 
 def _as_scale(scale: object) -> Fraction:
     """Validated scale; denominators above ``2**32`` are rounded up as in :func:`noise_scale`."""
-    t = _round_up_denominator(to_fraction(scale, name="scale"), _MAX_DENOMINATOR)
+    t = round_up_denominator(to_fraction(scale, name="scale"), _MAX_DENOMINATOR)
     if t > _MAX_SCALE:
         raise ParameterError(
             f"scale must be at most 2**50 so that int64 noise cannot overflow; got {scale!r}. "
@@ -210,7 +206,7 @@ def discrete_laplace_variance(scale: float | Fraction) -> float:
 
 
 
-def _as_probability(q: object) -> Fraction:
+def as_probability(q: object) -> Fraction:
     """``q`` in ``(0, 1)`` as an exact rational (a float at its exact binary value)."""
     if isinstance(q, bool) or not isinstance(q, numbers.Real):
         raise ParameterError(f"q must be a probability strictly between 0 and 1; got {q!r}.")
@@ -240,8 +236,8 @@ def _power_exceeds(t: Fraction, k: int, c: Fraction) -> bool:
         return False  # p**k < e**-floor(x) < 2**-floor(x) <= 1/d <= c < c (1 + p)
     prec = 64 + d.bit_length() + n.bit_length() + math.ceil(float(x) * 1.5)
     while True:
-        x_lo, x_hi = _exp_neg_bounds(x, prec)
-        p_lo, p_hi = _exp_neg_bounds(1 / t, prec)
+        x_lo, x_hi = exp_neg_bounds(x, prec)
+        p_lo, p_hi = exp_neg_bounds(1 / t, prec)
         one = 1 << prec
         if d * x_lo > n * (one + p_hi):
             return True
@@ -299,7 +295,7 @@ def discrete_laplace_quantile(scale: float | Fraction, q: float | Fraction) -> i
     0
     """
     t = _as_scale(scale)
-    qq = _as_probability(q)
+    qq = as_probability(q)
 
     def at_least(z: int) -> bool:  # F(z) >= q, exactly
         if z >= 0:
@@ -322,7 +318,7 @@ def discrete_laplace_quantile(scale: float | Fraction, q: float | Fraction) -> i
 
 
 # ------------------------------------------------- exact table sampling ----
-def _resolve_tie(cdf: _CDF, lo: int, hi: int, draw) -> int:
+def _resolve_tie(cdf: CDF, lo: int, hi: int, draw) -> int:
     """Number of ``j`` in ``[lo, hi)`` with ``F_j <= U``, all with ``floor(2**64 F_j) == w``.
 
     Further 64-bit digits of ``U`` are drawn lazily and compared with the
@@ -346,7 +342,7 @@ def _resolve_tie(cdf: _CDF, lo: int, hi: int, draw) -> int:
     return count
 
 
-def _count_below(thresholds: np.ndarray, cdf: _CDF, w: np.ndarray, draw) -> np.ndarray:
+def _count_below(thresholds: np.ndarray, cdf: CDF, w: np.ndarray, draw) -> np.ndarray:
     """Exact ``#{j : F_j <= U}`` for each word (plain binary search + ties)."""
     c = np.searchsorted(thresholds, w, side="right").astype(np.int64)
     tied = (c > 0) & (thresholds[np.maximum(c - 1, 0)] == w)
@@ -367,7 +363,7 @@ class _Table:
     so both paths return the same counts for the same words.
     """
 
-    def __init__(self, cdf: _CDF, *, offset: int = 0, fast_lo: int = 0, fast_hi: int | None = None) -> None:
+    def __init__(self, cdf: CDF, *, offset: int = 0, fast_lo: int = 0, fast_hi: int | None = None) -> None:
         self.cdf, self.offset = cdf, offset
         self.thresholds = cdf.table()
         n = cdf.n
@@ -397,8 +393,8 @@ class _Table:
         n = w.size
         c = np.empty(n, dtype=np.int64)
         slow: list[np.ndarray] = []
-        for start in range(0, n, _BLOCK):
-            wb = w[start : start + _BLOCK]
+        for start in range(0, n, BLOCK):
+            wb = w[start : start + BLOCK]
             b = (wb >> self.shift).view(np.int64)
             t = self.bucket_threshold.take(b)
             cb = np.take(self.guess, b, out=c[start : start + wb.size], mode="wrap")  # b < 2**k: in range
@@ -428,10 +424,10 @@ class _Geometric:
         if method == "table" or (method == "auto" and length <= _GEOM_TABLE_MAX):
             self.digits = False
             length = max(length, 1)
-            self.table = _Table(_GeometricCDF(a, length), fast_hi=length - 1)
+            self.table = _Table(GeometricCDF(a, length), fast_hi=length - 1)
         else:
             self.digits = True
-            self.table = _Table(_TruncatedGeometricCDF(a, _DIGIT_BASE))
+            self.table = _Table(TruncatedGeometricCDF(a, _DIGIT_BASE))
             self.high = _geometric(a * _DIGIT_BASE)
         self.cdf, self.thresholds = self.table.cdf, self.table.thresholds
 
@@ -477,7 +473,7 @@ class _LaplaceSampler:
         n = 2 * half + 2
         self.tail = _geometric(1 / t)
         fast_lo, fast_hi = (0, n) if half == 0 else (1, n - 1)
-        self.table = _Table(_LaplaceCDF(t, half), offset=-half - 1, fast_lo=fast_lo, fast_hi=fast_hi)
+        self.table = _Table(LaplaceCDF(t, half), offset=-half - 1, fast_lo=fast_lo, fast_hi=fast_hi)
         self.cdf, self.thresholds = self.table.cdf, self.table.thresholds
 
     def sample_words(self, w: np.ndarray, draw, *, fast: bool = True) -> np.ndarray:
@@ -500,29 +496,11 @@ class _LaplaceSampler:
 
 
 @lru_cache(maxsize=32)  # at most ~1 MB of tables each
-def _laplace_sampler(t: Fraction) -> _LaplaceSampler:
+def laplace_sampler(t: Fraction) -> _LaplaceSampler:
     return _LaplaceSampler(t)
 
 
 # ------------------------------------------------------------- public ----
-def _word_source(rng: object):
-    """``draw(n, out=None) -> uint64 words`` for ``rng``."""
-    if rng is None:
-        return default_source().words
-    if isinstance(rng, SecureRandom):
-        return rng.words
-    if isinstance(rng, np.random.Generator):
-
-        def draw(n: int, out: np.ndarray | None = None) -> np.ndarray:
-            return rng.integers(0, 1 << 64, size=n, dtype=np.uint64)
-
-        return draw
-    raise ParameterError(
-        f"rng must be None (secure default), a pandas_dp.noise.laplace.SecureRandom, or a seeded "
-        f"numpy.random.Generator (reproducible, not for production); got {type(rng).__name__}."
-    )
-
-
 def discrete_laplace(
     scale: float | Fraction,
     size: int | tuple[int, ...],
@@ -566,12 +544,12 @@ def discrete_laplace(
     (2, 3)
     """
     t = _as_scale(scale)
-    shape = _shape(size)
+    shape = as_shape(size)
     total = math.prod(shape)
-    draw = _word_source(rng)
+    draw = word_source(rng)
     if 0 < total <= _CHUNK:  # one chunk: its samples are the output (the words of _laplace_into, no copy)
         words = draw(total, out=np.empty(total + 2, dtype=np.uint64))
-        return _laplace_sampler(t).sample_words(words, draw).reshape(shape)
+        return laplace_sampler(t).sample_words(words, draw).reshape(shape)
     out = np.empty(total, dtype=np.int64)
     _laplace_into(t, out, draw, add=False)
     return out.reshape(shape)
@@ -618,8 +596,8 @@ def add_discrete_laplace(
     array([11, 19, 25, 33, 52, 63])
     """
     t = _as_scale(scale)
-    flat = _writeable_int64(values)
-    _laplace_into(t, flat, _word_source(rng), add=True)
+    flat = writeable_int64(values)
+    _laplace_into(t, flat, word_source(rng), add=True)
     return values
 
 
@@ -633,7 +611,7 @@ def add_in_chunks(values: np.ndarray, sample: Callable[[Any], np.ndarray]) -> np
     then the result is ``values + sample(values.shape)`` drawn from the same words, and no noise
     array of the full size is made. Returns ``values``.
     """
-    flat = _writeable_int64(values)
+    flat = writeable_int64(values)
     if flat.size <= _CHUNK:
         values += sample(values.shape)
         return values
@@ -641,32 +619,6 @@ def add_in_chunks(values: np.ndarray, sample: Callable[[Any], np.ndarray]) -> np
         m = min(_CHUNK, flat.size - start)
         flat[start : start + m] += sample((m,))
     return values
-
-
-def _shape(size: object) -> tuple[int, ...]:
-    """``size`` (an int or a tuple of ints, none negative) as a shape tuple."""
-    try:
-        if isinstance(size, (tuple, list)):
-            shape = tuple(operator.index(s) for s in size)
-        else:
-            shape = (operator.index(size),)  # type: ignore[arg-type]
-    except TypeError as err:
-        raise ParameterError(f"size must be an int or a tuple of ints; got {size!r}.") from err
-    if any(s < 0 for s in shape):
-        raise ParameterError(f"size must not be negative; got {size!r}.")
-    return shape
-
-
-def _writeable_int64(values: object) -> np.ndarray:
-    """The flat C-order view of a writeable int64 array that noise is added to in place."""
-    if not (isinstance(values, np.ndarray) and values.dtype == np.int64 and values.flags.writeable):
-        kind = values.dtype if isinstance(values, np.ndarray) else type(values).__name__
-        raise ParameterError(f"values must be a writeable int64 numpy array to add noise in place; got {kind}. "
-                             "Use np.array(values, dtype=np.int64) first.")
-    flat = values.reshape(-1)
-    if values.size and not np.may_share_memory(flat, values):  # reshaping a non-contiguous array copies
-        raise ParameterError("values must be contiguous to add noise in place; use np.ascontiguousarray first.")
-    return flat
 
 
 def _laplace_into(t: Fraction, flat: np.ndarray, draw, *, add: bool) -> None:
@@ -678,7 +630,7 @@ def _laplace_into(t: Fraction, flat: np.ndarray, draw, *, add: bool) -> None:
     total = flat.size
     if total == 0:
         return
-    sampler = _laplace_sampler(t)
+    sampler = laplace_sampler(t)
     buf = np.empty(min(total, _CHUNK) + 2, dtype=np.uint64)
     for start in range(0, total, _CHUNK):
         m = min(_CHUNK, total - start)

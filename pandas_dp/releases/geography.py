@@ -51,7 +51,7 @@ from pandas_dp.domain.regions import RegionTree, region_tree
 from pandas_dp.results._geography_layout import RESERVED_NAMES
 from pandas_dp.results.geography import GeographyHistogram
 from pandas_dp.engines.pandas.region_counts import level_tables
-from pandas_dp.engines.pandas.bounding import release_key
+from pandas_dp.noise.words import release_key
 from pandas_dp.privacy.units import AUTO_MAX_ROWS, AUTO_SHARE, UnitBounds, unit_bounds
 from pandas_dp.releases.histogram import BOTH_MEASURES, METHODS, choose_max_rows, method_named
 from pandas_dp.releases.params import check_columns, check_flag, check_rng

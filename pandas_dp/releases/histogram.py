@@ -20,7 +20,7 @@ import pandas as pd
 from pandas_dp._utils.rational import safe_repr
 from pandas_dp.domain.grid import Grid, make_grid
 from pandas_dp.errors import ParameterError
-from pandas_dp.engines.pandas.bounding import release_key
+from pandas_dp.noise.words import release_key
 from pandas_dp.privacy.loss import UNIT, Noise, PrivacyLoss
 from pandas_dp.results.geography import GeographyHistogram
 from pandas_dp.privacy.units import AUTO_MAX_ROWS, AUTO_QUANTILE, AUTO_SHARE, AUTO_STEPS, UnitBounds, unit_bounds

@@ -20,7 +20,7 @@ from pandas_dp.domain.labels import CLASS_NAMES, public_labels, value_classes
 from pandas_dp.algorithms.unattributed import noisy_group_count, top_n_sorted, unattributed_histogram as sbar
 from pandas_dp.domain.grid import MAX_CELLS
 from pandas_dp._utils.rational import safe_repr
-from pandas_dp.engines.pandas.bounding import release_key
+from pandas_dp.noise.words import release_key
 from pandas_dp.errors import ParameterError
 from pandas_dp.privacy.loss import UNIT, Sensitivity
 from pandas_dp.privacy.units import unit_bounds

@@ -18,7 +18,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import pandas_dp as pdp
-from pandas_dp.engines.pandas.bounding import bound_codes, coded_rows, release_key, unit_codes, unit_hashes
+from pandas_dp.engines.pandas.bounding import bound_codes, coded_rows, unit_codes, unit_hashes
+from pandas_dp.noise.words import release_key
 from pandas_dp.domain.grid import make_grid
 from pandas_dp.releases.registry import histogram_methods
 from pandas_dp.testing import assert_dp, assert_same_outcome, with_row

@@ -327,10 +327,11 @@ def test_forked_child_draws_different_noise(explicit):
 
 def test_secure_path_never_touches_numpy_bit_generators(monkeypatch):
     import pandas_dp.noise.csprng as _csprng
+    import pandas_dp.noise.words as _words
 
     legacy_state = np.random.get_state()[1].copy()
     generator = np.random.default_rng(0)
-    for module in (dg, noise, _csprng):
+    for module in (dg, noise, _csprng, _words):
         monkeypatch.setattr(module, "np", NumpyWithoutRandom(np))
     with pytest.raises(AssertionError, match="numpy.random"):  # the guard works
         discrete_gaussian(3, 10, rng=generator)

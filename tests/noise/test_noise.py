@@ -95,7 +95,7 @@ def test_noise_scale_rounds_up_large_denominators():
 @settings(max_examples=200, deadline=None)
 def test_round_up_denominator_is_smallest_upper_bound(num, den, max_den):
     x = Fraction(num, den)
-    r = noise._round_up_denominator(x, max_den)
+    r = noise.round_up_denominator(x, max_den)
     assert r >= x and r.denominator <= max_den
     # Brute force: the smallest fraction >= x with denominator q is ceil(x q) / q.
     best = min(Fraction(-((-x.numerator * q) // x.denominator), q) for q in range(1, max_den + 1))
@@ -130,7 +130,7 @@ def test_noise_scale_rejects_bad_epsilon_and_sensitivity(bad):
 )
 @pytest.mark.parametrize("prec", [64, 200])
 def test_exp_neg_bounds_bracket_decimal_reference(x, prec):
-    lo, hi = _exact_cdf._exp_neg_bounds(x, prec)
+    lo, hi = _exact_cdf.exp_neg_bounds(x, prec)
     with localcontext() as ctx:
         ctx.prec = 160
         ref = dec_exp_neg(x) * (Decimal(2) ** prec)
@@ -172,7 +172,7 @@ def test_truncated_geometric_digit_thresholds_match_decimal_reference(a):
 @pytest.mark.parametrize("bits", [128, 192, 256])
 def test_deep_digits_match_decimal_reference(bits):
     t = Fraction(10, 3)
-    cdf = _exact_cdf._LaplaceCDF(t, 20)
+    cdf = _exact_cdf.LaplaceCDF(t, 20)
     with localcontext() as ctx:
         ctx.prec = 160
         for z in (-21, -3, 0, 5, 20):
@@ -194,7 +194,7 @@ def special_words(table, n_random: int = 200_000, seed: int = 7) -> np.ndarray:
     "t", [Fraction(1, 2), Fraction(1), Fraction(10, 3), Fraction(10), Fraction(1000), Fraction(10**6)]
 )
 def test_guess_table_identical_to_plain_search(t):
-    s = noise._laplace_sampler(t)
+    s = noise.laplace_sampler(t)
     w = special_words(s.table)
     fast = s.sample_words(w, gen_draw(3), fast=True)
     plain = s.sample_words(w, gen_draw(3), fast=False)
@@ -432,11 +432,13 @@ def test_forked_child_draws_different_noise(explicit):
 
 def test_secure_path_never_touches_numpy_bit_generators(monkeypatch):
     import pandas_dp.noise.csprng as _csprng
+    import pandas_dp.noise.words as _words
 
     generator = np.random.default_rng(0)
     legacy_state = np.random.get_state()[1].copy()
     monkeypatch.setattr(noise, "np", NumpyWithoutRandom(np))
     monkeypatch.setattr(_csprng, "np", NumpyWithoutRandom(np))
+    monkeypatch.setattr(_words, "np", NumpyWithoutRandom(np))
     # Positive control: the guard does catch a path that reaches numpy.random.
     with pytest.raises(AssertionError, match="numpy.random"):
         discrete_laplace(3, 10, rng=generator)

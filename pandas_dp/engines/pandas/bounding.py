@@ -33,15 +33,8 @@ from pandas_dp.domain.labels import factorize
 from pandas_dp.domain.grid import Grid
 from pandas_dp.privacy.units import AUTO_STEPS, UnitBounds
 
-__all__ = ["CodedRows", "coded_rows", "coded_group_rows", "group_cells", "release_key", "row_keys", "bound_codes", "contribution_histogram",
+__all__ = ["CodedRows", "coded_rows", "coded_group_rows", "group_cells", "row_keys", "bound_codes", "contribution_histogram",
            "unit_hashes", "unit_codes"]
-
-
-def release_key(rng: Any) -> bytes:
-    """32 random bytes for the row keys, from the release's randomness (secure source by default)."""
-    from pandas_dp.noise.laplace import _word_source
-
-    return np.asarray(_word_source(rng)(4), dtype=np.uint64).tobytes()
 
 
 _CHUNK = 1 << 21  # positions per AES call (32 MiB of keystream)
@@ -138,7 +131,7 @@ def bound_codes(cells: np.ndarray, units: np.ndarray, bounds: UnitBounds, key: b
     bounds : UnitBounds
         ``max_rows`` chosen, or the cells scheme.
     key : bytes
-        The release's 32-byte key (:func:`release_key`).
+        The release's 32-byte key (:func:`pandas_dp.noise.words.release_key`).
     positions : ndarray, optional
         Each row's position in the frame (default ``0..n-1``).
     unit_hashes : ndarray of uint64, optional
