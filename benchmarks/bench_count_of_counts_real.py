@@ -29,7 +29,8 @@ import pandas as pd
 import pandas_dp as pdp
 from pandas_dp.algorithms.count_of_counts import estimate_level
 from pandas_dp.algorithms.count_of_counts_matching import aggregate_up
-from pandas_dp.engines.pandas.groups import exact_count_of_counts, prepare_groups, runs_to_frame
+from pandas_dp.algorithms.count_of_counts import runs_to_frame
+from pandas_dp.engines.pandas.groups import exact_count_of_counts, prepare_groups
 from pandas_dp.results.count_of_counts import emd_per_region
 from pandas_dp.algorithms.count_of_counts import SENSITIVITY
 from pandas_dp.privacy.loss import pure

@@ -19,11 +19,11 @@ Examples
 
 from __future__ import annotations
 
-from typing import Any
 
 from pandas_dp._utils.optional import import_optional
 from pandas_dp.accessors.pandas import DataFrameDPAccessor, SeriesDPAccessor
-from pandas_dp.engines import register_engine
+from pandas_dp.engines import Engine, register_engine
+from pandas_dp.engines.dask import DASK_ENGINE
 
 __all__ = ["DaskDataFrameDPAccessor", "DaskSeriesDPAccessor"]
 
@@ -31,10 +31,8 @@ _extensions = import_optional("dask.dataframe.extensions", extra="dask", purpose
 _dd = import_optional("dask.dataframe", extra="dask", purpose="The .dp accessor on Dask frames")
 
 
-def _dask_engine() -> Any:
-    import pandas_dp.engines.dask.counts as dask_engine
-
-    return dask_engine
+def _dask_engine() -> Engine:
+    return DASK_ENGINE
 
 
 register_engine(_dd.DataFrame, _dask_engine)

@@ -25,11 +25,13 @@ from dataclasses import dataclass
 from typing import Any, Literal, Sequence
 
 import numpy as np
+import pandas as pd
 
 from pandas_dp.algorithms.isotonic import segmented_isotonic_regression
 from pandas_dp.privacy.loss import Noise, Sensitivity
 
 __all__ = [
+    "runs_to_frame",
     "Runs",
     "consistent_group_totals",
     "estimate_level",
@@ -405,3 +407,17 @@ def consistent_group_totals(
         out.append(np.bincount(np.asarray(parents[lvl], dtype=np.int64), weights=out[-1],
                                minlength=n_nodes[lvl - 1]).astype(np.int64))
     return out[::-1]
+
+
+def runs_to_frame(levels: Sequence[Runs], names: Sequence[str], regions: Sequence[pd.Index]) -> pd.DataFrame:
+    """Tidy frame (level, region, size, groups) of per-level run-lengths."""
+    parts = []
+    for runs, name, idx in zip(levels, names, regions):
+        merged = Runs.exact(runs.node, runs.size, runs.groups, runs.n_nodes)
+        parts.append(pd.DataFrame({
+            "level": name,
+            "region": idx.take(merged.node).astype(object) if len(idx) else pd.Index([], dtype=object),
+            "size": merged.size,
+            "groups": merged.groups,
+        }))
+    return pd.concat(parts, ignore_index=True)

@@ -8,29 +8,45 @@ a value that does not fit the domain is out of domain, dropped and uncounted.
 Engines are registered by frame type (:func:`register_engine`); the release
 pipeline asks :func:`engine_for` for the engine of the frame it got. The pandas
 engine serves ``pandas.DataFrame``; the Dask engine registers itself for Dask
-collections when ``dask.dataframe`` is imported. Algorithms, the budget and
+collections when ``dask.dataframe`` is imported. An engine is an object of a class
+implementing the :class:`Engine` protocol (mypy checks both engines against it). Algorithms, the budget and
 results never see an engine.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Protocol
+from typing import Any, Callable, Protocol
 
 import numpy as np
 import pandas as pd
 
+from pandas_dp.domain.grid import Grid
+from pandas_dp.domain.regions import RegionTree
+from pandas_dp.engines.pandas import PANDAS_ENGINE
+from pandas_dp.engines.pandas.groups import GroupTables
 from pandas_dp.errors import ParameterError
+from pandas_dp.privacy.units import UnitBounds
 
-if TYPE_CHECKING:  # pragma: no cover
-    from pandas_dp.domain.grid import Grid
-    from pandas_dp.domain.regions import RegionTree
-    from pandas_dp.privacy.units import UnitBounds
+__all__ = ["Engine", "CodedRows", "engine_for", "register_engine"]
 
-__all__ = ["Engine", "engine_for", "register_engine"]
+
+class CodedRows(Protocol):
+    """Private rows coded by cell (or group, or region and cell) and privacy unit; never leaves the release."""
+
+    def counts(self, bounds: UnitBounds, key: bytes) -> np.ndarray:
+        """Exact int64 counts per cell after bounding every unit's contribution (``key``: the release's row key)."""
+
+    def contributions(self) -> np.ndarray:
+        """Units per step of rows in the domain (for ``max_rows="auto"``)."""
 
 
 class Engine(Protocol):
-    """What every engine provides (modules implement it)."""
+    """Every operation a release asks of an engine (:class:`~pandas_dp.engines.pandas.PandasEngine`,
+    :class:`~pandas_dp.engines.dask.DaskEngine`).
+
+    Each method reads private rows and returns exact aggregates on a public domain; none raises,
+    warns or reports because of a private value.
+    """
 
     def bin_counts(self, frame: Any, grid: Grid) -> np.ndarray:
         """Exact int64 counts of ``frame``'s rows in every cell of ``grid`` (shape ``grid.shape``)."""
@@ -38,11 +54,20 @@ class Engine(Protocol):
     def group_counts(self, values: Any, ids: pd.Index | None) -> np.ndarray:
         """Rows per public group id (aligned with ``ids``), or per group present when ``ids`` is None."""
 
-    def coded_rows(self, frame: Any, grid: Grid, bounds: UnitBounds) -> Any:
-        """The rows coded by cell and privacy unit, for contribution bounding (``counts``, ``contributions``)."""
+    def coded_rows(self, frame: Any, grid: Grid, bounds: UnitBounds) -> CodedRows:
+        """The rows coded by cell and privacy unit, for contribution bounding."""
 
-    def count_groups(self, persons: Any, tree: RegionTree) -> Any:
+    def coded_group_rows(self, frame: Any, group: Any, ids: pd.Index | None, bounds: UnitBounds) -> CodedRows:
+        """The rows coded by public group id and privacy unit, for contribution bounding."""
+
+    def count_groups(self, persons: Any, tree: RegionTree) -> GroupTables:
         """Exact count-of-counts tables of every region of a public region tree (odd rows dropped)."""
+
+    def region_bin_counts(self, frame: Any, tree: RegionTree, grid: Grid) -> list[np.ndarray]:
+        """Exact counts of every region's cells, one table per level of ``tree`` (root first)."""
+
+    def coded_region_rows(self, frame: Any, tree: RegionTree, grid: Grid, bounds: UnitBounds) -> CodedRows:
+        """The rows coded by (leaf region, cell) and privacy unit, for contribution bounding."""
 
 
 _REGISTRY: dict[type, Callable[[], Engine]] = {}
@@ -54,9 +79,7 @@ def register_engine(frame_type: type, load: Callable[[], Engine]) -> None:
 
 
 def _pandas() -> Engine:
-    import pandas_dp.engines.pandas.counts as pandas_engine
-
-    return pandas_engine
+    return PANDAS_ENGINE
 
 
 register_engine(pd.DataFrame, _pandas)

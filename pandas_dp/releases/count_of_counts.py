@@ -26,7 +26,7 @@ from typing import Any, Callable, Literal
 import numpy as np
 import pandas as pd
 
-from pandas_dp.algorithms.count_of_counts import (SENSITIVITY, Runs, consistent_group_totals, estimate_level,
+from pandas_dp.algorithms.count_of_counts import (SENSITIVITY, Runs, runs_to_frame, consistent_group_totals, estimate_level,
                                           estimate_max_size)
 from pandas_dp.algorithms.count_of_counts_matching import top_down
 from pandas_dp._utils.rational import safe_repr
@@ -288,8 +288,6 @@ def count_of_counts(frame: pd.DataFrame, group: str, location: Any, *, epsilon: 
         finally:
             if bar is not None:
                 bar.close()
-        from pandas_dp.engines.pandas.groups import runs_to_frame
-
         result_params = dict(params, max_size=k if k is not None else "not used")
         post = ("isotonic regression" if plan.method != "naive" else "projection on {x >= 0, sum x = G}",
                 "rounding", "top-down matching and merging (Kuo et al. Algorithm 1-2)")

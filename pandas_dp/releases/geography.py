@@ -32,12 +32,11 @@ release's loss exactly, which is charged once (one ledger row).
 
 from __future__ import annotations
 
-import importlib
 import numbers
 from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -48,9 +47,9 @@ from pandas_dp.domain.grid import MAX_CELLS, Grid, make_grid
 from pandas_dp.errors import DomainError, ParameterError
 from pandas_dp.privacy.loss import UNIT, Noise, PrivacyLoss
 from pandas_dp.domain.regions import RegionTree, region_tree
-from pandas_dp.results._geography_layout import RESERVED_NAMES
+from pandas_dp.results.geography_layout import geography_index, RESERVED_NAMES
 from pandas_dp.results.geography import GeographyHistogram
-from pandas_dp.engines.pandas.region_counts import level_tables
+from pandas_dp.algorithms.regions.layout import level_tables
 from pandas_dp.noise.words import release_key
 from pandas_dp.privacy.units import AUTO_MAX_ROWS, AUTO_SHARE, UnitBounds, unit_bounds
 from pandas_dp.releases.histogram import BOTH_MEASURES, METHODS, choose_max_rows, method_named
@@ -65,11 +64,6 @@ GEOGRAPHY_ARGUMENTS = ("by", "hierarchy", "by_categories", "level_weights", "int
 
 #: Histogram methods whose per-region tables this release can noise and make consistent.
 GEOGRAPHY_METHODS = ("identity",)
-
-#: The engines' own modules, and the module counting regions for each (see :func:`region_counter`).
-_REGION_COUNTERS = {"pandas_dp.engines.pandas.counts": "pandas_dp.engines.pandas.region_counts",
-                    "pandas_dp.engines.dask.counts": "pandas_dp.engines.dask.region_counts"}
-
 
 @dataclass(frozen=True)
 class GeographyPlan:
@@ -271,27 +265,6 @@ def plan_geography(tree: RegionTree, grid: Grid, loss: PrivacyLoss, *, level_wei
     return GeographyPlan(tree, grid, shares, losses, noises)
 
 
-def _region_engine(engine: Any, name: str) -> Callable[..., Any]:
-    own = getattr(engine, name, None)
-    if own is not None:
-        return own
-    module = _REGION_COUNTERS.get(getattr(engine, "__name__", ""))
-    if module is None:
-        raise ParameterError(f"The engine {getattr(engine, '__name__', engine)!r} cannot count regions; tables by "
-                             f"geography read pandas or Dask frames.")
-    return getattr(importlib.import_module(module), name)
-
-
-def region_counter(engine: Any) -> Callable[..., list[np.ndarray]]:
-    """The function counting every region's cells for ``engine`` (its own ``region_bin_counts`` if it has one)."""
-    return _region_engine(engine, "region_bin_counts")
-
-
-def region_coder(engine: Any) -> Callable[..., Any]:
-    """The function coding rows by (leaf region, cell) and unit for ``engine`` (``coded_region_rows``)."""
-    return _region_engine(engine, "coded_region_rows")
-
-
 def _fraction_text(value: Fraction) -> str:
     return str(value.numerator) if value.denominator == 1 else f"{value.numerator}/{value.denominator}"
 
@@ -308,8 +281,6 @@ def _ledger_params(plan: GeographyPlan, loss: PrivacyLoss, method: str, nonnegat
 
 
 def _wrap(rel: Any, plan: GeographyPlan, loss: PrivacyLoss, method: str, params: dict[str, Any]) -> GeographyHistogram:
-    from pandas_dp.results._geography_layout import geography_index
-
     index = geography_index(plan.levels, plan.tree.regions, plan.grid)
     dtype = np.int64 if rel.integer else np.float64
     estimates = np.concatenate([np.asarray(e, dtype=dtype).reshape(-1) for e in rel.estimates])
@@ -387,7 +358,7 @@ def histogram_by_region(frame: Any, columns: Any, *, bins: Any = None, range: An
 
     if unit is None:
         return run(frame, Release(loss=loss, method=f"histogram:{name}", columns=columns, params=params,
-                                  count=lambda engine: region_counter(engine)(frame, tree, grid),
+                                  count=lambda engine: engine.region_bin_counts(frame, tree, grid),
                                   mechanism=lambda tables: release(tables, plan, {})))
 
     def bounded(coded: Any) -> GeographyHistogram:
@@ -403,4 +374,4 @@ def histogram_by_region(frame: Any, columns: Any, *, bins: Any = None, range: An
 
     return run(frame, Release(
         loss=loss, method=f"histogram:{name}", columns=[*columns, unit.column], params={**params, **unit.describe()},
-        count=lambda engine: region_coder(engine)(frame, tree, grid, unit), mechanism=bounded))
+        count=lambda engine: engine.coded_region_rows(frame, tree, grid, unit), mechanism=bounded))

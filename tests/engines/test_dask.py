@@ -23,6 +23,8 @@ import pandas_dp as pdp  # noqa: E402
 from pandas_dp.domain.grid import make_grid  # noqa: E402
 import pandas_dp.engines.dask.counts as dask_engine  # noqa: E402
 from pandas_dp.engines import engine_for  # noqa: E402
+from pandas_dp.engines.dask import DaskEngine  # noqa: E402
+from pandas_dp.engines.pandas import PandasEngine  # noqa: E402
 import pandas_dp.engines.pandas.counts as pandas_engine  # noqa: E402
 
 
@@ -121,7 +123,7 @@ def test_accessor_is_the_pandas_accessor(people):
     assert isinstance(ddf.dp, type(people.dp)) and isinstance(ddf["age"].dp, type(people["age"].dp))
     public = {m for m in dir(people.dp) if not m.startswith("_")}
     assert public == {m for m in dir(ddf.dp) if not m.startswith("_")}
-    assert engine_for(ddf) is dask_engine and engine_for(people) is pandas_engine
+    assert isinstance(engine_for(ddf), DaskEngine) and isinstance(engine_for(people), PandasEngine)
 
 
 @pytest.mark.parametrize("split_every", [2, 3, 8])

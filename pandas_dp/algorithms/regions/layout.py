@@ -18,13 +18,17 @@ onto children with one fancy index: both are vectorized over regions and cells.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from pandas_dp.errors import ParameterError
 
-__all__ = ["RegionLayout", "region_layout", "as_layout"]
+if TYPE_CHECKING:  # pragma: no cover
+    from pandas_dp.domain.regions import RegionTree
+
+__all__ = ["RegionLayout", "region_layout", "as_layout", "region_tree_layout", "level_tables"]
 
 
 @dataclass(frozen=True)
@@ -221,3 +225,17 @@ def as_layout(parents: RegionLayout | Sequence[np.ndarray | None],
     if n_regions is None and tables is not None and len(tables) == len(parents):
         n_regions = [None if t is None else int(np.shape(t)[0]) for t in tables]
     return region_layout(parents, n_regions)
+
+
+def region_tree_layout(tree: RegionTree) -> RegionLayout:
+    """The tree's levels as a :class:`~pandas_dp.algorithms.regions.layout.RegionLayout` (root first)."""
+    return region_layout([None, *tree.parents[1:]], [len(r) for r in tree.regions])
+
+
+def level_tables(leaf_counts: np.ndarray, tree: RegionTree) -> list[np.ndarray]:
+    """Exact tables of every level, root first, from the leaf table (children summed into parents)."""
+    lay = region_tree_layout(tree)
+    out = [np.asarray(leaf_counts, dtype=np.int64)]
+    for lvl in range(lay.leaf_level, 0, -1):
+        out.append(lay.aggregate(out[-1], lvl))
+    return out[::-1]

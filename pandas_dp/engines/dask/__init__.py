@@ -1,1 +1,60 @@
-"""The Dask engine: the same operations as the pandas engine, partition by partition."""
+"""The Dask engine: the same operations as the pandas engine, partition by partition.
+
+:class:`DaskEngine` is the :class:`~pandas_dp.engines.Engine` that
+:func:`~pandas_dp.engines.engine_for` returns for a ``dask.dataframe`` collection
+(registered by :mod:`pandas_dp.accessors.dask` when Dask imports). Its results
+equal the pandas engine's on the same rows, so a seeded ``rng`` gives identical
+releases. Importing this package does not import Dask: its modules load it on
+first use through :func:`pandas_dp._utils.optional.import_optional`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from pandas_dp.domain.grid import Grid
+from pandas_dp.domain.regions import RegionTree
+from pandas_dp.engines.dask import bounding, counts, groups, region_counts
+from pandas_dp.engines.pandas.groups import GroupTables
+from pandas_dp.privacy.units import UnitBounds
+
+__all__ = ["DaskEngine", "DASK_ENGINE"]
+
+
+class DaskEngine:
+    """Every operation a release asks of an engine, on a Dask frame (see :class:`~pandas_dp.engines.Engine`)."""
+
+    name = "dask"
+
+    def bin_counts(self, frame: Any, grid: Grid) -> np.ndarray:
+        return counts.bin_counts(frame, grid)
+
+    def group_counts(self, values: Any, ids: pd.Index | None) -> np.ndarray:
+        return counts.group_counts(values, ids)
+
+    def coded_rows(self, frame: Any, grid: Grid, bounds: UnitBounds) -> bounding.DaskCodedRows:
+        return bounding.coded_rows(frame, grid, bounds)
+
+    def coded_group_rows(self, frame: Any, group: Any, ids: pd.Index | None,
+                         bounds: UnitBounds) -> bounding.DaskCodedGroupRows:
+        return bounding.coded_group_rows(frame, group, ids, bounds)
+
+    def count_groups(self, persons: Any, tree: RegionTree) -> GroupTables:
+        return groups.count_groups(persons, tree)
+
+    def region_bin_counts(self, frame: Any, tree: RegionTree, grid: Grid) -> list[np.ndarray]:
+        return region_counts.region_bin_counts(frame, tree, grid)
+
+    def coded_region_rows(self, frame: Any, tree: RegionTree, grid: Grid,
+                          bounds: UnitBounds) -> region_counts.DaskCodedRegionRows:
+        return region_counts.coded_region_rows(frame, tree, grid, bounds)
+
+    def __repr__(self) -> str:
+        return "DaskEngine()"
+
+
+#: The one Dask engine (stateless).
+DASK_ENGINE = DaskEngine()

@@ -20,8 +20,9 @@ import pandas as pd
 
 from pandas_dp.domain.grid import Grid
 from pandas_dp.privacy.units import UnitBounds
+from pandas_dp.engines.pandas.counts import cell_codes
 from pandas_dp.engines.pandas.bounding import bound_codes, contribution_histogram, group_cells, unit_codes, unit_hashes
-from pandas_dp.engines.dask.counts import _dask, compute_private, partitions, share, sum_arrays, tree_sum
+from pandas_dp.engines.dask.counts import dask_module, compute_private, partitions, share, sum_arrays, tree_sum
 
 __all__ = ["DaskCodedRows", "DaskCodedGroupRows", "coded_rows", "coded_group_rows"]
 
@@ -30,8 +31,6 @@ _META = pd.DataFrame({"cell": np.array([], dtype=np.int64), "unit": np.array([],
 
 
 def _code_partition(part: pd.DataFrame, grid: Grid, column: Any, offset: int) -> pd.DataFrame:
-    from pandas_dp.engines.pandas.counts import cell_codes
-
     cells = cell_codes(part, grid)
     return pd.DataFrame({"cell": np.asarray(cells, dtype=np.int64), "unit": unit_hashes(part[column]),
                          "pos": np.arange(offset, offset + len(part), dtype=np.uint64)})
@@ -86,9 +85,9 @@ def _contributions(part: pd.DataFrame) -> np.ndarray:
                                   unit_codes(part["unit"].to_numpy(dtype=np.uint64)))
 
 
-def _shuffled(frame: Any, columns: list[Any], code: Any) -> Any:
+def shuffled(frame: Any, columns: list[Any], code: Any) -> Any:
     """The frame's rows coded by ``code(partition, offset)`` (global positions), shuffled by unit."""
-    dask = _dask()
+    dask = dask_module()
     import dask.dataframe as dd
 
     parts = partitions(frame[columns])
@@ -104,15 +103,15 @@ class DaskCodedRows:
 
     def __init__(self, frame: Any, grid: Grid, bounds: UnitBounds) -> None:
         self.grid, self.size = grid, grid.size
-        dask = _dask()
+        dask = dask_module()
         shared_grid = share(grid)
         code = dask.delayed(_code_partition, pure=True)
-        self.shuffled = _shuffled(frame, [*grid.columns, bounds.column],
+        self.shuffled = shuffled(frame, [*grid.columns, bounds.column],
                                   lambda p, offset: code(p, shared_grid, bounds.column, offset))
 
     def counts(self, bounds: UnitBounds, key: bytes) -> np.ndarray:
         """Exact counts per cell after bounding every unit's contribution (summed on the workers)."""
-        dask = _dask()
+        dask = dask_module()
         count = dask.delayed(_bounded_counts, pure=True)
         parts = partitions(self.shuffled)
         total = tree_sum([count(p, bounds, key, self.size) for p in parts], combine=sum_arrays)
@@ -120,7 +119,7 @@ class DaskCodedRows:
 
     def contributions(self) -> np.ndarray:
         """Units per step of rows in the domain (for ``max_rows="auto"``)."""
-        dask = _dask()
+        dask = dask_module()
         hist = dask.delayed(_contributions, pure=True)
         total = tree_sum([hist(p) for p in partitions(self.shuffled)], combine=sum_arrays)
         return np.asarray(compute_private(total), dtype=np.int64)
@@ -135,19 +134,19 @@ class DaskCodedGroupRows(DaskCodedRows):
     """Rows coded by group (unattributed histograms) and unit, shuffled by unit (lazily; private)."""
 
     def __init__(self, frame: Any, group: Any, ids: pd.Index | None, bounds: UnitBounds) -> None:
-        dask = _dask()
+        dask = dask_module()
         self.ids = ids
         self.size = len(ids) if ids is not None else 0
         shared = share(ids)
         code = dask.delayed(_code_group_partition, pure=True)
-        self.shuffled = _shuffled(frame, [group, bounds.column] if group != bounds.column else [group],
+        self.shuffled = shuffled(frame, [group, bounds.column] if group != bounds.column else [group],
                                   lambda p, offset: code(p, group, shared, bounds.column, offset))
 
     def counts(self, bounds: UnitBounds, key: bytes) -> np.ndarray:
         """Kept rows per public group (aligned with the ids), or per group present (no ids: any order)."""
         if self.ids is not None:
             return super().counts(bounds, key)
-        dask = _dask()
+        dask = dask_module()
         count = dask.delayed(_bounded_group_counts, pure=True)
         merged = tree_sum([count(p, bounds, key) for p in partitions(self.shuffled)], combine=_merge_group_counts)
         return np.asarray(compute_private(dask.delayed(_group_count_values, pure=True)(merged)), dtype=np.int64)

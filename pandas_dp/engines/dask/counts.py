@@ -7,7 +7,8 @@ then the per-partition count arrays are summed in a tree of fan-in
 domain) comes back to the client, never rows. Validation reads metadata only
 (column names and dtypes).
 
-Releases get this module from :func:`pandas_dp.engines.engine_for` when the
+Releases get the Dask engine (:class:`pandas_dp.engines.dask.DaskEngine`, whose
+methods call these functions) from :func:`pandas_dp.engines.engine_for` when the
 frame is a ``dask.dataframe`` collection; the counts are identical to those of
 the equivalent pandas frame, so a seeded ``rng`` gives identical releases.
 """
@@ -22,16 +23,17 @@ import pandas as pd
 
 from pandas_dp._utils.optional import import_optional
 from pandas_dp.domain.grid import CategoryDomain, Grid
+from pandas_dp.domain.labels import factorize, value_classes
 from pandas_dp.errors import DataSourceError, DomainError
 import pandas_dp.engines.pandas.counts as pandas_engine
 
-__all__ = ["bin_counts", "merge_by_id", "coded_rows", "coded_group_rows", "compute_private", "partitions", "check_known_categories", "tree_sum", "sum_arrays", "share", "group_counts",
-           "count_groups", "prepare_groups", "SPLIT_EVERY"]
+__all__ = ["bin_counts", "merge_by_id", "compute_private", "partitions", "check_known_categories", "tree_sum", "sum_arrays",
+           "share", "group_counts", "dask_module", "SPLIT_EVERY"]
 
 SPLIT_EVERY = 8
 
 
-def _dask() -> Any:
+def dask_module() -> Any:
     return import_optional("dask", extra="dask", purpose="Counting a Dask DataFrame")
 
 
@@ -79,7 +81,7 @@ def share(obj: Any) -> Any:
     Groups index) are scattered to the workers (broadcast) instead of being
     embedded in the task graph; on local schedulers they are a Delayed leaf.
     """
-    dask = _dask()
+    dask = dask_module()
     scheduler = dask.base.get_scheduler()
     client = getattr(scheduler, "__self__", None)
     if client is not None and hasattr(client, "scatter"):
@@ -94,7 +96,7 @@ def tree_sum(parts: Sequence[Any], *, split_every: int = SPLIT_EVERY,
     The tree has ``ceil(log_split_every(len(parts)))`` levels, so no task holds
     more than ``split_every`` partial results at once.
     """
-    dask = _dask()
+    dask = dask_module()
     if split_every < 2:
         raise ValueError(f"split_every must be at least 2. Got {split_every}.")
     if not parts:
@@ -141,7 +143,7 @@ def bin_counts(frame: Any, grid: Grid, *, split_every: int = SPLIT_EVERY) -> np.
     are summed exactly in int64, so the result equals the pandas engine's
     count of the concatenated partitions.
     """
-    dask = _dask()
+    dask = dask_module()
     check_known_categories(frame, grid)
     parts = partitions(frame[list(grid.columns)])
     shared_grid = share(grid)
@@ -187,8 +189,6 @@ def _partition_group_counts(values: pd.Series, ids: pd.Index) -> np.ndarray:
 
 def _partition_id_counts(values: pd.Series) -> pd.DataFrame:
     """Rows per id of one partition: (class, id, count), missing and non-plain ids dropped."""
-    from pandas_dp.domain.labels import factorize, value_classes
-
     codes = factorize(values)
     present = codes >= 0
     counts = np.bincount(codes[present]).astype(np.int64)
@@ -245,7 +245,7 @@ def group_counts(values: Any, ids: pd.Index | None, *, split_every: int = SPLIT_
         int64 counts, equal (up to order when ``ids`` is None) to the pandas
         engine's ``group_counts``.
     """
-    dask = _dask()
+    dask = dask_module()
     parts = partitions(values)
     if ids is not None:
         shared = share(ids)
@@ -260,31 +260,3 @@ def group_counts(values: Any, ids: pd.Index | None, *, split_every: int = SPLIT_
 def _counts_array(sizes: pd.DataFrame) -> np.ndarray:
     """The counts of a per-id count frame, without the group ids."""
     return sizes["count"].to_numpy(dtype=np.int64)
-
-
-def count_groups(*args: Any, **kwargs: Any) -> Any:
-    """Count Dask persons on a public region tree for count-of-counts (see :mod:`.dask_groups`)."""
-    from pandas_dp.engines.dask.groups import count_groups as count
-
-    return count(*args, **kwargs)
-
-
-def prepare_groups(*args: Any, **kwargs: Any) -> Any:
-    """Build the public region tree and count per region on Dask (see :mod:`.dask_groups`)."""
-    from pandas_dp.engines.dask.groups import prepare_groups as prepare
-
-    return prepare(*args, **kwargs)
-
-
-def coded_rows(frame: Any, grid: Grid, bounds: Any) -> Any:
-    """The rows coded by cell and privacy unit, shuffled by unit (see :mod:`.dask_bounding`)."""
-    from pandas_dp.engines.dask.bounding import coded_rows as code
-
-    return code(frame, grid, bounds)
-
-
-def coded_group_rows(frame: Any, group: Any, ids: Any, bounds: Any) -> Any:
-    """Rows coded by group and privacy unit, shuffled by unit (see :mod:`.dask_bounding`)."""
-    from pandas_dp.engines.dask.bounding import coded_group_rows as code
-
-    return code(frame, group, ids, bounds)

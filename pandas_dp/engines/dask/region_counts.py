@@ -29,8 +29,9 @@ from pandas_dp.domain.regions import RegionTree
 from pandas_dp.privacy.units import UnitBounds
 from pandas_dp.engines.pandas.bounding import unit_hashes
 from pandas_dp.engines.dask.counts import SPLIT_EVERY, check_known_categories, compute_private, partitions, share, tree_sum
-from pandas_dp.engines.dask.bounding import DaskCodedRows, _shuffled
-from pandas_dp.engines.pandas.region_counts import leaf_cell_codes, leaf_cell_counts, level_tables
+from pandas_dp.engines.dask.bounding import DaskCodedRows, shuffled
+from pandas_dp.algorithms.regions.layout import level_tables
+from pandas_dp.engines.pandas.region_counts import leaf_cell_codes, leaf_cell_counts
 
 __all__ = ["region_bin_counts", "coded_region_rows"]
 
@@ -103,7 +104,7 @@ class DaskCodedRegionRows(DaskCodedRows):
         job = share(_Job(tree, grid))
         code = dask.delayed(_code_region_partition, pure=True)
         columns = list(dict.fromkeys([*tree.located, *grid.columns, bounds.column]))
-        self.shuffled = _shuffled(frame, columns, lambda p, offset: code(p, job, bounds.column, offset))
+        self.shuffled = shuffled(frame, columns, lambda p, offset: code(p, job, bounds.column, offset))
 
 
 def coded_region_rows(frame: Any, tree: RegionTree, grid: Grid, bounds: UnitBounds) -> DaskCodedRegionRows:

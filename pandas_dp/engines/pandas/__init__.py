@@ -1,1 +1,57 @@
-"""The pandas engine: counts, group rows, region counts and unit bounding on in-memory frames."""
+"""The pandas engine: counts, group rows, region counts and unit bounding on in-memory frames.
+
+:class:`PandasEngine` is the :class:`~pandas_dp.engines.Engine` that
+:func:`~pandas_dp.engines.engine_for` returns for a ``pandas.DataFrame``; its
+methods are the functions of :mod:`.counts`, :mod:`.groups`, :mod:`.region_counts`
+and :mod:`.bounding`, which stay importable for tests and benchmarks.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from pandas_dp.domain.grid import Grid
+from pandas_dp.domain.regions import RegionTree
+from pandas_dp.engines.pandas import bounding, counts, groups, region_counts
+from pandas_dp.privacy.units import UnitBounds
+
+__all__ = ["PandasEngine", "PANDAS_ENGINE"]
+
+
+class PandasEngine:
+    """Every operation a release asks of an engine, on a ``pandas.DataFrame`` (see :class:`~pandas_dp.engines.Engine`)."""
+
+    name = "pandas"
+
+    def bin_counts(self, frame: pd.DataFrame, grid: Grid) -> np.ndarray:
+        return counts.bin_counts(frame, grid)
+
+    def group_counts(self, values: pd.Series, ids: pd.Index | None) -> np.ndarray:
+        return counts.group_counts(values, ids)
+
+    def coded_rows(self, frame: pd.DataFrame, grid: Grid, bounds: UnitBounds) -> bounding.CodedRows:
+        return bounding.coded_rows(frame, grid, bounds)
+
+    def coded_group_rows(self, frame: pd.DataFrame, group: Any, ids: pd.Index | None,
+                         bounds: UnitBounds) -> bounding.CodedRows:
+        return bounding.coded_group_rows(frame, group, ids, bounds)
+
+    def count_groups(self, persons: pd.DataFrame, tree: RegionTree) -> groups.GroupTables:
+        return groups.count_groups(persons, tree)
+
+    def region_bin_counts(self, frame: pd.DataFrame, tree: RegionTree, grid: Grid) -> list[np.ndarray]:
+        return region_counts.region_bin_counts(frame, tree, grid)
+
+    def coded_region_rows(self, frame: pd.DataFrame, tree: RegionTree, grid: Grid,
+                          bounds: UnitBounds) -> bounding.CodedRows:
+        return region_counts.coded_region_rows(frame, tree, grid, bounds)
+
+    def __repr__(self) -> str:
+        return "PandasEngine()"
+
+
+#: The one pandas engine (stateless).
+PANDAS_ENGINE = PandasEngine()

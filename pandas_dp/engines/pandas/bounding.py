@@ -29,8 +29,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from pandas_dp.domain.labels import factorize
+from pandas_dp.domain.labels import factorize, positions
 from pandas_dp.domain.grid import Grid
+from pandas_dp.engines.pandas.counts import cell_codes
 from pandas_dp.privacy.units import AUTO_STEPS, UnitBounds
 
 __all__ = ["CodedRows", "coded_rows", "coded_group_rows", "group_cells", "row_keys", "bound_codes", "contribution_histogram",
@@ -238,8 +239,6 @@ def group_cells(values: pd.Series, ids: pd.Index | None) -> tuple[np.ndarray, np
     own identity. Without: groups are identified by :func:`unit_hashes` of their value, as units
     are, so both engines agree; the code is local (0..), the identity the hash.
     """
-    from pandas_dp.domain.labels import positions
-
     if ids is not None:
         codes = np.asarray(positions(ids, values), dtype=np.int64)
         return codes, codes
@@ -270,8 +269,6 @@ def units_of(values: pd.Series, *, hashes: bool) -> tuple[np.ndarray, np.ndarray
 
 def coded_rows(frame: pd.DataFrame, grid: Grid, bounds: UnitBounds) -> CodedRows:
     """Code every row of ``frame`` on ``grid`` and by unit (pandas engine); never raises on a value."""
-    from pandas_dp.engines.pandas.counts import cell_codes
-
     cells = cell_codes(frame, grid)
     units, hashes = units_of(frame[bounds.column], hashes=bounds.scheme == "cells")
     return CodedRows(np.asarray(cells, dtype=np.int64), units, hashes, grid.size)

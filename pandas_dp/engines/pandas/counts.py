@@ -15,11 +15,9 @@ import pandas as pd
 
 from pandas_dp.domain.binning import CHUNK_ROWS, ChunkBuffers
 from pandas_dp.domain.grid import Grid
+from pandas_dp.domain.labels import factorize, positions
 
-from pandas_dp.engines.pandas.bounding import coded_group_rows, coded_rows  # noqa: E402  (rows coded by cell and unit, for bounding)
-
-__all__ = ["coded_rows", "coded_group_rows", "bin_counts", "cell_codes", "column_values", "group_counts",
-           "count_groups", "prepare_groups", "CHUNK_ROWS"]
+__all__ = ["bin_counts", "cell_codes", "column_values", "group_counts", "CHUNK_ROWS"]
 
 
 def column_values(series: pd.Series, dim: Any) -> Any:
@@ -129,24 +127,8 @@ def group_counts(values: pd.Series, ids: pd.Index | None) -> np.ndarray:
     values: whether a row counts, and where, depends on that row only
     (:mod:`pandas_dp.domain.labels`), so the sensitivity stays 1.
     """
-    from pandas_dp.domain.labels import factorize, positions
-
     if ids is not None:
         codes = positions(ids, values)
         return np.bincount(codes + 1, minlength=len(ids) + 1)[1:].astype(np.int64, copy=False)
     codes = factorize(values)
     return np.bincount(codes[codes >= 0]).astype(np.int64, copy=False)
-
-
-def count_groups(*args: Any, **kwargs: Any) -> Any:
-    """Count persons on a public region tree for count-of-counts (see :mod:`.pandas_groups`)."""
-    from pandas_dp.engines.pandas.groups import count_groups as count
-
-    return count(*args, **kwargs)
-
-
-def prepare_groups(*args: Any, **kwargs: Any) -> Any:
-    """Build the public region tree and count per region (see :mod:`.pandas_groups`)."""
-    from pandas_dp.engines.pandas.groups import prepare_groups as prepare
-
-    return prepare(*args, **kwargs)

@@ -42,11 +42,11 @@ import numpy as np
 import pandas as pd
 
 from pandas_dp.domain.labels import factorize, positions
-from pandas_dp.algorithms.count_of_counts import Runs
+from pandas_dp.algorithms.count_of_counts import Runs, runs_to_frame
 from pandas_dp.errors import ParameterError
 from pandas_dp.domain.regions import ROOT, RegionTree, region_tree
 
-__all__ = ["GroupTables", "count_groups", "prepare_groups", "exact_count_of_counts", "runs_to_frame",
+__all__ = ["GroupTables", "count_groups", "prepare_groups", "exact_count_of_counts",
            "public_group_positions", "group_leaf_sizes", "tables_from_leaf_runs", "ROOT"]
 
 
@@ -253,17 +253,3 @@ def exact_count_of_counts(persons: pd.DataFrame, group: str, location: Any, *,
     """
     tables = prepare_groups(persons, group, location, groups=groups, hierarchy=hierarchy)
     return runs_to_frame(tables.exact, tables.level_names, tables.regions)
-
-
-def runs_to_frame(levels: Sequence[Runs], names: Sequence[str], regions: Sequence[pd.Index]) -> pd.DataFrame:
-    """Tidy frame (level, region, size, groups) of per-level run-lengths."""
-    parts = []
-    for runs, name, idx in zip(levels, names, regions):
-        merged = Runs.exact(runs.node, runs.size, runs.groups, runs.n_nodes)
-        parts.append(pd.DataFrame({
-            "level": name,
-            "region": idx.take(merged.node).astype(object) if len(idx) else pd.Index([], dtype=object),
-            "size": merged.size,
-            "groups": merged.groups,
-        }))
-    return pd.concat(parts, ignore_index=True)

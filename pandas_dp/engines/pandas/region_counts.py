@@ -34,20 +34,14 @@ import numpy as np
 import pandas as pd
 
 from pandas_dp.domain.labels import positions
-from pandas_dp.algorithms.regions.layout import RegionLayout, region_layout
+from pandas_dp.algorithms.regions.layout import level_tables
 from pandas_dp.domain.grid import Grid
 from pandas_dp.domain.regions import RegionTree
 from pandas_dp.privacy.units import UnitBounds
 from pandas_dp.engines.pandas.bounding import CodedRows, units_of
 from pandas_dp.engines.pandas.counts import CHUNK_ROWS, cell_codes
 
-__all__ = ["region_bin_counts", "leaf_positions", "leaf_cell_codes", "leaf_cell_counts", "level_tables",
-           "tree_layout", "coded_region_rows"]
-
-
-def tree_layout(tree: RegionTree) -> RegionLayout:
-    """The tree's levels as a :class:`~pandas_dp.algorithms.regions.layout.RegionLayout` (root first)."""
-    return region_layout([None, *tree.parents[1:]], [len(r) for r in tree.regions])
+__all__ = ["region_bin_counts", "leaf_positions", "leaf_cell_codes", "leaf_cell_counts", "coded_region_rows"]
 
 
 def leaf_positions(frame: pd.DataFrame, tree: RegionTree) -> np.ndarray:
@@ -103,15 +97,6 @@ def coded_region_rows(frame: pd.DataFrame, tree: RegionTree, grid: Grid, bounds:
     """
     units, hashes = units_of(frame[bounds.column], hashes=bounds.scheme == "cells")
     return CodedRows(leaf_cell_codes(frame, tree, grid), units, hashes, len(tree.regions[-1]) * grid.size)
-
-
-def level_tables(leaf_counts: np.ndarray, tree: RegionTree) -> list[np.ndarray]:
-    """Exact tables of every level, root first, from the leaf table (children summed into parents)."""
-    lay = tree_layout(tree)
-    out = [np.asarray(leaf_counts, dtype=np.int64)]
-    for lvl in range(lay.leaf_level, 0, -1):
-        out.append(lay.aggregate(out[-1], lvl))
-    return out[::-1]
 
 
 def region_bin_counts(frame: pd.DataFrame, tree: RegionTree, grid: Grid, **options: Any) -> list[np.ndarray]:
