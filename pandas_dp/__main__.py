@@ -11,6 +11,13 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
+import pandas_dp as pdp
+from pandas_dp.cli.ledger import add_parser as add_ledger_parser
+from pandas_dp.cli.ledger import run as run_ledger
+from pandas_dp.cli.run import run_release
+from pandas_dp.cli.spec import ReleaseError, SpecError
+from pandas_dp.data import load_households, load_persons
+
 
 def _show(title: str, frame: pd.DataFrame, note: str = "") -> None:
     print(f"\n== {title}")
@@ -33,9 +40,6 @@ def demo(seed: int | None = None, *, ledger: str | None = None) -> int:
 
 
 def _demo(seed: int | None, ledger_path: str, ledger_label: str) -> int:
-    import pandas_dp as pdp
-    from pandas_dp.data import load_households, load_persons
-
     persons = load_persons()
     rng = np.random.default_rng(seed) if seed is not None else None
     print(f"pandas_dp {pdp.__version__} demo: {len(persons):,} synthetic persons "
@@ -111,19 +115,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                                 "nothing")
     p_demo.add_argument("--ledger", default=None,
                         help="create the demo's ledger at this new path (default: a temporary file)")
-    from pandas_dp.cli.ledger import add_parser as add_ledger_parser
-
     add_ledger_parser(sub)
     args = parser.parse_args(argv)
     if args.command == "demo":
         return demo(args.seed, ledger=args.ledger)
     if args.command == "ledger":
-        from pandas_dp.cli.ledger import run as run_ledger
-
         return run_ledger(args)
     if args.command == "release":
-        from pandas_dp.cli.spec import ReleaseError, SpecError, run_release
-
         try:
             return run_release(args.spec, check_only=args.check)
         except SpecError as err:

@@ -19,7 +19,7 @@ _TARGET = "dask.dataframe"
 
 
 def _register() -> None:
-    import pandas_dp.accessors.dask  # noqa: F401  (registers on import)
+    import pandas_dp.accessors.dask  # noqa: F401  (local: lazy dask, loaded once the user imports it)
 
 
 class _RegisteringLoader(importlib.abc.Loader):

@@ -31,17 +31,16 @@ import pandas as pd
 
 from pandas_dp._utils.rational import safe_repr
 from pandas_dp.errors import BudgetError, LedgerError, NoActiveBudgetError, ParameterError
-from pandas_dp.accounting.ledger._charge import Charge, columns_text, entry_text, params_text, record
-from pandas_dp.accounting.ledger._ledger import entries_frame, open_store, store_for
-from pandas_dp.accounting.ledger._ops import Posting, check_remaining, damaged, new_meta, open_budget, read_meta, verify_budget
-from pandas_dp.accounting.ledger._records import ChainError, verify_budget_chain
-from pandas_dp.accounting.ledger._store import MemoryStore, Store
+from pandas_dp.accounting.ledger.internal import (ChainError, Charge, MemoryStore, Posting, Store, check_remaining,
+                                                   columns_text, damaged, entries_frame, entry_text, new_meta, open_budget,
+                                                   open_store, params_text, read_meta, record, store_for, verify_budget,
+                                                   verify_budget_chain)
 from pandas_dp.privacy.loss import PrivacyLoss, loss_from
 
-__all__ = ["Budget", "Reservation", "Charge", "budget", "active_budget"]
+__all__ = ["Budget", "Reservation", "Charge", "budget", "active_budget", "ACTIVE_BUDGETS"]
 
-#: The active budgets of this context, outermost first.
-_ACTIVE: ContextVar[tuple["Budget", ...]] = ContextVar("pandas_dp_active_budgets", default=())
+#: The active budgets of this context, outermost first (the testing tools run their calls detached from it).
+ACTIVE_BUDGETS: ContextVar[tuple["Budget", ...]] = ContextVar("pandas_dp_active_budgets", default=())
 
 
 class _MeasureError(ParameterError, AttributeError):
@@ -173,26 +172,26 @@ class Budget:
         return self._store.key, self.name
 
     def __enter__(self) -> "Budget":
-        stack = _ACTIVE.get()
+        stack = ACTIVE_BUDGETS.get()
         for other in stack:
             if other is self or other._identity() == self._identity():
                 label = f"Budget {self.name!r}" if self.name else "This budget"
                 raise BudgetError(f"{label} is already active in this block (entered twice inside "
                                   f"one chain of budgets); a release would charge it twice. Leave the outer "
                                   f"'with' or use a different budget.")
-        _ACTIVE.set(stack + (self,))
+        ACTIVE_BUDGETS.set(stack + (self,))
         return self
 
     def __exit__(self, *exc: object) -> None:
-        stack = _ACTIVE.get()
+        stack = ACTIVE_BUDGETS.get()
         for i in range(len(stack) - 1, -1, -1):
             if stack[i] is self:
-                _ACTIVE.set(stack[:i] + stack[i + 1:])
+                ACTIVE_BUDGETS.set(stack[:i] + stack[i + 1:])
                 return
 
     def _chain(self) -> list["Budget"]:
         """This budget and the budgets enclosing it in the current context (up to a prepaid reservation)."""
-        stack = _ACTIVE.get()
+        stack = ACTIVE_BUDGETS.get()
         index = next((i for i in range(len(stack) - 1, -1, -1) if stack[i] is self), None)
         seq = [self] if index is None else list(reversed(stack[:index + 1]))
         chain = []
@@ -428,8 +427,6 @@ class Budget:
         own = asked.charged_as(self.measure)
         ids = record(chain, postings, reservation=(self, name, own))
         funding = tuple((b, p.amount, i) for b, p, (i, _) in zip(chain, postings, ids))
-        from pandas_dp.accounting.reservation import Reservation
-
         return Reservation(self, name, own, funding)
 
     def __repr__(self) -> str:
@@ -485,7 +482,7 @@ def budget(epsilon: Any = None, *, rho: Any = None, ledger: Any = None, name: st
 
 def active_budget() -> Budget:
     """Return the innermost active budget or raise :class:`NoActiveBudgetError`."""
-    stack = _ACTIVE.get()
+    stack = ACTIVE_BUDGETS.get()
     if not stack:
         raise NoActiveBudgetError(
             "No privacy budget is active. Every release spends privacy budget, so wrap it in a "
@@ -496,4 +493,6 @@ def active_budget() -> Budget:
 
 
 
-from pandas_dp.accounting.reservation import Reservation  # noqa: E402  (a Budget subclass: imported once Budget exists)
+# Reservation is a Budget subclass (so it is imported once Budget exists) that Budget.reserve returns: the one
+# cycle inside accounting/, resolved at the bottom of this module rather than in a function.
+from pandas_dp.accounting.reservation import Reservation  # noqa: E402

@@ -9,9 +9,7 @@ from typing import Any, Mapping, Sequence
 
 from pandas_dp.accounting.budget import Budget
 from pandas_dp.errors import BudgetError
-from pandas_dp.accounting.ledger._charge import Charge
-from pandas_dp.accounting.ledger._ops import check_remaining, loss_of, post, read_meta, transact
-from pandas_dp.accounting.ledger._store import Txn
+from pandas_dp.accounting.ledger.internal import Charge, Txn, check_remaining, loss_of, post, read_meta, transact
 from pandas_dp.privacy.loss import PrivacyLoss
 
 __all__ = ["Reservation"]

@@ -34,12 +34,11 @@ import os
 import warnings
 from numbers import Real
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pandas as pd
 
-if TYPE_CHECKING:
-    from pandas_dp.cli.spec import Release, Spec
+from pandas_dp.cli.spec import Release, Spec
 
 __all__ = ["read_codebook", "codebook_problems", "missing_domains", "domain_advice"]
 

@@ -8,6 +8,7 @@ import sys
 import pandas as pd
 
 from pandas_dp.errors import LedgerError
+from pandas_dp.accounting.ledger import Ledger
 
 __all__ = ["add_parser", "run"]
 
@@ -35,8 +36,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run a ``ledger`` sub-command; return the exit status."""
-    from pandas_dp.accounting.ledger._ledger import Ledger
-
     try:
         if args.ledger_command == "init":
             ledger = Ledger.create(args.location)

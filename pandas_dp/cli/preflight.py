@@ -27,15 +27,16 @@ import warnings
 from fractions import Fraction
 from numbers import Real
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
+import pandas_dp as pdp
+from pandas_dp.accounting.ledger import Ledger
+from pandas_dp.cli.codebook import codebook_problems, domain_advice, read_codebook
+from pandas_dp.cli.spec import Release, Spec, SpecError, read_public_table
 from pandas_dp.errors import DomainError, LedgerError, PandasDPError
-
-if TYPE_CHECKING:
-    from pandas_dp.cli.spec import Release, Spec
 
 __all__ = ["preflight", "blank_frame", "rehearse", "read_header", "probe_output", "check_ledger", "read_input",
            "call_release", "write_atomic", "numeric_columns"]
@@ -87,8 +88,6 @@ def blank_frame(spec: "Spec") -> pd.DataFrame:
 
 def call_release(frame: pd.DataFrame, r: "Release", rng: np.random.Generator | None) -> Any:
     """Run one release through the ``.dp`` accessor (``epsilon=`` or ``rho=`` as the spec says)."""
-    from pandas_dp.cli.spec import read_public_table
-
     a = dict(r.args)
     a[r.loss.parameter] = r.loss.amount
     if r.method == "count_of_counts":
@@ -114,9 +113,6 @@ def rehearse(spec: "Spec", frame: pd.DataFrame, codebook: dict[str, list[str]] |
     A column without ``categories`` or ``bins`` gets the library's advice followed by its form in the
     spec (with the codebook's values when the codebook lists the column).
     """
-    import pandas_dp as pdp
-    from pandas_dp.cli.codebook import domain_advice
-
     problems: list[str] = []
     total: dict[str, Any] = {spec.total.parameter: spec.total.amount}
     with pdp.budget(**total):
@@ -182,8 +178,6 @@ def check_ledger(spec: "Spec", asked: Fraction) -> Fraction:
 
     Raises ValueError with the reason.
     """
-    from pandas_dp.accounting.ledger import Ledger
-
     try:
         state = Ledger.open(spec.ledger).budget_state(spec.budget_name)
     except LedgerError as err:
@@ -278,9 +272,6 @@ def preflight(spec: "Spec") -> Fraction:
     SpecError
         Saying what was read (nothing, or the header) and listing the problems.
     """
-    from pandas_dp.cli.codebook import codebook_problems, read_codebook
-    from pandas_dp.cli.spec import SpecError
-
     codebook = None
     if spec.codebook is not None:
         try:

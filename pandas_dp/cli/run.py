@@ -18,11 +18,13 @@ from typing import Any
 
 import numpy as np
 
-from pandas_dp.cli.preflight import call_release, read_input, write_atomic
-from pandas_dp.cli.spec import ReleaseError, Spec, SpecError, jsonable, release_table
+import pandas_dp as pdp
+from pandas_dp.cli.preflight import call_release, preflight, read_input, write_atomic
+from pandas_dp.cli.spec import ReleaseError, Spec, SpecError, jsonable, load_spec, release_table
 from pandas_dp.errors import BudgetExceededError, PandasDPError
+from pandas_dp.accounting.ledger.internal import loss_of
 
-__all__ = ["execute"]
+__all__ = ["run_release", "execute"]
 
 
 class _WhileProcessing(Exception):
@@ -31,9 +33,6 @@ class _WhileProcessing(Exception):
 
 def _reserve(spec: Spec) -> Any:
     """Open the budget and reserve the spec's total (SpecError when it cannot: nothing charged)."""
-    import pandas_dp as pdp
-    from pandas_dp.accounting.ledger._ops import loss_of
-
     asked = spec.asked()
     try:
         budget = pdp.budget(**{spec.total.parameter: spec.total.amount}, ledger=spec.ledger, name=spec.budget_name)
@@ -71,8 +70,6 @@ def _failure_text(err: Exception) -> str:
 
 def execute(spec: Spec) -> int:
     """Reserve, read, release and write; return 0 (SpecError before a charge, ReleaseError after one)."""
-    import pandas_dp as pdp
-
     budget, plan = _reserve(spec)
     try:
         frame = read_input(spec)
@@ -132,3 +129,31 @@ def execute(spec: Spec) -> int:
     print(f"Spent {spec.total.parameter} = {budget.spent:g} of {float(spec.total.amount):g}; manifest: "
           f"{manifest_path}")
     return 0
+
+
+def run_release(spec_path: str | Path, *, check_only: bool = False) -> int:
+    """Preflight, reserve, read, release, write tables and ``manifest.json``; return the exit status (0).
+
+    Parameters
+    ----------
+    spec_path : str or Path
+        The TOML spec (see the module documentation).
+    check_only : bool
+        Run the whole preflight (including reading the input's header) and write nothing.
+
+    Raises
+    ------
+    SpecError
+        For every problem found before a charge (exit status 2); nothing was charged.
+    ReleaseError
+        For a failure after a release was charged (exit status 1).
+    """
+    spec = load_spec(spec_path)
+    preflight(spec)
+    asked = spec.asked()
+    if check_only:
+        print(f"Spec {str(spec.path)!r} is valid: {len(spec.releases)} release(s), {spec.total.parameter} = "
+              f"{float(asked):g} of {float(spec.total.amount):g}; the input's header, the output folder and the "
+              f"ledger were checked. Nothing was written.")
+        return 0
+    return execute(spec)

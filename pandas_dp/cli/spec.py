@@ -72,8 +72,10 @@ else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
 from pandas_dp.releases.registry import cli_keys
+from pandas_dp.domain.grid import BinDomain
+from pandas_dp.results import CountOfCounts, GeographyHistogram, Histogram
 
-__all__ = ["SpecError", "ReleaseError", "Spec", "Release", "load_spec", "run_release", "release_table"]
+__all__ = ["SpecError", "ReleaseError", "Spec", "Release", "load_spec", "release_table"]
 
 _TOP = {"budget", "input", "output", "release", "seed"}
 _BUDGET = {"epsilon", "rho", "ledger", "name"}
@@ -371,9 +373,6 @@ def release_table(result: Any, confidence: float = 0.95) -> pd.DataFrame:
         ``level, region, size, groups``. Unattributed: ``rank, estimate,
         variance, std_error, lower, upper``.
     """
-    from pandas_dp.domain.grid import BinDomain
-    from pandas_dp.results import CountOfCounts, GeographyHistogram, Histogram
-
     if isinstance(result, CountOfCounts):
         return result.to_frame().reset_index(drop=True)
     if isinstance(result, GeographyHistogram):
@@ -401,37 +400,6 @@ def release_table(result: Any, confidence: float = 0.95) -> pd.DataFrame:
         return pd.concat([pd.DataFrame(data), body, bounds], axis=1)
     table = result.to_frame().rename_axis("rank").reset_index()
     return pd.concat([table, result.confidence_interval(confidence).reset_index(drop=True)], axis=1)
-
-
-def run_release(spec_path: str | Path, *, check_only: bool = False) -> int:
-    """Preflight, reserve, read, release, write tables and ``manifest.json``; return the exit status (0).
-
-    Parameters
-    ----------
-    spec_path : str or Path
-        The TOML spec (see the module documentation).
-    check_only : bool
-        Run the whole preflight (including reading the input's header) and write nothing.
-
-    Raises
-    ------
-    SpecError
-        For every problem found before a charge (exit status 2); nothing was charged.
-    ReleaseError
-        For a failure after a release was charged (exit status 1).
-    """
-    from pandas_dp.cli.preflight import preflight
-    from pandas_dp.cli.run import execute
-
-    spec = load_spec(spec_path)
-    preflight(spec)
-    asked = spec.asked()
-    if check_only:
-        print(f"Spec {str(spec.path)!r} is valid: {len(spec.releases)} release(s), {spec.total.parameter} = "
-              f"{float(asked):g} of {float(spec.total.amount):g}; the input's header, the output folder and the "
-              f"ledger were checked. Nothing was written.")
-        return 0
-    return execute(spec)
 
 
 def jsonable(value: Any) -> Any:

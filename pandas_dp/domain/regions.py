@@ -244,7 +244,7 @@ def region_tree(columns: Sequence[Any], group: str | None, location: Any, *,
     located = tuple(c for c in levels if c in cols)
     _check_unique_labels("frame", cols, [c for c in (group, *located) if c is not None])
 
-    from pandas_dp.domain.schema import validate_public_tables  # pandera: imported only when a tree is built
+    from pandas_dp.domain.schema import validate_public_tables  # local: lazy pandera, imported only when a tree is built
 
     hier = validate_public_tables(group, levels, groups=groups, hierarchy=hierarchy)
     regions = [pd.Index([ROOT])]

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -43,10 +43,8 @@ import pandera.pandas as pa
 from pandera.errors import SchemaErrors
 
 from pandas_dp.domain.labels import CLASS_NAMES, factorize, plain_mask, positions, value_classes
+from pandas_dp.domain.regions import RegionTree, region_tree
 from pandas_dp.errors import ParameterError, SchemaError
-
-if TYPE_CHECKING:
-    from pandas_dp.domain.regions import RegionTree
 
 __all__ = [
     "entities_schema",
@@ -340,8 +338,6 @@ def check_persons(persons: pd.DataFrame, group: str, location: Any, *, groups: p
     0            group_in_Groups            7     3
     1  hh->county matches Groups            1     1
     """
-    from pandas_dp.domain.regions import region_tree
-
     if not isinstance(persons, pd.DataFrame):
         raise ParameterError(
             f"check_persons reads a pandas DataFrame. Got {type(persons).__name__}. For a Dask frame, run it "

@@ -51,6 +51,11 @@ import numpy as np
 
 from pandas_dp._utils.rational import safe_repr, to_fraction
 from pandas_dp.errors import ParameterError
+from pandas_dp.noise.discrete_gaussian import (add_discrete_gaussian, discrete_gaussian, discrete_gaussian_quantile,
+                                               discrete_gaussian_variance)
+from pandas_dp.noise.laplace import (add_in_chunks, discrete_laplace, discrete_laplace_quantile, discrete_laplace_variance,
+                                     noise_scale)
+from pandas_dp.privacy.zcdp import zcdp_epsilon
 
 __all__ = ["Sensitivity", "PrivacyLoss", "PureDP", "ZCDP", "Noise", "DiscreteLaplace", "DiscreteGaussian", "pure", "zcdp",
            "loss_from", "MAX_NOISE_SCALE", "MAX_GAUSSIAN_SIGMA2", "SHARE_GRID"]
@@ -207,25 +212,17 @@ class DiscreteLaplace(Noise):
     name: ClassVar[str] = "discrete Laplace"
 
     def sample(self, shape: int | tuple[int, ...], rng: Any) -> np.ndarray:
-        from pandas_dp.noise.laplace import discrete_laplace
-
         return discrete_laplace(self.scale, shape, rng=rng)
 
     def add_in_place(self, values: np.ndarray, rng: Any) -> np.ndarray:
-        from pandas_dp.noise.laplace import add_in_chunks
-
         # Chunk by chunk through ``sample`` (the same words as one call): whatever draws the
         # samples, the noise added in place is the noise ``sample`` gives.
         return add_in_chunks(values, lambda shape: self.sample(shape, rng))
 
     def variance(self) -> float:
-        from pandas_dp.noise.laplace import discrete_laplace_variance
-
         return max(discrete_laplace_variance(self.scale), VARIANCE_FLOOR)
 
     def quantile(self, q: float | Fraction) -> int:
-        from pandas_dp.noise.laplace import discrete_laplace_quantile
-
         return discrete_laplace_quantile(self.scale, q)
 
     def pmf(self, z: np.ndarray) -> np.ndarray:
@@ -255,23 +252,15 @@ class DiscreteGaussian(Noise):
     name: ClassVar[str] = "discrete Gaussian"
 
     def sample(self, shape: int | tuple[int, ...], rng: Any) -> np.ndarray:
-        from pandas_dp.noise.discrete_gaussian import discrete_gaussian
-
         return discrete_gaussian(self.sigma2, shape, rng=rng)
 
     def add_in_place(self, values: np.ndarray, rng: Any) -> np.ndarray:
-        from pandas_dp.noise.discrete_gaussian import add_discrete_gaussian
-
         return add_discrete_gaussian(self.sigma2, values, rng=rng)
 
     def variance(self) -> float:
-        from pandas_dp.noise.discrete_gaussian import discrete_gaussian_variance
-
         return max(discrete_gaussian_variance(self.sigma2), VARIANCE_FLOOR)
 
     def quantile(self, q: float | Fraction) -> int:
-        from pandas_dp.noise.discrete_gaussian import discrete_gaussian_quantile
-
         return discrete_gaussian_quantile(self.sigma2, q)
 
     def pmf(self, z: np.ndarray) -> np.ndarray:
@@ -479,8 +468,6 @@ class PureDP(PrivacyLoss):
 
     def epsilon_delta(self, delta: float) -> float:
         """Pure epsilon-DP is (epsilon, delta)-DP for every delta: the epsilon itself."""
-        from pandas_dp.privacy.zcdp import zcdp_epsilon
-
         zcdp_epsilon(Fraction(1), delta)  # the same checks of delta
         return float(self.amount)
 
@@ -491,8 +478,6 @@ class PureDP(PrivacyLoss):
                        VARIANCE_FLOOR)
 
     def noise(self, sensitivity: Sensitivity = UNIT, *, what: str = "this release") -> DiscreteLaplace:
-        from pandas_dp.noise.laplace import noise_scale
-
         if self.amount <= 0 or noise_scale(sensitivity.l1, self.amount) > MAX_NOISE_SCALE:
             raise ParameterError(
                 f"The 'epsilon' parameter is too small for {what}: its share {float(self.amount):.3g} needs "
@@ -533,8 +518,6 @@ class ZCDP(PrivacyLoss):
 
     def epsilon_delta(self, delta: float) -> float:
         """The tight conversion of Canonne, Kamath and Steinke (2020, Corollary 13), rounded up."""
-        from pandas_dp.privacy.zcdp import zcdp_epsilon
-
         return 0.0 if self.amount == 0 else zcdp_epsilon(self.amount, delta)
 
     def planning_variance(self, share: float = 1.0, sensitivity: Sensitivity = UNIT) -> float:

@@ -25,7 +25,7 @@ from pandas_dp.algorithms import grids as _grids
 from pandas_dp.domain.grid import Grid
 from pandas_dp.errors import ParameterError
 from pandas_dp.privacy.loss import PrivacyLoss
-from pandas_dp.results._bracket import INTERVAL_NOTE
+from pandas_dp.results.bracket import INTERVAL_NOTE
 from pandas_dp.results.adaptive import DAWAHistogram, GridHistogram
 from pandas_dp.results.histogram import as_series
 from pandas_dp.releases.histogram import HistogramMethod, Planned, clip_at_zero, register_method

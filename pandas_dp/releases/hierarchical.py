@@ -28,7 +28,7 @@ from pandas_dp.errors import ParameterError
 from pandas_dp.privacy.loss import UNIT, PrivacyLoss
 from pandas_dp.privacy.units import AUTO_SHARE, UnitBounds, unit_bounds
 from pandas_dp.results.hierarchical import HierarchicalHistogram
-from pandas_dp.results._frozen import lock_in_place
+from pandas_dp.results.frozen import lock_in_place
 from pandas_dp.results.histogram import as_series
 from pandas_dp.releases.histogram import (BOTH_MEASURES, HistogramMethod, Planned, histogram, histogram_release, method_named,
                         plan_method, register_method)

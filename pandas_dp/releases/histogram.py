@@ -194,7 +194,7 @@ def histogram(frame: pd.DataFrame, columns: Any, *, bins: Any = None, range: Any
     (:func:`pandas_dp.releases.geography.histogram_by_region`).
     """
     if by is not None or hierarchy is not None or by_categories is not None or level_weights is not None:
-        from pandas_dp.releases.geography import histogram_by_region
+        from pandas_dp.releases.geography import histogram_by_region  # local: cycle (geography uses this module)
 
         return histogram_by_region(frame, columns, bins=bins, range=range, categories=categories, epsilon=epsilon,
                                    rho=rho, method=method, rng=rng, nonnegative=nonnegative, by=by,

@@ -10,7 +10,7 @@ import pandas as pd
 
 from pandas_dp._utils.rational import safe_repr
 from pandas_dp.errors import ParameterError
-from pandas_dp.results._frozen import FrozenDict, FrozenList, _Released, freeze, same
+from pandas_dp.results.frozen import FrozenDict, FrozenList, Released, freeze, same
 
 __all__ = ["FrozenRelease", "EstimatesView", "MeasureView", "normal_quantile", "confidence_bounds", "noise_radius",
            "FrozenDict", "FrozenList"]
@@ -106,11 +106,11 @@ def noise_radius(noise: Any, terms: Any, std_error: Any, confidence_level: float
     return radius
 
 
-class FrozenRelease(_Released):
+class FrozenRelease(Released):
     """A released result is immutable, pickles, and compares by value.
 
     Every field is stored frozen and handed out protected (see
-    :mod:`pandas_dp.results._frozen`): assigning an attribute raises, and
+    :mod:`pandas_dp.results.frozen`): assigning an attribute raises, and
     writing into a Series, array or mapping obtained from the result leaves
     the result unchanged. ``copy.copy`` and ``copy.deepcopy`` return the
     result itself (it cannot change), which lets a release ride in

@@ -6,7 +6,7 @@ variances are not sums of per-cell variances: they answer ranges (1-D) and
 boxes of cells (``cell_box_query``, 2-D rectangles) with the algorithms' exact
 noise variances. Their estimates spread each block's noisy total evenly over
 its cells, a data-dependent bias no variance can state, so their intervals
-are the brackets of :mod:`pandas_dp.results._bracket` (valid at the stated
+are the brackets of :mod:`pandas_dp.results.bracket` (valid at the stated
 level), and ``variance_exact`` is False.
 """
 
@@ -20,9 +20,9 @@ import pandas as pd
 from pandas_dp.algorithms.dawa.release import DawaRelease
 from pandas_dp.algorithms.dpcube import box_sums, summed_area
 from pandas_dp.algorithms.grid_release import GridRelease
-from pandas_dp.results._bracket import Bracket, BracketedIntervals
+from pandas_dp.results.bracket import Bracket, BracketedIntervals
 from pandas_dp.results._detail import required_detail
-from pandas_dp.results._frozen import stored_fields
+from pandas_dp.results.frozen import stored_fields
 from pandas_dp.results.histogram import Histogram
 
 __all__ = ["DAWAHistogram", "GridHistogram"]
@@ -48,7 +48,7 @@ class DAWAHistogram(BracketedIntervals, Histogram):
     estimates given the private partition (least squares on the bucket tree);
     they exclude the bias of spreading a bucket evenly over its bins
     (``variance_exact`` is False). Intervals are brackets between whole buckets
-    (:mod:`pandas_dp.results._bracket`): exact for ranges made of whole buckets
+    (:mod:`pandas_dp.results.bracket`): exact for ranges made of whole buckets
     (``aligned``), conservative otherwise.
 
     Attributes
@@ -118,7 +118,7 @@ class GridHistogram(BracketedIntervals, Histogram):
     the grid (for AGrid, after the constrained inference between its two
     levels); they exclude the bias of spreading a cell evenly over its atoms
     (``variance_exact`` is False). Intervals are brackets between whole cells
-    (:mod:`pandas_dp.results._bracket`).
+    (:mod:`pandas_dp.results.bracket`).
 
     Attributes
     ----------

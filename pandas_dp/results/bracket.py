@@ -200,7 +200,7 @@ class BracketedIntervals:
         A cell that is a block on its own gets ``estimate ± r`` (exact noise);
         a cell sharing a block gets ``[0, block total + r]``: the only valid
         statement without assumptions on how the block's count is spread.
-        See :func:`pandas_dp.results._bracket.bracket_bounds`.
+        See :func:`pandas_dp.results.bracket.bracket_bounds`.
         """
         normal_quantile(confidence_level)
         counts = self.counts
@@ -251,7 +251,7 @@ class BracketedIntervals:
         -------
         DataFrame
             One row per box: ``estimate``, ``std_error`` (noise only), ``lower``,
-            ``upper`` (:func:`~pandas_dp.results._bracket.bracket_bounds`) and
+            ``upper`` (:func:`~pandas_dp.results.bracket.bracket_bounds`) and
             ``aligned`` (the box is made of whole blocks: no spreading bias).
         """
         normal_quantile(confidence_level)

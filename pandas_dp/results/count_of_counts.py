@@ -15,7 +15,9 @@ from pandas_dp.errors import ParameterError
 from pandas_dp.results._base import FrozenRelease, MeasureView
 from pandas_dp.results._checks import MAX_SAMPLE_ROWS, check_axes, check_count, check_flag, check_rows, find_label
 from pandas_dp.results._format import estimates_table, guarantee_text, html_params
-from pandas_dp.results._frozen import stored_fields
+from pandas_dp.results.frozen import stored_fields
+from pandas_dp.results._sampling import ancestors, persons_rows
+from pandas_dp.results._plot import readable_numbers
 
 __all__ = ["CountOfCounts", "emd_per_region"]
 
@@ -167,8 +169,6 @@ class CountOfCounts(FrozenRelease, MeasureView):
         if len(self.levels) <= 2:
             return {names[0]: leaf.to_numpy(dtype=object)} if names else {}
         if self.parents is not None:
-            from pandas_dp.results._sampling import ancestors
-
             pos = ancestors(self.parents, self.regions)
             return {name: self.regions[lvl].to_numpy(dtype=object)[pos[lvl]]
                     for lvl, name in enumerate(self.levels) if lvl >= 1}
@@ -226,8 +226,6 @@ class CountOfCounts(FrozenRelease, MeasureView):
         >>> list(synth.columns)
         ['group', 'state', 'county']
         """
-        from pandas_dp.results._sampling import persons_rows
-
         if hierarchy is not None and not isinstance(hierarchy, pd.DataFrame):
             raise ParameterError(f"The 'hierarchy' parameter of sample() must be a DataFrame with one column per "
                                  f"level, or None. Got {type(hierarchy).__name__}.")
@@ -273,8 +271,6 @@ class CountOfCounts(FrozenRelease, MeasureView):
         (the release's error is measured by the EMD, Kuo et al. section 3.1).
         """
         plt = import_optional("matplotlib.pyplot", extra="plot", purpose="CountOfCounts.plot()")
-        from pandas_dp.results._plot import readable_numbers
-
         check_axes(ax, "CountOfCounts.plot()")
         max_regions = check_count(max_regions, "max_regions", "CountOfCounts.plot()", low=1)
         cumulative = check_flag(cumulative, "cumulative", "CountOfCounts.plot()")

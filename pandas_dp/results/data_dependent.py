@@ -9,7 +9,7 @@ structure (clusters, partitions) for inspection.
 Intervals. AHP and DPCube-uniform spread a cluster's / partition's noisy total
 evenly over its cells: the bias that adds depends on the unknown data, so
 their intervals are the whole-block brackets of
-:mod:`pandas_dp.results._bracket` (valid at the stated level; exact for
+:mod:`pandas_dp.results.bracket` (valid at the stated level; exact for
 queries made of whole clusters or partitions). DPCube's least-squares
 estimate is unbiased: its intervals are ``estimate ± r`` from the exact
 variance of the unclipped estimate.
@@ -25,9 +25,9 @@ import pandas as pd
 
 from pandas_dp.algorithms.ahp import AHPRelease
 from pandas_dp.algorithms.dpcube import DPCubeRelease, box_sums, summed_area
-from pandas_dp.results._bracket import Bracket, BracketedIntervals
+from pandas_dp.results.bracket import Bracket, BracketedIntervals
 from pandas_dp.results._detail import required_detail
-from pandas_dp.results._frozen import stored_fields
+from pandas_dp.results.frozen import stored_fields
 from pandas_dp.results.histogram import Histogram
 
 #: Most (query, block) pairs held in memory at once when brackets are computed.
@@ -55,7 +55,7 @@ class AHPHistogram(BracketedIntervals, Histogram):
     cluster C is the cluster's noisy mean, so the approximation (bias) error
     ``(H_j - mean(C))**2`` is not included (``variance_exact`` is False).
     Intervals bracket a query between the whole clusters inside it and the
-    clusters it touches (:mod:`pandas_dp.results._bracket`); clusters are not
+    clusters it touches (:mod:`pandas_dp.results.bracket`); clusters are not
     contiguous, so these are wide unless the query holds whole clusters.
 
     Attributes
@@ -144,7 +144,7 @@ class DPCubeHistogram(BracketedIntervals, Histogram):
     ``"uniform"`` they cover the noise only (the bias of the uniform
     assumption is excluded, ``variance_exact`` is False) and intervals bracket
     a query between the whole partitions inside it and those it touches
-    (:mod:`pandas_dp.results._bracket`).
+    (:mod:`pandas_dp.results.bracket`).
 
     Attributes
     ----------

@@ -282,7 +282,7 @@ class _Freezing:
             return frozenset(value)
         if dataclasses.is_dataclass(value) and not isinstance(value, type):
             params = getattr(type(value), "__dataclass_params__", None)
-            if params is not None and params.frozen and not isinstance(value, _Released):
+            if params is not None and params.frozen and not isinstance(value, Released):
                 return self.dataclass(value)
         return value
 
@@ -308,7 +308,7 @@ def hand_out(value: Any) -> Any:
         return value.view()
     if isinstance(value, tuple) and not hasattr(value, "_fields"):
         return tuple(hand_out(v) for v in value)
-    if (dataclasses.is_dataclass(value) and not isinstance(value, (type, _Released))
+    if (dataclasses.is_dataclass(value) and not isinstance(value, (type, Released))
             and hasattr(value, "__dict__")):
         clone = object.__new__(type(value))
         clone.__dict__.update({k: hand_out(v) for k, v in value.__dict__.items()})
@@ -355,7 +355,7 @@ def same(a: Any, b: Any) -> bool:
         return False
 
 
-class _Released:
+class Released:
     """Marker base of result classes (a result nested in a value is shared, never cloned)."""
 
 

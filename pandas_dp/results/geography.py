@@ -24,10 +24,11 @@ from pandas_dp.errors import DomainError, ParameterError
 from pandas_dp._utils.rational import safe_repr
 from pandas_dp.results._base import EstimatesView, FrozenRelease, MeasureView, confidence_bounds, noise_radius, normal_quantile
 from pandas_dp.results._checks import find_label, range_pairs
-from pandas_dp.results._format import html_params
-from pandas_dp.results._frozen import stored_fields
-from pandas_dp.results._geography_layout import level_offsets, synthetic_rows, tidy_frame
+from pandas_dp.results._format import estimates_table, guarantee_text, html_params
+from pandas_dp.results.frozen import stored_fields
+from pandas_dp.results.geography_layout import level_offsets, synthetic_rows, tidy_frame
 from pandas_dp.results.histogram import Histogram, RangeAnswer, html_estimates
+from pandas_dp.results._geography_plot import plot_regions
 
 __all__ = ["GeographyHistogram"]
 
@@ -402,8 +403,6 @@ class GeographyHistogram(FrozenRelease, EstimatesView, MeasureView):
         -------
         matplotlib Axes (one region) or ndarray of Axes (small multiples)
         """
-        from pandas_dp.results._geography_plot import plot_regions
-
         return plot_regions(self, level, region, ax, max_regions=max_regions, confidence_level=confidence_level,
                             **kwargs)
 
@@ -412,16 +411,12 @@ class GeographyHistogram(FrozenRelease, EstimatesView, MeasureView):
 
     def _guarantee(self, *, html: bool = True) -> str:
         """``ε = 1, noise scale t = 2..6 by level`` or ``ρ = 0.5 (zCDP), σ = 1.7..3.2 by level``."""
-        from pandas_dp.results._format import guarantee_text
-
         described = [noise.describe() for noise in self.noises if noise is not None]
         return guarantee_text(self.loss, self.epsilon, described, html=html, by="by level")
 
     def __repr__(self) -> str:
         head = (f"GeographyHistogram(method={self.method!r}, {self._guarantee(html=False)}, levels={list(self.levels)}, "
                 f"regions={list(self.n_regions)}, columns={list(self.domain.columns)}, cells={self.domain.size:,})")
-        from pandas_dp.results._format import estimates_table
-
         shown = estimates_table(self._head(), ", ".join(map(str, self.domain.columns)))
         return head + f"\n{self.levels[0]}:\n" + shown.to_string()
 

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from pandas_dp.domain.grid import BinDomain, Grid
+from pandas_dp.results._sampling import cell_counts, draw_cells, sampled_columns, sampling_rng
 
 __all__ = ["RESERVED_NAMES", "level_offsets", "geography_index", "cell_columns", "tidy_frame", "leaf_ancestors",
            "synthetic_rows"]
@@ -93,8 +94,6 @@ def synthetic_rows(leaf_estimates: np.ndarray, levels: Sequence[str], regions: S
     integer draws ``n`` rows with probabilities proportional to those counts
     (see :func:`~pandas_dp.results._sampling.draw_cells`).
     """
-    from pandas_dp.results._sampling import cell_counts, draw_cells, sampled_columns, sampling_rng
-
     gen = sampling_rng(rng)
     cells = grid.size
     codes = draw_cells(cell_counts(np.asarray(leaf_estimates).reshape(-1)), n, gen)

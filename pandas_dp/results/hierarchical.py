@@ -22,7 +22,7 @@ from pandas_dp.algorithms.tree.variance import canonical_node_counts
 from pandas_dp.errors import DomainError
 from pandas_dp.results._detail import required_detail
 from pandas_dp.results._format import noise_text
-from pandas_dp.results._frozen import stored_fields
+from pandas_dp.results.frozen import stored_fields
 from pandas_dp.results.histogram import Histogram
 
 __all__ = ["HierarchicalHistogram"]

@@ -15,7 +15,9 @@ from pandas_dp.errors import DomainError, ParameterError
 from pandas_dp.results._base import EstimatesView, FrozenRelease, MeasureView, confidence_bounds, noise_radius, normal_quantile
 from pandas_dp.results._checks import check_axes, check_flag, range_pairs
 from pandas_dp.results._format import estimates_table, guarantee_text, html_params
-from pandas_dp.results._frozen import SeriesOnIndex, lock_in_place, stored_fields
+from pandas_dp.results.frozen import SeriesOnIndex, lock_in_place, stored_fields
+from pandas_dp.results._sampling import grid_rows
+from pandas_dp.results._plot import plot_grid
 
 __all__ = ["Histogram", "RangeAnswer"]
 
@@ -255,8 +257,6 @@ class Histogram(FrozenRelease, EstimatesView, MeasureView):
         >>> rows.shape, bool(rows["age"].between(0, 80).all())
         ((1000, 1), True)
         """
-        from pandas_dp.results._sampling import grid_rows
-
         return grid_rows(self.counts.to_numpy(), self.domain, n, rng)
 
     # -- display -----------------------------------------------------------
@@ -312,8 +312,6 @@ class Histogram(FrozenRelease, EstimatesView, MeasureView):
         >>> ax.get_ylabel()
         'count per unit of income (± 95% CI)'
         """
-        from pandas_dp.results._plot import plot_grid
-
         check_axes(ax, f"{type(self).__name__}.plot()")
         normal_quantile(confidence_level)
         density = check_flag(density, "density", f"{type(self).__name__}.plot()")
@@ -391,7 +389,7 @@ def as_series(values: np.ndarray, grid: Grid, name: str, *, owned: bool = False)
         The Series' name.
     owned : bool
         The caller hands ``values`` over (a fresh array that nothing else holds or writes): the
-        result locks it read-only in place and shares it (:func:`~pandas_dp.results._frozen.lock_in_place`)
+        result locks it read-only in place and shares it (:func:`~pandas_dp.results.frozen.lock_in_place`)
         instead of copying it.
 
     Returns

@@ -13,7 +13,10 @@ from pandas_dp._utils.optional import import_optional
 from pandas_dp.results._base import EstimatesView, FrozenRelease, MeasureView
 from pandas_dp.results._checks import check_axes
 from pandas_dp.results._format import estimates_table, guarantee_text, html_params
-from pandas_dp.results._frozen import stored_fields
+from pandas_dp.results.frozen import stored_fields
+from pandas_dp.results._sampling import group_sizes_rows
+from pandas_dp.results._plot import readable_numbers
+from pandas_dp.results.histogram import html_estimates
 
 __all__ = ["UnattributedHistogram"]
 
@@ -89,8 +92,6 @@ class UnattributedHistogram(FrozenRelease, EstimatesView, MeasureView):
         >>> list(u.sample(rng=np.random.default_rng(0)).columns)
         ['group', 'size']
         """
-        from pandas_dp.results._sampling import group_sizes_rows
-
         return group_sizes_rows(self.counts.to_numpy(), n, rng)
 
     def plot(self, ax: Any = None, *, confidence_level: float = 0.95, **kwargs: Any) -> Any:
@@ -105,8 +106,6 @@ class UnattributedHistogram(FrozenRelease, EstimatesView, MeasureView):
             Passed to ``Axes.step``.
         """
         plt = import_optional("matplotlib.pyplot", extra="plot", purpose="UnattributedHistogram.plot()")
-        from pandas_dp.results._plot import readable_numbers
-
         check_axes(ax, "UnattributedHistogram.plot()")
         ci = self.confidence_interval(confidence_level)
         confidence_level = float(confidence_level)  # validated: a plain float for the label
@@ -131,8 +130,6 @@ class UnattributedHistogram(FrozenRelease, EstimatesView, MeasureView):
                 + estimates_table(self.to_count_of_counts().head(10).to_frame()).to_string())
 
     def _repr_html_(self) -> str:
-        from pandas_dp.results.histogram import html_estimates
-
         table = estimates_table(self.to_count_of_counts().head(10).to_frame()).to_html()
         ranks = html_estimates(self.to_frame().tail(5), index_name="rank (largest)")
         return (f"<div><strong>UnattributedHistogram</strong> — method <code>{html.escape(self.method)}</code> "

@@ -18,7 +18,7 @@ import pandas as pd
 
 from pandas_dp._utils.optional import import_optional
 from pandas_dp.errors import ParameterError
-from pandas_dp.testing._neighbours import _new_label
+from pandas_dp.testing._neighbours import new_label
 
 __all__ = ["ADVERSARIAL_KINDS", "adversarial_values", "with_row"]
 
@@ -209,7 +209,7 @@ def with_row(frame: pd.DataFrame, column_values: Mapping[str, Any], *, template:
             -n <= int(template) < n or n == 0):
         raise ParameterError(f"The 'template' parameter of with_row must be a row position in [-{n}, {n}). "
                              f"Got {template!r}.")
-    index = frame.index.append(pd.Index([_new_label(frame)]))
+    index = frame.index.append(pd.Index([new_label(frame)]))
     columns: dict[Any, pd.Series] = {}
     for col in frame.columns:
         series = frame[col].reset_index(drop=True)

@@ -8,7 +8,8 @@ from fractions import Fraction
 from typing import Any, Union
 
 from pandas_dp._utils.rational import to_fraction
-from pandas_dp.accounting.budget import Budget
+from pandas_dp.accounting.budget import ACTIVE_BUDGETS, Budget
+from pandas_dp.accounting.budget import budget as open_user_budget
 from pandas_dp.errors import ParameterError
 
 __all__ = ["BudgetSpec", "DEFAULT_TEST_BUDGET", "TESTING_BUDGET", "describe_spec", "open_budget"]
@@ -61,10 +62,8 @@ def open_budget(spec: Any, *, caller: str) -> Any:
     if isinstance(spec, numbers.Real) and not isinstance(spec, bool):
         return Budget(to_fraction(spec, name="budget"))
     if isinstance(spec, Mapping):
-        from pandas_dp.accounting.budget import budget
-
         try:
-            made = budget(**spec)
+            made = open_user_budget(**spec)
         except TypeError as err:
             raise ParameterError(
                 f"The 'budget' parameter of {caller} was {describe_spec(spec)}, which pandas_dp.budget does not "
@@ -92,12 +91,10 @@ def run_detached(body: Callable[[], Any]) -> Any:
     """
     from contextvars import Context, copy_context
 
-    from pandas_dp.accounting.budget import _ACTIVE
-
-    no_budget = Context().run(_ACTIVE.get)  # the variable's default: no budget open
+    no_budget = Context().run(ACTIVE_BUDGETS.get)  # the variable's default: no budget open
 
     def detached() -> Any:
-        _ACTIVE.set(no_budget)
+        ACTIVE_BUDGETS.set(no_budget)
         return body()
 
     return copy_context().run(detached)

@@ -53,13 +53,13 @@ def _append(df: pd.DataFrame, row: dict[str, Any]) -> pd.DataFrame:
             new[col] = pd.array([value], dtype=dtype)
         except (TypeError, ValueError):  # e.g. NaN in an int64 column: pandas upcasts on concat
             new[col] = pd.array([value])
-    extra = pd.DataFrame(new, index=[_new_label(df)])
+    extra = pd.DataFrame(new, index=[new_label(df)])
     if not len(df):
         return extra
     return pd.concat([df, extra])
 
 
-def _new_label(df: pd.DataFrame) -> Any:
+def new_label(df: pd.DataFrame) -> Any:
     if len(df) and pd.api.types.is_integer_dtype(df.index.dtype):
         return int(df.index.max()) + 1
     return len(df) if not len(df) or len(df) not in df.index else f"neighbour-{len(df)}"

@@ -11,7 +11,8 @@ from typing import Any, NamedTuple, Union
 import pandas as pd
 
 from pandas_dp.errors import LedgerError
-from pandas_dp.accounting.ledger._ops import LedgerSummary, damaged, new_meta, read_meta, verify_budget, verify_ledger
+from pandas_dp.accounting.ledger._ops import (LedgerSummary, budget_list, damaged, new_meta, read_meta, verify_budget,
+                                              verify_ledger)
 from pandas_dp.accounting.ledger._postgres import PostgresStore, is_postgres_url
 from pandas_dp.accounting.ledger._records import ChainError, parse_rational, verify_budget_chain
 from pandas_dp.accounting.ledger._sqlite import SQLiteStore, sqlite_path
@@ -136,8 +137,6 @@ class Ledger:
         """
         ledger = cls(location)
         open_store(ledger._store)
-        from pandas_dp.accounting.ledger._ops import budget_list
-
         with ledger._store.read() as txn:
             budget_list(ledger._store, txn, read_meta(ledger._store, txn))
         return ledger

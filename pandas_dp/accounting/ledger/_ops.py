@@ -18,16 +18,14 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from fractions import Fraction
-from typing import TYPE_CHECKING, Callable, Iterator, Sequence, TypeVar
+from typing import Callable, Iterator, Sequence, TypeVar
 
 from pandas_dp.errors import BudgetError, BudgetExceededError, LedgerError, ParameterError
 from pandas_dp.accounting.ledger._records import (FORMAT, VERSION, BudgetRow, ChainError, EntryRow, budget_genesis, check_budget_definition,
                        entry_hash, ledger_root, parse_rational, rational_text, verify_budget_chain,
                        verify_budget_list)
 from pandas_dp.accounting.ledger._store import Store, Txn
-
-if TYPE_CHECKING:
-    from pandas_dp.privacy.loss import PrivacyLoss
+from pandas_dp.privacy.loss import ZCDP, PrivacyLoss, PureDP
 
 __all__ = ["now", "new_meta", "read_meta", "open_budget", "verify_budget", "verify_ledger", "Posting", "post",
            "transact", "check_remaining", "exceeded_message", "damaged", "loss_of", "LedgerSummary",
@@ -238,8 +236,6 @@ def _verify_reservations(by_name: dict[str, BudgetRow], spent_of: dict[str, Frac
 
 def loss_of(measure: str, amount: Fraction) -> "PrivacyLoss":
     """The privacy loss of ``amount`` in ``measure`` (any amount, zero included)."""
-    from pandas_dp.privacy.loss import PureDP, ZCDP
-
     try:
         cls = {"pure": PureDP, "zcdp": ZCDP}[measure]
     except KeyError:

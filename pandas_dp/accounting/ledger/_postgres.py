@@ -21,6 +21,7 @@ from pandas_dp.errors import LedgerError
 from pandas_dp.accounting.ledger._pool import IdleConnections
 from pandas_dp.accounting.ledger._sql import POSTGRES, SQLTxn
 from pandas_dp.accounting.ledger._store import Store, Txn
+from pandas_dp._utils.optional import import_optional, MissingDependencyError
 
 __all__ = ["PostgresStore", "is_postgres_url", "mask_url"]
 
@@ -51,8 +52,6 @@ def mask_url(url: str) -> str:
 
 
 def _psycopg() -> Any:
-    from pandas_dp._utils.optional import MissingDependencyError, import_optional
-
     try:
         return import_optional("psycopg", extra="postgres", purpose="A PostgreSQL ledger")
     except MissingDependencyError as err:

@@ -42,7 +42,7 @@ import numpy as np
 
 from pandas_dp._utils.rational import to_fraction
 from pandas_dp.algorithms.dawa.partition import PrivatePartition, partition_loss_shares, private_partition
-from pandas_dp.algorithms.dawa.runs import (PREFIX_2D_CORNERS, Workload, _merge_runs, bucket_runs, query_variance,
+from pandas_dp.algorithms.dawa.runs import (PREFIX_2D_CORNERS, Workload, merge_runs, bucket_runs, query_variance,
                                             workload_runs)
 from pandas_dp.algorithms.dawa.strategy import HierarchicalAnswers, HierarchyStrategy, answer_hierarchy, choose_strategy
 from pandas_dp.algorithms.grids import equivalent_epsilon
@@ -299,8 +299,8 @@ class DawaRelease:
         e = self.edges
         up = lambda v: e[np.searchsorted(e, v, side="left")]         # noqa: E731 (first edge >= v)
         down = lambda v: e[np.searchsorted(e, v, side="right") - 1]  # noqa: E731 (last edge <= v)
-        inner = _merge_runs(q, up(lo), down(hi))
-        outer = _merge_runs(q, down(lo), up(hi))
+        inner = merge_runs(q, up(lo), down(hi))
+        outer = merge_runs(q, down(lo), up(hi))
         ie, iv = self._runs(*inner, m)
         oe, ov = self._runs(*outer, m)
         return {"inner_estimate": ie, "inner_variance": iv, "outer_estimate": oe, "outer_variance": ov}

@@ -123,7 +123,7 @@ def workload_runs(workload: np.ndarray | str, shape: tuple[int, ...]
     return (*rectangle_runs(arr, (shape[0], shape[1])), arr.shape[0])
 
 
-def _merge_runs(query: np.ndarray, lo: np.ndarray, hi: np.ndarray
+def merge_runs(query: np.ndarray, lo: np.ndarray, hi: np.ndarray
                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Drop empty runs and merge overlapping or touching runs of the same query (input sorted)."""
     keep = lo < hi
@@ -202,7 +202,7 @@ def _group(keys_q: np.ndarray, keys_v: np.ndarray) -> np.ndarray:
     return np.flatnonzero(change)
 
 
-def _level_entries(br: BucketRuns, level: int, values: np.ndarray
+def level_entries(br: BucketRuns, level: int, values: np.ndarray
                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Per (query, node) sums of ``values`` over the query's bucket weights, for nodes holding run ends.
 
@@ -272,7 +272,7 @@ class VariancePlan:
 
 def variance_plan(layout: TreeLayout, br: BucketRuns) -> VariancePlan:
     """Precompute the Markov-tree recursion of :func:`query_variance` for a workload."""
-    eq, ev, alpha, _ = _level_entries(br, 0, np.ones(br.n_buckets))
+    eq, ev, alpha, _ = level_entries(br, 0, np.ones(br.n_buckets))
     levels = []
     for level in range(layout.n_levels - 1):
         n_here = layout.level_sizes[level]

@@ -51,7 +51,7 @@ from typing import Any
 
 import numpy as np
 
-from pandas_dp.algorithms.dawa.runs import (BucketRuns, VariancePlan, _level_entries, compact_variances,
+from pandas_dp.algorithms.dawa.runs import (BucketRuns, VariancePlan, level_entries, compact_variances,
                                             plan_variance, subsample_runs, variance_plan)
 from pandas_dp.algorithms.tree.inference import TreeVariances, constrained_inference
 from pandas_dp.algorithms.tree.layout import TreeLayout, tree_layout
@@ -72,7 +72,7 @@ _CHUNK = 1 << 21
 
 def _level_t(br: BucketRuns, level: int, h: np.ndarray, node_total: np.ndarray) -> np.ndarray:
     """``T_v = sum_q (w_q|v . h)**2`` for every node of ``level``."""
-    _, ev, sums, full = _level_entries(br, level, h)
+    _, ev, sums, full = level_entries(br, level, h)
     t = np.bincount(ev, weights=sums * sums, minlength=node_total.size)
     return t + full * node_total * node_total
 
