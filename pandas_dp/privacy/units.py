@@ -45,7 +45,7 @@ from pandas_dp._utils.rational import safe_repr
 from pandas_dp.errors import ParameterError
 from pandas_dp.privacy.loss import PrivacyLoss, Sensitivity
 
-__all__ = ["UnitBounds", "unit_bounds", "AUTO_SHARE", "AUTO_QUANTILE", "AUTO_MAX_ROWS", "AUTO_STEPS", "MAX_BOUND"]
+__all__ = ["UnitBounds", "UnitArguments", "UNIT_ARGUMENTS", "unit_bounds", "AUTO_SHARE", "AUTO_QUANTILE", "AUTO_MAX_ROWS", "AUTO_STEPS", "MAX_BOUND"]
 
 #: Share of the release's loss spent choosing ``max_rows="auto"``.
 AUTO_SHARE = Fraction(1, 20)
@@ -155,6 +155,30 @@ class UnitBounds:
         if self.auto:
             out.update(max_rows_auto_share=str(AUTO_SHARE), max_rows_auto_quantile=AUTO_QUANTILE)
         return out
+
+
+#: The release arguments that name the privacy unit and bound its contribution, in signature order.
+UNIT_ARGUMENTS = ("privacy_unit", "max_rows", "max_cells", "max_rows_per_cell")
+
+
+@dataclass(frozen=True)
+class UnitArguments:
+    """The privacy-unit arguments of a release call as the caller gave them (public, not yet checked).
+
+    The release's entry function gathers its four keyword arguments into this one object and hands it
+    down; :meth:`bounds` checks them against the frame's column labels and builds the
+    :class:`UnitBounds` once, where the release knows which columns the unit may not be.
+    """
+
+    privacy_unit: Any = None
+    max_rows: Any = None
+    max_cells: Any = None
+    max_rows_per_cell: Any = None
+
+    def bounds(self, columns: Any, reserved: tuple[Any, ...] = ()) -> UnitBounds | None:
+        """The checked :class:`UnitBounds` (``None``: one row is one unit); see :func:`unit_bounds`."""
+        return unit_bounds(columns, self.privacy_unit, max_rows=self.max_rows, max_cells=self.max_cells,
+                           max_rows_per_cell=self.max_rows_per_cell, reserved=reserved)
 
 
 def _bound(value: Any, name: str) -> int:

@@ -52,16 +52,19 @@ from pandas_dp.results._geography_layout import RESERVED_NAMES
 from pandas_dp.results.geography import GeographyHistogram
 from pandas_dp.engines.pandas.region_counts import level_tables
 from pandas_dp.engines.pandas.bounding import release_key
-from pandas_dp.privacy.units import AUTO_MAX_ROWS, AUTO_SHARE, UnitBounds, unit_bounds
+from pandas_dp.privacy.units import AUTO_MAX_ROWS, AUTO_SHARE, UnitArguments, UnitBounds
 from pandas_dp.releases.histogram import BOTH_MEASURES, METHODS, choose_max_rows, method_named
-from pandas_dp.releases.params import check_columns, check_flag, check_rng
+from pandas_dp.releases.params import Param, check_columns, check_flag, check_rng
 from pandas_dp.releases.pipeline import Release, check_measure, privacy_loss, run
 
-__all__ = ["GEOGRAPHY_ARGUMENTS", "GEOGRAPHY_METHODS", "GeographyPlan", "geography_tree", "level_shares",
+__all__ = ["GEOGRAPHY_ARGUMENTS", "GEOGRAPHY_PARAMS", "GEOGRAPHY_METHODS", "GeographyPlan", "geography_tree", "level_shares",
            "plan_geography", "histogram_by_region"]
 
-#: The arguments of ``histogram`` that make it a release by geography (the CLI accepts them too).
-GEOGRAPHY_ARGUMENTS = ("by", "hierarchy", "by_categories", "level_weights", "integer")
+#: The arguments of ``histogram`` that make it a release by geography (the CLI accepts them too); they
+#: are checked here, in :func:`histogram_by_region`'s order.
+GEOGRAPHY_PARAMS: tuple[Param, ...] = tuple(Param(name, None, None) for name in
+                                            ("by", "hierarchy", "by_categories", "level_weights", "integer"))
+GEOGRAPHY_ARGUMENTS = tuple(p.name for p in GEOGRAPHY_PARAMS)
 
 #: Histogram methods whose per-region tables this release can noise and make consistent.
 GEOGRAPHY_METHODS = ("identity",)
@@ -332,10 +335,10 @@ def histogram_by_region(frame: Any, columns: Any, *, bins: Any = None, range: An
                         epsilon: Any = None, rho: Any = None, method: str = "identity", rng: Any = None,
                         nonnegative: bool = False, by: Any = None, hierarchy: pd.DataFrame | None = None,
                         by_categories: Any = None, level_weights: Any = None, integer: bool | None = None,
-                        privacy_unit: Any = None, max_rows: Any = None, max_cells: Any = None,
-                        max_rows_per_cell: Any = None, **method_params: Any) -> GeographyHistogram:
+                        unit_arguments: UnitArguments = UnitArguments(), **method_params: Any) -> GeographyHistogram:
     """Release one consistent histogram per region of a public geography (see ``DataFrame.dp.histogram``).
 
+    ``unit_arguments`` carries the privacy-unit arguments (checked here, once the region columns are known).
     With a ``privacy_unit``, every unit's rows are bounded on the leaf table (its (finest region,
     cell) pairs) as for a flat histogram, and every level is noised for a unit of at most its row
     bound (group privacy, :meth:`~pandas_dp.privacy.units.UnitBounds.per_row_loss`): the coarser levels
@@ -363,8 +366,7 @@ def histogram_by_region(frame: Any, columns: Any, *, bins: Any = None, range: An
         raise ParameterError(f"Column(s) {clash} share a name with the result's index or columns "
                              f"{list(RESERVED_NAMES)}; rename them (df.rename(columns=...)) first.")
     tree = geography_tree(frame.columns, by, hierarchy=hierarchy, by_categories=by_categories)
-    unit = unit_bounds(frame.columns, privacy_unit, max_rows=max_rows, max_cells=max_cells,
-                       max_rows_per_cell=max_rows_per_cell, reserved=(*cols, *tree.located))
+    unit = unit_arguments.bounds(frame.columns, reserved=(*cols, *tree.located))
     grid = make_grid(frame, cols, bins=bins, range=range, categories=categories)
 
     def planned(bounds: UnitBounds | None, share: PrivacyLoss) -> GeographyPlan:
