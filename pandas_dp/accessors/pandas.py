@@ -437,6 +437,8 @@ class SeriesDPAccessor:
     def _frame(self) -> pd.DataFrame:
         return self._obj.to_frame(name=self._name())
 
+    _release = DPAccessorBase._release  # the same one dispatch, on the Series as a one-column frame
+
 
 for _entry in ENTRIES.values():
     if _entry.on_series:

@@ -34,13 +34,12 @@ k epsilon-DP on groups of k rows).
 from __future__ import annotations
 
 import math
-import numbers
 from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any
 
-import numpy as np
 
+from pandas_dp._utils.checks import integer_in
 from pandas_dp._utils.rational import safe_repr
 from pandas_dp.errors import ParameterError
 from pandas_dp.privacy.loss import PrivacyLoss, Sensitivity
@@ -182,12 +181,11 @@ class UnitArguments:
 
 
 def _bound(value: Any, name: str) -> int:
-    # np.timedelta64 registers as an Integral (it subclasses np.signedinteger) but is a duration.
-    if isinstance(value, (bool, np.bool_, np.timedelta64)) or not isinstance(value, numbers.Integral) \
-            or not 1 <= int(value) <= MAX_BOUND:
+    number = integer_in(value, 1, MAX_BOUND)
+    if number is None:
         raise ParameterError(f"The '{name}' parameter must be a positive integer (a public bound on each "
                              f"unit's contribution) of at most {MAX_BOUND:,}. Got {safe_repr(value)}.")
-    return int(value)
+    return number
 
 
 def _is_label_of(label: Any, labels: list[Any]) -> bool:

@@ -17,7 +17,6 @@ Budget split, recorded in the ledger entry's parameters:
 
 from __future__ import annotations
 
-import numbers
 import sys
 from dataclasses import dataclass
 from fractions import Fraction
@@ -29,6 +28,7 @@ import pandas as pd
 from pandas_dp.algorithms.count_of_counts import (SENSITIVITY, Runs, consistent_group_totals, estimate_level,
                                           estimate_max_size)
 from pandas_dp.algorithms.count_of_counts_matching import top_down
+from pandas_dp._utils.checks import integer_in
 from pandas_dp._utils.rational import safe_repr
 from pandas_dp.domain.grid import MAX_CELLS
 from pandas_dp.errors import ParameterError
@@ -63,8 +63,7 @@ MAX_GROUPS = MAX_CELLS
 def _check_max_size(max_size: Any, name: str = "max_size") -> int | None:
     if max_size is None:
         return None
-    if isinstance(max_size, (bool, np.bool_, np.timedelta64)) or not isinstance(max_size, numbers.Integral) \
-            or int(max_size) < 1:
+    if integer_in(max_size, 1) is None:
         raise ParameterError(f"The 'max_size' parameter must be a positive integer (a public upper bound on "
                              f"the group size) or None to estimate it privately. Got {safe_repr(max_size)}.")
     if int(max_size) > MAX_SIZE_LIMIT:

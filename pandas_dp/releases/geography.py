@@ -42,7 +42,7 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
-from pandas_dp._utils.rational import safe_repr, to_fraction
+from pandas_dp._utils.rational import fraction_text, safe_repr, to_fraction
 from pandas_dp.algorithms.regions.geography import release_geography
 from pandas_dp.domain.grid import MAX_CELLS, Grid, make_grid
 from pandas_dp.errors import DomainError, ParameterError
@@ -295,17 +295,13 @@ def region_coder(engine: Any) -> Callable[..., Any]:
     return _region_engine(engine, "coded_region_rows")
 
 
-def _fraction_text(value: Fraction) -> str:
-    return str(value.numerator) if value.denominator == 1 else f"{value.numerator}/{value.denominator}"
-
-
 def _ledger_params(plan: GeographyPlan, loss: PrivacyLoss, method: str, nonnegative: bool,
                    integer: bool) -> dict[str, Any]:
     return {
         "method": method, "by": list(plan.levels[1:]), "levels": list(plan.levels),
         "regions_per_level": [len(r) for r in plan.tree.regions], "shape": list(plan.grid.shape),
-        "level_shares": [_fraction_text(s) for s in plan.shares],
-        f"{loss.parameter}_per_level": [_fraction_text(p.amount) if p is not None else "0" for p in plan.losses],
+        "level_shares": [fraction_text(s) for s in plan.shares],
+        f"{loss.parameter}_per_level": [fraction_text(p.amount) if p is not None else "0" for p in plan.losses],
         "nonnegative": nonnegative, "integer": integer,
     }
 

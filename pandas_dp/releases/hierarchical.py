@@ -13,7 +13,7 @@ answers the ranges from it.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any, Literal, cast, get_args
+from typing import Any, cast, get_args
 
 import numpy as np
 import pandas as pd

@@ -26,6 +26,7 @@ import pandas as pd
 from pandas_dp.errors import PandasDPError, ParameterError
 from pandas_dp.noise.csprng import SecureRandom
 from pandas_dp.privacy.units import UnitArguments
+from pandas_dp._utils.checks import check_flag, integer_in
 from pandas_dp._utils.rational import safe_repr
 
 __all__ = ["Constraint", "Options", "Flag", "Integer", "Real", "AutoOr", "PrivacyUnit", "Param", "ParamTable",
@@ -81,15 +82,12 @@ class Integer(Constraint):
     hint: str = ""
 
     def check(self, value: Any, name: str) -> int:
-        # np.timedelta64 registers as an Integral (it subclasses np.signedinteger) but is a duration.
-        bad = isinstance(value, (bool, np.bool_, np.timedelta64)) or not isinstance(value, numbers.Integral) \
-            or int(value) < self.low \
-            or (self.high is not None and int(value) > self.high)
-        if bad:
+        number = integer_in(value, self.low, self.high)
+        if number is None:
             span = f">= {self.low}" if self.high is None else f"in [{self.low}, {self.high}]"
             raise ParameterError(f"The '{name}' parameter must be an integer {span}. Got {safe_repr(value)}."
                                  f"{self.hint}")
-        return int(value)
+        return number
 
     def describe(self) -> str:
         return f"int >= {self.low}" if self.high is None else f"int in [{self.low}, {self.high}]"
@@ -288,13 +286,6 @@ def check_rng(rng: Any) -> np.random.Generator | SecureRandom | None:
         f"or a numpy.random.Generator "
         f"(reproducible experiments only). Got {safe_repr(rng)}.{hint}"
     )
-
-
-def check_flag(value: Any, name: str) -> bool:
-    """A strict boolean keyword argument."""
-    if not isinstance(value, (bool, np.bool_)):
-        raise ParameterError(f"The '{name}' parameter must be True or False. Got {safe_repr(value)}.")
-    return bool(value)
 
 
 def check_choice(value: Any, name: str, choices: Sequence[str]) -> str:
