@@ -124,9 +124,10 @@ class DPAccessorBase:
         Histogram or GeographyHistogram
             The method's result class (``HierarchicalHistogram``, ``AHPHistogram``,
             ``DPCubeHistogram``, ``DAWAHistogram``, ``GridHistogram`` are Histograms;
-            ``"auto"`` records its choice in ``params["auto_reason"]``). A ``GeographyHistogram`` with ``by=``: ``counts`` indexed by
-            ``(level, region, *cells)``, ``at(level, region)``, tidy ``to_frame()``,
-            ``range_query(..., level=, region=)``, ``plot()``, ``sample()``.
+            ``"auto"`` records its choice in ``params["auto_reason"]``). A
+            ``GeographyHistogram`` with ``by=``: ``counts`` indexed by ``(level, region, *cells)``,
+            ``at(level, region)``, tidy ``to_frame()``, ``range_query(..., level=, region=)``,
+            ``plot()``, ``sample()``.
 
         Raises
         ------

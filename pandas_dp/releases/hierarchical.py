@@ -158,9 +158,10 @@ def hierarchical_histogram(frame: pd.DataFrame, columns: Any, *, bins: Any = Non
     """
     knobs = {"branching": branching, "budget_split": budget_split, "include_root": include_root,
              "consistent": consistent, "integer": integer}
-    return flat_histogram(frame, columns, bins=bins, range=range, categories=categories, epsilon=epsilon,  # type: ignore[return-value]
-                          rho=rho, method="hierarchical", rng=rng, nonnegative=nonnegative,
-                          unit=PrivacyUnit.gather(privacy_unit, max_rows, max_cells, max_rows_per_cell), knobs=knobs)
+    unit = PrivacyUnit.gather(privacy_unit, max_rows, max_cells, max_rows_per_cell)
+    return flat_histogram(frame, columns, bins=bins, range=range, categories=categories,  # type: ignore[return-value]
+                          epsilon=epsilon, rho=rho, method="hierarchical", rng=rng, nonnegative=nonnegative,
+                          unit=unit, knobs=knobs)
 
 
 def _range_pairs(ranges: Any) -> tuple[np.ndarray, np.ndarray]:
