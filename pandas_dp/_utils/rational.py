@@ -11,7 +11,7 @@ import numpy as np
 
 from pandas_dp.errors import ParameterError
 
-__all__ = ["to_fraction", "safe_repr"]
+__all__ = ["to_fraction", "safe_repr", "fraction_text"]
 
 
 class _ShortRepr(reprlib.Repr):
@@ -146,3 +146,8 @@ def _exact(value: object) -> Fraction | None:
     if as_float != as_float or as_float in (float("inf"), float("-inf")):
         return None
     return Fraction(repr(as_float))
+
+
+def fraction_text(value: Fraction) -> str:
+    """Exact text of a rational: ``"3/10"``, ``"2"``, ``"-1/4"`` (ledgers, results' parameters)."""
+    return str(value.numerator) if value.denominator == 1 else f"{value.numerator}/{value.denominator}"

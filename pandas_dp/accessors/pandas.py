@@ -1,27 +1,29 @@
 """The ``.dp`` accessor on pandas DataFrames and Series.
 
-Thin and stateless: each method passes its arguments to the release function
-of :mod:`pandas_dp.releases` (which runs the one release pipeline: validate,
-check the budget, count, charge, noise, wrap). The ``Series.dp`` methods are
-derived from the ``DataFrame.dp`` ones of the registry
-(:data:`pandas_dp.releases.registry.ENTRIES`): same signatures without the
-column argument, the Series being that column.
+Thin and stateless: each method has its real signature and numpydoc
+docstring, and passes its arguments in one place (:meth:`DPAccessorBase._release`)
+to its entry of the registry (:data:`pandas_dp.releases.registry.ENTRIES`),
+whose release function runs the one release pipeline (validate, check the
+budget, count, charge, noise, wrap). The knob paragraphs of the docstrings
+(``{name}`` marker lines) are generated at import from the entry's parameter
+table, so they list every registered method and knob. The ``Series.dp``
+methods are derived from the ``DataFrame.dp`` ones: same signatures without
+the column argument, the Series being that column.
 """
 
 from __future__ import annotations
 
 import functools
 import inspect
-from typing import Any, Callable, Literal
+from typing import Any, Callable
 
 import pandas as pd
 
-from pandas_dp.releases.count_of_counts import count_of_counts as _count_of_counts
-from pandas_dp.releases.hierarchical import hierarchical_histogram as _hierarchical_histogram
-from pandas_dp.releases.hierarchical import range_query as _range_query
-from pandas_dp.releases.histogram import histogram as _histogram
+from pandas_dp.algorithms.tree.budget import BudgetSplit
+from pandas_dp.releases.count_of_counts import Estimator, Merge
+from pandas_dp.releases.histogram import MethodName
+from pandas_dp.releases.params import fill_doc
 from pandas_dp.releases.registry import ENTRIES
-from pandas_dp.releases.unattributed import unattributed_histogram as _unattributed_histogram
 from pandas_dp.results.hierarchical import HierarchicalHistogram
 from pandas_dp.results.count_of_counts import CountOfCounts
 from pandas_dp.results.geography import GeographyHistogram
@@ -30,7 +32,8 @@ from pandas_dp.results.unattributed import UnattributedHistogram
 
 __all__ = ["DPAccessorBase", "DataFrameDPAccessor", "SeriesDPAccessor"]
 
-HistogramMethodName = Literal["identity", "hierarchical", "ahp", "dpcube", "auto"]
+#: ``histogram(method=...)``: every registered histogram method (checked by tests/test_declarations.py).
+HistogramMethodName = MethodName
 
 
 class DPAccessorBase:
@@ -41,6 +44,10 @@ class DPAccessorBase:
 
     def _frame(self) -> pd.DataFrame:
         return self._obj
+
+    def _release(self, name: str, arguments: dict[str, Any]) -> Any:
+        """The one dispatch: the entry ``name`` of the registry, run on this frame with the method's arguments."""
+        return ENTRIES[name].call(self._frame(), arguments)
 
     def histogram(self, columns: Any, *, bins: Any = None, range: Any = None, categories: Any = None,
                   epsilon: float | None = None, rho: float | None = None,
@@ -77,27 +84,14 @@ class DPAccessorBase:
             one of ``epsilon`` and ``rho``.
         rho : float
             Privacy loss in zero-concentrated DP, where the method supports it.
-        method : {"identity", "hierarchical", "ahp", "dpcube", "auto"}
-            Release method; ``"identity"`` adds one discrete Laplace draw per cell.
-            ``"ahp"`` clusters bins by noisy counts (returns ``AHPHistogram``);
-            ``"dpcube"`` partitions the cell grid with a kd-tree (``DPCubeHistogram``);
-            ``"auto"`` picks one from public information only and records the choice in
-            ``params["auto_reason"]``.
+        {method}
         rng : numpy.random.Generator, optional
             Only for reproducible experiments; the default ``None`` draws from a
             cryptographically secure source (use it in production).
         nonnegative : bool
             Clip negative estimates at 0 (post-processing; error bars become noise-only).
             With ``by=``: non-negative tables that stay consistent (top-down projection).
-        privacy_unit : column label, optional
-            The column identifying each person (rider, customer, household): neighbouring
-            frames then differ by all the rows of one unit. Default: one row is one unit.
-        max_rows : int or "auto", optional
-            With ``privacy_unit``: keep at most this many rows per unit, chosen at random
-            (``"auto"`` chooses it privately with 5% of the loss).
-        max_cells, max_rows_per_cell : int, optional
-            With ``privacy_unit``, instead of ``max_rows``: at most ``max_cells`` distinct cells
-            per unit and ``max_rows_per_cell`` rows in each (L1 ``c r``, L2 ``sqrt(c) r``).
+        {privacy_unit max_rows max_cells max_rows_per_cell}
         by : str or list of str, optional
             Geography columns of the frame, coarse to fine (``["state", "county"]``):
             release one histogram for every region of every level, from ``"national"``
@@ -123,18 +117,17 @@ class DPAccessorBase:
             With ``by``: non-negative integer tables, still consistent (controlled rounding,
             each value the floor or ceiling of its non-negative estimate). Also a knob of
             ``method="hierarchical"``.
-        **method_params
-            Knobs of the chosen method (see its documentation): ``ahp``:
-            ``epsilon_split``, ``eta``, ``clustering``; ``dpcube``: ``epsilon_split``,
-            ``threshold``, ``estimate``; ``auto``: ``expected_total`` (a public guess of
-            the row count), ``workload`` (``"ranges"`` or ``"bins"``).
+        {method_params}
 
         Returns
         -------
         Histogram or GeographyHistogram
-            A ``GeographyHistogram`` with ``by=``: ``counts`` indexed by
-            ``(level, region, *cells)``, ``at(level, region)``, tidy ``to_frame()``,
-            ``range_query(..., level=, region=)``, ``plot()``, ``sample()``.
+            The method's result class (``HierarchicalHistogram``, ``AHPHistogram``,
+            ``DPCubeHistogram``, ``DAWAHistogram``, ``GridHistogram`` are Histograms;
+            ``"auto"`` records its choice in ``params["auto_reason"]``). A
+            ``GeographyHistogram`` with ``by=``: ``counts`` indexed by ``(level, region, *cells)``,
+            ``at(level, region)``, tidy ``to_frame()``, ``range_query(..., level=, region=)``,
+            ``plot()``, ``sample()``.
 
         Raises
         ------
@@ -178,20 +171,14 @@ class DPAccessorBase:
         >>> bool((t.at("state").groupby("sex", observed=True).sum() == t.at("national")).all())
         True
         """
-        return _histogram(self._frame(), columns, bins=bins, range=range, categories=categories,
-                          epsilon=epsilon, rho=rho, method=method, rng=rng, nonnegative=nonnegative,
-                          privacy_unit=privacy_unit, max_rows=max_rows, max_cells=max_cells,
-                          max_rows_per_cell=max_rows_per_cell, by=by, hierarchy=hierarchy,
-                          by_categories=by_categories, level_weights=level_weights, integer=integer,
-                          **method_params)
+        return self._release("histogram", locals())
 
 
     def count_of_counts(self, group: str, location: Any, *, epsilon: float | None = None, rho: float | None = None,
                         groups: pd.DataFrame | None = None,
                         hierarchy: pd.DataFrame | None = None, max_size: int | None = None,
-                        method: Literal["hc", "hg", "naive"] = "hc",
-                        merge: Literal["weighted", "average"] = "weighted", rng: Any = None,
-                        progress: bool | None = None, privacy_unit: str | None = None) -> CountOfCounts:
+                        method: Estimator = "hc", merge: Merge = "weighted", progress: bool | None = None,
+                        rng: Any = None, privacy_unit: str | None = None) -> CountOfCounts:
         """Release consistent count-of-counts histograms for every region of a hierarchy.
 
         For every region and size ``i``: how many groups (households) have ``i``
@@ -207,6 +194,8 @@ class DPAccessorBase:
             leaf column together with ``hierarchy=``. The root is ``"national"``.
         epsilon : float
             Privacy loss charged to the active budget (once, for all levels).
+        rho : float
+            Privacy loss in zero-concentrated DP instead (pass exactly one of the two).
         groups : DataFrame, optional
             The public Groups table: one row per group (empty groups included)
             with the ``group`` and location columns. Its numbers of groups per
@@ -215,18 +204,9 @@ class DPAccessorBase:
         hierarchy : DataFrame, optional
             Public region table, one column per level coarse to fine. Needed
             when ``groups`` is not given (regions are never read from the data).
-        max_size : int, optional
-            Public upper bound ``K`` on the group size (larger groups count as
-            ``K``); estimated with 1/20 of ``epsilon`` when omitted (``hc``/``naive``).
-        method : {"hc", "hg", "naive"}
-            Per-region estimator: cumulative histogram (default), sorted sizes,
-            or noisy histogram.
-        merge : {"weighted", "average"}
-            How a region's and its parent's size estimates are merged.
+        {max_size method merge progress}
         rng : numpy.random.Generator, optional
             Reproducible experiments only; ``None`` uses secure randomness.
-        progress : bool, optional
-            Progress bar (tqdm) — by default only on a terminal.
         privacy_unit : {"person", "group"}, optional
             ``"person"`` (default, Kuo et al.): neighbours differ by one row of this frame.
             ``"group"``: household-level privacy, neighbours differ by one whole group and its
@@ -258,9 +238,7 @@ class DPAccessorBase:
         >>> int(coc.at("national").sum()) == len(households)
         True
         """
-        return _count_of_counts(self._frame(), group, location, epsilon=epsilon, rho=rho, groups=groups,
-                                hierarchy=hierarchy, max_size=max_size, method=method, merge=merge,
-                                rng=rng, progress=progress, privacy_unit=privacy_unit)
+        return self._release("count_of_counts", locals())
 
     def unattributed_histogram(self, group: str, *, epsilon: float | None = None, rho: float | None = None,
                                groups: Any = None, rng: Any = None, privacy_unit: Any = None,
@@ -274,6 +252,8 @@ class DPAccessorBase:
             Column of group ids.
         epsilon : float
             Privacy loss charged to the active budget.
+        rho : float
+            Privacy loss in zero-concentrated DP instead (pass exactly one of the two).
         groups : Series, Index, array or DataFrame, optional
             All group ids (public), including groups with no rows; rows of other
             ids are dropped. A DataFrame (a public groups table) gives them in
@@ -281,10 +261,12 @@ class DPAccessorBase:
             1/10 of ``epsilon``.
         rng : numpy.random.Generator, optional
             Reproducible experiments only.
-        privacy_unit, max_rows, max_cells, max_rows_per_cell : optional
-            A privacy unit and its public bounds, as for :meth:`histogram` (``max_rows`` must be
-            a number here); the unit may be the group column itself (node-level privacy of a
-            degree sequence).
+        {privacy_unit max_rows max_cells max_rows_per_cell}
+
+        Notes
+        -----
+        ``max_rows`` must be a number here (not ``"auto"``); the privacy unit may be the group
+        column itself (node-level privacy of a degree sequence).
 
         Returns
         -------
@@ -301,17 +283,14 @@ class DPAccessorBase:
         >>> len(u.counts)
         4
         """
-        return _unattributed_histogram(self._frame(), group, epsilon=epsilon, rho=rho, groups=groups, rng=rng,
-                                       privacy_unit=privacy_unit, max_rows=max_rows, max_cells=max_cells,
-                                       max_rows_per_cell=max_rows_per_cell)
+        return self._release("unattributed_histogram", locals())
 
     def hierarchical_histogram(self, columns: Any, *, bins: Any = None, range: Any = None,
                                categories: Any = None, epsilon: float | None = None, rho: float | None = None,
-                               branching: int | str = "auto",
-                               budget_split: Literal["uniform", "geometric", "optimal"] = "uniform",
-                               include_root: bool = False, consistent: bool = True,
-                               nonnegative: bool = False, integer: bool = False,
-                               rng: Any = None, privacy_unit: Any = None, max_rows: int | str | None = None,
+                               branching: int | str = "auto", budget_split: BudgetSplit = "uniform",
+                               include_root: bool = False, consistent: bool = True, integer: bool = False,
+                               nonnegative: bool = False, rng: Any = None, privacy_unit: Any = None,
+                               max_rows: int | str | None = None,
                                max_cells: int | None = None,
                                max_rows_per_cell: int | None = None) -> HierarchicalHistogram:
         """Release a hierarchical histogram: noisy counts on a tree over the bins (H-bar, H_b^c).
@@ -324,36 +303,15 @@ class DPAccessorBase:
             The public domain, as for :meth:`histogram`.
         epsilon : float
             Privacy loss charged once to the active budget, split across the tree levels.
-        branching : int or "auto"
-            Fan-out ``b`` per dimension. ``"auto"`` minimizes the predicted average
-            range-query variance (exact V_Avg; Qardaji et al. Eq. 3) without spending budget.
-        budget_split : {"uniform", "geometric", "optimal"}
-            Split of epsilon across levels: equal; ``b^(1/3)`` times the parent's (Cormode
-            et al.); Qardaji et al.'s iterative optimum for range queries.
-        include_root : bool
-            Also noise the root count (Hay et al.'s tree).
-        consistent : bool
-            Exact least-squares constrained inference (``H_b^c``); ``False`` answers ranges
-            with the fewest noisy nodes (``H_b``).
+        rho : float
+            Privacy loss in zero-concentrated DP instead (pass exactly one of the two).
+        {branching budget_split include_root consistent integer}
         nonnegative : bool
             Non-negative leaf estimates that still sum consistently up the tree; error bars
             are then approximate (``variance_exact`` is False).
-        integer : bool
-            Non-negative integer counts on every node, consistent up the tree (controlled
-            rounding of the non-negative estimates: each node is the floor or ceiling of its
-            real estimate); tables ready to publish. Needs ``consistent=True``.
-        privacy_unit : column label, optional
-            The column identifying each person (rider, customer, household): neighbouring
-            frames then differ by all the rows of one unit. Default: one row is one unit.
-        max_rows : int or "auto", optional
-            With ``privacy_unit``: keep at most this many rows per unit, chosen at random
-            (``"auto"`` chooses it privately with 5% of the loss).
-        max_cells, max_rows_per_cell : int, optional
-            With ``privacy_unit``, instead of ``max_rows``: at most ``max_cells`` distinct cells
-            per unit and ``max_rows_per_cell`` rows in each (L1 ``c r``, L2 ``sqrt(c) r``).
-            Each level of the tree is then calibrated to its own sensitivity under the bounds.
         rng : numpy.random.Generator, optional
             Reproducible experiments only; ``None`` uses secure randomness.
+        {privacy_unit max_rows max_cells max_rows_per_cell}
 
         Returns
         -------
@@ -366,6 +324,11 @@ class DPAccessorBase:
         NoActiveBudgetError, BudgetExceededError, DomainError, ParameterError
             As for :meth:`histogram`, all before any charge.
 
+        Notes
+        -----
+        With a privacy unit, each level of the tree is calibrated to its own sensitivity under
+        the unit's bounds.
+
         Examples
         --------
         >>> import numpy as np, pandas as pd, pandas_dp as pdp
@@ -376,16 +339,11 @@ class DPAccessorBase:
         >>> t.branching, t.height
         (16, 2)
         """
-        return _hierarchical_histogram(self._frame(), columns, bins=bins, range=range,
-                                       categories=categories, epsilon=epsilon, rho=rho, branching=branching,
-                                       budget_split=budget_split, include_root=include_root,
-                                       consistent=consistent, nonnegative=nonnegative, integer=integer,
-                                       rng=rng, privacy_unit=privacy_unit, max_rows=max_rows,
-                                       max_cells=max_cells, max_rows_per_cell=max_rows_per_cell)
+        return self._release("hierarchical_histogram", locals())
 
     def range_query(self, column: Any, ranges: Any, *, bins: Any = None, range: Any = None,
                     categories: Any = None, epsilon: float | None = None, rho: float | None = None,
-                    method: str = "auto", rng: Any = None,
+                    method: HistogramMethodName = "auto", rng: Any = None,
                     nonnegative: bool = False, privacy_unit: Any = None, max_rows: int | str | None = None,
                     max_cells: int | None = None, max_rows_per_cell: int | None = None,
                     **method_params: Any) -> pd.DataFrame:
@@ -401,11 +359,12 @@ class DPAccessorBase:
             The public domain, as for :meth:`histogram`.
         epsilon : float
             Privacy loss charged once to the active budget.
-        method : {"auto", "hierarchical", "identity", ...}
-            ``"auto"`` releases a hierarchical histogram with the best ``b`` when its
-            predicted average range variance beats the flat histogram's, else the flat one.
-        rng, nonnegative, privacy_unit, max_rows, max_cells, max_rows_per_cell, **method_params
-            As for :meth:`histogram` / :meth:`hierarchical_histogram`.
+        rho : float
+            Privacy loss in zero-concentrated DP instead (pass exactly one of the two).
+        {method}
+        rng, nonnegative
+            As for :meth:`histogram`.
+        {privacy_unit max_rows max_cells max_rows_per_cell method_params}
 
         Returns
         -------
@@ -425,10 +384,12 @@ class DPAccessorBase:
         >>> list(ans.columns), ans.attrs["release"].method
         (['low', 'high', 'estimate', 'std_error', 'lower', 'upper'], 'hierarchical')
         """
-        return _range_query(self._frame(), column, ranges, bins=bins, range=range,
-                            categories=categories, epsilon=epsilon, rho=rho, method=method, rng=rng,
-                            nonnegative=nonnegative, privacy_unit=privacy_unit, max_rows=max_rows,
-                            max_cells=max_cells, max_rows_per_cell=max_rows_per_cell, **method_params)
+        return self._release("range_query", locals())
+
+for _entry in ENTRIES.values():  # the knob paragraphs, from each entry's parameter table
+    _method = getattr(DPAccessorBase, _entry.name)
+    _method.__doc__ = fill_doc(_method.__doc__, _entry.params)
+
 
 def _series_method(name: str) -> Callable[..., Any]:
     """``Series.dp.<name>``: the DataFrame method with the Series as its column argument."""
@@ -476,6 +437,8 @@ class SeriesDPAccessor:
 
     def _frame(self) -> pd.DataFrame:
         return self._obj.to_frame(name=self._name())
+
+    _release = DPAccessorBase._release  # the same one dispatch, on the Series as a one-column frame
 
 
 for _entry in ENTRIES.values():

@@ -62,6 +62,7 @@ import numpy as np
 from pandas_dp.noise.exact_cdf import exp_bounds, floor_exp_neg
 from pandas_dp.noise.gaussian_tail import certified_quantile
 from pandas_dp._utils.rational import to_fraction
+from pandas_dp._utils.checks import MAX_GAUSSIAN_SIGMA2
 from pandas_dp.errors import ParameterError
 from pandas_dp.noise.laplace import as_probability, laplace_sampler, round_up_denominator
 from pandas_dp.noise.words import BLOCK, RngLike, as_shape, word_source, writeable_int64
@@ -69,7 +70,7 @@ from pandas_dp.noise.words import BLOCK, RngLike, as_shape, word_source, writeab
 __all__ = ["discrete_gaussian", "add_discrete_gaussian", "discrete_gaussian_variance", "discrete_gaussian_quantile"]
 
 _M64 = (1 << 64) - 1
-_MAX_SIGMA2 = Fraction(1 << 100)  # sigma at most 2**50, as for the Laplace scale
+_MAX_SIGMA2 = MAX_GAUSSIAN_SIGMA2  # sigma at most 2**50, as for the Laplace scale
 _MAX_DENOMINATOR = 1 << 64  # sigma2 is rounded UP to denominators <= 2**64
 _MAX_BUCKETS = 1 << 15
 _CHUNK = 1 << 16  # proposals per vectorized round

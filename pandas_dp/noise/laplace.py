@@ -78,6 +78,7 @@ from typing import Any, Callable
 import numpy as np
 
 from pandas_dp.noise.csprng import SecureRandom
+from pandas_dp._utils.checks import MAX_NOISE_SCALE
 from pandas_dp._utils.rational import to_fraction
 from pandas_dp.errors import ParameterError
 
@@ -97,7 +98,7 @@ __all__ = [
 
 _M64 = (1 << 64) - 1
 _MAX_DENOMINATOR = 1 << 32  # scales are rounded up to denominators <= 2**32
-_MAX_SCALE = Fraction(1 << 50)  # int64 noise must not overflow
+_MAX_SCALE = MAX_NOISE_SCALE  # int64 noise must not overflow
 _TAIL_BITS = 24  # tables cover all but about 2**-24 of the mass
 _LAPLACE_L_MAX = 4096  # at most 2 * 4096 + 2 thresholds
 _GEOM_TABLE_MAX = 256

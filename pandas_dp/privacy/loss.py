@@ -49,7 +49,8 @@ from typing import Any, ClassVar, Sequence
 
 import numpy as np
 
-from pandas_dp._utils.rational import safe_repr, to_fraction
+from pandas_dp._utils.checks import MAX_GAUSSIAN_SIGMA2, MAX_NOISE_SCALE, normal_quantile
+from pandas_dp._utils.rational import fraction_text, safe_repr, to_fraction
 from pandas_dp.errors import ParameterError
 from pandas_dp.noise.discrete_gaussian import (add_discrete_gaussian, discrete_gaussian, discrete_gaussian_quantile,
                                                discrete_gaussian_variance)
@@ -60,10 +61,6 @@ from pandas_dp.privacy.zcdp import zcdp_epsilon
 __all__ = ["Sensitivity", "PrivacyLoss", "PureDP", "ZCDP", "Noise", "DiscreteLaplace", "DiscreteGaussian", "pure", "zcdp",
            "loss_from", "MAX_NOISE_SCALE", "MAX_GAUSSIAN_SIGMA2", "SHARE_GRID"]
 
-#: Largest discrete Laplace scale the sampler accepts (int64 noise must not overflow).
-MAX_NOISE_SCALE = Fraction(1 << 50)
-#: Largest discrete Gaussian variance (sigma at most 2**50, as for the Laplace scale).
-MAX_GAUSSIAN_SIGMA2 = Fraction(1 << 100)
 #: Smallest variance a noise reports: a huge loss makes the exact variance underflow to 0 in floating
 #: point (the discrete Laplace variance ``2p/(1-p)^2``, ``p = exp(-1/t)``, beyond epsilon ~745), which would
 #: break every inverse-variance weight downstream; this upper bound stands in for it.
@@ -109,14 +106,7 @@ class Sensitivity:
 UNIT = Sensitivity()
 
 
-def _normal_z(confidence_level: float) -> float:
-    from statistics import NormalDist
-
-    return NormalDist().inv_cdf(0.5 + float(confidence_level) / 2)
-
-
-def _text(value: Fraction) -> str:
-    return str(value.numerator) if value.denominator == 1 else f"{value.numerator}/{value.denominator}"
+_text = fraction_text
 
 
 class Noise(ABC):
@@ -238,7 +228,7 @@ class DiscreteLaplace(Noise):
         tree and DPCube at or above the nominal level (tests/test_coverage.py).
         """
         alpha = 1.0 - float(confidence_level)
-        return max(_normal_z(confidence_level), math.log(1.0 / alpha) / math.sqrt(2.0))
+        return max(normal_quantile(confidence_level), math.log(1.0 / alpha) / math.sqrt(2.0))
 
     def describe(self) -> dict[str, Any]:
         return {"noise": self.name, "noise_scale": _text(self.scale)}
@@ -282,7 +272,7 @@ class DiscreteGaussian(Noise):
         """
         s2 = float(self.sigma2)
         if s2 >= 2.0:
-            return _normal_z(confidence_level)
+            return normal_quantile(confidence_level)
         alpha = 1.0 - float(confidence_level)
         return math.sqrt(2.0 * math.log(2.0 / alpha) * s2 / self.variance())
 

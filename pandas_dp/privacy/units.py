@@ -34,18 +34,17 @@ k epsilon-DP on groups of k rows).
 from __future__ import annotations
 
 import math
-import numbers
 from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any
 
-import numpy as np
 
+from pandas_dp._utils.checks import integer_in
 from pandas_dp._utils.rational import safe_repr
 from pandas_dp.errors import ParameterError
 from pandas_dp.privacy.loss import PrivacyLoss, Sensitivity
 
-__all__ = ["UnitBounds", "unit_bounds", "AUTO_SHARE", "AUTO_QUANTILE", "AUTO_MAX_ROWS", "AUTO_STEPS", "MAX_BOUND"]
+__all__ = ["UnitBounds", "UnitArguments", "UNIT_ARGUMENTS", "unit_bounds", "AUTO_SHARE", "AUTO_QUANTILE", "AUTO_MAX_ROWS", "AUTO_STEPS", "MAX_BOUND"]
 
 #: Share of the release's loss spent choosing ``max_rows="auto"``.
 AUTO_SHARE = Fraction(1, 20)
@@ -157,13 +156,36 @@ class UnitBounds:
         return out
 
 
+#: The release arguments that name the privacy unit and bound its contribution, in signature order.
+UNIT_ARGUMENTS = ("privacy_unit", "max_rows", "max_cells", "max_rows_per_cell")
+
+
+@dataclass(frozen=True)
+class UnitArguments:
+    """The privacy-unit arguments of a release call as the caller gave them (public, not yet checked).
+
+    The release's entry function gathers its four keyword arguments into this one object and hands it
+    down; :meth:`bounds` checks them against the frame's column labels and builds the
+    :class:`UnitBounds` once, where the release knows which columns the unit may not be.
+    """
+
+    privacy_unit: Any = None
+    max_rows: Any = None
+    max_cells: Any = None
+    max_rows_per_cell: Any = None
+
+    def bounds(self, columns: Any, reserved: tuple[Any, ...] = ()) -> UnitBounds | None:
+        """The checked :class:`UnitBounds` (``None``: one row is one unit); see :func:`unit_bounds`."""
+        return unit_bounds(columns, self.privacy_unit, max_rows=self.max_rows, max_cells=self.max_cells,
+                           max_rows_per_cell=self.max_rows_per_cell, reserved=reserved)
+
+
 def _bound(value: Any, name: str) -> int:
-    # np.timedelta64 registers as an Integral (it subclasses np.signedinteger) but is a duration.
-    if isinstance(value, (bool, np.bool_, np.timedelta64)) or not isinstance(value, numbers.Integral) \
-            or not 1 <= int(value) <= MAX_BOUND:
+    number = integer_in(value, 1, MAX_BOUND)
+    if number is None:
         raise ParameterError(f"The '{name}' parameter must be a positive integer (a public bound on each "
                              f"unit's contribution) of at most {MAX_BOUND:,}. Got {safe_repr(value)}.")
-    return int(value)
+    return number
 
 
 def _is_label_of(label: Any, labels: list[Any]) -> bool:

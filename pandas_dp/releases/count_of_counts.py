@@ -17,11 +17,10 @@ Budget split, recorded in the ledger entry's parameters:
 
 from __future__ import annotations
 
-import numbers
 import sys
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, Callable, Literal
+from typing import Any, Callable, Literal, get_args
 
 import numpy as np
 import pandas as pd
@@ -29,6 +28,7 @@ import pandas as pd
 from pandas_dp.algorithms.count_of_counts import (SENSITIVITY, Runs, runs_to_frame, consistent_group_totals, estimate_level,
                                           estimate_max_size)
 from pandas_dp.algorithms.count_of_counts_matching import top_down
+from pandas_dp._utils.checks import integer_in
 from pandas_dp._utils.rational import safe_repr
 from pandas_dp.domain.grid import MAX_CELLS
 from pandas_dp.errors import ParameterError
@@ -43,8 +43,11 @@ __all__ = ["count_of_counts", "MAX_GROUPS", "MAX_SIZE_SHARE", "GROUP_TOTALS_SHAR
 
 MAX_SIZE_SHARE = Fraction(1, 20)
 GROUP_TOTALS_SHARE = Fraction(1, 10)
-METHODS = ("hc", "hg", "naive")
-MERGES = ("weighted", "average")
+#: The estimators and merge rules (the types of ``method=`` and ``merge=``; their options are read from them).
+Estimator = Literal["hc", "hg", "naive"]
+Merge = Literal["weighted", "average"]
+METHODS: tuple[str, ...] = get_args(Estimator)
+MERGES: tuple[str, ...] = get_args(Merge)
 
 #: Largest group size ``K`` the hc and naive estimators work up to: they draw one noise value per
 #: size and region, so K sets the work. A larger caller-given K is refused before the charge; a
@@ -60,8 +63,7 @@ MAX_GROUPS = MAX_CELLS
 def _check_max_size(max_size: Any, name: str = "max_size") -> int | None:
     if max_size is None:
         return None
-    if isinstance(max_size, (bool, np.bool_, np.timedelta64)) or not isinstance(max_size, numbers.Integral) \
-            or int(max_size) < 1:
+    if integer_in(max_size, 1) is None:
         raise ParameterError(f"The 'max_size' parameter must be a positive integer (a public upper bound on "
                              f"the group size) or None to estimate it privately. Got {safe_repr(max_size)}.")
     if int(max_size) > MAX_SIZE_LIMIT:
@@ -93,10 +95,19 @@ class _Progress:
 
 #: The knobs of count_of_counts (the tables, columns and loss are its other arguments).
 COUNT_OF_COUNTS_PARAMS = ParamTable("count_of_counts", (
-    Param("max_size", _MaxSize(), None, "public upper bound K on the group size (None: estimated)"),  # type: ignore[arg-type]
-    Param("method", Options(METHODS), "hc", "per-region estimator"),
-    Param("merge", Options(MERGES), "weighted", "how a region's and its parent's size estimates merge"),
-    Param("progress", _Progress(), None, "progress bar (default: only on a terminal)"),  # type: ignore[arg-type]
+    Param("max_size", _MaxSize(), None, "public upper bound K on the group size (None: estimated)",  # type: ignore[arg-type]
+          type="int, optional", doc="""
+              Public upper bound ``K`` on the group size (larger groups count as
+              ``K``); estimated with 1/20 of ``epsilon`` when omitted (``hc``/``naive``)."""),
+    Param("method", Options(METHODS), "hc", "per-region estimator",
+          type="{" + ", ".join(f'"{m}"' for m in METHODS) + "}", doc="""
+              Per-region estimator: cumulative histogram (default), sorted sizes,
+              or noisy histogram."""),
+    Param("merge", Options(MERGES), "weighted", "how a region's and its parent's size estimates merge",
+          type="{" + ", ".join(f'"{m}"' for m in MERGES) + "}",
+          doc="How a region's and its parent's size estimates are merged."),
+    Param("progress", _Progress(), None, "progress bar (default: only on a terminal)",  # type: ignore[arg-type]
+          type="bool, optional", doc="Progress bar (tqdm) — by default only on a terminal."),
 ))
 
 
@@ -240,9 +251,8 @@ def _interactive() -> bool:
 
 def count_of_counts(frame: pd.DataFrame, group: str, location: Any, *, epsilon: Any = None, rho: Any = None,
                     groups: pd.DataFrame | None = None, hierarchy: pd.DataFrame | None = None,
-                    max_size: int | None = None, method: Literal["hc", "hg", "naive"] = "hc",
-                    merge: Literal["weighted", "average"] = "weighted", rng: Any = None,
-                    progress: bool | None = None, privacy_unit: str | None = None) -> CountOfCounts:
+                    max_size: int | None = None, method: Estimator = "hc", merge: Merge = "weighted",
+                    progress: bool | None = None, rng: Any = None, privacy_unit: str | None = None) -> CountOfCounts:
     """Release consistent count-of-counts histograms of every region (see ``DataFrame.dp.count_of_counts``)."""
     loss = privacy_loss(epsilon, rho)
     generator = check_rng(rng)

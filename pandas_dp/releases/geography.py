@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from pandas_dp._utils.rational import safe_repr, to_fraction
+from pandas_dp._utils.rational import fraction_text, safe_repr, to_fraction
 from pandas_dp.algorithms.regions.geography import release_geography
 from pandas_dp.domain.grid import MAX_CELLS, Grid, make_grid
 from pandas_dp.errors import DomainError, ParameterError
@@ -51,16 +51,19 @@ from pandas_dp.results.geography_layout import geography_index, RESERVED_NAMES
 from pandas_dp.results.geography import GeographyHistogram
 from pandas_dp.algorithms.regions.layout import level_tables
 from pandas_dp.noise.words import release_key
-from pandas_dp.privacy.units import AUTO_MAX_ROWS, AUTO_SHARE, UnitBounds, unit_bounds
+from pandas_dp.privacy.units import AUTO_MAX_ROWS, AUTO_SHARE, UnitArguments, UnitBounds
 from pandas_dp.releases.histogram import BOTH_MEASURES, METHODS, choose_max_rows, method_named
-from pandas_dp.releases.params import check_columns, check_flag, check_rng
+from pandas_dp.releases.params import Param, check_columns, check_flag, check_rng
 from pandas_dp.releases.pipeline import Release, check_measure, privacy_loss, run
 
-__all__ = ["GEOGRAPHY_ARGUMENTS", "GEOGRAPHY_METHODS", "GeographyPlan", "geography_tree", "level_shares",
+__all__ = ["GEOGRAPHY_ARGUMENTS", "GEOGRAPHY_PARAMS", "GEOGRAPHY_METHODS", "GeographyPlan", "geography_tree", "level_shares",
            "plan_geography", "histogram_by_region"]
 
-#: The arguments of ``histogram`` that make it a release by geography (the CLI accepts them too).
-GEOGRAPHY_ARGUMENTS = ("by", "hierarchy", "by_categories", "level_weights", "integer")
+#: The arguments of ``histogram`` that make it a release by geography (the CLI accepts them too); they
+#: are checked here, in :func:`histogram_by_region`'s order.
+GEOGRAPHY_PARAMS: tuple[Param, ...] = tuple(Param(name, None, None) for name in
+                                            ("by", "hierarchy", "by_categories", "level_weights", "integer"))
+GEOGRAPHY_ARGUMENTS = tuple(p.name for p in GEOGRAPHY_PARAMS)
 
 #: Histogram methods whose per-region tables this release can noise and make consistent.
 GEOGRAPHY_METHODS = ("identity",)
@@ -265,8 +268,6 @@ def plan_geography(tree: RegionTree, grid: Grid, loss: PrivacyLoss, *, level_wei
     return GeographyPlan(tree, grid, shares, losses, noises)
 
 
-def _fraction_text(value: Fraction) -> str:
-    return str(value.numerator) if value.denominator == 1 else f"{value.numerator}/{value.denominator}"
 
 
 def _ledger_params(plan: GeographyPlan, loss: PrivacyLoss, method: str, nonnegative: bool,
@@ -274,8 +275,8 @@ def _ledger_params(plan: GeographyPlan, loss: PrivacyLoss, method: str, nonnegat
     return {
         "method": method, "by": list(plan.levels[1:]), "levels": list(plan.levels),
         "regions_per_level": [len(r) for r in plan.tree.regions], "shape": list(plan.grid.shape),
-        "level_shares": [_fraction_text(s) for s in plan.shares],
-        f"{loss.parameter}_per_level": [_fraction_text(p.amount) if p is not None else "0" for p in plan.losses],
+        "level_shares": [fraction_text(s) for s in plan.shares],
+        f"{loss.parameter}_per_level": [fraction_text(p.amount) if p is not None else "0" for p in plan.losses],
         "nonnegative": nonnegative, "integer": integer,
     }
 
@@ -303,10 +304,10 @@ def histogram_by_region(frame: Any, columns: Any, *, bins: Any = None, range: An
                         epsilon: Any = None, rho: Any = None, method: str = "identity", rng: Any = None,
                         nonnegative: bool = False, by: Any = None, hierarchy: pd.DataFrame | None = None,
                         by_categories: Any = None, level_weights: Any = None, integer: bool | None = None,
-                        privacy_unit: Any = None, max_rows: Any = None, max_cells: Any = None,
-                        max_rows_per_cell: Any = None, **method_params: Any) -> GeographyHistogram:
+                        unit_arguments: UnitArguments = UnitArguments(), **method_params: Any) -> GeographyHistogram:
     """Release one consistent histogram per region of a public geography (see ``DataFrame.dp.histogram``).
 
+    ``unit_arguments`` carries the privacy-unit arguments (checked here, once the region columns are known).
     With a ``privacy_unit``, every unit's rows are bounded on the leaf table (its (finest region,
     cell) pairs) as for a flat histogram, and every level is noised for a unit of at most its row
     bound (group privacy, :meth:`~pandas_dp.privacy.units.UnitBounds.per_row_loss`): the coarser levels
@@ -334,8 +335,7 @@ def histogram_by_region(frame: Any, columns: Any, *, bins: Any = None, range: An
         raise ParameterError(f"Column(s) {clash} share a name with the result's index or columns "
                              f"{list(RESERVED_NAMES)}; rename them (df.rename(columns=...)) first.")
     tree = geography_tree(frame.columns, by, hierarchy=hierarchy, by_categories=by_categories)
-    unit = unit_bounds(frame.columns, privacy_unit, max_rows=max_rows, max_cells=max_cells,
-                       max_rows_per_cell=max_rows_per_cell, reserved=(*cols, *tree.located))
+    unit = unit_arguments.bounds(frame.columns, reserved=(*cols, *tree.located))
     grid = make_grid(frame, cols, bins=bins, range=range, categories=categories)
 
     def planned(bounds: UnitBounds | None, share: PrivacyLoss) -> GeographyPlan:

@@ -13,31 +13,34 @@ answers the ranges from it.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any, Literal, cast
+from typing import Any, cast, get_args
 
 import numpy as np
 import pandas as pd
 
 from pandas_dp.algorithms.tree.branching import choose_branching
 from pandas_dp.algorithms.controlled_rounding import integer_tree
+from pandas_dp.algorithms.tree.budget import BudgetSplit
 from pandas_dp.algorithms.tree.release import TreePlan, plan_tree, release_tree
 from pandas_dp.domain.grid import Grid, make_grid
 from pandas_dp._utils.public import float_array, safe_repr
 from pandas_dp.domain.grid import MAX_CELLS
 from pandas_dp.errors import ParameterError
 from pandas_dp.privacy.loss import UNIT, PrivacyLoss
-from pandas_dp.privacy.units import AUTO_SHARE, UnitBounds, unit_bounds
+from pandas_dp.privacy.units import AUTO_SHARE, UnitBounds
 from pandas_dp.results.hierarchical import HierarchicalHistogram
 from pandas_dp.results.frozen import lock_in_place
 from pandas_dp.results.histogram import as_series
-from pandas_dp.releases.histogram import (BOTH_MEASURES, HistogramMethod, Planned, histogram, histogram_release, method_named,
-                        plan_method, register_method)
-from pandas_dp.releases.params import AutoOr, Flag, Integer, Options, Param, ParamTable, check_columns, check_flag, check_rng
+from pandas_dp.releases.histogram import (BOTH_MEASURES, HistogramMethod, MethodName, Planned, flat_histogram,
+                                          histogram_release, method_named, plan_method, register_method)
+from pandas_dp.releases.params import (AutoOr, Flag, Integer, Options, Param, ParamTable, PrivacyUnit, check_columns,
+                                       check_flag, check_rng)
 from pandas_dp.releases.pipeline import privacy_loss
 
-__all__ = ["hierarchical_histogram", "range_query", "BUDGET_SPLITS", "TREE_PARAMS"]
+__all__ = ["hierarchical_histogram", "range_query", "BudgetSplit", "BUDGET_SPLITS", "TREE_PARAMS"]
 
-BUDGET_SPLITS = ("uniform", "geometric", "optimal")
+#: The options of ``budget_split``, read from its type (:data:`pandas_dp.algorithms.tree.budget.BudgetSplit`).
+BUDGET_SPLITS: tuple[str, ...] = get_args(BudgetSplit)
 
 TREE_PARAMS = ParamTable("method='hierarchical'", (
     # A fan-out at least the number of bins is a one-level tree; above the largest domain it is refused
@@ -45,11 +48,24 @@ TREE_PARAMS = ParamTable("method='hierarchical'", (
     Param("branching", AutoOr(Integer(2, MAX_CELLS), "The '{name}' parameter must be 'auto' or an integer in "
                               f"[2, {MAX_CELLS}] (the fan-out per dimension). Got {{value}}. Qardaji et al. "
                               "recommend 8 to 16; 'auto' picks it from the domain size and epsilon."),
-          "auto", "fan-out b per dimension, or 'auto' (minimal predicted average range variance)"),
-    Param("budget_split", Options(BUDGET_SPLITS), "uniform", "split of the loss across the tree's levels"),
-    Param("include_root", Flag(), False, "also noise the root (Hay et al.'s tree)"),
-    Param("consistent", Flag(), True, "exact least-squares constrained inference (H_b^c)"),
-    Param("integer", Flag(), False, "non-negative integer counts, consistent up the tree (controlled rounding)"),
+          "auto", "fan-out b per dimension, or 'auto' (minimal predicted average range variance)",
+          type='int or "auto"', doc="""
+              Fan-out ``b`` per dimension. ``"auto"`` minimizes the predicted average
+              range-query variance (exact V_Avg; Qardaji et al. Eq. 3) without spending budget."""),
+    Param("budget_split", Options(BUDGET_SPLITS), "uniform", "split of the loss across the tree's levels",
+          type="{" + ", ".join(f'"{s}"' for s in BUDGET_SPLITS) + "}", doc="""
+              Split of epsilon across levels: equal; ``b^(1/3)`` times the parent's (Cormode
+              et al.); Qardaji et al.'s iterative optimum for range queries."""),
+    Param("include_root", Flag(), False, "also noise the root (Hay et al.'s tree)", type="bool",
+          doc="Also noise the root count (Hay et al.'s tree)."),
+    Param("consistent", Flag(), True, "exact least-squares constrained inference (H_b^c)", type="bool", doc="""
+              Exact least-squares constrained inference (``H_b^c``); ``False`` answers ranges
+              with the fewest noisy nodes (``H_b``)."""),
+    Param("integer", Flag(), False, "non-negative integer counts, consistent up the tree (controlled rounding)",
+          type="bool", doc="""
+              Non-negative integer counts on every node, consistent up the tree (controlled
+              rounding of the non-negative estimates: each node is the floor or ceiling of its
+              real estimate); tables ready to publish. Needs ``consistent=True``."""),
 ))
 
 
@@ -131,18 +147,21 @@ register_method(HistogramMethod("hierarchical", TREE_PARAMS, _plan, _release, me
 
 def hierarchical_histogram(frame: pd.DataFrame, columns: Any, *, bins: Any = None, range: Any = None,
                            categories: Any = None, epsilon: Any = None, rho: Any = None,
-                           branching: int | str = "auto",
-                           budget_split: Literal["uniform", "geometric", "optimal"] = "uniform",
-                           include_root: bool = False, consistent: bool = True,
-                           nonnegative: bool = False, integer: bool = False,
-                           rng: Any = None, privacy_unit: Any = None, max_rows: Any = None,
-                           max_cells: Any = None, max_rows_per_cell: Any = None) -> HierarchicalHistogram:
-    """Release a hierarchical histogram (see ``DataFrame.dp.hierarchical_histogram``)."""
-    return histogram(frame, columns, bins=bins, range=range, categories=categories, epsilon=epsilon, rho=rho,
-                     method="hierarchical", rng=rng, nonnegative=nonnegative, branching=branching,
-                     budget_split=budget_split, include_root=include_root,
-                     consistent=consistent, integer=integer, privacy_unit=privacy_unit, max_rows=max_rows,
-                     max_cells=max_cells, max_rows_per_cell=max_rows_per_cell)  # type: ignore[return-value]
+                           branching: int | str = "auto", budget_split: BudgetSplit = "uniform",
+                           include_root: bool = False, consistent: bool = True, integer: bool = False,
+                           nonnegative: bool = False, rng: Any = None, privacy_unit: Any = None,
+                           max_rows: Any = None, max_cells: Any = None,
+                           max_rows_per_cell: Any = None) -> HierarchicalHistogram:
+    """Release a hierarchical histogram (see ``DataFrame.dp.hierarchical_histogram``).
+
+    It is ``histogram(method="hierarchical")`` with the tree's knobs (:data:`TREE_PARAMS`) as named arguments.
+    """
+    knobs = {"branching": branching, "budget_split": budget_split, "include_root": include_root,
+             "consistent": consistent, "integer": integer}
+    unit = PrivacyUnit.gather(privacy_unit, max_rows, max_cells, max_rows_per_cell)
+    return flat_histogram(frame, columns, bins=bins, range=range, categories=categories,  # type: ignore[return-value]
+                          epsilon=epsilon, rho=rho, method="hierarchical", rng=rng, nonnegative=nonnegative,
+                          unit=unit, knobs=knobs)
 
 
 def _range_pairs(ranges: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -166,7 +185,7 @@ def _range_pairs(ranges: Any) -> tuple[np.ndarray, np.ndarray]:
 
 
 def range_query(frame: pd.DataFrame, column: Any, ranges: Any, *, bins: Any = None, range: Any = None,
-                categories: Any = None, epsilon: Any = None, rho: Any = None, method: str = "auto",
+                categories: Any = None, epsilon: Any = None, rho: Any = None, method: MethodName = "auto",
                 rng: Any = None, nonnegative: bool = False, privacy_unit: Any = None, max_rows: Any = None,
                 max_cells: Any = None, max_rows_per_cell: Any = None, **method_params: Any) -> pd.DataFrame:
     """Release the histogram best suited to ranges and answer ``ranges`` from it.
@@ -182,8 +201,8 @@ def range_query(frame: pd.DataFrame, column: Any, ranges: Any, *, bins: Any = No
     generator = check_rng(rng)
     nonneg = check_flag(nonnegative, "nonnegative")
     name = method_named(method, "range_query", extra=("auto",))
-    unit = unit_bounds(frame.columns, privacy_unit, max_rows=max_rows, max_cells=max_cells,
-                       max_rows_per_cell=max_rows_per_cell, reserved=tuple(cols))
+    unit = PrivacyUnit.gather(privacy_unit, max_rows, max_cells, max_rows_per_cell).bounds(frame.columns,
+                                                                                           reserved=tuple(cols))
     grid = make_grid(frame, cols, bins=bins, range=range, categories=categories)
     lows, highs = _range_pairs(ranges)
     grid.dims[0].align(lows, highs)   # DomainError before any charge

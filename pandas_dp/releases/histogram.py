@@ -12,7 +12,7 @@ charge) and a ``release`` step (exact counts and the plan in, the result out).
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Literal, Mapping
 
 import numpy as np
 import pandas as pd
@@ -23,12 +23,13 @@ from pandas_dp.errors import ParameterError
 from pandas_dp.noise.words import release_key
 from pandas_dp.privacy.loss import UNIT, Noise, PrivacyLoss
 from pandas_dp.results.geography import GeographyHistogram
-from pandas_dp.privacy.units import AUTO_MAX_ROWS, AUTO_QUANTILE, AUTO_SHARE, AUTO_STEPS, UnitBounds, unit_bounds
+from pandas_dp.privacy.units import AUTO_MAX_ROWS, AUTO_QUANTILE, AUTO_SHARE, AUTO_STEPS, UnitArguments, UnitBounds
 from pandas_dp.results.histogram import Histogram, as_series, constant_cells
-from pandas_dp.releases.params import ParamTable, check_columns, check_flag, check_rng
+from pandas_dp.releases.params import ParamTable, PrivacyUnit, check_columns, check_flag, check_rng
 from pandas_dp.releases.pipeline import Release, check_measure, privacy_loss, run
 
-__all__ = ["HistogramMethod", "Planned", "METHODS", "register_method", "histogram", "histogram_release",
+__all__ = ["HistogramMethod", "Planned", "METHODS", "MethodName", "register_method", "histogram", "flat_histogram",
+           "histogram_release",
            "clip_at_zero", "own_int64", "BOTH_MEASURES"]
 
 
@@ -69,6 +70,11 @@ class HistogramMethod:
 
 
 METHODS: dict[str, HistogramMethod] = {}
+
+#: The type of ``histogram(method=...)``: every registered method, in registration order (the modules
+#: registering them are imported at the end of this one). ``tests/test_declarations.py`` checks that it
+#: lists exactly :data:`METHODS`, so the accessors' signatures and docs name every method.
+MethodName = Literal["identity", "hierarchical", "dawa", "ugrid", "agrid", "ahp", "dpcube", "auto"]
 
 
 def register_method(method: HistogramMethod) -> HistogramMethod:
@@ -183,7 +189,7 @@ def choose_max_rows(contributions: np.ndarray, noise: Noise, rng: Any) -> int:
 
 
 def histogram(frame: pd.DataFrame, columns: Any, *, bins: Any = None, range: Any = None,
-              categories: Any = None, epsilon: Any = None, rho: Any = None, method: str = "identity",
+              categories: Any = None, epsilon: Any = None, rho: Any = None, method: MethodName = "identity",
               rng: Any = None, nonnegative: bool = False, privacy_unit: Any = None, max_rows: Any = None,
               max_cells: Any = None, max_rows_per_cell: Any = None, by: Any = None, hierarchy: Any = None,
               by_categories: Any = None, level_weights: Any = None, integer: bool | None = None,
@@ -193,28 +199,35 @@ def histogram(frame: pd.DataFrame, columns: Any, *, bins: Any = None, range: Any
     With ``by=`` (and its public regions), one consistent histogram per region
     (:func:`pandas_dp.releases.geography.histogram_by_region`).
     """
+    unit = PrivacyUnit.gather(privacy_unit, max_rows, max_cells, max_rows_per_cell)
     if by is not None or hierarchy is not None or by_categories is not None or level_weights is not None:
         from pandas_dp.releases.geography import histogram_by_region  # local: cycle (geography uses this module)
 
         return histogram_by_region(frame, columns, bins=bins, range=range, categories=categories, epsilon=epsilon,
                                    rho=rho, method=method, rng=rng, nonnegative=nonnegative, by=by,
                                    hierarchy=hierarchy, by_categories=by_categories, level_weights=level_weights,
-                                   integer=integer, privacy_unit=privacy_unit, max_rows=max_rows,
-                                   max_cells=max_cells, max_rows_per_cell=max_rows_per_cell, **method_params)
+                                   integer=integer, unit_arguments=unit, **method_params)
     if integer is not None:
         method_params["integer"] = integer  # a knob of method="hierarchical"
+    return flat_histogram(frame, columns, bins=bins, range=range, categories=categories, epsilon=epsilon, rho=rho,
+                          method=method, rng=rng, nonnegative=nonnegative, unit=unit, knobs=method_params)
+
+
+def flat_histogram(frame: pd.DataFrame, columns: Any, *, bins: Any, range: Any, categories: Any, epsilon: Any,
+                   rho: Any, method: Any, rng: Any, nonnegative: Any, unit: UnitArguments,
+                   knobs: dict[str, Any]) -> Histogram:
+    """``histogram`` without ``by=``: check the public inputs in order, plan the method, run the pipeline."""
     cols = check_columns(frame, columns)
     loss = privacy_loss(epsilon, rho)
     generator = check_rng(rng)
     nonneg = check_flag(nonnegative, "nonnegative")
     name = method_named(method)
-    unit = unit_bounds(frame.columns, privacy_unit, max_rows=max_rows, max_cells=max_cells,
-                       max_rows_per_cell=max_rows_per_cell, reserved=tuple(cols))
+    bounds = unit.bounds(frame.columns, reserved=tuple(cols))
     grid = make_grid(frame, cols, bins=bins, range=range, categories=categories)
-    planned = plan_method(name, grid, loss if unit is None or not unit.auto else loss - loss.part(AUTO_SHARE),
-                          method_params, unit)
-    return histogram_release(frame, cols, grid, loss, planned, rng=generator, nonnegative=nonneg, unit=unit,
-                             knobs=method_params)
+    planned = plan_method(name, grid, loss if bounds is None or not bounds.auto else loss - loss.part(AUTO_SHARE),
+                          knobs, bounds)
+    return histogram_release(frame, cols, grid, loss, planned, rng=generator, nonnegative=nonneg, unit=bounds,
+                             knobs=knobs)
 
 
 # ------------------------------------------------------------------------------------ identity

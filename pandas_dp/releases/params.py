@@ -12,8 +12,10 @@ The shared checks of every release (columns, rng, flags, choices) live here too.
 
 from __future__ import annotations
 
+import inspect
 import math
 import numbers
+import textwrap
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Callable, Iterator, Mapping, Sequence
@@ -23,10 +25,18 @@ import pandas as pd
 
 from pandas_dp.errors import PandasDPError, ParameterError
 from pandas_dp.noise.csprng import SecureRandom
+from pandas_dp.privacy.units import UnitArguments
+from pandas_dp._utils.checks import check_flag, integer_in
 from pandas_dp._utils.rational import safe_repr
 
-__all__ = ["Constraint", "Options", "Flag", "Integer", "Real", "AutoOr", "Param", "ParamTable",
+__all__ = ["Constraint", "Options", "Flag", "Integer", "Real", "AutoOr", "PrivacyUnit", "Param", "ParamTable",
+           "POSITIONAL", "KEYWORD", "VAR_KEYWORD", "REQUIRED", "UNIT_PARAMS", "fill_doc",
            "check_rng", "check_flag", "check_choice", "check_columns"]
+
+#: Kinds of a parameter in a release's signature (those of :class:`inspect.Parameter`).
+POSITIONAL = inspect.Parameter.POSITIONAL_OR_KEYWORD
+KEYWORD = inspect.Parameter.KEYWORD_ONLY
+VAR_KEYWORD = inspect.Parameter.VAR_KEYWORD
 
 
 class Constraint:
@@ -72,15 +82,12 @@ class Integer(Constraint):
     hint: str = ""
 
     def check(self, value: Any, name: str) -> int:
-        # np.timedelta64 registers as an Integral (it subclasses np.signedinteger) but is a duration.
-        bad = isinstance(value, (bool, np.bool_, np.timedelta64)) or not isinstance(value, numbers.Integral) \
-            or int(value) < self.low \
-            or (self.high is not None and int(value) > self.high)
-        if bad:
+        number = integer_in(value, self.low, self.high)
+        if number is None:
             span = f">= {self.low}" if self.high is None else f"in [{self.low}, {self.high}]"
             raise ParameterError(f"The '{name}' parameter must be an integer {span}. Got {safe_repr(value)}."
                                  f"{self.hint}")
-        return int(value)
+        return number
 
     def describe(self) -> str:
         return f"int >= {self.low}" if self.high is None else f"int in [{self.low}, {self.high}]"
@@ -136,12 +143,43 @@ class AutoOr(Constraint):
         return f"'auto' | {self.inner.describe()}"
 
 
-_NO_DEFAULT = object()
+@dataclass(frozen=True)
+class PrivacyUnit(Constraint):
+    """The privacy unit and its public bounds: one constraint over the four arguments of
+    :data:`~pandas_dp.privacy.units.UNIT_ARGUMENTS`.
+
+    The release's entry function gathers them into one
+    :class:`~pandas_dp.privacy.units.UnitArguments`, whose ``bounds(columns, reserved)`` checks them and
+    builds the :class:`~pandas_dp.privacy.units.UnitBounds` once (they are checked together, against
+    the frame's column labels, so no single value is checked here).
+    """
+
+    def check(self, value: Any, name: str) -> Any:
+        return value
+
+    def describe(self) -> str:
+        return "a privacy unit column and its public bounds"
+
+    @staticmethod
+    def gather(privacy_unit: Any = None, max_rows: Any = None, max_cells: Any = None,
+               max_rows_per_cell: Any = None) -> UnitArguments:
+        """The one object that carries the four arguments down the release."""
+        return UnitArguments(privacy_unit, max_rows, max_cells, max_rows_per_cell)
+
+
+#: The default of a required parameter (it has none).
+REQUIRED: Any = inspect.Parameter.empty
+_NO_DEFAULT = REQUIRED
 
 
 @dataclass(frozen=True)
 class Param:
-    """One keyword parameter: its name, rule, default and a one-line help."""
+    """One parameter: its name, rule, default and a one-line help.
+
+    ``kind`` is its kind in the release's signature (keyword-only for knobs); ``type`` and ``doc``
+    are its numpydoc paragraph (type line and description), which the accessors' docstrings are
+    generated from (:func:`fill_doc`); ``help`` is the one-line version.
+    """
 
     name: str
     constraint: Constraint | None
@@ -149,6 +187,18 @@ class Param:
     help: str = ""
     #: Checked against the public domain afterwards (``None``: accepted as is).
     optional: bool = False
+    kind: inspect._ParameterKind = KEYWORD
+    type: str = ""
+    doc: str = ""
+
+    def paragraph(self, indent: str = "") -> str:
+        """The numpydoc paragraph of this parameter (``name : type`` and its description)."""
+        head = f"**{self.name}" if self.kind is VAR_KEYWORD else self.name
+        if self.type:
+            head += f" : {self.type}"
+        body = textwrap.dedent(self.doc).strip() or (self.help[:1].upper() + self.help[1:] + ".")
+        lines = [indent + head] + [indent + "    " + line if line else "" for line in body.splitlines()]
+        return "\n".join(lines)
 
     @property
     def required(self) -> bool:
@@ -186,6 +236,22 @@ class ParamTable:
     def defaults(self) -> dict[str, Any]:
         return {p.name: p.default for p in self.params if not p.required}
 
+    def __getitem__(self, name: str) -> Param:
+        for p in self.params:
+            if p.name == name:
+                return p
+        raise KeyError(name)
+
+    def signature(self, first: tuple[inspect.Parameter, ...] = ()) -> inspect.Signature:
+        """The signature this table declares (after ``first``, e.g. ``self`` or ``frame``), without annotations."""
+        return inspect.Signature([*first, *(inspect.Parameter(p.name, p.kind, default=p.default)
+                                            for p in self.params)])
+
+    def paragraphs(self, names: Sequence[str] | None = None, indent: str = "") -> str:
+        """The numpydoc paragraphs of ``names`` (default: every parameter), in table order."""
+        chosen = [p for p in self.params if names is None or p.name in names]
+        return "\n".join(p.paragraph(indent) for p in chosen)
+
     def validate(self, kwargs: Mapping[str, Any]) -> dict[str, Any]:
         """The checked knobs with defaults filled in; unknown names raise first."""
         extra = sorted(set(kwargs) - set(self.names), key=str)
@@ -220,13 +286,6 @@ def check_rng(rng: Any) -> np.random.Generator | SecureRandom | None:
         f"or a numpy.random.Generator "
         f"(reproducible experiments only). Got {safe_repr(rng)}.{hint}"
     )
-
-
-def check_flag(value: Any, name: str) -> bool:
-    """A strict boolean keyword argument."""
-    if not isinstance(value, (bool, np.bool_)):
-        raise ParameterError(f"The '{name}' parameter must be True or False. Got {safe_repr(value)}.")
-    return bool(value)
 
 
 def check_choice(value: Any, name: str, choices: Sequence[str]) -> str:
@@ -290,6 +349,43 @@ def check_columns(frame: Any, columns: Any, *, name: str = "columns") -> list[An
         raise ParameterError(f"Column label(s) {safe_repr(repeated, 200)} appear more than once in the frame, so "
                              f"'{name}' is ambiguous. Rename the duplicate columns (frame.columns) first.")
     return cols
+
+
+#: The privacy unit and its bounds, as every release but count-of-counts declares them (one constraint).
+UNIT_PARAMS: tuple[Param, ...] = tuple(Param(name, PrivacyUnit(), None, kind=KEYWORD, type=type_, doc=doc)
+                                       for name, type_, doc in (
+    ("privacy_unit", "column label, optional", """
+        The column identifying each person (rider, customer, household): neighbouring
+        frames then differ by all the rows of one unit. Default: one row is one unit."""),
+    ("max_rows", "int or \"auto\", optional", """
+        With ``privacy_unit``: keep at most this many rows per unit, chosen at random
+        (``"auto"`` chooses it privately with 5% of the loss)."""),
+    ("max_cells", "int, optional", """
+        With ``privacy_unit``, instead of ``max_rows``: at most ``max_cells`` distinct cells
+        (groups) per unit, ``max_rows_per_cell`` rows in each (L1 ``c r``, L2 ``sqrt(c) r``)."""),
+    ("max_rows_per_cell", "int, optional", """
+        With ``max_cells``: at most this many rows of a unit in each of its cells."""),
+))
+
+
+def fill_doc(doc: str | None, table: ParamTable) -> str:
+    """``doc`` with every marker line ``{name ...}`` replaced by those parameters' paragraphs from ``table``.
+
+    The accessors' docstrings carry such markers where the paragraphs generated from the parameter
+    tables go (the method list, every method's knobs, the tree's knobs, the privacy unit...), indented
+    like the marker, so they cannot drift. A name not in ``table`` raises ``KeyError`` at import.
+    """
+    out: list[str] = []
+    for line in (doc or "").splitlines():
+        key = line.strip()
+        if key.startswith("{") and key.endswith("}") and key[1:-1].replace("_", "").replace(" ", "").isalpha():
+            names = key[1:-1].split()
+            indent = line[:len(line) - len(line.lstrip())]
+            text = "\n".join(table[name].paragraph() for name in names)
+            out.extend(indent + part if part else "" for part in text.splitlines())
+        else:
+            out.append(line)
+    return "\n".join(out)
 
 
 def table_of(owner: str, *params: Param) -> ParamTable:

@@ -1,31 +1,118 @@
 """The registry of release kinds: what the accessors, the command line and the conformance suite read.
 
-Every public release is an :class:`Entry` (an accessor method: its release
-function, the name of its column argument, whether ``Series.dp`` offers it,
-and its knobs as a :class:`~pandas_dp.releases.params.ParamTable`); histogram
-methods are the entries of :data:`~pandas_dp.releases.histogram.METHODS`.
-A new method or knob is written once, in its release module, and appears in
-``DataFrame.dp``/``Series.dp``, the CLI's allowed keys and the tests.
+Every public release is an :class:`Entry`: its release function, the name of
+its column argument, whether ``Series.dp`` offers it, and its one full
+parameter table (:class:`~pandas_dp.releases.params.ParamTable`): every
+argument in signature order with its kind and default, the privacy unit and
+its bounds as one constraint
+(:class:`~pandas_dp.releases.params.PrivacyUnit`), and its knobs (an entry's
+own, or those of every histogram method through ``method=`` and
+``**method_params``). Histogram methods are the entries of
+:data:`~pandas_dp.releases.histogram.METHODS`.
+
+The table is the declaration: ``DataFrame.dp``/``Series.dp`` dispatch to the
+entry's function through it, their docstrings' knob paragraphs are generated
+from it, the CLI reads its allowed keys from it, and
+``tests/test_declarations.py`` checks that the accessor's and the release
+function's signatures equal it.
 """
 
 from __future__ import annotations
 
+import textwrap
 from dataclasses import dataclass
-from typing import Any, Callable
+from fractions import Fraction
+from typing import Any, Callable, Mapping
 
 from pandas_dp.releases.count_of_counts import COUNT_OF_COUNTS_PARAMS, count_of_counts
-from pandas_dp.releases.geography import GEOGRAPHY_ARGUMENTS, GEOGRAPHY_METHODS
+from pandas_dp.releases.geography import GEOGRAPHY_METHODS, GEOGRAPHY_PARAMS
 from pandas_dp.releases.hierarchical import TREE_PARAMS, hierarchical_histogram, range_query
 from pandas_dp.releases.histogram import METHODS, histogram
-from pandas_dp.releases.params import ParamTable
+from pandas_dp.releases.params import (KEYWORD, POSITIONAL, REQUIRED, UNIT_PARAMS, VAR_KEYWORD, Flag, Options, Param,
+                                       ParamTable)
 from pandas_dp.releases.unattributed import unattributed_histogram
 
-__all__ = ["Entry", "ENTRIES", "HISTOGRAM_ARGUMENTS", "histogram_methods", "cli_keys"]
+__all__ = ["Entry", "ENTRIES", "HISTOGRAM_ARGUMENTS", "histogram_methods", "cli_keys", "method_paragraph",
+           "knobs_paragraph"]
 
-#: The arguments every histogram-like release takes besides its method's knobs.
-#: A privacy unit and its public bounds (every release but count-of-counts, whose unit is person or group).
-UNIT_ARGUMENTS = ("privacy_unit", "max_rows", "max_cells", "max_rows_per_cell")
-HISTOGRAM_ARGUMENTS = ("columns", "bins", "range", "categories", "nonnegative", *UNIT_ARGUMENTS)
+
+def _arg(name: str, default: Any = None, kind: Any = KEYWORD) -> Param:
+    """An argument checked by the release itself (its own order and messages), declared here."""
+    return Param(name, None, default, kind=kind)
+
+
+#: Shared arguments, declared once.
+DOMAIN_PARAMS = (_arg("bins"), _arg("range"), _arg("categories"))
+LOSS_PARAMS = (_arg("epsilon"), _arg("rho"))
+RNG = _arg("rng")
+NONNEGATIVE = Param("nonnegative", Flag(), False, "clip negative estimates at 0 (post-processing)")
+
+#: The arguments of a histogram-like release that the command line accepts besides its method's knobs.
+HISTOGRAM_ARGUMENTS = ("columns", *(p.name for p in DOMAIN_PARAMS), NONNEGATIVE.name, *(p.name for p in UNIT_PARAMS))
+
+
+def _methods(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The choices of a ``method=`` argument and their summaries: ``extra`` (an entry's own) first."""
+    out = dict(extra or {})
+    for name, method in METHODS.items():
+        out.setdefault(name, method.summary)
+    return out
+
+
+def _default_text(value: Any) -> str:
+    return f"``{value}``" if isinstance(value, Fraction) else f"``{value!r}``"
+
+
+def _bullet(text: str) -> str:
+    return textwrap.fill(text, width=100, initial_indent="- ", subsequent_indent="  ", break_long_words=False,
+                         break_on_hyphens=False)
+
+
+def method_paragraph(extra: Mapping[str, str] | None = None) -> str:
+    """The description of ``method=``: every registered method with its one-line summary."""
+    lines = ["Release method, one of (every method registered with ``histogram``):", ""]
+    lines += [_bullet(f"``\"{name}\"``: {summary}.") for name, summary in _methods(extra).items()]
+    return "\n".join(lines)
+
+
+def knobs_paragraph() -> str:
+    """The description of ``**method_params``: every histogram method's knobs, from its table."""
+    lines = ["Knobs of the chosen method, as keyword arguments (each checked before any charge):", ""]
+    for name, method in METHODS.items():
+        if not method.params.params:
+            continue
+        knobs = "; ".join(f"``{p.name}`` ({p.constraint.describe() if p.constraint else 'any'}, default "
+                          f"{_default_text(p.default)}): {p.help}" for p in method.params)
+        lines.append(_bullet(f"``method=\"{name}\"``: {knobs}."))
+    return "\n".join(lines)
+
+
+def _method_param(default: str, extra: Mapping[str, str] | None = None) -> Param:
+    choices = tuple(_methods(extra))
+    return Param("method", Options(choices), default, "release method",
+                 type="{" + ", ".join(f'"{c}"' for c in choices) + "}", doc=method_paragraph(extra))
+
+
+METHOD_PARAMS = Param("method_params", None, kind=VAR_KEYWORD, doc=knobs_paragraph())
+
+#: ``range_query``'s own choice besides the histogram methods.
+_RANGE_AUTO = {"auto": "a hierarchical histogram with the best branching when its predicted average range "
+                       "variance beats the flat histogram's, else the flat one (the default)"}
+
+HISTOGRAM_PARAMS = ParamTable("histogram", (
+    _arg("columns", REQUIRED, POSITIONAL), *DOMAIN_PARAMS, *LOSS_PARAMS, _method_param("identity"), RNG,
+    NONNEGATIVE, *UNIT_PARAMS, *GEOGRAPHY_PARAMS, METHOD_PARAMS))
+HIERARCHICAL_PARAMS = ParamTable("hierarchical_histogram", (
+    _arg("columns", REQUIRED, POSITIONAL), *DOMAIN_PARAMS, *LOSS_PARAMS, *TREE_PARAMS, NONNEGATIVE, RNG,
+    *UNIT_PARAMS))
+RANGE_QUERY_PARAMS = ParamTable("range_query", (
+    _arg("column", REQUIRED, POSITIONAL), _arg("ranges", REQUIRED, POSITIONAL), *DOMAIN_PARAMS, *LOSS_PARAMS,
+    _method_param("auto", _RANGE_AUTO), RNG, NONNEGATIVE, *UNIT_PARAMS, METHOD_PARAMS))
+COUNT_OF_COUNTS_ENTRY_PARAMS = ParamTable("count_of_counts", (
+    _arg("group", REQUIRED, POSITIONAL), _arg("location", REQUIRED, POSITIONAL), *LOSS_PARAMS, _arg("groups"),
+    _arg("hierarchy"), *COUNT_OF_COUNTS_PARAMS, RNG, _arg("privacy_unit")))
+UNATTRIBUTED_PARAMS = ParamTable("unattributed_histogram", (
+    _arg("group", REQUIRED, POSITIONAL), *LOSS_PARAMS, _arg("groups"), RNG, *UNIT_PARAMS))
 
 
 @dataclass(frozen=True)
@@ -42,28 +129,50 @@ class Entry:
         Name of the first argument, the column(s) read (dropped on ``Series.dp``).
     on_series : bool
         Whether ``Series.dp`` offers it (a Series is its one column).
+    params : ParamTable
+        Every argument after ``frame``, in signature order (kinds, defaults, constraints, docs).
     knobs : ParamTable or None
-        Its own knobs, when they are not those of a histogram method.
-    arguments : tuple of str
-        Its other public arguments (for the command line).
+        Its own knobs, when they are not those of a histogram method (a part of ``params``).
     """
 
     name: str
     function: Callable[..., Any]
     column: str
     on_series: bool
+    params: ParamTable
     knobs: ParamTable | None = None
-    arguments: tuple[str, ...] = ()
+
+    @property
+    def arguments(self) -> tuple[str, ...]:
+        """Its public arguments other than the loss, ``rng``, ``method`` and the knobs (for the command line)."""
+        knobs = set(self.knobs.names) if self.knobs is not None else set()
+        skip = {"epsilon", "rho", "rng", "method"} | knobs
+        return tuple(p.name for p in self.params if p.name not in skip and p.kind is not VAR_KEYWORD)
+
+    def call(self, frame: Any, arguments: Mapping[str, Any]) -> Any:
+        """Run the release on ``frame`` with an accessor method's arguments (its ``locals()``, by name).
+
+        Positional parameters are passed positionally, the others by keyword, and the variable
+        keyword parameter (``**method_params``) is spread, as the table declares them.
+        """
+        args: list[Any] = []
+        kwargs: dict[str, Any] = {}
+        for p in self.params:
+            if p.kind is VAR_KEYWORD:
+                kwargs.update(arguments.get(p.name, {}))
+            elif p.kind is POSITIONAL:
+                args.append(arguments[p.name])
+            else:
+                kwargs[p.name] = arguments[p.name]
+        return self.function(frame, *args, **kwargs)
 
 
 ENTRIES: dict[str, Entry] = {e.name: e for e in (
-    Entry("histogram", histogram, "columns", True, arguments=HISTOGRAM_ARGUMENTS + GEOGRAPHY_ARGUMENTS),
-    Entry("hierarchical_histogram", hierarchical_histogram, "columns", True, TREE_PARAMS, HISTOGRAM_ARGUMENTS),
-    Entry("range_query", range_query, "column", True, arguments=("column", "ranges", *HISTOGRAM_ARGUMENTS[1:])),
-    Entry("count_of_counts", count_of_counts, "group", False, COUNT_OF_COUNTS_PARAMS,
-          ("group", "location", "groups", "hierarchy", "privacy_unit")),
-    Entry("unattributed_histogram", unattributed_histogram, "group", True, None,
-          ("group", "groups", *UNIT_ARGUMENTS)),
+    Entry("histogram", histogram, "columns", True, HISTOGRAM_PARAMS),
+    Entry("hierarchical_histogram", hierarchical_histogram, "columns", True, HIERARCHICAL_PARAMS, TREE_PARAMS),
+    Entry("range_query", range_query, "column", True, RANGE_QUERY_PARAMS),
+    Entry("count_of_counts", count_of_counts, "group", False, COUNT_OF_COUNTS_ENTRY_PARAMS, COUNT_OF_COUNTS_PARAMS),
+    Entry("unattributed_histogram", unattributed_histogram, "group", True, UNATTRIBUTED_PARAMS),
 )}
 
 
@@ -76,7 +185,7 @@ def cli_keys() -> dict[str, set[str]]:
     """Allowed keys of a release table in a CLI spec, per ``method`` (besides name, method and the loss)."""
     keys = {name: set(HISTOGRAM_ARGUMENTS) | set(table.names) for name, table in histogram_methods().items()}
     for name in GEOGRAPHY_METHODS:  # tables by geography: by=, hierarchy= (a file), level_weights=, integer=
-        keys[name] |= set(GEOGRAPHY_ARGUMENTS)
+        keys[name] |= {p.name for p in GEOGRAPHY_PARAMS}
     coc = ENTRIES["count_of_counts"]
     assert coc.knobs is not None, "count_of_counts declares its own knobs"
     keys["count_of_counts"] = set(coc.arguments) | (set(coc.knobs.names) - {"method", "progress"}) | {"estimator"}

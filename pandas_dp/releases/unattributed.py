@@ -23,9 +23,8 @@ from pandas_dp._utils.rational import safe_repr
 from pandas_dp.noise.words import release_key
 from pandas_dp.errors import ParameterError
 from pandas_dp.privacy.loss import UNIT, Sensitivity
-from pandas_dp.privacy.units import unit_bounds
 from pandas_dp.results.unattributed import UnattributedHistogram
-from pandas_dp.releases.params import check_columns, check_rng
+from pandas_dp.releases.params import PrivacyUnit, check_columns, check_rng
 from pandas_dp.releases.pipeline import Release, check_measure, privacy_loss, run
 
 __all__ = ["unattributed_histogram", "GROUP_COUNT_SHARE", "MAX_GROUPS"]
@@ -91,8 +90,7 @@ def unattributed_histogram(frame: pd.DataFrame, group: Any, *, epsilon: Any = No
     loss = privacy_loss(epsilon, rho)
     check_measure(loss, frozenset({"pure", "zcdp"}), "unattributed_histogram")
     generator = check_rng(rng)
-    unit = unit_bounds(frame.columns, privacy_unit, max_rows=max_rows, max_cells=max_cells,
-                       max_rows_per_cell=max_rows_per_cell)
+    unit = PrivacyUnit.gather(privacy_unit, max_rows, max_cells, max_rows_per_cell).bounds(frame.columns)
     if unit is not None and unit.auto:
         raise ParameterError("max_rows='auto' is offered for histograms; pass a public max_rows=k (or max_cells "
                              "with max_rows_per_cell) to unattributed_histogram.")

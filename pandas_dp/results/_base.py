@@ -2,27 +2,18 @@
 
 from __future__ import annotations
 
-from statistics import NormalDist
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from pandas_dp._utils.checks import normal_quantile
 from pandas_dp._utils.rational import safe_repr
 from pandas_dp.errors import ParameterError
 from pandas_dp.results.frozen import FrozenDict, FrozenList, Released, freeze, same
 
 __all__ = ["FrozenRelease", "EstimatesView", "MeasureView", "normal_quantile", "confidence_bounds", "noise_radius",
            "FrozenDict", "FrozenList"]
-
-
-def normal_quantile(confidence_level: float) -> float:
-    """Two-sided normal quantile ``z`` of a confidence level, validated."""
-    if isinstance(confidence_level, bool) or not isinstance(confidence_level, (int, float, np.floating)) \
-            or not 0 < confidence_level < 1:
-        raise ParameterError(f"The 'confidence_level' parameter must be a number in (0, 1). "
-                             f"Got {safe_repr(confidence_level)}; pass e.g. confidence_level=0.95.")
-    return NormalDist().inv_cdf(0.5 + float(confidence_level) / 2)
 
 
 def confidence_bounds(estimate: Any, std_error: Any, confidence_level: float = 0.95, *,

@@ -10,12 +10,12 @@ is not an Axes). Keyword arguments passed through to matplotlib
 
 from __future__ import annotations
 
-import numbers
 from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd
 
+from pandas_dp._utils.checks import check_flag, integer_in
 from pandas_dp._utils.optional import import_optional
 from pandas_dp._utils.rational import safe_repr
 from pandas_dp.errors import ParameterError
@@ -47,24 +47,14 @@ def check_axes(ax: Any, purpose: str) -> Any:
     return ax
 
 
-def check_flag(value: Any, name: str, purpose: str) -> bool:
-    """A strict boolean keyword argument."""
-    if not isinstance(value, (bool, np.bool_)):
-        raise ParameterError(f"The '{name}' parameter of {purpose} must be True or False. Got {safe_repr(value)}.")
-    return bool(value)
-
-
 def check_count(value: Any, name: str, purpose: str, *, low: int = 0, high: int | None = None) -> int:
     """An integer (not a bool) in ``[low, high]``."""
-    # np.timedelta64 registers as an Integral (it subclasses np.signedinteger) but is a duration.
-    ok = not isinstance(value, (bool, np.bool_, np.timedelta64)) and isinstance(value, numbers.Integral)
-    if ok:
-        ok = int(value) >= low and (high is None or int(value) <= high)
-    if not ok:
+    number = integer_in(value, low, high)
+    if number is None:
         span = f">= {low}" if high is None else f"in [{low}, {high:,}]"
         raise ParameterError(f"The '{name}' parameter of {purpose} must be an integer {span}. "
                              f"Got {safe_repr(value)}.")
-    return int(value)
+    return number
 
 
 def check_rows(rows: int, purpose: str) -> None:

@@ -10,7 +10,6 @@ predictable generator would reveal nothing beyond the release itself.
 
 from __future__ import annotations
 
-import numbers
 from collections.abc import Sequence
 from typing import Any
 
@@ -18,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from pandas_dp.domain.grid import BinDomain, Grid
+from pandas_dp._utils.checks import integer_in
 from pandas_dp._utils.rational import safe_repr
 from pandas_dp.errors import ParameterError
 from pandas_dp.results._checks import MAX_SAMPLE_ROWS, check_count, check_rows
@@ -44,7 +44,7 @@ def cell_counts(estimates: Any) -> np.ndarray:
 def _check_n(n: Any) -> int | None:
     if n is None:
         return None
-    if isinstance(n, (bool, np.bool_, np.timedelta64)) or not isinstance(n, numbers.Integral) or n < 0:
+    if integer_in(n, 0) is None:
         raise ParameterError(f"The 'n' parameter of sample() must be a non-negative integer or None "
                              f"(None: the released total). Got {safe_repr(n)}.")
     return check_count(n, "n", "sample()", high=MAX_SAMPLE_ROWS)
