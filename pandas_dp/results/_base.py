@@ -8,7 +8,6 @@ import numpy as np
 import pandas as pd
 
 from pandas_dp._utils.checks import normal_quantile
-from pandas_dp._utils.rational import safe_repr
 from pandas_dp.errors import ParameterError
 from pandas_dp.results.frozen import FrozenDict, FrozenList, Released, freeze, same
 
