@@ -41,8 +41,12 @@ class Engine(Protocol):
     def coded_rows(self, frame: Any, grid: Grid, bounds: UnitBounds) -> Any:
         """The rows coded by cell and privacy unit, for contribution bounding (``counts``, ``contributions``)."""
 
-    def count_groups(self, persons: Any, tree: RegionTree) -> Any:
-        """Exact count-of-counts tables of every region of a public region tree (odd rows dropped)."""
+    def count_groups(self, persons: Any, tree: RegionTree, *, group_unit: bool = False) -> Any:
+        """Exact count-of-counts tables of every region of a public region tree (odd rows dropped).
+
+        ``group_unit``: the group is the privacy unit, so without a Groups table an id whose persons
+        sit in more than one leaf is out of domain (each id is one group).
+        """
 
 
 _REGISTRY: dict[type, Callable[[], Engine]] = {}
