@@ -283,8 +283,10 @@ class DPAccessorBase:
             Reproducible experiments only.
         privacy_unit, max_rows, max_cells, max_rows_per_cell : optional
             A privacy unit and its public bounds, as for :meth:`histogram` (``max_rows`` must be
-            a number here); the unit may be the group column itself (node-level privacy of a
-            degree sequence).
+            a number here). The unit may be the group column itself: one unit is then all the
+            rows of one group (for edges grouped by source: source-edge privacy, all edges out
+            of one node; not node-level privacy, where removing a node also lowers the counts of
+            the nodes it points to).
 
         Returns
         -------
