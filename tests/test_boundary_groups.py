@@ -368,9 +368,9 @@ def test_release_order_public_inputs_then_budget_then_private_rows(monkeypatch) 
     calls: list[str] = []
     real = pandas_groups.count_groups
 
-    def spy(frame, tree):
+    def spy(frame, tree, **kwargs):
         calls.append("count")
-        return real(frame, tree)
+        return real(frame, tree, **kwargs)
 
     monkeypatch.setattr(pandas_groups, "count_groups", spy)
     with pytest.raises(pdp.NoActiveBudgetError):
