@@ -368,9 +368,9 @@ def test_release_order_public_inputs_then_budget_then_private_rows(monkeypatch) 
     calls: list[str] = []
     real = pandas_groups.count_groups
 
-    def spy(frame, tree):
+    def spy(frame, tree, **kwargs):
         calls.append("count")
-        return real(frame, tree)
+        return real(frame, tree, **kwargs)
 
     monkeypatch.setattr(pandas_groups, "count_groups", spy)
     with pytest.raises(pdp.NoActiveBudgetError):
@@ -458,3 +458,66 @@ def test_assert_dp_unattributed(value) -> None:
     edges = pd.DataFrame({"src": [1, 1, 2, 3, 3, 3]})
     mech = lambda df, rng: df.dp.unattributed_histogram("src", epsilon=1.0, groups=[1, 2, 3], rng=rng)  # noqa: E731
     assert_dp(mech, edges, with_row(edges, {"src": value}), epsilon=1.0, trials=600, rng=2)
+
+
+# -- count-of-counts with the group as the unit: a household spread over leaves (issue 24, item 1) ----------
+def _spread_households() -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """Persons of 40 households in 4 counties, and the same plus one household (id 999) spread over 3 counties."""
+    rng = np.random.default_rng(11)
+    counties = pd.DataFrame({"state": ["A", "A", "B", "B"], "county": ["A-0", "A-1", "B-0", "B-1"]})
+    where = rng.integers(0, 4, 40)
+    sizes = rng.integers(1, 5, 40)
+    persons = counties.iloc[np.repeat(where, sizes)].reset_index(drop=True)
+    persons.insert(0, "hh", np.repeat(np.arange(40, dtype=np.int64), sizes))
+    spread = counties.iloc[[0, 1, 2, 2, 3]].reset_index(drop=True)   # 5 persons in 4 leaves
+    spread.insert(0, "hh", np.int64(999))
+    return persons, pd.concat([persons, spread], ignore_index=True), counties
+
+
+@pytest.mark.parametrize("engine", ["pandas", "dask"])
+@pytest.mark.parametrize("method", ["hc", "hg", "naive"])
+def test_a_household_spread_over_leaves_is_one_group_or_none(engine, method) -> None:
+    # Without groups=, privacy_unit="group" calibrates every level (and the group totals) for ONE group:
+    # a household whose persons sit in L leaves must not become L groups. It is out of domain (dropped,
+    # uncounted), so the seeded release on D + that household equals the release on D.
+    d, d2, counties = _spread_households()
+    if engine == "dask":
+        dask = pytest.importorskip("dask")
+        dd = pytest.importorskip("dask.dataframe")
+        d, d2 = dd.from_pandas(d, npartitions=3), dd.from_pandas(d2, npartitions=3)
+        ctx: Any = dask.config.set(scheduler="sync")
+    else:
+        import contextlib
+        ctx = contextlib.nullcontext()
+
+    def release(frame: Any) -> pd.DataFrame:
+        with pdp.budget(epsilon=1.0), ctx:
+            return frame.dp.count_of_counts("hh", LEVELS, hierarchy=counties, epsilon=1.0, method=method,
+                                            max_size=6, privacy_unit="group", rng=np.random.default_rng(4),
+                                            progress=False).to_frame()
+
+    pd.testing.assert_frame_equal(release(d), release(d2), check_exact=True)
+
+
+def test_spread_households_are_dropped_by_both_engines_alike() -> None:
+    dask = pytest.importorskip("dask")
+    dd = pytest.importorskip("dask.dataframe")
+    import pandas_dp.engines.dask.groups as dask_groups
+
+    _, d2, counties = _spread_households()
+    d2 = d2.astype({"hh": object})
+    d2.loc[d2.index[-2:], "hh"] = 999.0          # the same household, partly as a float id
+    tree = region_tree(d2.columns, "hh", LEVELS, hierarchy=counties)
+    want = pandas_groups.count_groups(d2, tree, group_unit=True)
+    assert int(sum(r.groups.sum() for r in want.exact[-1:])) == 40     # the 40 one-leaf households
+    with dask.config.set(scheduler="sync"):
+        for buckets in (1, 3):
+            got = dask_groups.count_groups(dd.from_pandas(d2, npartitions=3), tree, buckets=buckets, group_unit=True)
+            for a, b in zip(want.exact, got.exact):
+                assert np.array_equal(a.totals(), b.totals())
+                assert pd.DataFrame({"n": a.node, "s": a.size, "g": a.groups}).sort_values(["n", "s"]).reset_index(
+                    drop=True).equals(pd.DataFrame({"n": b.node, "s": b.size, "g": b.groups}).sort_values(
+                        ["n", "s"]).reset_index(drop=True))
+    # Persons are still the unit by default: there the household is one group per leaf (Kuo et al.).
+    person = pandas_groups.count_groups(d2, tree)
+    assert int(person.exact[-1].groups.sum()) == 40 + 4

@@ -516,3 +516,29 @@ def test_gaussian_2d_tree():
 def test_gaussian_grid_methods_on_every_neighbour(name, rho, case):
     make, statistic = GAUSSIAN_GRID_MECHANISMS[name]
     check_gaussian(make(rho), D2, CASES2[case], rho, SLOW_TRIALS, seed=31, statistic=statistic)
+
+
+#: The group as the unit without a Groups table (issue 24, item 1): neighbours differ by one whole
+#: household, including one whose persons sit in both states (it must count as at most one group).
+GROUP_UNIT_CASES = {n.name: n for n in neighbours(PERSONS, group="hh", spread_over="state")}
+
+
+def coc_group_unit(epsilon: float, method: str = "hc"):
+    return lambda df, rng: df.dp.count_of_counts("hh", "state", hierarchy=HIERARCHY, method=method, rng=rng,
+                                                 max_size=5, epsilon=epsilon, privacy_unit="group")
+
+
+def test_group_unit_neighbours_include_a_spread_household():
+    spread = GROUP_UNIT_CASES["add a group spread over every leaf"].frame
+    added = spread.iloc[len(PERSONS):]
+    assert added["hh"].nunique() == 1 and set(added["state"]) == {"a", "b"}
+    assert len(GROUP_UNIT_CASES["remove the largest group"].frame) == len(PERSONS) - 3
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", sorted(GROUP_UNIT_CASES))
+@pytest.mark.parametrize("method", ["hc", "naive"])
+def test_group_unit_count_of_counts_is_dp_on_whole_households(method, case):
+    report = assert_dp(coc_group_unit(1.0, method), PERSONS, GROUP_UNIT_CASES[case], epsilon=1.0,
+                       trials=max(SLOW_TRIALS, 300), statistic=coc_vector, rng=17)
+    assert report.passed

@@ -266,7 +266,10 @@ class DPAccessorBase:
         Notes
         -----
         ``max_rows`` must be a number here (not ``"auto"``); the privacy unit may be the group
-        column itself (node-level privacy of a degree sequence).
+        column itself: one unit is then all
+        the rows of one group (for edges grouped by source: source-edge privacy, all edges out of one
+        node; not node-level privacy, where removing a node also lowers the counts of the nodes it
+        points to).
 
         Returns
         -------

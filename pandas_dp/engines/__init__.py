@@ -60,8 +60,12 @@ class Engine(Protocol):
     def coded_group_rows(self, frame: Any, group: Any, ids: pd.Index | None, bounds: UnitBounds) -> CodedRows:
         """The rows coded by public group id and privacy unit, for contribution bounding."""
 
-    def count_groups(self, persons: Any, tree: RegionTree) -> GroupTables:
-        """Exact count-of-counts tables of every region of a public region tree (odd rows dropped)."""
+    def count_groups(self, persons: Any, tree: RegionTree, *, group_unit: bool = False) -> GroupTables:
+        """Exact count-of-counts tables of every region of a public region tree (odd rows dropped).
+
+        ``group_unit``: the group is the privacy unit, so without a Groups table an id whose persons
+        sit in more than one leaf is out of domain (each id is one group).
+        """
 
     def region_bin_counts(self, frame: Any, tree: RegionTree, grid: Grid) -> list[np.ndarray]:
         """Exact counts of every region's cells, one table per level of ``tree`` (root first)."""

@@ -315,5 +315,5 @@ def count_of_counts(frame: pd.DataFrame, group: str, location: Any, *, epsilon: 
 
     return run(frame, Release(
         loss=loss, method=f"count_of_counts:{plan.method}", columns=[tree.group, *tree.level_names[1:]], params=params,
-        count=lambda engine: engine.count_groups(frame, tree),
+        count=lambda engine: engine.count_groups(frame, tree, group_unit=plan.group_unit),
         mechanism=mechanism))

@@ -11,6 +11,8 @@ charge) and a ``release`` step (exact counts and the plan in, the result out).
 
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Literal, Mapping
 
@@ -163,12 +165,35 @@ def histogram_release(frame: Any, cols: list[Any], grid: Grid, loss: PrivacyLoss
         result = METHODS[final.method].release(coded.counts(chosen, key), grid, final, rng=rng,
                                                nonnegative=nonnegative, loss=rest)
         return replace(result, epsilon=loss.pure_epsilon, loss=loss,
-                       params={**result.params, **chosen.describe(),
+                       params={**result.params, **used_sensitivity(result.params, chosen, grid), **chosen.describe(),
                                "unit_sensitivity": chosen.histogram_sensitivity().describe()})
 
     return run(frame, Release(
         loss=loss, method=label, columns=cols, params={**ledger_params, **unit.describe()},
         count=lambda engine: engine.coded_rows(frame, grid, unit), mechanism=mechanism, budget=budget))
+
+
+def used_sensitivity(params: Mapping[str, Any], unit: UnitBounds, grid: Grid) -> dict[str, Any]:
+    """The sensitivities a unit release's noise is calibrated for, replacing the row-level ``1`` of its method.
+
+    A flat measurement (``"sensitivity"``) sees the unit's histogram sensitivity; a tree's level
+    (``"sensitivity_per_level"``, with ``"branching"``) what the unit can do to a node of that level
+    (:meth:`~pandas_dp.privacy.units.UnitBounds.level_sensitivity`); methods run at the group-privacy
+    loss calibrate every disjoint count to the unit's histogram sensitivity.
+    """
+    out: dict[str, Any] = {}
+    flat = unit.histogram_sensitivity().describe()
+    if "sensitivity" in params:
+        out["sensitivity"] = flat
+    if "sensitivity_per_level" in params:
+        if "branching" in params and "height" in params:
+            b = int(params["branching"])
+            out["sensitivity_per_level"] = [
+                unit.level_sensitivity(math.prod(min(b ** k, n) for n in grid.shape)).describe()
+                for k in range(int(params["height"]) + 1)]
+        else:
+            out["sensitivity_per_level"] = flat
+    return out
 
 
 def choose_max_rows(contributions: np.ndarray, noise: Noise, rng: Any) -> int:

@@ -81,8 +81,11 @@ def unattributed_histogram(frame: pd.DataFrame, group: Any, *, epsilon: Any = No
 
     With a privacy unit (at most ``k`` rows per unit, or ``c`` groups with ``r`` rows each), one unit
     moves the sorted counts by at most ``k`` (``c r``) in L1 (``k``; ``sqrt(c) r`` in L2) and the number
-    of groups present by at most ``k`` (``c``); the group column may be the unit itself (node-level
-    privacy for a degree sequence).
+    of groups present by at most ``k`` (``c``). The group column may be the unit itself: then one
+    unit is all the rows of one group. For an edge table grouped by its source column that is
+    *source-edge* privacy (all edges out of one node), not node-level privacy: removing a node also
+    removes the edges into it, which lowers other nodes' counts (an L1 change of up to
+    ``2 deg(v)``), and that neighbour is not covered.
     """
     col = check_columns(frame, group, name="group")
     if len(col) != 1:
@@ -104,7 +107,8 @@ def unattributed_histogram(frame: pd.DataFrame, group: Any, *, epsilon: Any = No
     noise_n = loss_n.noise(count_sens, what="the number of groups") if ids is None else None
     noise_s = loss_s.noise(UNIT if unit is None else unit.histogram_sensitivity(), what="the sorted counts")
     params = {"groups_public": ids is not None, f"{loss.parameter}_group_count": str(loss_n.amount),
-              f"{loss.parameter}_counts": str(loss_s.amount), "sensitivity": 1,
+              f"{loss.parameter}_counts": str(loss_s.amount),
+              "sensitivity": 1 if unit is None else unit.histogram_sensitivity().describe(),
               **({} if unit is None else unit.describe())}
 
     def mechanism(exact: Any) -> UnattributedHistogram:

@@ -190,9 +190,29 @@ def _coc_cases(df: pd.DataFrame, group: str, groups: pd.DataFrame | None, entity
     return out
 
 
+def _whole_group_cases(df: pd.DataFrame, group: str, leaf: str) -> list[Neighbour]:
+    """Neighbours differing by one whole group (the group as the privacy unit)."""
+    out: list[Neighbour] = []
+    sizes = df[group].value_counts(sort=False)
+    if len(sizes):
+        largest = sizes.idxmax()
+        out.append(Neighbour("remove the largest group", df[(df[group] != largest).to_numpy()],
+                             f"removed every entity of group {largest!r} ({int(sizes.max())})"))
+    leaves = pd.unique(df[leaf].dropna())
+    if len(df) and len(leaves) > 1:
+        ids = df[group]
+        new_id = int(ids.max()) + 1 if pd.api.types.is_integer_dtype(ids.dtype) else f"new-group-{len(ids)}"
+        spread = df.drop_duplicates(leaf).head(len(leaves)).copy()
+        spread[group] = new_id
+        out.append(Neighbour("add a group spread over every leaf", pd.concat([df, spread], ignore_index=True),
+                             f"added group {new_id!r} with one entity in each of {len(spread)} leaves of {leaf!r}"))
+    return out
+
+
 def neighbours(df: pd.DataFrame, columns: str | Sequence[str] | None = None, *, bins: Any = None,
                range: Any = None, categories: Any = None, group: str | None = None,
-               groups: pd.DataFrame | None = None, entity: str | None = None) -> list[Neighbour]:
+               groups: pd.DataFrame | None = None, entity: str | None = None,
+               spread_over: str | None = None) -> list[Neighbour]:
     """Add/remove-one-row neighbours of ``df`` that stress a release.
 
     Parameters
@@ -212,6 +232,11 @@ def neighbours(df: pd.DataFrame, columns: str | Sequence[str] | None = None, *, 
         groups can receive an entity.
     entity : str, optional
         Entity-id column; an added entity gets a fresh id.
+    spread_over : str, optional
+        With ``group``: the group is the privacy unit (``count_of_counts(privacy_unit="group")``)
+        and this is the leaf location column. The cases then differ by one whole group: the
+        largest group removed, and a new group with one entity in each leaf (a household spread
+        over regions, which must count as at most one group).
 
     Returns
     -------
@@ -244,6 +269,11 @@ def neighbours(df: pd.DataFrame, columns: str | Sequence[str] | None = None, *, 
     if group is not None:
         if group not in df.columns:
             raise ParameterError(f"Column {group!r} (group=) not found; columns are {list(df.columns)[:20]}.")
+        if spread_over is not None:
+            if spread_over not in df.columns:
+                raise ParameterError(f"Column {spread_over!r} (spread_over=) not found; columns are "
+                                     f"{list(df.columns)[:20]}.")
+            return _whole_group_cases(df, group, spread_over)
         return _coc_cases(df, group, groups, entity)
     if columns is None:
         if not len(df):

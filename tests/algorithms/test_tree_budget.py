@@ -81,3 +81,36 @@ def test_split_epsilon_exact_and_never_over() -> None:
     parts = split_epsilon(eps, shares)
     assert sum(parts) <= eps
     assert eps - sum(parts) < Fraction(1, 2 ** 38)
+
+
+@pytest.mark.parametrize("split", ["geometric", "optimal"])
+@pytest.mark.parametrize("shape,b,root,p", [(100, 4, True, 2), (1000, 2, False, 2), (300, 3, False, 1),
+                                            ((16, 16), 2, False, 2)])
+def test_planning_uses_no_cpu_dependent_math(monkeypatch, split, shape, b, root, p) -> None:
+    # A seed must give the same release on every machine: BLAS (np.dot, @) and vector math
+    # (np.cbrt, np.power on arrays) round differently by CPU, and the finite differences of the
+    # optimal split amplify a last bit into the shares. Planning may use only correctly rounded
+    # elementwise arithmetic, fixed-order sums and exact integers.
+    from pandas_dp.algorithms.tree import budget
+
+    budget._level_shares.cache_clear()
+    expected = level_shares(tree_layout(shape, b), budget_split=split, include_root=root, variance_exponent=p)
+    budget._level_shares.cache_clear()
+
+    def forbidden(*args, **kwargs):
+        raise AssertionError("CPU-dependent math in planning")
+
+    for name in ("dot", "cbrt", "power", "matmul", "vdot", "inner", "einsum", "exp", "log"):
+        monkeypatch.setattr(np, name, forbidden)
+    got = level_shares(tree_layout(shape, b), budget_split=split, include_root=root, variance_exponent=p)
+    budget._level_shares.cache_clear()
+    assert got.tobytes() == expected.tobytes()
+    assert got.sum() == pytest.approx(1.0)
+
+
+def test_optimal_split_is_recorded_exactly() -> None:
+    # Deterministic by construction (see the test above), so the exact rational parts are fixed.
+    shares = level_shares(tree_layout(100, 4), budget_split="optimal", include_root=True)
+    assert split_epsilon(Fraction(1), shares) == (
+        Fraction(124497553129, 274877906944), Fraction(202427987299, 1099511627776),
+        Fraction(399093427959, 1099511627776), Fraction(0), Fraction(0))

@@ -139,6 +139,36 @@ def test_noise_is_calibrated_to_the_unit_sensitivity():
     assert set(tree.params["level_noise_scales"][:-1]) == {str(6 * tree.height)}
 
 
+@pytest.mark.parametrize("method", sorted(histogram_methods()))
+def test_unit_releases_record_the_sensitivity_their_noise_uses(method):
+    # Issue 24, item 5: unit releases recorded "sensitivity": 1 next to the unit sensitivity.
+    kw = dict(branching=2) if method == "hierarchical" else {}
+    with pdp.budget(epsilon=10.0):
+        if method in ("agrid", "ugrid"):   # 2-D grids
+            h = RIDES.dp.histogram(["hour", "fare"], bins=[24, 8], range=[(0, 24), (0, 80)], epsilon=1.0,
+                                   method=method, privacy_unit="rider", max_cells=3, max_rows_per_cell=2,
+                                   rng=np.random.default_rng(0))
+        else:
+            h = release(RIDES, max_cells=3, max_rows_per_cell=2, method=method, rng=np.random.default_rng(0), **kw)
+        u = RIDES.dp.unattributed_histogram("hour", epsilon=1.0, privacy_unit="rider", max_rows=4,
+                                            rng=np.random.default_rng(0))
+    flat = {"l1": "6", "l2_squared": "12"}
+    assert h.params["unit_sensitivity"] == flat
+    assert 1 not in (h.params.get("sensitivity"), h.params.get("sensitivity_per_level"))
+    if "sensitivity" in h.params:
+        assert h.params["sensitivity"] == flat
+    if method == "identity":
+        assert h.params["noise_scale"] == "6"                                   # L1 / epsilon = 6 / 1
+    if method == "hierarchical":
+        levels = h.params["sensitivity_per_level"]
+        assert len(levels) == h.height + 1 and levels[0] == {"l1": "6", "l2_squared": "12"}
+        scales = h.params["level_noise_scales"]
+        for lv, eps, scale in zip(levels, h.params["level_epsilons"], scales):
+            if scale is not None:                                               # scale = L1 / epsilon_k
+                assert Fraction(scale) == Fraction(lv["l1"]) / Fraction(eps)
+    assert u.params["sensitivity"] == {"l1": "4", "l2_squared": "16"} and u.params["noise_scale"] == "40/9"
+
+
 def test_zcdp_cells_scheme_uses_the_l2_sensitivity_per_level():
     from pandas_dp.privacy.units import UnitBounds
 

@@ -500,6 +500,63 @@ def test_one_odd_row_in_a_count_of_counts_run(workdir, odd):
     assert _outcome(workdir, f"coc-odd-{sorted(ODD_ROWS).index(odd)}", spec, ODD_ROWS[odd]) == clean
 
 
+#: Lines that are not lines of the CLI's CSV dialect (docs/guide/cli.md, "Reading CSV"): each is one dropped line.
+BAD_LINES = {
+    "unclosed quote at the start": '"9999,1,Avalon,AVA-01,40,1000.0,F',
+    "unclosed quote in a field": '9999,1,"Avalon,AVA-01,40,1000.0,F',
+    "quote inside an unquoted field": '9999,1,Av"alon,"AVA-01,40,1000.0,F',
+    "bare carriage return": "9999,1,Avalon,AVA-01,40\r,1000.0,F",
+    "too many fields": "9999,1,Avalon,AVA-01,40,1000.0,F,extra",
+    "a lone quote": '"',
+}
+
+
+@pytest.mark.parametrize("bad", sorted(BAD_LINES))
+def test_a_bad_line_is_one_dropped_line_and_changes_no_other(tmp_path, bad):
+    # Issue 24, item 3: one private line beginning with an unescaped quote used to swallow every later
+    # row (1,000 persons, one such line after row 500: 496 read). A line is one record or is dropped.
+    from pandas_dp.cli.preflight import _read_csv
+    from pandas_dp.data import load_persons
+
+    persons = load_persons().head(1000)
+    lines = persons.to_csv(index=False).splitlines()
+    clean, odd = tmp_path / "clean.csv", tmp_path / "odd.csv"
+    clean.write_text("\n".join(lines) + "\n")
+    odd.write_text("\n".join(lines[:501] + [BAD_LINES[bad]] + lines[501:]) + "\n")
+    columns = ["age", "household_id", "state"]
+    want, got = _read_csv(clean, columns), _read_csv(odd, columns)
+    assert len(want) == 1000
+    pd.testing.assert_frame_equal(got, want)
+
+
+def test_well_formed_quoting_still_reads(tmp_path):
+    from pandas_dp.cli.preflight import _read_csv
+
+    path = tmp_path / "q.csv"
+    path.write_bytes(b'id,name,age\r\n1,"Smith, J",40\r\n"2","O""Neil",\r\n3,x\r\n')
+    frame = _read_csv(path, ["id", "name", "age"])
+    assert frame["id"].tolist() == [1, 2, 3]
+    assert frame["name"].tolist() == ["Smith, J", 'O"Neil', "x"]
+    assert frame["age"].isna().tolist() == [False, True, True]     # fewer fields: missing values
+
+
+def test_a_quote_mid_file_changes_no_cli_output(workdir):
+    clean = _clean(workdir, NEIGHBOUR_SPEC, "histograms")
+    d = workdir / "mid-quote"
+    d.mkdir()
+    lines = (workdir / "persons.csv").read_text().splitlines()
+    mid = len(lines) // 2
+    (d / "persons.csv").write_text("\n".join(lines[:mid] + ['"9999,1,Avalon,AVA-01,40,1000.0,F'] + lines[mid:]) + "\n")
+    (d / "households.csv").symlink_to(workdir / "households.csv")
+    (d / "spec.toml").write_text(NEIGHBOUR_SPEC)
+    pdp.Ledger.create(d / "ledger.sqlite")
+    done = run("release", str(d / "spec.toml"))
+    assert (done.returncode, done.stdout.replace(str(d), "<dir>"), done.stderr.replace(str(d), "<dir>")) == clean
+    released = sorted((d / "released").glob("*.csv"))
+    assert released and all(f.read_bytes() == (workdir / "clean-histograms" / "released" / f.name).read_bytes()
+                            for f in released)
+
+
 def test_a_privacy_unit_in_a_spec(workdir):
     # Persons per household when the household is the unit: at most 3 persons of each household count.
     spec = ('[budget]\nepsilon = 1.0\nledger = "ledger.sqlite"\n[input]\npath = "persons.csv"\n'

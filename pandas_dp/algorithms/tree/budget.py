@@ -92,7 +92,7 @@ def predicted_average_variance(layout: TreeLayout, level_variances: np.ndarray, 
         usage = _usage_ddim(layout, noised)
         if consistent:
             usage[: int(np.flatnonzero(noised)[-1])] /= 3.0
-        return float(np.dot(usage[noised], sigma2[noised]))
+        return float(np.sum(usage[noised] * sigma2[noised]))
     if layout.n_leaves > EXACT_LIMIT:
         return approx_average_range_variance(layout, sigma2, consistent=consistent)
     if not consistent:
@@ -142,17 +142,51 @@ def _level_shares(layout: TreeLayout, budget_split: str, include_root: bool, con
                   variance_exponent: int, max_iter: int, tol: float) -> tuple[float, ...]:
     # Cached: the split depends only on public sizes, and "optimal" iterates.
     noised = noised_levels(layout, include_root=include_root)
-    k = np.arange(layout.n_levels, dtype=np.float64)
     if budget_split == "uniform":
         shares = noised / noised.sum()
     elif budget_split == "geometric":
-        w = np.where(noised, float(layout.branching) ** (-k / float(variance_exponent + 1)), 0.0)
+        top = layout.n_levels - 1
+        w = _integer_roots([Fraction(layout.branching ** (top - k)) if noised[k] else Fraction(0)
+                            for k in range(layout.n_levels)], variance_exponent + 1)
         shares = w / w.sum()
     elif budget_split == "optimal":
         shares = _optimal_shares(layout, noised, consistent, variance_exponent, max_iter, tol)
     else:
         raise ValueError(f"unknown budget_split {budget_split!r}")
     return tuple(float(v) for v in shares)
+
+
+def _integer_roots(values: list[Fraction], n: int) -> np.ndarray:
+    """Floats proportional to ``values ** (1 / n)``, the same on every machine.
+
+    ``np.cbrt`` and ``np.power`` may use vector math libraries whose last bits
+    depend on the CPU, and a last bit can move a share across the
+    ``2**-40`` grid of :func:`split_epsilon`, so a seed would not give the
+    same release everywhere.  Here each value is scaled by the largest to an
+    exact rational ``q`` in ``[0, 1]`` and the root is the exact integer
+    ``floor((q * 2**(53 n)) ** (1 / n))`` (at most ``2**53``, so exact as a
+    float): integer arithmetic only.
+    """
+    top = max(values) if values else Fraction(0)
+    if top <= 0:
+        return np.zeros(len(values))
+    out = np.empty(len(values))
+    for i, v in enumerate(values):
+        scaled = (v / top) * (1 << (53 * n))
+        out[i] = float(_iroot(scaled.numerator // scaled.denominator, n))
+    return out
+
+
+def _iroot(x: int, n: int) -> int:
+    """``floor(x ** (1 / n))`` for an integer ``x >= 0`` (integer Newton iteration)."""
+    if x < 2:
+        return x
+    r = 1 << -(-x.bit_length() // n)  # >= the root
+    while True:
+        s = ((n - 1) * r + x // r ** (n - 1)) // n
+        if s >= r:
+            return r
+        r = s
 
 
 def _optimal_shares(layout: TreeLayout, noised: np.ndarray, consistent: bool, p: int,
@@ -181,7 +215,7 @@ def _optimal_shares(layout: TreeLayout, noised: np.ndarray, consistent: bool, p:
             bumped[j] += step
             grad[j] = (predicted_average_variance(layout, bumped, consistent=consistent)
                        - base) / step
-        target = np.cbrt(np.maximum(grad, 0.0)) if p == 2 else np.maximum(grad, 0.0) ** (1.0 / (p + 1))
+        target = _integer_roots([Fraction(g) for g in np.maximum(grad, 0.0)], p + 1)
         new = np.sqrt(shares * target / target.sum())
         new /= new.sum()
         if exact:

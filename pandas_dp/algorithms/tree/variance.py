@@ -53,6 +53,16 @@ def _child_var(tv: TreeVariances, k: int) -> np.ndarray:
     return vs
 
 
+def _dot(a: np.ndarray, b: np.ndarray) -> float:
+    """``sum(a * b)`` in a fixed order (numpy's pairwise sum of correctly rounded products).
+
+    ``np.dot`` calls BLAS, whose kernel (and so its order of additions and its
+    use of fused multiply-adds) depends on the CPU; these predictions decide
+    budget splits, which must be the same on every machine.
+    """
+    return float(np.sum(np.multiply(a, b)))
+
+
 def _check_1d(layout: TreeLayout) -> None:
     if layout.ndim != 1:
         raise ValueError("range queries over leaf intervals need a 1-D tree")
@@ -142,7 +152,7 @@ def average_range_variance(layout: TreeLayout, tv: TreeVariances) -> float:
     n = layout.n_leaves
     i = np.arange(n, dtype=np.float64)
     left, right = i + 1.0, n - i
-    total = float(np.dot(tv.variances[0], left * right))
+    total = _dot(tv.variances[0], left * right)
     b = layout.branching
     cross = 0.0
     for k in range(layout.n_levels - 1):
@@ -154,7 +164,7 @@ def average_range_variance(layout: TreeLayout, tv: TreeVariances) -> float:
         cx = np.cumsum(x) - x
         before = cx - np.repeat(cx[starts], np.diff(np.r_[starts, v.size]))
         pair = np.add.reduceat(y * before, starts)
-        cross += float(np.dot(pair, p_up / (vs * vs) - 1.0 / vs))
+        cross += _dot(pair, p_up / (vs * vs) - 1.0 / vs)
         left = np.add.reduceat(x, starts) / vs
         right = np.add.reduceat(y, starts) / vs
     return (total + 2.0 * cross) / (n * (n + 1) / 2.0)
@@ -278,7 +288,7 @@ def raw_average_range_variance(layout: TreeLayout, level_variances: Sequence[flo
     noised = np.isfinite(sigma2)
     usage = raw_level_usage(layout, noised)
     n = layout.n_leaves
-    return float(np.dot(usage, np.where(noised, sigma2, 0.0)) / (n * (n + 1) / 2.0))
+    return _dot(usage, np.where(noised, sigma2, 0.0)) / (n * (n + 1) / 2.0)
 
 
 def approx_average_range_variance(layout: TreeLayout, level_variances: Sequence[float] | npt.NDArray[np.float64],
@@ -314,7 +324,7 @@ def approx_average_range_variance(layout: TreeLayout, level_variances: Sequence[
     m = noised.size
     usage = raw_level_usage(layout, np.isfinite(sigma2))[noised]
     if not consistent or m == 1:
-        return float(np.dot(usage, vo) / (n * (n + 1) / 2.0))
+        return _dot(usage, vo) / (n * (n + 1) / 2.0)
     vdown = np.empty(m)
     vdown[0] = vo[0]
     for i in range(1, m):
@@ -328,4 +338,4 @@ def approx_average_range_variance(layout: TreeLayout, level_variances: Sequence[
     z[:-1] = ((3 * vup[1:] * vdown[:-1] + (b + 1) * vdown[:-1] ** 2)
               / (3 * vo[:-1] * (vup[1:] + b * vdown[:-1])))
     z[-1] = vdown[-1] / vo[-1]
-    return float(np.dot(usage * z, vo) / (n * (n + 1) / 2.0))
+    return _dot(usage * z, vo) / (n * (n + 1) / 2.0)

@@ -42,8 +42,8 @@ class DaskEngine:
                          bounds: UnitBounds) -> bounding.DaskCodedGroupRows:
         return bounding.coded_group_rows(frame, group, ids, bounds)
 
-    def count_groups(self, persons: Any, tree: RegionTree) -> GroupTables:
-        return groups.count_groups(persons, tree)
+    def count_groups(self, persons: Any, tree: RegionTree, *, group_unit: bool = False) -> GroupTables:
+        return groups.count_groups(persons, tree, group_unit=group_unit)
 
     def region_bin_counts(self, frame: Any, tree: RegionTree, grid: Grid) -> list[np.ndarray]:
         return region_counts.region_bin_counts(frame, tree, grid)

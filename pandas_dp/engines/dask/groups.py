@@ -17,6 +17,10 @@ sizes) come back to the client, never rows, ids or failure cases.
    positions (dense), positions modulo ``buckets`` (sparse), or leaves modulo
    ``buckets`` (no Groups table: a group is a (group id, leaf) pair, so all
    its rows land in one bucket whatever dtype its id has in each partition).
+   With the group as the privacy unit and no Groups table, by the canonical
+   hash of the id (:func:`pandas_dp.privacy.units.canonical_unit_hashes`,
+   the same for 17, 17.0 and "17"), so that all leaves of an id meet in one
+   bucket, where an id found in more than one leaf is dropped (as on pandas).
    Each bucket is merged in a reduction tree of fan-in ``split_every``, so
    every group ends in exactly one bucket root.
 3. Each bucket root turns its groups into (leaf, size, groups) runs; a last
@@ -40,6 +44,7 @@ from pandas_dp.domain.labels import value_classes
 from pandas_dp.algorithms.count_of_counts import Runs
 from pandas_dp.errors import ParameterError
 from pandas_dp.domain.regions import RegionTree, region_tree
+from pandas_dp.privacy.units import canonical_unit_hashes
 from pandas_dp.engines.dask.counts import SPLIT_EVERY, compute_private, merge_by_id, partitions, share, sum_arrays, tree_sum
 from pandas_dp.engines.pandas.groups import GroupTables, group_leaf_sizes, public_group_positions, tables_from_leaf_runs
 
@@ -55,6 +60,7 @@ class _Plan:
     tree: RegionTree
     buckets: int
     bounds: np.ndarray | None  # dense aggregates: bucket b holds positions bounds[b]:bounds[b+1]
+    one_leaf: bool = False  # the group is the unit: an id in more than one leaf is out of domain
 
 
 def _partition_pieces(part: pd.DataFrame, plan: _Plan) -> list[Any]:
@@ -74,7 +80,10 @@ def _partition_pieces(part: pd.DataFrame, plan: _Plan) -> list[Any]:
     ids = part[tree.group].take(rows)
     # The class (boolean, number, string...) goes with the id: a boolean never merges with a number.
     groups = pd.DataFrame({"cls": value_classes(ids), "id": ids.to_numpy(), "leaf": leaf, "size": size})
-    bucket = leaf % plan.buckets
+    if plan.one_leaf:
+        bucket = (canonical_unit_hashes(ids) % np.uint64(plan.buckets)).astype(np.int64)
+    else:
+        bucket = leaf % plan.buckets
     return [groups[bucket == b] for b in range(plan.buckets)]
 
 
@@ -117,8 +126,11 @@ def _sparse_bucket_runs(sizes: pd.Series, plan: _Plan) -> _BucketRuns:
     return _runs_of(leaf, sizes.to_numpy(dtype=np.int64))
 
 
-def _group_bucket_runs(groups: pd.DataFrame) -> _BucketRuns:
-    """Runs of the (group id, leaf) groups of one bucket."""
+def _group_bucket_runs(groups: pd.DataFrame, one_leaf: bool = False) -> _BucketRuns:
+    """Runs of the (group id, leaf) groups of one bucket (``one_leaf``: ids in several leaves dropped)."""
+    if one_leaf and len(groups):
+        leaves = groups.groupby(["cls", "id"], sort=False, observed=True)["leaf"].transform("nunique")
+        groups = groups[leaves.to_numpy() == 1]
     return _runs_of(groups["leaf"].to_numpy(dtype=np.int64), groups["size"].to_numpy(dtype=np.int64))
 
 
@@ -127,7 +139,7 @@ def _merge_runs(*parts: _BucketRuns) -> _BucketRuns:
 
 
 def count_groups(persons: Any, tree: RegionTree, *, buckets: int | None = None,
-                 split_every: int = SPLIT_EVERY) -> GroupTables:
+                 split_every: int = SPLIT_EVERY, group_unit: bool = False) -> GroupTables:
     """Exact count-of-counts histograms of every region of ``tree``, counted by Dask tasks.
 
     Parameters
@@ -141,6 +153,9 @@ def count_groups(persons: Any, tree: RegionTree, *, buckets: int | None = None,
         Buckets of the distributed groupby (default: one per 8 partitions).
     split_every : int
         Fan-in of the reduction trees.
+    group_unit : bool
+        The group is the privacy unit: without a Groups table an id in more than one leaf is out
+        of domain (each id is one group), as on pandas.
 
     Returns
     -------
@@ -157,7 +172,7 @@ def count_groups(persons: Any, tree: RegionTree, *, buckets: int | None = None,
         n_buckets = min(n_buckets, max(len(tree.group_ids), 1))
         if len(tree.group_ids) <= DENSE_MAX_GROUPS:
             bounds = np.linspace(0, len(tree.group_ids), n_buckets + 1).astype(np.int64)
-    plan = _Plan(tree, n_buckets, bounds)
+    plan = _Plan(tree, n_buckets, bounds, one_leaf=group_unit and tree.group_ids is None)
     columns = [tree.group, *(c for c in tree.located if c != tree.group)]
     parts = partitions(persons[columns])
     shared = share(plan)
@@ -175,7 +190,7 @@ def count_groups(persons: Any, tree: RegionTree, *, buckets: int | None = None,
     elif tree.group_ids is not None:
         bucket_runs = [dask.delayed(_sparse_bucket_runs, pure=True)(r, shared) for r in roots]
     else:
-        bucket_runs = [dask.delayed(_group_bucket_runs, pure=True)(r) for r in roots]
+        bucket_runs = [dask.delayed(_group_bucket_runs, pure=True)(r, plan.one_leaf) for r in roots]
     runs = compute_private(tree_sum(bucket_runs, split_every=split_every, combine=_merge_runs))
     node, size, count = runs.node, runs.size, runs.groups
     if tree.group_ids is not None and bounds is None:

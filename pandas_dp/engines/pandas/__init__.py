@@ -39,8 +39,8 @@ class PandasEngine:
                          bounds: UnitBounds) -> bounding.CodedRows:
         return bounding.coded_group_rows(frame, group, ids, bounds)
 
-    def count_groups(self, persons: pd.DataFrame, tree: RegionTree) -> groups.GroupTables:
-        return groups.count_groups(persons, tree)
+    def count_groups(self, persons: pd.DataFrame, tree: RegionTree, *, group_unit: bool = False) -> groups.GroupTables:
+        return groups.count_groups(persons, tree, group_unit=group_unit)
 
     def region_bin_counts(self, frame: pd.DataFrame, tree: RegionTree, grid: Grid) -> list[np.ndarray]:
         return region_counts.region_bin_counts(frame, tree, grid)

@@ -32,7 +32,7 @@ import pandas as pd
 from pandas_dp.domain.labels import factorize, positions
 from pandas_dp.domain.grid import Grid
 from pandas_dp.engines.pandas.counts import cell_codes
-from pandas_dp.privacy.units import AUTO_STEPS, UnitBounds
+from pandas_dp.privacy.units import AUTO_STEPS, UnitBounds, canonical_unit_hashes
 
 __all__ = ["CodedRows", "coded_rows", "coded_group_rows", "group_cells", "row_keys", "bound_codes", "contribution_histogram",
            "unit_hashes", "unit_codes"]
@@ -206,21 +206,15 @@ class CodedRows:
 def unit_hashes(values: pd.Series) -> np.ndarray:
     """A 64-bit hash of every row's unit value; 0 where the unit is missing or not a plain scalar.
 
-    Numbers hash as numbers (a numeric column), anything else by its text, so the same unit gets
-    the same hash whichever engine or partition holds the row. Units are identified by this hash
-    on both engines (two units whose hashes collide, chance about ``n**2 / 2**65``, are bounded
+    The hash is of one canonical value per unit (:func:`pandas_dp.privacy.units.canonical_unit_hashes`),
+    never of the value in its column's dtype: 17, 17.0, ``np.int64(17)``, ``"17"`` and ``"17.0"``
+    are one unit whether the column holding them is int64, float64, object or string. So the same
+    unit gets the same hash whichever engine, partition or file holds the row, and an odd row that
+    changes its column's dtype changes no other unit's hash. Units are identified by this hash on
+    both engines (two units whose hashes collide, chance about ``n**2 / 2**65``, are bounded
     together: each still contributes at most its bound).
     """
-    valid = np.asarray(factorize(values), dtype=np.int64) >= 0
-    hashes = np.zeros(valid.size, dtype=np.uint64)
-    if valid.any():
-        kept = values[valid]
-        if isinstance(kept.dtype, np.dtype) and kept.dtype.kind in "iufb":
-            hashed = pd.util.hash_array(kept.to_numpy(), categorize=False)
-        else:
-            hashed = pd.util.hash_array(kept.astype(str).to_numpy(dtype=object), categorize=False)
-        hashes[valid] = np.maximum(hashed, np.uint64(1))  # 0 marks "no unit"
-    return hashes
+    return canonical_unit_hashes(values)
 
 
 def unit_codes(hashes: np.ndarray) -> np.ndarray:
@@ -261,7 +255,7 @@ def units_of(values: pd.Series, *, hashes: bool) -> tuple[np.ndarray, np.ndarray
     :func:`unit_hashes`, but for 64-bit collisions); other columns group by the hash of each value.
     """
     dtype = values.dtype
-    if not hashes and isinstance(dtype, np.dtype) and dtype.kind in "iub":
+    if not hashes and isinstance(dtype, np.dtype) and dtype.kind in "ib":
         return pd.factorize(values.to_numpy(), use_na_sentinel=True)[0].astype(np.int64), None
     unit_hash = unit_hashes(values)
     return unit_codes(unit_hash), unit_hash

@@ -13,7 +13,11 @@ dropped**, silently and uncounted (how many were dropped is never returned):
 * without one: a missing or non-plain group id, a leaf region that is not in
   the hierarchy, or a coarser location column that is not the leaf's
   ancestor. The group key is then the pair (group id, leaf region): persons
-  of one group id in two leaves are two groups.
+  of one group id in two leaves are two groups. With the group as the privacy
+  unit (``privacy_unit="group"``) each id must be one group, since every
+  level's noise is calibrated for one group: an id whose in-domain persons
+  sit in more than one leaf is out of domain, all its rows dropped (a rule
+  that reads that group's own rows only, so a neighbour still moves one group).
 
 Whether a row counts, and in which group, depends on that row and on the
 public tables only (:mod:`pandas_dp.domain.labels` decides value by value, never
@@ -132,9 +136,13 @@ def _pair_factorize(a: np.ndarray, b: np.ndarray, nb: int) -> tuple[np.ndarray, 
             pairs.get_level_values(1).to_numpy(np.int64))
 
 
-def group_leaf_sizes(frame: pd.DataFrame, tree: RegionTree, *, with_rows: bool = False
+def group_leaf_sizes(frame: pd.DataFrame, tree: RegionTree, *, with_rows: bool = False, one_leaf: bool = False
                      ) -> tuple[np.ndarray | None, np.ndarray, np.ndarray]:
     """Without a Groups table: the groups (group id, leaf) of the in-domain rows and their sizes.
+
+    With ``one_leaf=True`` (the group is the privacy unit) the ids whose in-domain rows sit in more
+    than one leaf are dropped too, so every group is one id. On Dask, where one partition sees
+    part of a group, the engine applies this rule after merging (``one_leaf`` stays False there).
 
     Returns
     -------
@@ -158,6 +166,12 @@ def group_leaf_sizes(frame: pd.DataFrame, tree: RegionTree, *, with_rows: bool =
             ok &= _agrees(frame, tree, np.maximum(leaf, 0), coarser)
         g, lf = (gid, leaf) if ok.all() else (gid[ok], leaf[ok])
         n_ids = int(g.max()) + 1 if g.size else 0
+        if one_leaf and g.size:
+            spread = _spread_ids(g, lf, n_ids)
+            if spread.any():
+                keep = ~spread[g]
+                ok[np.flatnonzero(ok)[~keep]] = False
+                g, lf = g[keep], lf[keep]
         some_leaf = np.full(n_ids, -1, dtype=np.int64)
         some_leaf[g] = lf
         if np.array_equal(some_leaf[g], lf):
@@ -175,6 +189,15 @@ def group_leaf_sizes(frame: pd.DataFrame, tree: RegionTree, *, with_rows: bool =
         return rows, pair_leaf, size
 
 
+def _spread_ids(ids: np.ndarray, leaf: np.ndarray, n_ids: int) -> np.ndarray:
+    """``spread[i]``: whether the rows of id ``i`` (codes ``0..n_ids-1``) sit in more than one leaf."""
+    lo = np.full(n_ids, np.iinfo(np.int64).max, dtype=np.int64)
+    hi = np.full(n_ids, -1, dtype=np.int64)
+    np.minimum.at(lo, ids, leaf)
+    np.maximum.at(hi, ids, leaf)
+    return (hi >= 0) & (lo != hi)
+
+
 def tables_from_leaf_runs(tree: RegionTree, leaves: Runs) -> GroupTables:
     """Exact tables of every level from the leaf level's runs (children summed per parent)."""
     exact = [leaves]
@@ -184,7 +207,7 @@ def tables_from_leaf_runs(tree: RegionTree, leaves: Runs) -> GroupTables:
     return GroupTables(tree, exact[::-1], max_size)
 
 
-def count_groups(persons: pd.DataFrame, tree: RegionTree) -> GroupTables:
+def count_groups(persons: pd.DataFrame, tree: RegionTree, *, group_unit: bool = False) -> GroupTables:
     """Exact count-of-counts histograms of every region of ``tree`` (the private step of a release).
 
     Parameters
@@ -193,6 +216,9 @@ def count_groups(persons: pd.DataFrame, tree: RegionTree) -> GroupTables:
         The private entities; only ``tree.group`` and ``tree.located`` are read.
     tree : RegionTree
         Built by :func:`pandas_dp.domain.regions.region_tree` with a ``group`` column.
+    group_unit : bool
+        The group is the privacy unit: without a Groups table, an id in more than one leaf is
+        out of domain (every group is one id).
 
     Returns
     -------
@@ -211,7 +237,7 @@ def count_groups(persons: pd.DataFrame, tree: RegionTree) -> GroupTables:
         sizes = np.bincount(pos[pos >= 0], minlength=len(tree.group_ids)).astype(np.int64)
         group_leaf = np.asarray(tree.group_leaf, dtype=np.int64)
     else:
-        _, group_leaf, sizes = group_leaf_sizes(persons, tree)
+        _, group_leaf, sizes = group_leaf_sizes(persons, tree, one_leaf=group_unit)
     max_size = int(sizes.max()) if sizes.size else 0
     return tables_from_leaf_runs(tree, _leaf_runs(group_leaf, sizes, n_leaves, max_size))
 
