@@ -162,7 +162,7 @@ class DPAccessorBase:
         ...     h = df.dp.histogram("age", bins=4, range=(0, 80), epsilon=0.5,
         ...                         rng=np.random.default_rng(0))
         >>> h.counts.index[0]
-        Interval(0.0, 20.0, closed='left')
+        Interval(0, 20, closed='left')
 
         One consistent table per region of a public geography:
 

@@ -116,15 +116,47 @@ def estimates_table(frame: pd.DataFrame, index_name: str | None = None) -> pd.Da
     return shown
 
 
+#: Parameters the heading already states (the noise and its size, by :func:`noise_text`).
+_SHOWN_IN_HEADING = frozenset({"noise", "sigma2", "noise_scale"})
+
+
 def _param_text(value: Any) -> str:
-    if isinstance(value, float):
-        return f"{value:.6g}"
+    """A parameter's value for reading: exact rationals (``"29000/19"``) and floats as numbers
+    (6 significant digits), booleans as yes/no, sequences and mappings item by item."""
+    if isinstance(value, (bool, np.bool_)):
+        return "yes" if value else "no"
+    if isinstance(value, str):
+        try:
+            number = Fraction(value) if "/" in value else None
+        except (ValueError, ZeroDivisionError):
+            number = None
+        return value if number is None else _param_text(float(number))
+    if isinstance(value, (float, np.floating, Fraction)):
+        return format_edge(float(value))
+    if isinstance(value, (int, np.integer)):
+        return format_edge(int(value))
+    if isinstance(value, Mapping):
+        return "{" + ", ".join(f"{k}: {_param_text(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_param_text(v) for v in value) + "]"
     return str(value)
 
 
 def html_params(params: Mapping[str, Any]) -> str:
-    """``key=value, ...`` of a release's parameters, escaped (floats to 6 significant digits)."""
-    return ", ".join(f"{html.escape(str(k))}={html.escape(_param_text(v))}" for k, v in params.items())
+    """``key: value · ...`` of a release's parameters for a notebook, escaped.
+
+    The noise and its size are left out (the heading states them as ``σ`` or
+    ``t``); exact rationals and floats read as numbers, booleans as yes/no,
+    underscores as spaces. ``result.params`` itself keeps the exact values.
+
+    Examples
+    --------
+    >>> html_params({"noise": "discrete Gaussian", "sigma2": "5", "sensitivity": 1, "nonnegative": False,
+    ...              "unit_sensitivity": "29000/19"})
+    'sensitivity: 1 · nonnegative: no · unit sensitivity: 1,526.32'
+    """
+    return " · ".join(f"{html.escape(str(k).replace('_', ' '))}: {html.escape(_param_text(v))}"
+                      for k, v in params.items() if k not in _SHOWN_IN_HEADING)
 
 
 def privacy_text(loss: Any, epsilon: float | None = None, *, html: bool = True) -> str:
