@@ -191,7 +191,8 @@ class DPAccessorBase:
                         hierarchy: pd.DataFrame | None = None, max_size: int | None = None,
                         method: Literal["hc", "hg", "naive"] = "hc",
                         merge: Literal["weighted", "average"] = "weighted", rng: Any = None,
-                        progress: bool | None = None, privacy_unit: str | None = None) -> CountOfCounts:
+                        progress: bool | None = None, privacy_unit: str | None = None,
+                        level_weights: Any = None) -> CountOfCounts:
         """Release consistent count-of-counts histograms for every region of a hierarchy.
 
         For every region and size ``i``: how many groups (households) have ``i``
@@ -232,6 +233,10 @@ class DPAccessorBase:
             ``"group"``: household-level privacy, neighbours differ by one whole group and its
             persons; needs a public ``max_size`` (groups larger keep ``max_size`` persons), and
             the noise grows with it (``hc``: sensitivity ``max_size`` per level).
+        level_weights : list or dict, optional
+            Each level's share of the loss (``"national"`` first, or a dict keyed by level);
+            default equal. Levels of weight 0 at the fine end are neither measured nor
+            released: ``[1, 0, 0]`` releases the national table alone with the whole loss.
 
         Returns
         -------
@@ -260,7 +265,8 @@ class DPAccessorBase:
         """
         return _count_of_counts(self._frame(), group, location, epsilon=epsilon, rho=rho, groups=groups,
                                 hierarchy=hierarchy, max_size=max_size, method=method, merge=merge,
-                                rng=rng, progress=progress, privacy_unit=privacy_unit)
+                                rng=rng, progress=progress, privacy_unit=privacy_unit,
+                                level_weights=level_weights)
 
     def unattributed_histogram(self, group: str, *, epsilon: float | None = None, rho: float | None = None,
                                groups: Any = None, rng: Any = None, privacy_unit: Any = None,

@@ -61,7 +61,7 @@ ENTRIES: dict[str, Entry] = {e.name: e for e in (
     Entry("hierarchical_histogram", hierarchical_histogram, "columns", True, TREE_PARAMS, HISTOGRAM_ARGUMENTS),
     Entry("range_query", range_query, "column", True, arguments=("column", "ranges", *HISTOGRAM_ARGUMENTS[1:])),
     Entry("count_of_counts", count_of_counts, "group", False, COUNT_OF_COUNTS_PARAMS,
-          ("group", "location", "groups", "hierarchy", "privacy_unit")),
+          ("group", "location", "groups", "hierarchy", "privacy_unit", "level_weights")),
     Entry("unattributed_histogram", unattributed_histogram, "group", True, None,
           ("group", "groups", *UNIT_ARGUMENTS)),
 )}
