@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 __all__ = ["format_number", "format_edge", "interval_label", "index_labels", "estimates_table", "html_params",
-           "privacy_text", "noise_text", "guarantee_text"]
+           "privacy_text", "noise_text", "guarantee_text", "bounding_note", "with_note"]
 
 
 def format_number(value: Any) -> str:
@@ -240,3 +240,41 @@ def guarantee_text(loss: Any, epsilon: float | None, described: Any, *, html: bo
     """:func:`privacy_text` and :func:`noise_text` joined: ``ρ = 0.125 (zCDP), σ = 2``."""
     parts = [privacy_text(loss, epsilon, html=html), noise_text(described, html=html, by=by)]
     return ", ".join(p for p in parts if p)
+
+
+def bounding_note(params: Mapping[str, Any]) -> str:
+    """What the intervals of a release with a bounded privacy unit leave out, or ``""`` without one.
+
+    With ``privacy_unit=`` and ``max_rows=k`` (or ``max_cells``/``max_rows_per_cell``), rows of a unit
+    beyond its bound are dropped before counting: the estimates are then biased low for units with more
+    rows, and the intervals cover the noise only. Said where the numbers are (``repr``, notebook view,
+    ``to_frame().attrs["note"]``, plots); public (the bound is a parameter or the released ``"auto"`` choice).
+
+    Examples
+    --------
+    >>> bounding_note({"privacy_unit": "rider", "max_rows": 5})
+    'intervals cover the noise only: each rider kept at most 5 rows (rows beyond were dropped; that bias is not in the intervals)'
+    >>> bounding_note({"noise": "discrete Laplace"})
+    ''
+    """
+    unit = params.get("privacy_unit")
+    if unit is None or unit in ("person", "group"):  # count_of_counts' units bound nothing here
+        return ""
+    if params.get("max_cells") is not None:
+        kept = (f"at most {params['max_rows_per_cell']} rows in each of at most {params['max_cells']} cells")
+    elif params.get("max_rows") is not None:
+        kept = f"at most {params['max_rows']} rows"
+        if params.get("max_rows_auto_quantile") is not None:
+            kept += " (max_rows='auto')"
+    else:
+        return ""
+    return (f"intervals cover the noise only: each {unit} kept {kept} (rows beyond were dropped; that bias is "
+            f"not in the intervals)")
+
+
+def with_note(frame: pd.DataFrame, params: Mapping[str, Any]) -> pd.DataFrame:
+    """``frame`` with :func:`bounding_note` in ``frame.attrs["note"]`` when there is one (the same frame)."""
+    note = bounding_note(params)
+    if note:
+        frame.attrs["note"] = note
+    return frame

@@ -14,7 +14,7 @@ from pandas_dp.domain.grid import BinDomain, Grid
 from pandas_dp.errors import DomainError, ParameterError
 from pandas_dp.results._base import EstimatesView, FrozenRelease, MeasureView, confidence_bounds, noise_radius, normal_quantile
 from pandas_dp.results._checks import check_axes, check_flag, range_pairs
-from pandas_dp.results._format import estimates_table, guarantee_text, html_params
+from pandas_dp.results._format import bounding_note, estimates_table, guarantee_text, html_params
 from pandas_dp.results._frozen import SeriesOnIndex, lock_in_place, stored_fields
 
 __all__ = ["Histogram", "RangeAnswer"]
@@ -345,7 +345,8 @@ class Histogram(FrozenRelease, EstimatesView, MeasureView):
 
     def __repr__(self) -> str:
         more = f"\n… {self.domain.size - 10:,} more bins" if self.domain.size > 10 else ""
-        return self._repr_head() + "\n" + self._summary_rows().to_string() + more
+        note = bounding_note(self.params)
+        return self._repr_head() + (f"\nnote: {note}" if note else "") + "\n" + self._summary_rows().to_string() + more
 
     def _html_title(self) -> str:
         """The method's facts shown after the method name (subclasses add theirs)."""
@@ -361,7 +362,14 @@ class Histogram(FrozenRelease, EstimatesView, MeasureView):
         return (f"<div><strong>{html.escape(type(self).__name__)}</strong> — method "
                 f"<code>{html.escape(self.method)}</code>, {self._html_title()}, "
                 f"{self.domain.size:,} bins over {html.escape(str(list(self.domain.columns)))}"
+                f"{_note_html(self.params)}"
                 f"<br><small>{self._html_notes()}{html_params(self.params)}</small>{table}{more}</div>")
+
+
+def _note_html(params: Any) -> str:
+    """The bounding note as an HTML line (or nothing)."""
+    note = bounding_note(params)
+    return f"<br><em>{html.escape(note)}</em>" if note else ""
 
 
 def html_estimates(frame: pd.DataFrame, exact: bool = True, index_name: str | None = None) -> str:
