@@ -181,7 +181,8 @@ class EstimatesView:
         from pandas_dp.results._format import with_note
 
         return with_note(pd.DataFrame({"estimate": counts.to_numpy(), "variance": variance,
-                                       "std_error": np.sqrt(variance)}, index=counts.index), self.params)
+                                       "std_error": np.sqrt(variance)}, index=counts.index),
+                         getattr(self, "params", {}))
 
     def _cells_noise(self) -> tuple[Any, int]:
         """The noise of the estimates, and the draws summed in one (1: its count plus one draw; 0: a
