@@ -155,7 +155,7 @@ def _decimal_edges(edges: np.ndarray) -> np.ndarray:
     with np.errstate(all="ignore"):
         scaled = np.round(edges * scale)
         decimal = scaled / scale
-        close = (np.abs(scaled) < 2.0**53) & (np.abs(decimal - edges) <= 2 * np.spacing(edges))
+        close = (np.abs(scaled) < 2.0**53) & (np.abs(decimal - edges) <= 2 * np.abs(np.spacing(edges)))
     close[[0, -1]] = False
     if not close.any():
         return edges

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import math
 from dataclasses import dataclass, field
 from typing import Any, Mapping, cast
 
@@ -172,7 +173,13 @@ class Histogram(FrozenRelease, EstimatesView, MeasureView):
         ------
         DomainError
             When a bound is not a bin edge, ``low > high``, or the release is
-            not 1-D over numeric bins.
+            not over bins. A release of 2 or more dimensions answers one box:
+            ``low`` and ``high`` give one bound per column
+            (``range_query((44.8, -93.4), (45.0, -93.1))``, bin edges in data
+            units) and return a :class:`RangeAnswer` whose ``low``/``high`` are
+            tuples; its standard error and interval are exact for
+            ``method="identity"`` (independent cells), and other methods refuse
+            (a box of combined cells needs their covariance).
         ParameterError
             When the ranges are not pairs or ``confidence_level`` is not in (0, 1).
 
@@ -190,6 +197,8 @@ class Histogram(FrozenRelease, EstimatesView, MeasureView):
         True
         """
         normal_quantile(confidence_level)  # validate the public argument before any work
+        if self.domain.ndim > 1 and high is not None:
+            return self._box_query(low, high)
         dim = self._bin_domain()
         if high is None:
             pairs = range_pairs(low)
@@ -215,6 +224,52 @@ class Histogram(FrozenRelease, EstimatesView, MeasureView):
         return RangeAnswer(dim.edge_value(i[0]), dim.edge_value(j[0]), float(est[0]),
                            float(np.sqrt(var[0])), self.variance_exact,
                            noise[0] if isinstance(noise, list) else noise, int(np.ravel(terms)[0]))
+
+    def _box_query(self, low: Any, high: Any) -> RangeAnswer:
+        """The box ``[low[k], high[k])`` on every dimension ``k`` of a d-D release (bin edges, data units).
+
+        The estimate is the sum of the box's cells. Its standard error and interval are exact when the
+        cells carry independent noise (the flat release, ``method="identity"``): the variance is the sum
+        of the cells' variances, and the interval the exact quantile of the sum of their draws. Other
+        methods combine cells (a tree's least squares, DPCube's or a grid's partitions): their boxes
+        need the release's covariance, which the result does not hold, so they refuse with that reason.
+        """
+        dims = self.domain.dims
+        if type(self)._range_stats is not Histogram._range_stats or not self.variance_exact:
+            raise DomainError(f"range_query over boxes needs cells with independent noise (method='identity'); "
+                              f"this release ({self.method!r}) combines cells, so a box's variance needs its "
+                              f"covariance. Release the grid with method='identity' for box queries.")
+        try:
+            lows, highs = list(low), list(high)
+        except TypeError:
+            lows = highs = []
+        if isinstance(low, (str, bytes)) or isinstance(high, (str, bytes)) or len(lows) != len(dims) \
+                or len(highs) != len(dims):
+            raise ParameterError(f"range_query over a {len(dims)}-D release takes low and high with one bound per "
+                                 f"column {list(self.domain.columns)}: e.g. range_query((44.8, -93.4), (45.0, "
+                                 f"-93.1)). Got low={safe_repr(low)}, high={safe_repr(high)}.")
+        slices, edges_low, edges_high = [], [], []
+        for dim, a, b in zip(dims, lows, highs):
+            if not isinstance(dim, BinDomain):
+                dim.align(None, None)  # raises the categorical explanation
+            bins = cast(BinDomain, dim)
+            if bins.kind == "number":
+                a, b = (None if isinstance(v, (str, bytes)) else float_array(v) for v in (a, b))
+                if a is None or b is None or a.ndim != 0 or b.ndim != 0:
+                    raise ParameterError(f"Box bounds on column {bins.column!r} must be numbers (bin edges). "
+                                         f"Got low={safe_repr(low)}, high={safe_repr(high)}.")
+            i, j = bins.align(a, b)
+            slices.append(slice(int(i[0]), int(j[0])))
+            edges_low.append(bins.edge_value(int(i[0])))
+            edges_high.append(bins.edge_value(int(j[0])))
+        shape = tuple(d.size for d in dims)
+        box = tuple(slices)
+        est = float(self.counts.to_numpy(dtype=np.float64).reshape(shape)[box].sum())
+        var = float(self.variance.to_numpy(dtype=np.float64).reshape(shape)[box].sum())
+        cells = int(np.prod([sl.stop - sl.start for sl in slices]))
+        noise, per_cell = self._cells_noise()
+        return RangeAnswer(tuple(edges_low), tuple(edges_high), est, math.sqrt(var), self.variance_exact,
+                           noise, int(per_cell) * cells)
 
     # -- synthetic rows ----------------------------------------------------
     def sample(self, n: int | None = None, rng: Any = None) -> pd.DataFrame:
