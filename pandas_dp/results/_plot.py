@@ -236,8 +236,8 @@ def plot_grid(result: Any, ax: Any = None, *, confidence_level: float = 0.95, de
     grid = result.domain
     if grid.ndim > 2:
         raise ParameterError(f"plot() draws 1-D and 2-D releases; this one has {grid.ndim} dimensions "
-                             f"{list(grid.columns)}. Sum result.counts over the others first "
-                             f"(result.counts.groupby(level=[0, 1]).sum()) and plot that.")
+                             f"{list(grid.columns)}. Plot a marginal, with its exact variances: "
+                             f"result.marginal({list(grid.columns)[:2]}).plot().")
     if not isinstance(density, bool):
         raise ParameterError(f"The 'density' parameter of plot() must be True or False. Got {density!r}.")
     scales = [axis_scale(d) for d in grid.dims]

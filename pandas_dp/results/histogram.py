@@ -271,6 +271,62 @@ class Histogram(FrozenRelease, EstimatesView, MeasureView):
         return RangeAnswer(tuple(edges_low), tuple(edges_high), est, math.sqrt(var), self.variance_exact,
                            noise, int(per_cell) * cells)
 
+    def marginal(self, columns: Any) -> "Histogram":
+        """The release summed over the other columns: a histogram of ``columns`` (free post-processing).
+
+        Each marginal cell is the sum of the cells it covers, and its variance the sum of theirs: exact
+        when the cells carry independent noise (``method="identity"``), which is why other methods
+        refuse (their cells are combined: a sum's variance needs their covariance). A 3-D release can
+        so be plotted by its 1-D and 2-D marginals with honest error bars, where
+        ``result.counts.groupby(...).sum()`` loses them.
+
+        Parameters
+        ----------
+        columns : str or list of str
+            Columns of this release to keep, in this release's order or any order.
+
+        Returns
+        -------
+        Histogram
+            On the kept columns' bins, ``method`` unchanged, ``params`` with ``marginal_of``.
+
+        Examples
+        --------
+        >>> import numpy as np, pandas as pd, pandas_dp as pdp
+        >>> df = pd.DataFrame({"a": np.arange(100) % 4, "b": np.arange(100) % 5, "c": np.arange(100) % 2})
+        >>> with pdp.budget(epsilon=1.0):
+        ...     h = df.dp.histogram(["a", "b", "c"], bins=[4, 5, 2], range=[(0, 4), (0, 5), (0, 2)],
+        ...                         epsilon=1.0, rng=np.random.default_rng(0))
+        >>> m = h.marginal("a")
+        >>> bool(m.counts.sum() == h.counts.sum()), round(float(m.variance.iloc[0] / h.variance.iloc[0]), 9)
+        (True, 10.0)
+        """
+        wanted = [columns] if isinstance(columns, str) else list(columns) if isinstance(columns, (list, tuple)) \
+            else None
+        names = list(self.domain.columns)
+        if not wanted or any(not isinstance(c, str) or c not in names for c in wanted) or len(set(wanted)) != len(wanted):
+            raise ParameterError(f"marginal() takes one or more distinct columns of this release {names}. "
+                                 f"Got {safe_repr(columns)}.")
+        if type(self)._range_stats is not Histogram._range_stats or not self.variance_exact:
+            raise DomainError(f"marginal() needs cells with independent noise (method='identity') for exact "
+                              f"variances; this release ({self.method!r}) combines cells, so a sum's variance "
+                              f"needs their covariance.")
+        keep = [names.index(c) for c in wanted]
+        drop = tuple(k for k in range(len(names)) if k not in keep)
+        shape = self.domain.shape
+        est = self.counts.to_numpy().reshape(shape).sum(axis=drop)
+        var = self.variance.to_numpy(dtype=np.float64).reshape(shape).sum(axis=drop)
+        order = sorted(keep)
+        perm = [order.index(k) for k in keep]  # the caller's column order
+        est, var = np.transpose(est, perm), np.transpose(var, perm)
+        grid = Grid(tuple(self.domain.dims[k] for k in keep))
+        return Histogram(counts=as_series(np.ascontiguousarray(est), grid, "estimate"),
+                         variance=as_series(np.ascontiguousarray(var), grid, "variance"),
+                         epsilon=self.epsilon, method=self.method,
+                         params={**self.params, "marginal_of": names}, domain=grid,
+                         post_processing=(*self.post_processing, f"sum over {[names[k] for k in drop]}"),
+                         variance_exact=True, loss=self.loss, noise=self.noise, single_draw=False)
+
     # -- synthetic rows ----------------------------------------------------
     def sample(self, n: int | None = None, rng: Any = None) -> pd.DataFrame:
         """Synthetic rows drawn from this release (post-processing: no budget is spent).

@@ -45,3 +45,34 @@ def test_a_box_of_combined_cells_refuses_with_the_reason_and_bad_bounds_raise():
                             ((44.9, -93.4), (44.8, -93.0), pdp.DomainError)]:
         with pytest.raises(kind):
             h.range_query(low, high)
+
+
+def test_marginals_of_a_3d_release_keep_exact_variances_and_plot():
+    """Issue 29, item 4: result.marginal(columns) sums cells with their variances (identity: exact), so a 3-D
+    release plots by its marginals with honest error bars; other methods refuse with the reason."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    with pdp.budget(epsilon=2.0):
+        h = POINTS.dp.histogram(["lat", "lon", "hour"], bins=[4, 4, 6], range=[(44.8, 45.0), (-93.4, -93.0), (0, 24)],
+                                epsilon=1.0, rng=np.random.default_rng(1))
+    cube, var = h.counts.to_numpy().reshape(4, 4, 6), h.variance.to_numpy().reshape(4, 4, 6)
+    m = h.marginal(["hour", "lat"])
+    assert m.domain.columns == ("hour", "lat") and m.counts.index.names == ["hour", "lat"]
+    np.testing.assert_array_equal(m.counts.to_numpy().reshape(6, 4), cube.sum(axis=1).T)
+    np.testing.assert_allclose(m.variance.to_numpy().reshape(6, 4), var.sum(axis=1).T)
+    one = h.marginal("hour")
+    assert one.range_query(0, 24).estimate == h.counts.sum()
+    ax = one.plot()
+    assert len(ax.containers) or ax.lines or ax.collections  # bars with error bars
+    plt.close(ax.figure)
+    with pytest.raises(pdp.ParameterError, match="marginal"):
+        h.plot()
+    with pytest.raises(pdp.ParameterError):
+        h.marginal(["hour", "hour"])
+    with pdp.budget(epsilon=1.0):
+        tree = POINTS.dp.hierarchical_histogram(["lat", "lon"], **DOMAIN, epsilon=1.0)
+    with pytest.raises(pdp.DomainError, match="covariance"):
+        tree.marginal("lat")
