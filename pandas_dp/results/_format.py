@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 __all__ = ["format_number", "format_edge", "interval_label", "index_labels", "estimates_table", "html_params",
-           "privacy_text", "noise_text", "guarantee_text", "bounding_note", "with_note"]
+           "privacy_text", "noise_text", "guarantee_text", "bounding_note", "release_note", "with_note"]
 
 
 def format_number(value: Any) -> str:
@@ -272,9 +272,14 @@ def bounding_note(params: Mapping[str, Any]) -> str:
             f"not in the intervals)")
 
 
+def release_note(params: Mapping[str, Any]) -> str:
+    """What a release's intervals leave out: :func:`bounding_note` and ``method="auto"``'s ``auto_note``."""
+    return "; ".join(n for n in (bounding_note(params), str(params.get("auto_note") or "")) if n)
+
+
 def with_note(frame: pd.DataFrame, params: Mapping[str, Any]) -> pd.DataFrame:
-    """``frame`` with :func:`bounding_note` in ``frame.attrs["note"]`` when there is one (the same frame)."""
-    note = bounding_note(params)
+    """``frame`` with :func:`release_note` in ``frame.attrs["note"]`` when there is one (the same frame)."""
+    note = release_note(params)
     if note:
         frame.attrs["note"] = note
     return frame

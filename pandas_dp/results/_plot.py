@@ -26,7 +26,7 @@ import pandas as pd
 from pandas_dp._utils.optional import import_optional
 from pandas_dp.errors import ParameterError
 from pandas_dp.results._base import normal_quantile
-from pandas_dp.results._format import bounding_note, format_edge
+from pandas_dp.results._format import release_note, format_edge
 
 __all__ = ["BAR_LIMIT", "EDGE_TICKS", "AxisScale", "axis_scale", "plot_grid", "readable_numbers"]
 
@@ -250,7 +250,7 @@ def plot_grid(result: Any, ax: Any = None, *, confidence_level: float = 0.95, de
     else:
         _plot_2d(result, ax, scales[0], scales[1], density, dict(kwargs), colorbar=colorbar)
     ax.set_title(f"{result.method} histogram, {result._guarantee()}")   # measure and noise: ρ = 0.1 (zCDP), σ = 2.2
-    note = bounding_note(result.params)
+    note = release_note(result.params)
     if note:  # the bias of bounding is not in the error bars: say so on the picture
         ax.annotate(note, xy=(0, -0.16 if grid.ndim == 1 else -0.2), xycoords="axes fraction", fontsize="x-small",
                     va="top", wrap=True)

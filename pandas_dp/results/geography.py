@@ -24,7 +24,7 @@ from pandas_dp.errors import DomainError, ParameterError
 from pandas_dp._utils.rational import safe_repr
 from pandas_dp.results._base import EstimatesView, FrozenRelease, MeasureView, confidence_bounds, noise_radius, normal_quantile
 from pandas_dp.results._checks import find_label, range_pairs
-from pandas_dp.results._format import bounding_note, html_params, with_note
+from pandas_dp.results._format import release_note, html_params, with_note
 from pandas_dp.results._frozen import stored_fields
 from pandas_dp.results._geography_layout import level_offsets, synthetic_rows, tidy_frame
 from pandas_dp.results.histogram import Histogram, RangeAnswer, html_estimates
@@ -423,14 +423,14 @@ class GeographyHistogram(FrozenRelease, EstimatesView, MeasureView):
         from pandas_dp.results._format import estimates_table
 
         shown = estimates_table(self._head(), ", ".join(map(str, self.domain.columns)))
-        note = bounding_note(self.params)
+        note = release_note(self.params)
         return head + (f"\nnote: {note}" if note else "") + f"\n{self.levels[0]}:\n" + shown.to_string()
 
     def _repr_html_(self) -> str:
         levels = " &gt; ".join(f"{html.escape(str(n))} ({k:,})" for n, k in zip(self.levels, self.n_regions))
         eps = self._guarantee()
         table = html_estimates(self._head(), self.variance_exact, ", ".join(map(str, self.domain.columns)))
-        note = bounding_note(self.params)
+        note = release_note(self.params)
         note = f"<br><em>{html.escape(note)}</em>" if note else ""
         return (f"<div><strong>GeographyHistogram</strong> — method <code>{html.escape(self.method)}</code>, "
                 f"{eps}, {self.domain.size:,} cells per region<br>levels: {levels}{note}"

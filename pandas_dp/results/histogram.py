@@ -15,7 +15,7 @@ from pandas_dp.domain.grid import BinDomain, Grid
 from pandas_dp.errors import DomainError, ParameterError
 from pandas_dp.results._base import EstimatesView, FrozenRelease, MeasureView, confidence_bounds, noise_radius, normal_quantile
 from pandas_dp.results._checks import check_axes, check_flag, range_pairs
-from pandas_dp.results._format import bounding_note, estimates_table, guarantee_text, html_params
+from pandas_dp.results._format import release_note, estimates_table, guarantee_text, html_params
 from pandas_dp.results._frozen import SeriesOnIndex, lock_in_place, stored_fields
 
 __all__ = ["Histogram", "RangeAnswer"]
@@ -456,7 +456,7 @@ class Histogram(FrozenRelease, EstimatesView, MeasureView):
 
     def __repr__(self) -> str:
         more = f"\n… {self.domain.size - 10:,} more bins" if self.domain.size > 10 else ""
-        note = bounding_note(self.params)
+        note = release_note(self.params)
         return self._repr_head() + (f"\nnote: {note}" if note else "") + "\n" + self._summary_rows().to_string() + more
 
     def _html_title(self) -> str:
@@ -479,7 +479,7 @@ class Histogram(FrozenRelease, EstimatesView, MeasureView):
 
 def _note_html(params: Any) -> str:
     """The bounding note as an HTML line (or nothing)."""
-    note = bounding_note(params)
+    note = release_note(params)
     return f"<br><em>{html.escape(note)}</em>" if note else ""
 
 

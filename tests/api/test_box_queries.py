@@ -76,3 +76,17 @@ def test_marginals_of_a_3d_release_keep_exact_variances_and_plot():
         tree = POINTS.dp.hierarchical_histogram(["lat", "lon"], **DOMAIN, epsilon=1.0)
     with pytest.raises(pdp.DomainError, match="covariance"):
         tree.marginal("lat")
+
+
+def test_auto_says_when_its_choice_biases_sums():
+    """Issue 29, item 2: when method='auto' picks a clipped (non-negative) release for a ranges workload, the
+    result says that sums are biased and which method is unbiased, where the numbers are."""
+    with pdp.budget(epsilon=1.0):
+        auto = POINTS.dp.histogram(["lat", "lon"], **DOMAIN, method="auto", expected_total=100_000, epsilon=0.5,
+                                   rng=np.random.default_rng(0))
+        ident = POINTS.dp.histogram(["lat", "lon"], **DOMAIN, method="identity", epsilon=0.5,
+                                    rng=np.random.default_rng(0))
+    assert auto.params["auto_nonnegative"] and auto.params["auto_workload"] == "ranges"
+    assert "biased upwards" in auto.params["auto_note"] and "biased upwards" in repr(auto)
+    assert "method='identity'" in auto.to_frame().attrs["note"]
+    assert "note" not in ident.to_frame().attrs
