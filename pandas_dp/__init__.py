@@ -23,6 +23,7 @@ from pandas_dp.errors import (
     LedgerError,
     ParameterError,
     GroupbyReleaseWarning,
+    GroupbyAccessError,
     SchemaError,
 )
 from pandas_dp.accounting.ledger import Ledger
@@ -37,6 +38,10 @@ from pandas_dp.results.hierarchical import HierarchicalHistogram
 from pandas_dp.accessors.dask_hook import install as _install_dask_accessor
 
 _install_dask_accessor()  # the same .dp accessor on Dask frames, registered when dask.dataframe imports
+
+from pandas_dp.accessors.groupby import install as _install_groupby_message
+
+_install_groupby_message()  # df.groupby(key).dp raises GroupbyAccessError with the one-release form
 
 
 
@@ -81,5 +86,6 @@ __all__ = [
     "SchemaError",
     "ParameterError",
     "GroupbyReleaseWarning",
+    "GroupbyAccessError",
     "LedgerError",
 ]

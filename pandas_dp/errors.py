@@ -84,3 +84,14 @@ class GroupbyReleaseWarning(UserWarning):
     groups, which the private data decide. Warned once per call site, with the fix: one
     release over all groups (``by=`` with public regions, or the group as a released column).
     """
+
+
+class GroupbyAccessError(PandasDPError, TypeError):
+    """``df.groupby(...).dp``: there is no DP accessor on a pandas groupby, by design.
+
+    A release per pandas group charges once per group, and the groups are the
+    ones the private data hold. The message gives the one-release form:
+    ``df.dp.histogram(columns, ..., by=key, by_categories=[public groups])``.
+    Not an ``AttributeError``: pandas' groupby answers a failed attribute with
+    its own generic message, which would hide this one.
+    """

@@ -60,3 +60,33 @@ def test_examples_run(page, tmp_path, monkeypatch):
     import matplotlib.pyplot as plt
 
     plt.close("all")
+
+
+def test_no_page_installs_from_a_registry_the_package_is_not_on():
+    """Issue 29, item 6: pandas-dp is installed from a checkout (`pip install -e ".[extra]"`), not from PyPI."""
+    pages = [*DOCS.rglob("*.md"), DOCS.parent / "README.md"]
+    offenders = [str(p) for p in pages if re.search(r"pip install ['\"]?pandas-dp", p.read_text("utf-8"))]
+    assert not offenders
+
+
+def test_the_cli_page_shows_every_histogram_key_with_its_allowed_use():
+    """Issue 29, item 6: the CLI page's TOML examples use only keys the spec accepts, and show the privacy
+    unit and tables-by-region keys users asked for."""
+    import tomllib
+
+    from pandas_dp.cli.spec import _COMMON, _KEYS
+
+    page = (DOCS / "guide" / "cli.md").read_text("utf-8")
+    blocks = re.findall(r"^```toml\n(.*?)^```", page, re.S | re.M)
+    used: set[str] = set()
+    for block in blocks:
+        for release in tomllib.loads(block).get("release", []):
+            assert set(release) <= _COMMON | _KEYS[release["method"]], release["name"]
+            used |= set(release)
+    assert {"privacy_unit", "max_rows", "by", "by_categories", "hierarchy", "level_weights"} <= used
+
+
+def test_the_range_idiom_says_where_it_ends():
+    """Issue 29, item 6: next to `bins=range(0, 101, 10)`, the README says that `range` stops before its end."""
+    readme = (DOCS.parent / "README.md").read_text("utf-8")
+    assert "range(14, 50, 2)" in readme and "ends at the edge 48" in readme

@@ -11,7 +11,7 @@ import numpy as np
 
 from pandas_dp.errors import ParameterError
 
-__all__ = ["to_fraction", "safe_repr", "fraction_text"]
+__all__ = ["to_fraction", "safe_repr", "fraction_text", "exact_text"]
 
 
 class _ShortRepr(reprlib.Repr):
@@ -31,6 +31,30 @@ class _ShortRepr(reprlib.Repr):
 
 
 _SHORT = _ShortRepr()
+
+
+def exact_text(value: Fraction) -> str:
+    """An exact rational as a person writes it: a decimal when it has one (up to 20 places), else ``a/b``.
+
+    Examples
+    --------
+    >>> exact_text(Fraction(1, 2)), exact_text(Fraction(5)), exact_text(Fraction(-1, 80)), exact_text(Fraction(1, 3))
+    ('0.5', '5', '-0.0125', '1/3')
+    """
+    value = Fraction(value)
+    d, twos, fives = value.denominator, 0, 0
+    while d % 2 == 0:
+        d, twos = d // 2, twos + 1
+    while d % 5 == 0:
+        d, fives = d // 5, fives + 1
+    places = max(twos, fives)
+    if d != 1 or places > 20:
+        return f"{value.numerator}/{value.denominator}"
+    if places == 0:
+        return str(value.numerator)
+    scaled = abs(value.numerator) * 10**places // value.denominator
+    whole, frac = divmod(scaled, 10**places)
+    return f"{'-' if value < 0 else ''}{whole}.{frac:0{places}d}".rstrip("0")
 
 
 def safe_repr(value: object, limit: int = 60) -> str:

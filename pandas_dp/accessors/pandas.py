@@ -155,7 +155,7 @@ class DPAccessorBase:
         ...     h = df.dp.histogram("age", bins=4, range=(0, 80), epsilon=0.5,
         ...                         rng=np.random.default_rng(0))
         >>> h.counts.index[0]
-        Interval(0.0, 20.0, closed='left')
+        Interval(0, 20, closed='left')
 
         One consistent table per region of a public geography:
 
@@ -178,7 +178,8 @@ class DPAccessorBase:
                         groups: pd.DataFrame | None = None,
                         hierarchy: pd.DataFrame | None = None, max_size: int | None = None,
                         method: Estimator = "hc", merge: Merge = "weighted", progress: bool | None = None,
-                        rng: Any = None, privacy_unit: str | None = None) -> CountOfCounts:
+                        rng: Any = None, privacy_unit: str | None = None,
+                        level_weights: Any = None) -> CountOfCounts:
         """Release consistent count-of-counts histograms for every region of a hierarchy.
 
         For every region and size ``i``: how many groups (households) have ``i``
@@ -212,6 +213,10 @@ class DPAccessorBase:
             ``"group"``: household-level privacy, neighbours differ by one whole group and its
             persons; needs a public ``max_size`` (groups larger keep ``max_size`` persons), and
             the noise grows with it (``hc``: sensitivity ``max_size`` per level).
+        level_weights : list or dict, optional
+            Each level's share of the loss (``"national"`` first, or a dict keyed by level);
+            default equal. Levels of weight 0 at the fine end are neither measured nor
+            released: ``[1, 0, 0]`` releases the national table alone with the whole loss.
 
         Returns
         -------

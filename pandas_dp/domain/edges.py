@@ -20,7 +20,9 @@
   queries and trees sum adjacent bins), and a gap passed as a bin of its own
   costs no privacy (one row still changes one count).
 
-Numeric edges come back as a new float64 array (never the caller's: results
+Float edges within two ulps of a 15-digit decimal are moved to it
+(``0.30000000000000004`` -> ``0.3``, see :func:`_decimal_edges`), so bins
+print as a person writes them. Numeric edges come back as a new float64 array (never the caller's: results
 make their arrays read-only), time edges as a ``DatetimeIndex`` (naive or
 tz-aware) or ``TimedeltaIndex``. Validation is one vectorized pass over the
 edges (finite, strictly increasing, evenly spaced or not), no Python loop
@@ -116,12 +118,49 @@ def _even_edges(column: str, n: int, rng: Any) -> tuple[Any, bool]:
         # linspace is strictly increasing when a step spans several floats; check narrow ranges edge by edge.
         if not step > 8 * np.spacing(max(abs(low), abs(high))) and np.any(np.diff(edges) <= 0):
             raise DomainError(f"range={safe_repr(rng)} is too narrow for bins={n} on column {column!r}.")
-        return edges, True
+        return _decimal_edges(edges), True
     if not low < high:
         raise DomainError(f"The 'range' for column {column!r} must have low < high. Got {safe_repr(rng)}.")
     make = pd.date_range if isinstance(low, pd.Timestamp) else pd.timedelta_range
     edges = make(low, high, periods=n + 1)
     return _checked_time_edges(column, edges, rng)
+
+
+def _decimal_edges(edges: np.ndarray) -> np.ndarray:
+    """``linspace`` edges with rounding noise removed: each edge within 2 ulps of a 15-digit decimal becomes it.
+
+    ``np.linspace(44.88, 44.97, 17)[1]`` is ``44.885625000000005`` and
+    ``np.linspace(0, 1, 11)[3]`` is ``0.30000000000000004``: the float a person
+    means (``44.885625``, ``0.3``) is one ulp away. Moving an edge by at most
+    two ulps to the decimal it stands for makes bins print as written and puts
+    a value written ``0.3`` in the bin that starts at ``0.3``. Edges with no
+    such decimal (``1/3``) and the two ends of the range stay as they are; the
+    result is used only if it is still strictly increasing. Public values
+    only, one vectorized pass.
+
+    Examples
+    --------
+    >>> _decimal_edges(np.linspace(0.0, 1.0, 11)).tolist()[:4]
+    [0.0, 0.1, 0.2, 0.3]
+    >>> _decimal_edges(np.linspace(0.0, 1.0, 4)).tolist() == np.linspace(0.0, 1.0, 4).tolist()
+    True
+    """
+    top = float(np.abs(edges).max())
+    if top == 0 or edges.size < 3:
+        return edges
+    digits = 14 - math.floor(math.log10(top))  # 15 significant digits at the largest edge
+    if not 0 <= digits <= 22:  # 10**digits exact in float64: the division below is correctly rounded
+        return edges
+    scale = 10.0 ** digits
+    with np.errstate(all="ignore"):
+        scaled = np.round(edges * scale)
+        decimal = scaled / scale
+        close = (np.abs(scaled) < 2.0**53) & (np.abs(decimal - edges) <= 2 * np.abs(np.spacing(edges)))
+    close[[0, -1]] = False
+    if not close.any():
+        return edges
+    snapped = np.where(close, decimal, edges)
+    return snapped if bool(np.all(np.diff(snapped) > 0)) else edges
 
 
 def _range_pair(column: str, rng: Any) -> tuple[Any, Any]:
@@ -323,7 +362,10 @@ def _explicit_edges(column: str, bins: Any) -> tuple[Any, bool]:
             raise DomainError(f"Bin edges for column {column!r} must be finite (and span less than about "
                               f"1.8e308). Got {safe_repr(bins)}.")
         raise DomainError(f"Bin edges for column {column!r} must be strictly increasing. Got {safe_repr(bins)}.")
-    return edges, bool(widths.max() == smallest)
+    even = bool(widths.max() == smallest)
+    if arr.dtype.kind == "f":  # float edges (often a linspace): rounding noise removed as for bins=int
+        edges = _decimal_edges(edges)  # at most 2 ulps per edge: the even coder's edge correction still holds
+    return edges, even
 
 
 def _time_edges_from(column: str, items: Any, shown: Any) -> tuple[Any, bool]:

@@ -10,11 +10,17 @@ edge) for anything that is out of domain. The rules, one row at a time:
   ``timedelta64``) are read as they are, converted to the domain's unit: a
   finer unit is floored (exact: edges are whole units), a coarser one
   multiplied (values beyond the representable range are out of domain).
-* **Naive and tz-aware never mix.** A tz-aware domain compares instants (in
-  UTC): its tz-aware values count, in any time zone; naive values are out of
-  domain (their time zone is unknown, and guessing one would shift them
-  silently). A naive domain counts naive values only. Localise or convert
-  the column first (``Series.dt.tz_localize`` / ``dt.tz_convert(None)``).
+* **A naive domain reads the wall clock; a tz-aware one compares instants.**
+  A tz-aware domain compares instants (in UTC): its tz-aware values count, in
+  any time zone; naive values are out of domain (their time zone is unknown,
+  and guessing one would shift them silently). A naive domain counts naive
+  values, and tz-aware values at their *local* time in their own zone (what
+  ``Series.dt.tz_localize(None)`` gives: ``2024-03-01 00:30-05:00`` counts
+  on 1 March). That local time is a fact of the value, not a guess, and it is
+  what a naive ``range=`` means on a tz-aware column; before, every such row
+  was out of domain and the release was pure noise. The rule is the same
+  whatever the column's dtype (``datetime64[ns, tz]``, or ``object`` when one
+  odd row made it so), so no private row decides how the others are read.
 * **Strings** count where they are ISO 8601 (``format="ISO8601"``:
   deterministic, never a format-inference warning): ``2020-01-31``,
   ``2020-01-31T12:00``, ``2020-01-31 12:00:00+01:00``. A string is tz-aware
@@ -51,6 +57,8 @@ UNITS = {"s": 10**9, "ms": 10**6, "us": 10**3, "ns": 1}
 #: A UTC offset (or ``Z``) right after a time of day, at the end of an ISO 8601 string.
 _AWARE = (r"(?:\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?|T\d{2}(?:\d{2}(?:\d{2}(?:[.,]\d+)?)?)?)"
           r"\s?(?:[Zz]|[+-]\d{2}(?::?\d{2})?)$")
+#: The UTC offset (or ``Z``) ending a string that :data:`_AWARE` matched: removed, the wall-clock time is left.
+_OFFSET = r"(?<=\d)\s?(?:[Zz]|[+-]\d{2}(?::?\d{2})?)$"
 _BARE_NUMBER = r"^\s*[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?\s*$"
 
 
@@ -128,12 +136,15 @@ def _parse_strings(strings: np.ndarray, *, aware: bool, unit: str) -> np.ndarray
         warnings.simplefilter("ignore")
         try:
             has_offset = text.str.contains(_AWARE, regex=True).to_numpy(dtype=bool, na_value=False)
+            if not aware and has_offset.any():  # a naive domain reads the wall clock: drop the offsets
+                text = text.where(~has_offset, text.str.replace(_OFFSET, "", regex=True))
             parsed = pd.to_datetime(text, format="ISO8601", errors="coerce", utc=True)
         except Exception:  # noqa: BLE001 - a private value may break the parser: element by element
             return np.array([_one_string(s, aware, unit) for s in strings], dtype=np.int64)
     # UTC instants (aware) or wall times (naive); a copy, as pandas hands out read-only arrays.
     keys = np.array(_keys_of(parsed.dt.tz_localize(None), unit), dtype=np.int64)
-    keys[has_offset != aware] = NAT
+    if aware:
+        keys[~has_offset] = NAT
     return keys
 
 
@@ -142,8 +153,10 @@ def _one_string(text: Any, aware: bool, unit: str) -> int:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             has_offset = bool(pd.Series([text]).str.contains(_AWARE, regex=True).iloc[0])
+            if has_offset and not aware:
+                text = pd.Series([text]).str.replace(_OFFSET, "", regex=True).iloc[0]
             ts = pd.to_datetime(pd.Series([text], dtype=object), format="ISO8601", errors="coerce", utc=True)
-        if has_offset != aware:
+        if aware and not has_offset:
             return NAT
         return int(_keys_of(ts.dt.tz_localize(None), unit)[0])
     except Exception:  # noqa: BLE001
@@ -152,15 +165,27 @@ def _one_string(text: Any, aware: bool, unit: str) -> int:
 
 def _parse_objects(objects: np.ndarray, *, aware: bool, unit: str) -> np.ndarray:
     has_tz = np.frompyfunc(_has_tz, 1, 1)(objects).astype(bool)
+    if not aware and has_tz.any():  # a naive domain reads the wall clock: each value's local time
+        objects = objects.copy()
+        objects[has_tz] = np.frompyfunc(_wall_clock, 1, 1)(objects[has_tz])
+        has_tz = np.zeros(objects.size, dtype=bool)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
             parsed = pd.to_datetime(pd.Series(objects, dtype=object), errors="coerce", utc=True)
             keys = np.array(_keys_of(parsed.dt.tz_localize(None), unit), dtype=np.int64)
         except Exception:  # noqa: BLE001
-            keys = np.array([_one_object(v, unit) for v in objects], dtype=np.int64)
+            keys = np.array([_one_object(v, unit, aware) for v in objects], dtype=np.int64)
     keys[has_tz != aware] = NAT
     return keys
+
+
+def _wall_clock(value: Any) -> Any:
+    """A tz-aware datetime's local time as a naive one; None (out of domain) when that raises."""
+    try:
+        return value.replace(tzinfo=None)
+    except Exception:  # noqa: BLE001 - a private value's own replace may raise anything
+        return None
 
 
 def _has_tz(value: Any) -> bool:
@@ -170,11 +195,11 @@ def _has_tz(value: Any) -> bool:
         return False
 
 
-def _one_object(value: Any, unit: str) -> int:
+def _one_object(value: Any, unit: str, aware: bool = True) -> int:
     try:
         ts = pd.Timestamp(value)
         if ts.tzinfo is not None:
-            ts = ts.tz_convert("UTC").tz_localize(None)
+            ts = ts.tz_convert("UTC").tz_localize(None) if aware else ts.tz_localize(None)
         return int(_keys_of(np.array([ts.to_datetime64()]), unit)[0])
     except Exception:  # noqa: BLE001
         return NAT
@@ -189,7 +214,8 @@ def datetime_keys(series: Any, *, aware: bool, unit: str) -> np.ndarray:
         The column (private data); any dtype.
     aware : bool
         Whether the domain is tz-aware (then only tz-aware values count, as
-        instants); a naive domain counts naive values only.
+        instants); a naive domain counts naive values, and tz-aware values at
+        their local (wall-clock) time.
     unit : str
         The domain's unit.
 
@@ -203,9 +229,9 @@ def datetime_keys(series: Any, *, aware: bool, unit: str) -> np.ndarray:
     dtype = series.dtype
     try:
         if isinstance(dtype, pd.DatetimeTZDtype):
-            if not aware:
-                return np.full(len(series), NAT, dtype=np.int64)
             values = series.array  # asi8: UTC instants, no copy
+            if not aware:  # a naive domain reads the wall clock
+                values = values.tz_localize(None)
             return convert_unit(values.asi8, _unit_of(values.unit), unit)
         if isinstance(dtype, np.dtype) and dtype.kind == "M":
             return _keys_of(series.to_numpy(copy=False), unit) if not aware else np.full(len(series), NAT, dtype=np.int64)
@@ -223,8 +249,8 @@ def _one_datetime(value: Any, aware: bool, unit: str) -> int:
     cls = _datetime_class(value)
     if cls == 1:
         return _one_string(value, aware, unit)
-    if cls == 2 and _has_tz(value) == aware:
-        return _one_object(value, unit)
+    if cls == 2 and (_has_tz(value) or not aware):
+        return _one_object(value, unit, aware)
     return NAT
 
 

@@ -50,7 +50,7 @@ from typing import Any, ClassVar, Sequence
 import numpy as np
 
 from pandas_dp._utils.checks import MAX_GAUSSIAN_SIGMA2, MAX_NOISE_SCALE, normal_quantile
-from pandas_dp._utils.rational import fraction_text, safe_repr, to_fraction
+from pandas_dp._utils.rational import exact_text, fraction_text, safe_repr, to_fraction
 from pandas_dp.errors import ParameterError
 from pandas_dp.noise.discrete_gaussian import (add_discrete_gaussian, discrete_gaussian, discrete_gaussian_quantile,
                                                discrete_gaussian_variance)
@@ -427,8 +427,16 @@ class PrivacyLoss(ABC):
     def __float__(self) -> float:
         return float(self.amount)
 
+    def __str__(self) -> str:
+        """``rho=0.5 (zCDP)`` or ``epsilon=1/3``: the exact amount as a person writes it."""
+        return f"{self.parameter}={exact_text(self.amount)}" + (" (zCDP)" if self.measure == "zcdp" else "")
 
-@dataclass(frozen=True, eq=True)
+    def __repr__(self) -> str:
+        """``ZCDP(rho=0.5)``, ``PureDP(epsilon=1/3)``: exact, without ``Fraction(...)``."""
+        return f"{type(self).__name__}({self.parameter}={exact_text(self.amount)})"
+
+
+@dataclass(frozen=True, eq=True, repr=False)
 class PureDP(PrivacyLoss):
     """Pure epsilon-differential privacy: ``PureDP(Fraction(1, 2))`` is epsilon = 0.5.
 
@@ -479,7 +487,7 @@ class PureDP(PrivacyLoss):
         return ZCDP(self.amount * self.amount / 2) if measure == ZCDP.measure else None
 
 
-@dataclass(frozen=True, eq=True)
+@dataclass(frozen=True, eq=True, repr=False)
 class ZCDP(PrivacyLoss):
     """Zero-concentrated differential privacy: ``ZCDP(Fraction(1, 8))`` is rho = 0.125.
 
@@ -488,7 +496,9 @@ class ZCDP(PrivacyLoss):
     >>> ZCDP(Fraction(1, 2)).noise(Sensitivity.cells(cells=4)).describe()
     {'noise': 'discrete Gaussian', 'sigma2': '4'}
     >>> PureDP(Fraction(1, 2)).charged_as("zcdp")
-    ZCDP(amount=Fraction(1, 8))
+    ZCDP(rho=0.125)
+    >>> print(ZCDP(Fraction(1, 2)))
+    rho=0.5 (zCDP)
     """
 
     amount: Fraction

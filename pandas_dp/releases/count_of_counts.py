@@ -12,12 +12,17 @@ Budget split, recorded in the ledger entry's parameters:
 * ``max_size`` not given (``hc``/``naive``): 1/20 of epsilon for a noisy maximum.
 * ``groups`` not given: 1/10 of epsilon for the numbers of groups per region (clamped to
   :data:`MAX_GROUPS`, a public cap).
-* the rest, split equally over the ``L`` levels (root included).
+* the rest, split over the ``L`` levels (root included): equally, or by
+  ``level_weights=`` (one weight per level, national first). Levels of weight
+  0 at the fine end are neither measured nor released: ``level_weights=[1, 0, 0]``
+  releases the national table alone with all of the rest of the loss (Kuo et
+  al.'s estimators on one level), as tables by geography skip levels of weight 0.
 """
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Callable, Literal, get_args
@@ -36,6 +41,7 @@ from pandas_dp.privacy.loss import Noise, PrivacyLoss, Sensitivity
 from pandas_dp.domain.regions import region_tree
 from pandas_dp.results.count_of_counts import CountOfCounts
 from pandas_dp.releases.params import Options, Param, ParamTable, check_rng
+from pandas_dp.releases.geography import _weight
 from pandas_dp.releases.pipeline import Release, check_measure, privacy_loss, run
 
 __all__ = ["count_of_counts", "MAX_GROUPS", "MAX_SIZE_SHARE", "GROUP_TOTALS_SHARE", "CountOfCountsPlan",
@@ -124,14 +130,17 @@ class CountOfCountsPlan:
     groups_public : bool
         Whether the Groups table was given (its per-region totals are then public).
     n_levels : int
-        Levels of the region tree, the root included.
+        Levels measured and released, the root included (the first ``n_levels`` of the region tree).
     losses : dict
-        Exact parts of the loss: ``max_size``, ``group_totals``, ``per_level`` (each level gets one).
+        Exact parts of the loss: ``max_size``, ``group_totals``, ``per_level`` (the first level's;
+        every level's under uniform weights).
     max_size_noise, totals_noise : Noise or None
         Noise of the noisy maximum (sensitivity 1) and of the group totals of every level
         (sensitivity ``n_levels``), when those are estimated.
-    level_noise : Noise
-        Noise of every level's estimator (sensitivity :data:`SENSITIVITY[method]`).
+    level_noises : tuple of Noise
+        Noise of each measured level's estimator (sensitivity :data:`SENSITIVITY[method]`).
+    level_losses : tuple of PrivacyLoss
+        Each measured level's part of the loss.
     """
 
     method: str
@@ -142,12 +151,72 @@ class CountOfCountsPlan:
     losses: dict[str, PrivacyLoss]
     max_size_noise: Noise | None
     totals_noise: Noise | None
-    level_noise: Noise
+    level_noises: tuple[Noise, ...]
+    level_losses: tuple[PrivacyLoss, ...]
     group_unit: bool = False
 
     @property
     def estimate_max(self) -> bool:
         return self.max_size_noise is not None
+
+    @property
+    def level_noise(self) -> Noise:
+        """The national level's noise (every level's under uniform weights)."""
+        return self.level_noises[0]
+
+    @property
+    def uniform(self) -> bool:
+        """Whether every measured level has the same loss."""
+        return len(set(self.level_losses)) == 1
+
+
+def level_shares(level_weights: Any, levels: tuple[str, ...] | list[str]) -> tuple[Fraction, ...]:
+    """Each level's exact share of the levels' loss from ``level_weights`` (public).
+
+    ``None``: equal shares. A sequence gives one weight per level, national
+    first; a mapping gives them by level name. Weights are numbers >= 0; levels
+    of weight 0 must all be at the fine end (they are not measured, and not
+    released): a count-of-counts table of a region cannot be estimated from
+    its parent's, and a parent's would have to be matched to its children's
+    estimates, which Kuo et al.'s top-down pass needs measured.
+
+    Examples
+    --------
+    >>> level_shares([1, 0, 0], ("national", "state", "county"))
+    (Fraction(1, 1), Fraction(0, 1), Fraction(0, 1))
+    >>> level_shares({"national": 1, "state": 3}, ("national", "state"))
+    (Fraction(1, 4), Fraction(3, 4))
+    """
+    n = len(levels)
+    if level_weights is None:
+        return tuple([Fraction(1, n)] * n)
+    if isinstance(level_weights, Mapping):
+        keys = list(level_weights)
+        if not all(isinstance(k, str) for k in keys) or set(map(str.__str__, keys)) != set(levels) or len(keys) != n:
+            raise ParameterError(f"level_weights= as a mapping must give a weight to every level {list(levels)} "
+                                 f"(0 leaves a fine level out). Got keys {safe_repr(keys)}.")
+        values = [level_weights[name] for name in levels]
+    elif isinstance(level_weights, (list, tuple, np.ndarray, pd.Series)) and not isinstance(level_weights, str):
+        values = list(level_weights)
+        if len(values) != n:
+            raise ParameterError(f"level_weights= must give one weight per level {list(levels)} (national first, "
+                                 f"{n} in all). Got {len(values)}: {safe_repr(values)}.")
+    else:
+        raise ParameterError(f"The 'level_weights' parameter must be a list of {n} weights (one per level "
+                             f"{list(levels)}), a dict keyed by level, or None (equal). Got "
+                             f"{safe_repr(level_weights)}.")
+    raw = [_weight(v, repr(name)) for v, name in zip(values, levels)]
+    measured = [i for i, w in enumerate(raw) if w > 0]
+    if not measured:
+        raise ParameterError(f"level_weights= needs a positive weight for at least one level {list(levels)}. "
+                             f"Got {safe_repr(level_weights)}.")
+    if measured != list(range(len(measured))):
+        raise ParameterError(f"level_weights= may give 0 only to the finest levels (they are then not released): "
+                             f"a count-of-counts level is matched to the measured level above it. Got "
+                             f"{safe_repr(level_weights)} for {list(levels)}; e.g. [1, 0, 0] releases the "
+                             f"national table alone.")
+    total = sum(raw, Fraction(0))
+    return tuple(w / total for w in raw)
 
 
 def group_unit_sensitivity(method: str, max_size: int, min_size: int) -> Sensitivity:
@@ -169,12 +238,14 @@ def group_unit_sensitivity(method: str, max_size: int, min_size: int) -> Sensiti
 
 
 def plan_count_of_counts(loss: PrivacyLoss, *, n_levels: int, method: str, max_size: int | None,
-                         groups_public: bool, group_unit: bool = False) -> CountOfCountsPlan:
+                         groups_public: bool, group_unit: bool = False,
+                         shares: tuple[Fraction, ...] | None = None) -> CountOfCountsPlan:
     """Split the loss and calibrate every step's noise (public inputs only; before any charge).
 
     ``max_size`` not given (``hc``/``naive``): 1/20 of the loss for a noisy maximum; ``groups`` not
     given: 1/10 for the numbers of groups per region; the rest split equally over the ``L``
-    levels (root included). The parts add up to the loss exactly. ``group_unit``: the privacy unit
+    levels (root included), or by ``shares`` (:func:`level_shares`: the levels of share 0 at the fine
+    end are not measured). The parts add up to the loss exactly. ``group_unit``: the privacy unit
     is the whole group (its persons), with the public ``max_size`` as truncation
     (:func:`group_unit_sensitivity`).
     """
@@ -185,16 +256,22 @@ def plan_count_of_counts(loss: PrivacyLoss, *, n_levels: int, method: str, max_s
     zero = loss.zero()
     loss_k = loss.part(MAX_SIZE_SHARE) if estimate_max else zero
     loss_g = loss.part(GROUP_TOTALS_SHARE) if not groups_public else zero
-    per_level = (loss - loss_k - loss_g).part(Fraction(1, n_levels))
+    shares = tuple([Fraction(1, n_levels)] * n_levels) if shares is None else shares
+    measured = [share for share in shares if share > 0]
+    n_levels = len(measured)
+    rest = loss - loss_k - loss_g
+    level_losses = tuple(rest.part(share) for share in measured)
+    sensitivity = (group_unit_sensitivity(method, max_size, 0 if groups_public else 1) if group_unit  # type: ignore[arg-type]
+                   else SENSITIVITY[method])
     return CountOfCountsPlan(
         method=method, merge="weighted", max_size=max_size, groups_public=groups_public, n_levels=n_levels,
-        losses={"max_size": loss_k, "group_totals": loss_g, "per_level": per_level},
+        losses={"max_size": loss_k, "group_totals": loss_g, "per_level": level_losses[0]},
         max_size_noise=loss_k.noise(what="the noisy maximum group size") if estimate_max else None,
         totals_noise=(loss_g.noise(Sensitivity.cells(cells=n_levels), what="the numbers of groups per region")
                       if not groups_public else None),
-        level_noise=per_level.noise(
-            group_unit_sensitivity(method, max_size, 0 if groups_public else 1) if group_unit  # type: ignore[arg-type]
-            else SENSITIVITY[method], what=f"one of the {n_levels} levels"),
+        level_noises=tuple(part.noise(sensitivity, what=f"level {k} of the {n_levels} levels")
+                           for k, part in enumerate(level_losses)),
+        level_losses=level_losses,
         group_unit=group_unit)
 
 
@@ -207,25 +284,27 @@ def estimate_count_of_counts(tables: Any, plan: CountOfCountsPlan, *, merge: str
     k = plan.max_size
     if plan.max_size_noise is not None:
         k = min(estimate_max_size(tables.max_size, noise=plan.max_size_noise, rng=rng), MAX_SIZE_LIMIT)
-    n_nodes = [len(r) for r in tables.regions]
+    m = plan.n_levels  # the measured levels: the first m of the tree
+    n_nodes = [len(r) for r in tables.regions][:m]
+    parents = list(tables.parents)[:m]
     if plan.groups_public:
-        totals = tables.totals
+        totals = list(tables.totals)[:m]
     else:
         assert plan.totals_noise is not None  # planned whenever the groups are estimated
-        totals = consistent_group_totals(tables.exact[-1].totals(), tables.parents, n_nodes,
+        totals = consistent_group_totals(tables.exact[m - 1].totals(), parents, n_nodes,
                                          noise=plan.totals_noise, rng=rng, limit=MAX_GROUPS)
     min_size = 0 if plan.groups_public else 1
-    levels = tables.exact
+    levels = list(tables.exact)[:m]
     if plan.group_unit:  # a group keeps K of its persons: its size is min(size, K) (only sizes are released)
         assert k is not None  # the group as the unit needs a public max_size
         levels = [Runs(r.node, np.minimum(r.size, k), r.groups, r.var, r.n_nodes).normalized() for r in levels]
     estimates = []
-    for exact, g in zip(levels, totals):
-        estimates.append(estimate_level(exact, g, method=plan.method, noise=plan.level_noise,  # type: ignore[arg-type]
+    for exact, g, noise in zip(levels, totals, plan.level_noises):
+        estimates.append(estimate_level(exact, g, method=plan.method, noise=noise,  # type: ignore[arg-type]
                                         max_size=k, min_size=min_size, rng=rng))
         if tick:
             tick()
-    return top_down(estimates, tables.parents, merge=merge, progress=tick), k  # type: ignore[arg-type]
+    return top_down(estimates, parents, merge=merge, progress=tick), k  # type: ignore[arg-type]
 
 
 def progress_callback(progress: Any, total: int, desc: str) -> tuple[Callable[[], None] | None, Any]:
@@ -252,7 +331,8 @@ def _interactive() -> bool:
 def count_of_counts(frame: pd.DataFrame, group: str, location: Any, *, epsilon: Any = None, rho: Any = None,
                     groups: pd.DataFrame | None = None, hierarchy: pd.DataFrame | None = None,
                     max_size: int | None = None, method: Estimator = "hc", merge: Merge = "weighted",
-                    progress: bool | None = None, rng: Any = None, privacy_unit: str | None = None) -> CountOfCounts:
+                    progress: bool | None = None, rng: Any = None, privacy_unit: str | None = None,
+                    level_weights: Any = None) -> CountOfCounts:
     """Release consistent count-of-counts histograms of every region (see ``DataFrame.dp.count_of_counts``)."""
     loss = privacy_loss(epsilon, rho)
     generator = check_rng(rng)
@@ -272,24 +352,32 @@ def count_of_counts(frame: pd.DataFrame, group: str, location: Any, *, epsilon: 
                              f"row of the frame) or 'group' (one group with all its persons). Got "
                              f"{safe_repr(privacy_unit)}.")
     privacy_unit = unit
+    shares = level_shares(level_weights, tuple(tree.level_names))
     plan = plan_count_of_counts(loss, n_levels=len(tree.level_names), method=knobs["method"],
                                 max_size=knobs["max_size"], groups_public=tree.groups_public,
-                                group_unit=privacy_unit == "group")
+                                group_unit=privacy_unit == "group", shares=shares)
+    m = plan.n_levels
     params = {
-        "method": plan.method, "merge": knobs["merge"], "levels": list(tree.level_names),
-        "regions_per_level": [len(r) for r in tree.regions],
+        "method": plan.method, "merge": knobs["merge"], "levels": list(tree.level_names)[:m],
+        "regions_per_level": [len(r) for r in tree.regions][:m],
         "max_size": plan.max_size if plan.max_size is not None else (
             "estimated" if plan.estimate_max else "not used"),
         "groups_public": plan.groups_public,
         "privacy_unit": "group" if plan.group_unit else "person",
-        f"{loss.parameter}_per_level": str(plan.losses["per_level"].amount),
+        f"{loss.parameter}_per_level": (str(plan.losses["per_level"].amount) if plan.uniform
+                                        else [str(part.amount) for part in plan.level_losses]),
         f"{loss.parameter}_max_size": str(plan.losses["max_size"].amount),
         f"{loss.parameter}_group_totals": str(plan.losses["group_totals"].amount),
     }
     # The noise of every level's estimator (sensitivity SENSITIVITY[method]): its exact parameter.
-    level_noise = plan.level_noise.describe()
-    params["noise"] = level_noise.pop("noise")
-    params.update({f"{key}_per_level": value for key, value in level_noise.items()})
+    described = [noise.describe() for noise in plan.level_noises]
+    params["noise"] = described[0].pop("noise")
+    for d in described[1:]:
+        d.pop("noise")
+    params.update({f"{key}_per_level": value if plan.uniform else [d[key] for d in described]
+                   for key, value in described[0].items()})
+    if level_weights is not None:
+        params["level_shares"] = [str(share) for share in shares]
 
     def mechanism(tables: Any) -> CountOfCounts:
         tick, bar = progress_callback(knobs["progress"], 2 * plan.n_levels, "count-of-counts")
@@ -301,15 +389,16 @@ def count_of_counts(frame: pd.DataFrame, group: str, location: Any, *, epsilon: 
         result_params = dict(params, max_size=k if k is not None else "not used")
         post = ("isotonic regression" if plan.method != "naive" else "projection on {x >= 0, sum x = G}",
                 "rounding", "top-down matching and merging (Kuo et al. Algorithm 1-2)")
+        names, regions = tuple(tables.level_names)[:m], tuple(tables.regions)[:m]
         return CountOfCounts(
-            frame=runs_to_frame(out, tables.level_names, tables.regions),
-            levels=tables.level_names,
-            regions=tables.regions,
+            frame=runs_to_frame(out, names, regions),
+            levels=names,
+            regions=regions,
             epsilon=loss.pure_epsilon,
             method=plan.method,
             params=result_params,
             post_processing=post,
-            parents=tuple(tables.parents),
+            parents=tuple(tables.parents)[:m],
             loss=loss,
         )
 

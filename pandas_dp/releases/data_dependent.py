@@ -255,6 +255,12 @@ def _release_auto(counts: np.ndarray, grid: Grid, planned: Planned, *, rng: Any,
               "auto_total_share": knobs.get("auto_total_share"),
               f"auto_total_{loss.parameter}": knobs.get(f"auto_total_{loss.parameter}"),
               "auto_nonnegative": choice.nonnegative}
+    if choice.nonnegative and knobs["auto_workload"] in ("ranges", "prefix"):
+        # Said with the numbers (issue 29, item 2): the rule picks clipping for its accuracy on the
+        # workload, and clipping biases sums of many cells.
+        params["auto_note"] = ("auto chose estimates clipped at 0: sums over many cells (ranges, boxes) are biased "
+                               "upwards by the clipped mass, which no interval includes; pass method='hierarchical' "
+                               "(unbiased ranges) or method='identity' (unbiased boxes) for sums")
     if noisy and chosen.method in _GRIDS:        # the grid was sized from auto's noisy total
         params.update({"expected_total": None, "total_is_noisy": True,
                        "total_epsilon": knobs.get(f"auto_total_{loss.parameter}")})

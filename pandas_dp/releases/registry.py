@@ -110,7 +110,7 @@ RANGE_QUERY_PARAMS = ParamTable("range_query", (
     _method_param("auto", _RANGE_AUTO), RNG, NONNEGATIVE, *UNIT_PARAMS, METHOD_PARAMS))
 COUNT_OF_COUNTS_ENTRY_PARAMS = ParamTable("count_of_counts", (
     _arg("group", REQUIRED, POSITIONAL), _arg("location", REQUIRED, POSITIONAL), *LOSS_PARAMS, _arg("groups"),
-    _arg("hierarchy"), *COUNT_OF_COUNTS_PARAMS, RNG, _arg("privacy_unit")))
+    _arg("hierarchy"), *COUNT_OF_COUNTS_PARAMS, RNG, _arg("privacy_unit"), _arg("level_weights")))
 UNATTRIBUTED_PARAMS = ParamTable("unattributed_histogram", (
     _arg("group", REQUIRED, POSITIONAL), *LOSS_PARAMS, _arg("groups"), RNG, *UNIT_PARAMS))
 

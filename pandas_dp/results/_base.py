@@ -168,8 +168,11 @@ class EstimatesView:
         """One row per estimate: ``estimate``, ``variance``, ``std_error`` (a new frame)."""
         counts, variance = self.counts, self.variance.to_numpy()
         # Columns as arrays on one index: aligning the Series would compare their (equal) indexes.
-        return pd.DataFrame({"estimate": counts.to_numpy(), "variance": variance, "std_error": np.sqrt(variance)},
-                            index=counts.index)
+        from pandas_dp.results._format import with_note
+
+        return with_note(pd.DataFrame({"estimate": counts.to_numpy(), "variance": variance,
+                                       "std_error": np.sqrt(variance)}, index=counts.index),
+                         getattr(self, "params", {}))
 
     def _cells_noise(self) -> tuple[Any, int]:
         """The noise of the estimates, and the draws summed in one (1: its count plus one draw; 0: a

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 __all__ = ["format_number", "format_edge", "interval_label", "index_labels", "estimates_table", "html_params",
-           "privacy_text", "noise_text", "guarantee_text"]
+           "privacy_text", "noise_text", "guarantee_text", "bounding_note", "release_note", "with_note"]
 
 
 def format_number(value: Any) -> str:
@@ -116,15 +116,47 @@ def estimates_table(frame: pd.DataFrame, index_name: str | None = None) -> pd.Da
     return shown
 
 
+#: Parameters the heading already states (the noise and its size, by :func:`noise_text`).
+_SHOWN_IN_HEADING = frozenset({"noise", "sigma2", "noise_scale"})
+
+
 def _param_text(value: Any) -> str:
-    if isinstance(value, float):
-        return f"{value:.6g}"
+    """A parameter's value for reading: exact rationals (``"29000/19"``) and floats as numbers
+    (6 significant digits), booleans as yes/no, sequences and mappings item by item."""
+    if isinstance(value, (bool, np.bool_)):
+        return "yes" if value else "no"
+    if isinstance(value, str):
+        try:
+            number = Fraction(value) if "/" in value else None
+        except (ValueError, ZeroDivisionError):
+            number = None
+        return value if number is None else _param_text(float(number))
+    if isinstance(value, (float, np.floating, Fraction)):
+        return format_edge(float(value))
+    if isinstance(value, (int, np.integer)):
+        return format_edge(int(value))
+    if isinstance(value, Mapping):
+        return "{" + ", ".join(f"{k}: {_param_text(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_param_text(v) for v in value) + "]"
     return str(value)
 
 
 def html_params(params: Mapping[str, Any]) -> str:
-    """``key=value, ...`` of a release's parameters, escaped (floats to 6 significant digits)."""
-    return ", ".join(f"{html.escape(str(k))}={html.escape(_param_text(v))}" for k, v in params.items())
+    """``key: value · ...`` of a release's parameters for a notebook, escaped.
+
+    The noise and its size are left out (the heading states them as ``σ`` or
+    ``t``); exact rationals and floats read as numbers, booleans as yes/no,
+    underscores as spaces. ``result.params`` itself keeps the exact values.
+
+    Examples
+    --------
+    >>> html_params({"noise": "discrete Gaussian", "sigma2": "5", "sensitivity": 1, "nonnegative": False,
+    ...              "unit_sensitivity": "29000/19"})
+    'sensitivity: 1 · nonnegative: no · unit sensitivity: 1,526.32'
+    """
+    return " · ".join(f"{html.escape(str(k).replace('_', ' '))}: {html.escape(_param_text(v))}"
+                      for k, v in params.items() if k not in _SHOWN_IN_HEADING)
 
 
 def privacy_text(loss: Any, epsilon: float | None = None, *, html: bool = True) -> str:
@@ -208,3 +240,46 @@ def guarantee_text(loss: Any, epsilon: float | None, described: Any, *, html: bo
     """:func:`privacy_text` and :func:`noise_text` joined: ``ρ = 0.125 (zCDP), σ = 2``."""
     parts = [privacy_text(loss, epsilon, html=html), noise_text(described, html=html, by=by)]
     return ", ".join(p for p in parts if p)
+
+
+def bounding_note(params: Mapping[str, Any]) -> str:
+    """What the intervals of a release with a bounded privacy unit leave out, or ``""`` without one.
+
+    With ``privacy_unit=`` and ``max_rows=k`` (or ``max_cells``/``max_rows_per_cell``), rows of a unit
+    beyond its bound are dropped before counting: the estimates are then biased low for units with more
+    rows, and the intervals cover the noise only. Said where the numbers are (``repr``, notebook view,
+    ``to_frame().attrs["note"]``, plots); public (the bound is a parameter or the released ``"auto"`` choice).
+
+    Examples
+    --------
+    >>> bounding_note({"privacy_unit": "rider", "max_rows": 5})
+    'intervals cover the noise only: each rider kept at most 5 rows (rows beyond were dropped; that bias is not in the intervals)'
+    >>> bounding_note({"noise": "discrete Laplace"})
+    ''
+    """
+    unit = params.get("privacy_unit")
+    if unit is None or unit in ("person", "group"):  # count_of_counts' units bound nothing here
+        return ""
+    if params.get("max_cells") is not None:
+        kept = (f"at most {params['max_rows_per_cell']} rows in each of at most {params['max_cells']} cells")
+    elif params.get("max_rows") is not None:
+        kept = f"at most {params['max_rows']} rows"
+        if params.get("max_rows_auto_quantile") is not None:
+            kept += " (max_rows='auto')"
+    else:
+        return ""
+    return (f"intervals cover the noise only: each {unit} kept {kept} (rows beyond were dropped; that bias is "
+            f"not in the intervals)")
+
+
+def release_note(params: Mapping[str, Any]) -> str:
+    """What a release's intervals leave out: :func:`bounding_note` and ``method="auto"``'s ``auto_note``."""
+    return "; ".join(n for n in (bounding_note(params), str(params.get("auto_note") or "")) if n)
+
+
+def with_note(frame: pd.DataFrame, params: Mapping[str, Any]) -> pd.DataFrame:
+    """``frame`` with :func:`release_note` in ``frame.attrs["note"]`` when there is one (the same frame)."""
+    note = release_note(params)
+    if note:
+        frame.attrs["note"] = note
+    return frame

@@ -16,6 +16,7 @@ release and its public domain are drawn (post-processing: no privacy cost).
 from __future__ import annotations
 
 import math
+import textwrap
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,7 +26,7 @@ import pandas as pd
 from pandas_dp._utils.optional import import_optional
 from pandas_dp.errors import ParameterError
 from pandas_dp.results._base import normal_quantile
-from pandas_dp.results._format import format_edge
+from pandas_dp.results._format import release_note, format_edge
 
 __all__ = ["BAR_LIMIT", "EDGE_TICKS", "AxisScale", "axis_scale", "plot_grid", "readable_numbers"]
 
@@ -133,7 +134,8 @@ def _set_ticks(ax: Any, scale: AxisScale, which: str) -> None:
     if scale.kind == "category":
         centers = np.arange(scale.size)
         step = max(1, math.ceil(scale.size / 30))
-        axis.set_ticks(centers[::step], scale.labels[::step])
+        # Long labels wrap at 18 characters (a figure's margin would cut them; issue 29, item 4).
+        axis.set_ticks(centers[::step], [textwrap.fill(str(t), 18) for t in scale.labels[::step]])
         width = sum(0.6 * 10 * len(t) + 6 for t in scale.labels[::step])
         if not vertical and width > _axis_points(ax, False):
             ax.tick_params(axis="x", labelrotation=45)
@@ -208,15 +210,16 @@ def _plot_1d(result: Any, ax: Any, scale: AxisScale, confidence_level: float, de
 
 
 def _plot_2d(result: Any, ax: Any, rows: AxisScale, cols: AxisScale, density: bool,
-             kwargs: dict[str, Any]) -> None:
+             kwargs: dict[str, Any], colorbar: bool = True) -> None:
     values = result.counts.to_numpy(dtype=np.float64).reshape(rows.size, cols.size)
     label = "count"
     if density:
         label = f"count per {_density_unit([cols, rows])}"
         values = values / np.outer(rows.widths, cols.widths)
     mesh = ax.pcolormesh(cols.bounds, rows.bounds, values, shading="flat", **kwargs)
-    bar = ax.figure.colorbar(mesh, ax=ax, label=label)
-    bar.ax.yaxis.set_major_formatter(_count_formatter())
+    if colorbar:  # small multiples draw one shared colour bar for all their panels instead
+        bar = ax.figure.colorbar(mesh, ax=ax, label=label)
+        bar.ax.yaxis.set_major_formatter(_count_formatter())
     ax.set_xlim(cols.bounds[0], cols.bounds[-1])
     ax.set_ylim(rows.bounds[0], rows.bounds[-1])
     _set_ticks(ax, cols, "x")
@@ -226,15 +229,15 @@ def _plot_2d(result: Any, ax: Any, rows: AxisScale, cols: AxisScale, density: bo
 
 
 def plot_grid(result: Any, ax: Any = None, *, confidence_level: float = 0.95, density: bool = False,
-              **kwargs: Any) -> Any:
+              colorbar: bool = True, **kwargs: Any) -> Any:
     """Draw a 1-D or 2-D histogram release (see the module notes); returns the matplotlib Axes."""
     plt = import_optional("matplotlib.pyplot", extra="plot", purpose=f"{type(result).__name__}.plot()")
     normal_quantile(confidence_level)  # validate before drawing anything
     grid = result.domain
     if grid.ndim > 2:
         raise ParameterError(f"plot() draws 1-D and 2-D releases; this one has {grid.ndim} dimensions "
-                             f"{list(grid.columns)}. Sum result.counts over the others first "
-                             f"(result.counts.groupby(level=[0, 1]).sum()) and plot that.")
+                             f"{list(grid.columns)}. Plot a marginal, with its exact variances: "
+                             f"result.marginal({list(grid.columns)[:2]}).plot().")
     if not isinstance(density, bool):
         raise ParameterError(f"The 'density' parameter of plot() must be True or False. Got {density!r}.")
     scales = [axis_scale(d) for d in grid.dims]
@@ -245,6 +248,10 @@ def plot_grid(result: Any, ax: Any = None, *, confidence_level: float = 0.95, de
     if grid.ndim == 1:
         _plot_1d(result, ax, scales[0], confidence_level, density, dict(kwargs))
     else:
-        _plot_2d(result, ax, scales[0], scales[1], density, dict(kwargs))
+        _plot_2d(result, ax, scales[0], scales[1], density, dict(kwargs), colorbar=colorbar)
     ax.set_title(f"{result.method} histogram, {result._guarantee()}")   # measure and noise: ρ = 0.1 (zCDP), σ = 2.2
+    note = release_note(result.params)
+    if note:  # the bias of bounding is not in the error bars: say so on the picture
+        ax.annotate(note, xy=(0, -0.16 if grid.ndim == 1 else -0.2), xycoords="axes fraction", fontsize="x-small",
+                    va="top", wrap=True)
     return ax

@@ -75,7 +75,14 @@ class CountOfCounts(FrozenRelease, MeasureView):
     def _guarantee(self, *, html: bool = True) -> str:
         """``ε = 1, noise scale t = 2`` or ``ρ = 0.5 (zCDP), σ = 1.7`` (the noise of every level's estimator)."""
         p = self.params
-        described = {"sigma2": p.get("sigma2_per_level"), "noise_scale": p.get("noise_scale_per_level")}
+        sigma2, scale = p.get("sigma2_per_level"), p.get("noise_scale_per_level")
+        if isinstance(sigma2, (list, tuple)) or isinstance(scale, (list, tuple)):  # level_weights: one per level
+            n = len(sigma2 if isinstance(sigma2, (list, tuple)) else scale)  # type: ignore[arg-type]
+            described: Any = [{"sigma2": sigma2[k] if isinstance(sigma2, (list, tuple)) else sigma2,
+                               "noise_scale": scale[k] if isinstance(scale, (list, tuple)) else scale}
+                              for k in range(n)]
+        else:
+            described = {"sigma2": sigma2, "noise_scale": scale}
         return guarantee_text(self.loss, self.epsilon, described, html=html)
 
     # -- views ---------------------------------------------------------------

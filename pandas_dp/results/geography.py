@@ -24,7 +24,7 @@ from pandas_dp.errors import DomainError, ParameterError
 from pandas_dp._utils.rational import safe_repr
 from pandas_dp.results._base import EstimatesView, FrozenRelease, MeasureView, confidence_bounds, noise_radius, normal_quantile
 from pandas_dp.results._checks import find_label, range_pairs
-from pandas_dp.results._format import estimates_table, guarantee_text, html_params
+from pandas_dp.results._format import estimates_table, guarantee_text, html_params, release_note, with_note
 from pandas_dp.results.frozen import stored_fields
 from pandas_dp.results.geography_layout import level_offsets, synthetic_rows, tidy_frame
 from pandas_dp.results.histogram import Histogram, RangeAnswer, html_estimates
@@ -247,8 +247,8 @@ class GeographyHistogram(FrozenRelease, EstimatesView, MeasureView):
 
     def to_frame(self) -> pd.DataFrame:
         """The release in tidy form: ``level, region, <one column per released column>, estimate, std_error``."""
-        return tidy_frame(self.levels, self.regions, self.domain, self.counts.to_numpy(),
-                          np.sqrt(self.variance.to_numpy()))
+        return with_note(tidy_frame(self.levels, self.regions, self.domain, self.counts.to_numpy(),
+                                    np.sqrt(self.variance.to_numpy())), self.params)
 
     def confidence_interval(self, confidence_level: float = 0.95) -> pd.DataFrame:
         """Intervals ``lower``, ``upper`` for every estimate (indexed like ``counts``).
@@ -418,12 +418,15 @@ class GeographyHistogram(FrozenRelease, EstimatesView, MeasureView):
         head = (f"GeographyHistogram(method={self.method!r}, {self._guarantee(html=False)}, levels={list(self.levels)}, "
                 f"regions={list(self.n_regions)}, columns={list(self.domain.columns)}, cells={self.domain.size:,})")
         shown = estimates_table(self._head(), ", ".join(map(str, self.domain.columns)))
-        return head + f"\n{self.levels[0]}:\n" + shown.to_string()
+        note = release_note(self.params)
+        return head + (f"\nnote: {note}" if note else "") + f"\n{self.levels[0]}:\n" + shown.to_string()
 
     def _repr_html_(self) -> str:
         levels = " &gt; ".join(f"{html.escape(str(n))} ({k:,})" for n, k in zip(self.levels, self.n_regions))
         eps = self._guarantee()
         table = html_estimates(self._head(), self.variance_exact, ", ".join(map(str, self.domain.columns)))
+        note = release_note(self.params)
+        note = f"<br><em>{html.escape(note)}</em>" if note else ""
         return (f"<div><strong>GeographyHistogram</strong> — method <code>{html.escape(self.method)}</code>, "
-                f"{eps}, {self.domain.size:,} cells per region<br>levels: {levels}"
+                f"{eps}, {self.domain.size:,} cells per region<br>levels: {levels}{note}"
                 f"<br><small>{html_params(self.params)}</small><p>{html.escape(self.levels[0])}:</p>{table}</div>")

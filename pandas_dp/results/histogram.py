@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import math
 from dataclasses import dataclass, field
 from typing import Any, Mapping, cast
 
@@ -14,7 +15,7 @@ from pandas_dp.domain.grid import BinDomain, Grid
 from pandas_dp.errors import DomainError, ParameterError
 from pandas_dp.results._base import EstimatesView, FrozenRelease, MeasureView, confidence_bounds, noise_radius, normal_quantile
 from pandas_dp.results._checks import check_axes, check_flag, range_pairs
-from pandas_dp.results._format import estimates_table, guarantee_text, html_params
+from pandas_dp.results._format import estimates_table, guarantee_text, html_params, release_note
 from pandas_dp.results.frozen import SeriesOnIndex, lock_in_place, stored_fields
 from pandas_dp.results._sampling import grid_rows
 from pandas_dp.results._plot import plot_grid
@@ -174,7 +175,13 @@ class Histogram(FrozenRelease, EstimatesView, MeasureView):
         ------
         DomainError
             When a bound is not a bin edge, ``low > high``, or the release is
-            not 1-D over numeric bins.
+            not over bins. A release of 2 or more dimensions answers one box:
+            ``low`` and ``high`` give one bound per column
+            (``range_query((44.8, -93.4), (45.0, -93.1))``, bin edges in data
+            units) and return a :class:`RangeAnswer` whose ``low``/``high`` are
+            tuples; its standard error and interval are exact for
+            ``method="identity"`` (independent cells), and other methods refuse
+            (a box of combined cells needs their covariance).
         ParameterError
             When the ranges are not pairs or ``confidence_level`` is not in (0, 1).
 
@@ -192,6 +199,8 @@ class Histogram(FrozenRelease, EstimatesView, MeasureView):
         True
         """
         normal_quantile(confidence_level)  # validate the public argument before any work
+        if self.domain.ndim > 1 and high is not None:
+            return self._box_query(low, high)
         dim = self._bin_domain()
         if high is None:
             pairs = range_pairs(low)
@@ -217,6 +226,108 @@ class Histogram(FrozenRelease, EstimatesView, MeasureView):
         return RangeAnswer(dim.edge_value(i[0]), dim.edge_value(j[0]), float(est[0]),
                            float(np.sqrt(var[0])), self.variance_exact,
                            noise[0] if isinstance(noise, list) else noise, int(np.ravel(terms)[0]))
+
+    def _box_query(self, low: Any, high: Any) -> RangeAnswer:
+        """The box ``[low[k], high[k])`` on every dimension ``k`` of a d-D release (bin edges, data units).
+
+        The estimate is the sum of the box's cells. Its standard error and interval are exact when the
+        cells carry independent noise (the flat release, ``method="identity"``): the variance is the sum
+        of the cells' variances, and the interval the exact quantile of the sum of their draws. Other
+        methods combine cells (a tree's least squares, DPCube's or a grid's partitions): their boxes
+        need the release's covariance, which the result does not hold, so they refuse with that reason.
+        """
+        dims = self.domain.dims
+        if type(self)._range_stats is not Histogram._range_stats or not self.variance_exact:
+            raise DomainError(f"range_query over boxes needs cells with independent noise (method='identity'); "
+                              f"this release ({self.method!r}) combines cells, so a box's variance needs its "
+                              f"covariance. Release the grid with method='identity' for box queries.")
+        try:
+            lows, highs = list(low), list(high)
+        except TypeError:
+            lows = highs = []
+        if isinstance(low, (str, bytes)) or isinstance(high, (str, bytes)) or len(lows) != len(dims) \
+                or len(highs) != len(dims):
+            raise ParameterError(f"range_query over a {len(dims)}-D release takes low and high with one bound per "
+                                 f"column {list(self.domain.columns)}: e.g. range_query((44.8, -93.4), (45.0, "
+                                 f"-93.1)). Got low={safe_repr(low)}, high={safe_repr(high)}.")
+        slices, edges_low, edges_high = [], [], []
+        for dim, a, b in zip(dims, lows, highs):
+            if not isinstance(dim, BinDomain):
+                dim.align(None, None)  # raises the categorical explanation
+            bins = cast(BinDomain, dim)
+            if bins.kind == "number":
+                a, b = (None if isinstance(v, (str, bytes)) else float_array(v) for v in (a, b))
+                if a is None or b is None or a.ndim != 0 or b.ndim != 0:
+                    raise ParameterError(f"Box bounds on column {bins.column!r} must be numbers (bin edges). "
+                                         f"Got low={safe_repr(low)}, high={safe_repr(high)}.")
+            i, j = bins.align(a, b)
+            slices.append(slice(int(i[0]), int(j[0])))
+            edges_low.append(bins.edge_value(int(i[0])))
+            edges_high.append(bins.edge_value(int(j[0])))
+        shape = tuple(d.size for d in dims)
+        box = tuple(slices)
+        est = float(self.counts.to_numpy(dtype=np.float64).reshape(shape)[box].sum())
+        var = float(self.variance.to_numpy(dtype=np.float64).reshape(shape)[box].sum())
+        cells = int(np.prod([sl.stop - sl.start for sl in slices]))
+        noise, per_cell = self._cells_noise()
+        return RangeAnswer(tuple(edges_low), tuple(edges_high), est, math.sqrt(var), self.variance_exact,
+                           noise, int(per_cell) * cells)
+
+    def marginal(self, columns: Any) -> "Histogram":
+        """The release summed over the other columns: a histogram of ``columns`` (free post-processing).
+
+        Each marginal cell is the sum of the cells it covers, and its variance the sum of theirs: exact
+        when the cells carry independent noise (``method="identity"``), which is why other methods
+        refuse (their cells are combined: a sum's variance needs their covariance). A 3-D release can
+        so be plotted by its 1-D and 2-D marginals with honest error bars, where
+        ``result.counts.groupby(...).sum()`` loses them.
+
+        Parameters
+        ----------
+        columns : str or list of str
+            Columns of this release to keep, in this release's order or any order.
+
+        Returns
+        -------
+        Histogram
+            On the kept columns' bins, ``method`` unchanged, ``params`` with ``marginal_of``.
+
+        Examples
+        --------
+        >>> import numpy as np, pandas as pd, pandas_dp as pdp
+        >>> df = pd.DataFrame({"a": np.arange(100) % 4, "b": np.arange(100) % 5, "c": np.arange(100) % 2})
+        >>> with pdp.budget(epsilon=1.0):
+        ...     h = df.dp.histogram(["a", "b", "c"], bins=[4, 5, 2], range=[(0, 4), (0, 5), (0, 2)],
+        ...                         epsilon=1.0, rng=np.random.default_rng(0))
+        >>> m = h.marginal("a")
+        >>> bool(m.counts.sum() == h.counts.sum()), round(float(m.variance.iloc[0] / h.variance.iloc[0]), 9)
+        (True, 10.0)
+        """
+        wanted = [columns] if isinstance(columns, str) else list(columns) if isinstance(columns, (list, tuple)) \
+            else None
+        names = list(self.domain.columns)
+        if not wanted or any(not isinstance(c, str) or c not in names for c in wanted) or len(set(wanted)) != len(wanted):
+            raise ParameterError(f"marginal() takes one or more distinct columns of this release {names}. "
+                                 f"Got {safe_repr(columns)}.")
+        if type(self)._range_stats is not Histogram._range_stats or not self.variance_exact:
+            raise DomainError(f"marginal() needs cells with independent noise (method='identity') for exact "
+                              f"variances; this release ({self.method!r}) combines cells, so a sum's variance "
+                              f"needs their covariance.")
+        keep = [names.index(c) for c in wanted]
+        drop = tuple(k for k in range(len(names)) if k not in keep)
+        shape = self.domain.shape
+        est = self.counts.to_numpy().reshape(shape).sum(axis=drop)
+        var = self.variance.to_numpy(dtype=np.float64).reshape(shape).sum(axis=drop)
+        order = sorted(keep)
+        perm = [order.index(k) for k in keep]  # the caller's column order
+        est, var = np.transpose(est, perm), np.transpose(var, perm)
+        grid = Grid(tuple(self.domain.dims[k] for k in keep))
+        return Histogram(counts=as_series(np.ascontiguousarray(est), grid, "estimate"),
+                         variance=as_series(np.ascontiguousarray(var), grid, "variance"),
+                         epsilon=self.epsilon, method=self.method,
+                         params={**self.params, "marginal_of": names}, domain=grid,
+                         post_processing=(*self.post_processing, f"sum over {[names[k] for k in drop]}"),
+                         variance_exact=True, loss=self.loss, noise=self.noise, single_draw=False)
 
     # -- synthetic rows ----------------------------------------------------
     def sample(self, n: int | None = None, rng: Any = None) -> pd.DataFrame:
@@ -343,7 +454,8 @@ class Histogram(FrozenRelease, EstimatesView, MeasureView):
 
     def __repr__(self) -> str:
         more = f"\n… {self.domain.size - 10:,} more bins" if self.domain.size > 10 else ""
-        return self._repr_head() + "\n" + self._summary_rows().to_string() + more
+        note = release_note(self.params)
+        return self._repr_head() + (f"\nnote: {note}" if note else "") + "\n" + self._summary_rows().to_string() + more
 
     def _html_title(self) -> str:
         """The method's facts shown after the method name (subclasses add theirs)."""
@@ -359,7 +471,14 @@ class Histogram(FrozenRelease, EstimatesView, MeasureView):
         return (f"<div><strong>{html.escape(type(self).__name__)}</strong> — method "
                 f"<code>{html.escape(self.method)}</code>, {self._html_title()}, "
                 f"{self.domain.size:,} bins over {html.escape(str(list(self.domain.columns)))}"
+                f"{_note_html(self.params)}"
                 f"<br><small>{self._html_notes()}{html_params(self.params)}</small>{table}{more}</div>")
+
+
+def _note_html(params: Any) -> str:
+    """The bounding note as an HTML line (or nothing)."""
+    note = release_note(params)
+    return f"<br><em>{html.escape(note)}</em>" if note else ""
 
 
 def html_estimates(frame: pd.DataFrame, exact: bool = True, index_name: str | None = None) -> str:

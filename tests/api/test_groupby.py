@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import warnings
 
 import numpy as np
@@ -53,3 +54,19 @@ def test_no_warning_outside_a_groupby_and_the_fix_releases_every_group_once():
         DF.groupby("g").size()       # plain pandas stays silent
     assert budget.spent == 1
     assert set(fixed.counts.index.get_level_values("region").dropna()) >= {"a", "b", "c"}
+
+
+def test_groupby_dp_names_the_one_release_form():
+    """Issue 29, item 8: df.groupby(key).dp raises with the fix (by=key, by_categories=...), not pandas'
+    generic AttributeError; a column named "dp" keeps pandas' own behaviour."""
+    frame = pd.DataFrame({"race": list("aabc"), "x": [1, 2, 3, 4]})
+    for grouped, key in ((frame.groupby("race"), "'race'"), (frame.groupby(["race"]), "'race'"),
+                         (frame.groupby("race")["x"], "'race'"), (frame.groupby(["race", "x"]), "['race', 'x']")):
+        with pytest.raises(pdp.GroupbyAccessError, match=rf"by={re.escape(key)}, by_categories="):
+            grouped.dp
+    with_dp = pd.DataFrame({"g": list("aab"), "dp": [1, 2, 3]})
+    assert with_dp.groupby("g").dp.sum().tolist() == [3, 3]
+    with pdp.budget(epsilon=1.0) as budget:  # the form the message gives: one release, one charge
+        table = frame.dp.histogram("x", bins=4, range=(1, 5), by="race", by_categories=["a", "b", "c", "d"],
+                                   epsilon=0.5, rng=np.random.default_rng(0))
+    assert budget.spent == 0.5 and len(budget.ledger) == 1 and "d" in set(table.to_frame()["region"])

@@ -327,3 +327,45 @@ def test_style_keywords_reach_the_bars_and_the_mesh():
     ax = every_result()["grid"].plot(cmap="magma")
     mesh = next(c for c in ax.collections if isinstance(c, QuadMesh))
     assert mesh.get_cmap().name == "magma"
+
+
+def test_small_multiples_of_a_2d_table_share_one_colour_scale_and_state_their_intervals():
+    """Issue 29, item 4: one colour scale (and one colour bar) for every panel, panels titled 'level = region',
+    the y label on the first column only, and the cells' interval half-width in the title."""
+    import matplotlib.pyplot as plt
+
+    from pandas_dp.data import load_persons
+
+    persons = load_persons()
+    states = ["Avalon", "Borealis", "Cascadia", "Dunmore", "Estoria"]
+    with pdp.budget(epsilon=1.0):
+        t = persons.dp.histogram(["sex", "age"], categories={"sex": ["F", "M"]}, bins={"age": range(0, 101, 20)},
+                                 by="state", by_categories=states, epsilon=1.0, rng=np.random.default_rng(0))
+    axes = t.plot()
+    fig = axes[0].figure
+    meshes = [ax.collections[0] for ax in axes]
+    assert len({m.norm.vmin for m in meshes}) == 1 and len({m.norm.vmax for m in meshes}) == 1
+    shown = t.table("state").to_numpy()
+    assert meshes[0].norm.vmin == shown.min() and meshes[0].norm.vmax == shown.max()
+    assert len([a for a in fig.axes if a.get_visible()]) == len(axes) + 1  # the panels and one colour bar
+    assert [ax.get_title() for ax in axes][0].startswith("state = ")
+    assert axes[0].get_ylabel() == "sex" and all(ax.get_ylabel() == "" for ax in axes[1:4])
+    half = float(t.confidence_interval(0.95).eval("(upper - lower) / 2").xs("state", level=0).iloc[0])
+    assert "95% interval per cell: ± " in fig._suptitle.get_text()
+    assert f"{half:.4g}"[:3].rstrip(".") in fig._suptitle.get_text()
+    plt.close(fig)
+
+
+def test_long_category_labels_wrap_on_a_heat_map():
+    import matplotlib.pyplot as plt
+
+    long = ["Management, business and financial operations", "Service occupations"]
+    frame = pd.DataFrame({"job": long * 5, "age": np.arange(10) * 9})
+    with pdp.budget(epsilon=1.0):
+        h = frame.dp.histogram(["job", "age"], categories={"job": long}, bins={"age": [0, 45, 90]}, epsilon=1.0,
+                               rng=np.random.default_rng(0))
+    ax = h.plot()
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    assert all(max(map(len, text.split("\n"))) <= 18 for text in labels) and "\n" in labels[0]
+    assert ax.get_ylabel() == "job" and ax.get_xlabel() == "age"
+    plt.close(ax.figure)

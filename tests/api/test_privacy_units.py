@@ -428,3 +428,31 @@ def test_geography_odd_unit_value_is_out_of_domain(value):
     assert_same_outcome(call, PEOPLE, d_prime)
     with pdp.budget(epsilon=10.0):
         pd.testing.assert_series_equal(call(PEOPLE).counts, call(d_prime).counts)
+
+
+# ------------------------------------------------------------------ issue 29, item 3: the bias is said
+
+def test_a_bounded_unit_says_where_the_numbers_are_that_intervals_cover_noise_only():
+    """repr, notebook view, to_frame().attrs and the plot say the intervals leave out the bias of bounding;
+    the note is public (it names the bound), the same on neighbouring frames, absent without a unit."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    with pdp.budget(epsilon=10.0):
+        r = release(RIDES, max_rows=5, rng=np.random.default_rng(0))
+        auto = release(RIDES, max_rows="auto", rng=np.random.default_rng(0))
+        cells = release(RIDES, max_cells=3, max_rows_per_cell=2, rng=np.random.default_rng(0))
+        plain = RIDES.dp.histogram("hour", bins=24, range=(0, 24), epsilon=1.0, rng=np.random.default_rng(0))
+        other = release(with_row(RIDES, {"rider": 999, "hour": 3, "fare": 1.0}), max_rows=5,
+                        rng=np.random.default_rng(0))
+    note = "intervals cover the noise only: each rider kept at most 5 rows"
+    assert note in repr(r) and note in r._repr_html_() and note in r.to_frame().attrs["note"]
+    assert r.to_frame().attrs == other.to_frame().attrs  # public: the bound, not the data
+    assert "(max_rows='auto')" in auto.to_frame().attrs["note"]
+    assert "at most 2 rows in each of at most 3 cells" in repr(cells)
+    assert "note" not in plain.to_frame().attrs and "note:" not in repr(plain)
+    ax = r.plot()
+    assert any(note in t.get_text() for t in ax.texts)
+    plt.close(ax.figure)

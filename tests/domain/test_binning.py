@@ -189,7 +189,8 @@ def test_the_shortcut_interval_index_equals_from_breaks(edges):
     from pandas_dp.domain.grid import interval_index
 
     fast = interval_index(edges, "x")
-    slow = pd.IntervalIndex.from_breaks(edges, closed="left", name="x")
+    whole = isinstance(edges, np.ndarray) and np.array_equal(edges, np.floor(edges))
+    slow = pd.IntervalIndex.from_breaks(edges.astype(np.int64) if whole else edges, closed="left", name="x")
     assert fast.equals(slow) and fast.dtype == slow.dtype and fast.name == "x"
     assert list(fast) == list(slow) and fast.is_monotonic_increasing and fast.is_non_overlapping_monotonic
     frame = pd.Series(np.arange(len(slow)), index=fast)
@@ -234,3 +235,36 @@ def test_non_integral_even_edges_on_chunks_wholly_inside(data, n, low, width):
     values = np.asarray(data.draw(st.lists(st.sampled_from(near.tolist()), min_size=1, max_size=80)))
     frame = pd.DataFrame({"x": values})
     np.testing.assert_array_equal(cell_codes(frame, grid), reference_codes(values, edges.tolist()))
+
+
+def test_whole_number_edges_give_an_integer_index_with_the_same_bins():
+    """Issue 29, item 5: bins=range(14, 50, 2) prints [14, 16), not [14.0, 16.0); lookups are unchanged."""
+    from pandas_dp.domain.grid import interval_index
+
+    index = interval_index(np.arange(14.0, 50.0, 2.0), "age")
+    assert index.dtype == pd.IntervalDtype("int64", closed="left")
+    assert str(index[0]) == "[14, 16)" and index.get_loc(14.5) == 0 and index.get_loc(16) == 1
+    assert interval_index(np.array([0.0, 0.5, 3.0]), "x").dtype == pd.IntervalDtype("float64", closed="left")
+    big = np.array([0.0, 2.0**53, 2.0**54])  # beyond 2**53 floats are whole but not every int: keep float
+    assert interval_index(big, "x").dtype == pd.IntervalDtype("float64", closed="left")
+
+
+@pytest.mark.parametrize("bins, expected", [
+    (dict(bins=16, range=(44.88, 44.97)), "[44.88, 44.885625)"),
+    (dict(bins=np.linspace(44.88, 44.97, 17)), "[44.88, 44.885625)"),
+    (dict(bins=10, range=(0.0, 1.0)), "[0.3, 0.4)"),
+    (dict(bins=8, range=(-93.4, -93.0)), "[-93.35, -93.3)"),
+])
+def test_linspace_edges_read_as_written(bins, expected):
+    """Issue 29, item 5: rounding noise of linspace (44.885625000000005, 0.30000000000000004) is removed."""
+    from pandas_dp.domain.edges import parse_bins
+
+    edges, _ = parse_bins("x", bins.get("bins"), bins.get("range"))
+    labels = [str(i) for i in pd.IntervalIndex.from_breaks(edges, closed="left")]
+    assert expected in labels
+    assert "0000000" not in " ".join(labels)
+    raw = np.linspace(*(bins.get("range") or (44.88, 44.97)), len(edges))
+    assert np.all(np.abs(edges - raw) <= 2 * np.abs(np.spacing(raw)))  # at most two ulps from the linspace
+    assert edges[0] == raw[0] and edges[-1] == raw[-1]
+    third = parse_bins("x", 3, (0.0, 1.0))[0]  # 1/3 has no short decimal: unchanged
+    assert third.tolist() == np.linspace(0.0, 1.0, 4).tolist()

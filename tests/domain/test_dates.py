@@ -75,6 +75,7 @@ def test_iso_strings_count_where_they_parse_and_nothing_else_does(monkeypatch):
     odd = ["n/a", "31/01/2020", "2020-02-30", "", "2020-03-01T10:00:00+01:00", "2020-03-01T10:00Z"]
     frame.loc[: len(odd) - 1, "text"] = odd
     parsed = pd.to_datetime(frame["text"].where(~frame.index.isin(range(len(odd)))), format="ISO8601")
+    parsed[4:6] = pd.Timestamp("2020-03-01T10:00")  # text with an offset counts at its wall-clock time
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         got = counts(frame, "text", bins="M", range=("2020-01-01", "2021-01-01"))
@@ -91,12 +92,13 @@ def test_a_tz_aware_domain_compares_instants_and_drops_naive_values():
     # Months in Paris are not months in UTC: the calendar is the domain's.
     utc = pd.date_range("2020-01-01", "2021-01-01", freq="MS", tz="UTC")
     assert not np.array_equal(counts(FRAME, "tz", bins=paris), counts(FRAME, "tz", bins=utc))
-    # Naive values have no instant: out of an aware domain; aware values out of a naive one.
+    # Naive values have no instant: out of an aware domain. Aware values in a naive one count at their
+    # wall-clock time (issue 29, item 1: a naive range on a tz-aware column released pure noise).
     assert counts(FRAME, "t", bins=paris).sum() == 0
-    assert counts(FRAME, "tz", bins=MONTHS).sum() == 0
+    np.testing.assert_array_equal(counts(FRAME, "tz", bins=MONTHS), reference(FRAME["tz"].dt.tz_localize(None), MONTHS))
     naive_text = pd.DataFrame({"x": pd.Series(["2020-05-01T10:00:00", "2020-05-01T10:00:00+02:00"], dtype=object)})
     assert counts(naive_text, "x", bins=paris).tolist()[4] == 1
-    assert counts(naive_text, "x", bins=MONTHS).tolist()[4] == 1
+    assert counts(naive_text, "x", bins=MONTHS).tolist()[4] == 2
 
 
 def test_frequency_bins_follow_the_calendar_in_the_domains_time_zone():
@@ -198,8 +200,8 @@ def test_an_odd_private_date_changes_nothing_observable(engine, name, value, col
     assert a.kind == "returned" and not a.warnings, a.describe(full=True)
 
 
-@pytest.mark.parametrize("value", ["n/a", [1, 2], 1e308, -np.inf, pd.NaT, "2020-06-01T12:00+02:00",
-                                   pd.Timestamp("2020-06-01", tz="UTC"), 7, "7", pd.Timedelta("1D")])
+@pytest.mark.parametrize("value", ["n/a", [1, 2], 1e308, -np.inf, pd.NaT, "2031-06-01T12:00+02:00",
+                                   pd.Timestamp("2030-06-01", tz="UTC"), 7, "7", pd.Timedelta("1D")])
 def test_an_out_of_domain_date_leaves_a_seeded_release_byte_identical(value):
     call = DATE_CALLS["months"]
     with pdp.budget(epsilon=10):
@@ -368,3 +370,48 @@ def test_range_bounds_in_other_units_and_zones_are_exact():
     assert same.estimate == h.counts.iloc[1]
     with pytest.raises(pdp.DomainError, match="finer than the bins' unit"):
         h.range_query(pd.Timestamp("2020-02-01") - pd.Timedelta(1, unit="ns"), "2020-03-01")
+
+
+# ------------------------------------------------------------------------------------ naive range, tz-aware column
+
+NEW_YORK = pd.Series(pd.date_range("2024-01-01", "2024-12-31 23:00", freq="7h", tz="America/New_York"))
+
+
+def _months_2024(frame):
+    return frame.dp.histogram("t", bins="M", range=("2024-01-01", "2025-01-01"), epsilon=1.0,
+                              rng=np.random.default_rng(5))
+
+
+@pytest.mark.parametrize("odd", ["n/a", 17, pd.Timestamp("2024-06-01 12:00"), "2024-06-01T12:00-04:00"])
+def test_a_naive_range_reads_a_tz_aware_column_on_the_wall_clock_whatever_its_dtype(odd):
+    """Issue 29, item 1: a tz-aware column with a naive range counts every row at its local time (before:
+    every row out of domain, pure noise). One odd row turns the column's dtype into object; the reading
+    of the other rows, the outcome and the charge stay the same (no private row decides how others count)."""
+    d = pd.DataFrame({"t": NEW_YORK})
+    d_prime = with_row(d, {"t": odd})
+    assert isinstance(d["t"].dtype, pd.DatetimeTZDtype) and d_prime["t"].dtype == object
+    wall = reference(NEW_YORK.dt.tz_localize(None), pd.date_range("2024-01-01", "2025-01-01", freq="MS"))
+    exact = counts(d, "t", bins="M", range=("2024-01-01", "2025-01-01"))
+    np.testing.assert_array_equal(exact, wall)
+    assert exact.sum() == len(NEW_YORK)
+    other = counts(d_prime, "t", bins="M", range=("2024-01-01", "2025-01-01"))
+    assert np.abs(other - exact).sum() <= 1 and other.sum() - exact.sum() in (0, 1)
+    with pdp.budget(epsilon=10):
+        a, b = assert_same_outcome(_months_2024, d, d_prime)
+    assert a.kind == "returned" and not a.warnings
+
+
+def test_iso_text_bounds_on_a_tz_aware_result_are_read_in_its_zone():
+    """Issue 29, item 1: range-query bounds as ISO text on a tz-aware result, as the dates page documents."""
+    zone = "America/New_York"
+    with pdp.budget(epsilon=1.0):
+        r = pd.DataFrame({"t": NEW_YORK}).dp.histogram(
+            "t", bins="M", range=(pd.Timestamp("2024-01-01", tz=zone), pd.Timestamp("2025-01-01", tz=zone)),
+            epsilon=1.0, rng=np.random.default_rng(0))
+    by_stamp = r.range_query(pd.Timestamp("2024-01-01", tz=zone), pd.Timestamp("2024-03-01", tz=zone))
+    assert r.range_query("2024-01-01", "2024-03-01") == by_stamp
+    assert r.range_query("2024-01-01T05:00Z", "2024-03-01T00:00-05:00") == by_stamp  # instants, any offset
+    table = r.range_query([("2024-01-01", "2024-07-01")])
+    assert table["low"].iloc[0] == pd.Timestamp("2024-01-01", tz=zone)
+    with pytest.raises(pdp.DomainError, match="tz-aware"):
+        r.range_query(pd.Timestamp("2024-01-01"), pd.Timestamp("2024-03-01"))  # a naive Timestamp: refused
