@@ -1,7 +1,8 @@
 """Counting kernel: every closure marginal from integer-coded columns, at the floor.
 
 One ``np.bincount`` per maximal marginal of the closure over combined codes
-(``code = ((c_0 n_1 + c_1) n_2 + c_2) ...`` in attribute order), then every
+(``code = ((c_0 n_1 + c_1) n_2 + c_2) ...`` in attribute order; the code of
+all but the last attribute is shared by consecutive maximal sets), then every
 smaller marginal of the closure by summing a containing table down (over
 cells, not rows). No Python loop touches rows or cells.
 
@@ -75,23 +76,55 @@ def closure_marginals(codes: Sequence[np.ndarray], workload: Workload, *,
     """
     sizes = workload.sizes
     wanted = list(workload.closure if only is None else only)
-    bad = _out_of_domain(codes, workload.attributes, sizes)
-    tables: dict[Marginal, np.ndarray] = {}
+    closure = set(workload.closure)
+    attributes = workload.attributes
+    maximal = set(workload.maximal)
+
+    def up(a: Marginal) -> list[Marginal]:
+        """The closure sets one attribute larger than ``a``."""
+        return [b for b in (tuple(sorted(a + (i,))) for i in attributes if i not in a) if b in closure]
+
+    # The maximal tables to count: every wanted maximal one, and for each other wanted set the
+    # first maximal table reached by walking up the closure (deterministic), unless one is counted.
+    needed: set[Marginal] = {a for a in wanted if a in maximal}
+    for a in wanted:
+        if a in maximal:
+            continue
+        b = a
+        while b not in maximal:
+            b = up(b)[0]
+        needed.add(b)
+    bad = _out_of_domain(codes, attributes, sizes)
+    available: dict[Marginal, np.ndarray] = {}
+    prefix: Marginal | None = None
+    prefix_codes = np.empty(0, dtype=np.intp)
+    buffer = np.empty(len(codes[0]) if codes else 0, dtype=np.intp)
     for top in workload.maximal:
-        if not any(set(a) <= set(top) for a in wanted):
+        if top not in needed:
             continue
         cells = workload.cells(top)
-        combined = combined_codes(codes, top, sizes)
+        if len(top) >= 2:
+            # Maximal sets come sorted, so neighbours share their first attributes: the combined
+            # code of the prefix is computed once and reused (two passes per table, then bincount).
+            if top[:-1] != prefix:
+                prefix = top[:-1]
+                prefix_codes = combined_codes(codes, prefix, sizes)
+            combined = np.multiply(prefix_codes, sizes[top[-1]], out=buffer)
+            combined += codes[top[-1]]
+        else:
+            combined = combined_codes(codes, top, sizes)
         if bad is not None:
             combined[bad] = cells        # one extra bin, dropped below
         counts = np.bincount(combined, minlength=cells + 1)[:cells] if bad is not None else \
             np.bincount(combined, minlength=cells)
-        tables[top] = counts.astype(np.int64, copy=False).reshape(workload.shape(top))
-    out: dict[Marginal, np.ndarray] = {}
-    for a in wanted:
-        # Sum down from the smallest counted table containing a (ties: the first maximal set).
-        source = min((t for t in tables if set(a) <= set(t)), key=workload.cells)
-        table = tables[source]
-        drop = tuple(axis for axis, i in enumerate(source) if i not in a)
-        out[a] = table.sum(axis=drop, dtype=np.int64) if drop else table
-    return out
+        available[top] = counts.astype(np.int64, copy=False).reshape(workload.shape(top))
+    # Sum down, largest sets first, each from an available set one attribute larger (cells, not rows).
+    for a in sorted(closure, key=len, reverse=True):
+        if a in available:
+            continue
+        source = next((b for b in up(a) if b in available), None)
+        if source is None:
+            continue
+        axis = next(k for k, i in enumerate(source) if i not in a)
+        available[a] = available[source].sum(axis=axis, dtype=np.int64)
+    return {a: available[a] for a in wanted}

@@ -142,14 +142,33 @@ def table_coefficient(sizes: Sequence[int], a: Marginal, w: Marginal) -> Fractio
     return cell_coefficient(sizes, a, w) * math.prod(sizes[i] for i in w)
 
 
+def _cell_float(sizes: Sequence[int], a: Marginal, w: Marginal) -> float:
+    """``a(A, W)`` as a float for ``A subset W`` (the same products as :func:`cell_coefficient`, rounded)."""
+    out = 1.0
+    for i in w:
+        n = sizes[i]
+        out *= (n - 1) / n if i in a else 1.0 / (n * n)
+    return out
+
+
+def _loss_floats(workload: Workload, weights: Sequence[Fraction]) -> np.ndarray:
+    """``c_A`` as floats (the plan's solver works in floats; :func:`loss_coefficients` is exact)."""
+    c = np.zeros(len(workload.closure))
+    for w, weight in zip(workload.tables, weights):
+        cells = float(workload.cells(w))
+        wt = float(weight)
+        for a in _subsets(w):
+            c[workload.index[a]] += wt * cells * _cell_float(workload.sizes, a, w)
+    return c
+
+
 def loss_coefficients(workload: Workload, weights: Sequence[Fraction]) -> tuple[Fraction, ...]:
     """``c_A = sum_{W superset A} w_W b(A, W)`` for every residual of the closure (exact)."""
     index = {a: k for k, a in enumerate(workload.closure)}
     c = [Fraction(0)] * len(index)
     for w, weight in zip(workload.tables, weights):
-        for a in workload.closure:
-            if _is_subset(a, w):
-                c[index[a]] += weight * table_coefficient(workload.sizes, a, w)
+        for a in _subsets(w):
+            c[index[a]] += weight * table_coefficient(workload.sizes, a, w)
     return tuple(c)
 
 
@@ -161,7 +180,7 @@ def coverage(workload: Workload) -> Any:
     """
     from scipy.sparse import csr_matrix
 
-    index = {a: k for k, a in enumerate(workload.closure)}
+    index = workload.index
     rows, cols, vals = [], [], []
     for a in workload.closure:
         for sub in _subsets(a):
@@ -285,9 +304,7 @@ class ResidualPlan:
         """Variance of every cell of the marginal on ``attrs`` (a workload marginal or a sub-marginal of one)."""
         attrs = tuple(sorted(attrs))
         self.workload.container(attrs)
-        r = self.residual_variances(variances)
-        return math.fsum(float(r[k] * float(cell_coefficient(self.workload.sizes, a, attrs)))
-                         for k, a in enumerate(self.residuals) if _is_subset(a, attrs))
+        return _cell_variance(self.workload, self.residual_variances(variances), attrs)
 
     def table_variances(self, variances: np.ndarray | None = None) -> np.ndarray:
         """Per-cell variance of every workload marginal (exact noise variances by default)."""
@@ -311,8 +328,7 @@ class ResidualPlan:
 
     def loss_shares(self) -> np.ndarray:
         """Each residual's share of the ``"sum"`` loss (planning variances; sums to 1)."""
-        c = np.array([float(x) for x in loss_coefficients(self.workload, self.weights)])
-        part = c * self.residual_variances(self.planning_variances())
+        part = _loss_floats(self.workload, self.weights) * self.residual_variances(self.planning_variances())
         return part / part.sum()
 
     def describe(self) -> list[dict[str, Any]]:
@@ -321,12 +337,15 @@ class ResidualPlan:
                 for a, s, n in zip(self.residuals, self.shares, self.noises)]
 
 
+def _cell_variance(workload: Workload, residual_variances: np.ndarray, attrs: Marginal) -> float:
+    """``sum_{A' subset W} V_A' a(A', W)`` for the closure marginal ``W = attrs`` (sorted)."""
+    index = workload.index
+    return math.fsum(float(residual_variances[index[a]]) * _cell_float(workload.sizes, a, attrs)
+                     for a in _subsets(attrs))
+
+
 def _table_variances(workload: Workload, residual_variances: np.ndarray) -> np.ndarray:
-    out = np.empty(len(workload.tables))
-    for j, w in enumerate(workload.tables):
-        out[j] = math.fsum(float(residual_variances[k] * float(cell_coefficient(workload.sizes, a, w)))
-                           for k, a in enumerate(workload.closure) if _is_subset(a, w))
-    return out
+    return np.array([_cell_variance(workload, residual_variances, w) for w in workload.tables])
 
 
 def _weights(workload: Workload, weights: Sequence[Any] | None) -> tuple[Fraction, ...]:
@@ -344,8 +363,11 @@ def _weights(workload: Workload, weights: Sequence[Any] | None) -> tuple[Fractio
 
 def _cell_matrix(workload: Workload, weights: Sequence[Fraction]) -> np.ndarray:
     """``m[W, A'] = w_W a(A', W)``: weighted cell variance of table W per unit of residual variance."""
-    return np.array([[float(wt * cell_coefficient(workload.sizes, a, w)) for a in workload.closure]
-                     for w, wt in zip(workload.tables, weights)])
+    m = np.zeros((len(workload.tables), len(workload.closure)))
+    for j, (w, wt) in enumerate(zip(workload.tables, weights)):
+        for a in _subsets(w):
+            m[j, workload.index[a]] = float(wt) * _cell_float(workload.sizes, a, w)
+    return m
 
 
 def _solve_sum(t: Any, c: np.ndarray, exponent: int, start: np.ndarray, floor: np.ndarray) -> np.ndarray:
@@ -469,14 +491,13 @@ def plan_residuals(workload: Workload, *, loss: PrivacyLoss, objective: Objectiv
     w = _weights(workload, weights)
     e = loss.variance_exponent
     closure = workload.closure
-    c = loss_coefficients(workload, w)
-    start = np.array([float(s) for s in closed_form_shares(c, e)])
+    c_float = _loss_floats(workload, w)
+    start = c_float ** (1.0 / (e + 1))            # the closed form at q_A = 1, as a starting point
     # Maximal marginals are always measured (their residuals have no other measurement). A residual
     # with a size-1 attribute has no component (c = 0); its marginal still informs smaller ones.
     maximal = set(workload.maximal)
     required = [a in maximal for a in closure]
     t = coverage(workload)
-    c_float = np.array([float(x) for x in c])
     floor = np.where(required, 1e-12, 0.0)
     solved = _solve_sum(t, c_float, e, start, floor)
     if objective == "max":

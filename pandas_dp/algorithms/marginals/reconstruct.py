@@ -32,6 +32,7 @@ References
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -86,9 +87,9 @@ class MarginalEstimates:
         sizes = self.plan.workload.sizes
         shape = tuple(sizes[i] for i in key)
         out = np.zeros(shape)
-        for a, comp in zip(self.plan.residuals, self.components):
-            if not set(a) <= set(key):
-                continue
+        index = self.plan.workload.index
+        for a in (s for k in range(len(key) + 1) for s in itertools.combinations(key, k)):
+            comp = self.components[index[a]]
             spread = math.prod(sizes[i] for i in key if i not in a)
             out += comp.reshape(tuple(sizes[i] if i in a else 1 for i in key)) / spread
         return out.transpose([key.index(i) for i in order]) if order != key else out
@@ -98,8 +99,9 @@ class MarginalEstimates:
         key = tuple(sorted(attrs))
         self.plan.workload.container(key)
         sizes = self.plan.workload.sizes
-        return math.fsum(float(v) * float(cell_coefficient(sizes, a, key))
-                         for a, v in zip(self.plan.residuals, self.residual_variances) if set(a) <= set(key))
+        index = self.plan.workload.index
+        return math.fsum(float(self.residual_variances[index[a]]) * float(cell_coefficient(sizes, a, key))
+                         for k in range(len(key) + 1) for a in itertools.combinations(key, k))
 
     def total(self) -> float:
         """The one estimated total every table shares."""
@@ -126,19 +128,19 @@ def reconstruct(measurement: MarginalMeasurement) -> MarginalEstimates:
     plan = measurement.plan
     sizes = plan.workload.sizes
     variances = plan.noise_variances()
-    measured = [(a, y, 1.0 / v) for a, y, v in zip(plan.residuals, measurement.noisy, variances) if y is not None]
-    components: list[np.ndarray] = []
-    taus = np.empty(len(plan.residuals))
-    for k, sub in enumerate(plan.residuals):
-        acc = np.zeros(tuple(sizes[i] for i in sub))
-        tau = 0.0
-        for a, y, precision in measured:
-            if not set(sub) <= set(a):
-                continue
-            drop = tuple(axis for axis, i in enumerate(a) if i not in sub)
-            weight = precision / math.prod(sizes[a[axis]] for axis in drop)
-            acc += weight * (y.sum(axis=drop) if drop else y)
-            tau += weight
-        taus[k] = tau
-        components.append(_centre(acc / tau))
+    index = plan.workload.index
+    acc = [np.zeros(tuple(sizes[i] for i in a)) for a in plan.residuals]
+    taus = np.zeros(len(plan.residuals))
+    for a, y, v in zip(plan.residuals, measurement.noisy, variances):
+        if y is None:
+            continue
+        as_float = y.astype(np.float64)
+        for k in range(len(a) + 1):
+            for sub in itertools.combinations(a, k):
+                drop = tuple(axis for axis, i in enumerate(a) if i not in sub)
+                weight = 1.0 / (v * math.prod(sizes[a[axis]] for axis in drop))
+                j = index[sub]
+                acc[j] += weight * (as_float.sum(axis=drop) if drop else as_float)
+                taus[j] += weight
+    components = [_centre(total / tau) for total, tau in zip(acc, taus)]
     return MarginalEstimates(plan=plan, components=tuple(components), residual_variances=1.0 / taus)

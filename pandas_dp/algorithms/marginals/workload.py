@@ -69,18 +69,25 @@ class Workload:
     maximal : tuple of Marginal
         The closure's maximal sets (no other closure set contains them): counting one
         table per maximal set gives every closure marginal by summing down.
+    index : dict
+        Position of every closure marginal in ``closure``.
     """
 
     sizes: tuple[int, ...]
     tables: tuple[Marginal, ...]
     closure: tuple[Marginal, ...] = field(init=False)
     maximal: tuple[Marginal, ...] = field(init=False)
+    index: dict[Marginal, int] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         closure = downward_closure(self.tables)
         object.__setattr__(self, "closure", closure)
-        sets = [frozenset(a) for a in closure]
-        maximal = tuple(a for a, s in zip(closure, sets) if not any(s < t for t in sets))
+        object.__setattr__(self, "index", {a: k for k, a in enumerate(closure)})
+        # A closure set is maximal when no one-larger closure set contains it.
+        members = set(closure)
+        attrs = sorted({i for t in self.tables for i in t})
+        maximal = tuple(a for a in closure
+                        if not any(tuple(sorted(a + (i,))) in members for i in attrs if i not in a))
         object.__setattr__(self, "maximal", maximal)
 
     @property
