@@ -69,3 +69,20 @@ def test_any_integer_code_dtype(dtype) -> None:
     codes = [rng.integers(-1, 3, 500).astype(dtype), rng.integers(-1, 4, 500).astype(dtype)]
     got = closure_marginals(codes, w)
     assert np.array_equal(got[(0, 1)], reference(codes, w)[(0, 1)])
+
+
+def test_several_chunks_with_out_of_domain_rows() -> None:
+    """More rows than one chunk (2**16): the chunked counts equal np.add.at over the whole columns."""
+    w = make_workload([3, 300, 4, 2], [(0, 1), (1, 2, 3), (0, 3)])  # 1200- and 2400-cell tables: uint16 codes
+    rng = np.random.default_rng(9)
+    rows = 150_001
+    codes = [rng.integers(-1, n, rows) for n in w.sizes]
+    got = closure_marginals(codes, w)
+    keep = np.all([c >= 0 for c in codes], axis=0)
+    for a in w.closure:
+        want = np.zeros(w.shape(a), dtype=np.int64)
+        if a:
+            np.add.at(want, tuple(codes[i][keep] for i in a), 1)
+        else:
+            want = np.int64(keep.sum())
+        assert np.array_equal(got[a], want), a

@@ -1,10 +1,14 @@
 """Counting kernel: every closure marginal from integer-coded columns, at the floor.
 
 One ``np.bincount`` per maximal marginal of the closure over combined codes
-(``code = ((c_0 n_1 + c_1) n_2 + c_2) ...`` in attribute order; the code of
-all but the last attribute is shared by consecutive maximal sets), then every
-smaller marginal of the closure by summing a containing table down (over
-cells, not rows). No Python loop touches rows or cells.
+(``code = ((c_0 n_1 + c_1) n_2 + c_2) ...`` in attribute order, in the
+narrowest unsigned type that holds the table's cells; the code of all but the
+last attribute is shared by consecutive maximal sets), then every smaller
+marginal of the closure by summing a containing table down (over cells, not
+rows). Rows are taken in chunks of ``2**16``: every table is counted from a
+chunk while it is in the CPU cache, so the columns are read from memory once
+for all tables. No Python loop touches rows or cells (the loops run over
+chunks and tables).
 
 A row is in the domain when every attribute the workload uses has a code in
 ``0 .. n_i - 1``; code ``-1`` marks a value outside the public domain. A row
@@ -23,16 +27,36 @@ from pandas_dp.algorithms.marginals.workload import Marginal, Workload
 
 __all__ = ["closure_marginals", "combined_codes"]
 
+#: Rows per chunk: a chunk of every column and its combined codes stay in the CPU cache.
+_CHUNK = 1 << 16
 
-def combined_codes(codes: Sequence[np.ndarray], attrs: Marginal, sizes: Sequence[int]) -> np.ndarray:
-    """Row-major cell index of every row in the marginal on ``attrs`` (``intp``; codes must be in domain)."""
+
+def combined_codes(codes: Sequence[np.ndarray], attrs: Marginal, sizes: Sequence[int],
+                   dtype: type = np.intp) -> np.ndarray:
+    """Row-major cell index of every row in the marginal on ``attrs``.
+
+    Exact for rows inside the domain when ``dtype`` holds the marginal's cells; a row with an
+    out-of-domain code gets an arbitrary value (the caller overwrites it).
+    """
     if not attrs:
-        return np.zeros(len(codes[0]) if codes else 0, dtype=np.intp)
-    out = np.asarray(codes[attrs[0]]).astype(np.intp, copy=True)
+        return np.zeros(len(codes[0]) if codes else 0, dtype=dtype)
+    out = np.asarray(codes[attrs[0]]).astype(dtype, copy=True)
     for i in attrs[1:]:
-        out *= sizes[i]
-        out += codes[i]
+        np.multiply(out, sizes[i], out=out, casting="unsafe")
+        np.add(out, codes[i], out=out, casting="unsafe")
     return out
+
+
+def _code_dtype(cells: int) -> type:
+    """The narrowest unsigned integer type holding ``0 .. cells`` (``cells`` is the out-of-domain bin).
+
+    Narrow codes move less memory: the combined code of a small table is built in bytes, and
+    ``np.bincount`` widens it once as it reads.
+    """
+    for dt in (np.uint8, np.uint16, np.uint32):
+        if cells <= np.iinfo(dt).max:
+            return dt
+    return np.intp
 
 
 def _out_of_domain(codes: Sequence[np.ndarray], attrs: Sequence[int], sizes: Sequence[int]) -> np.ndarray | None:
@@ -95,29 +119,36 @@ def closure_marginals(codes: Sequence[np.ndarray], workload: Workload, *,
             b = up(b)[0]
         needed.add(b)
     bad = _out_of_domain(codes, attributes, sizes)
-    available: dict[Marginal, np.ndarray] = {}
-    prefix: Marginal | None = None
-    prefix_codes = np.empty(0, dtype=np.intp)
-    buffer = np.empty(len(codes[0]) if codes else 0, dtype=np.intp)
-    for top in workload.maximal:
-        if top not in needed:
-            continue
-        cells = workload.cells(top)
-        if len(top) >= 2:
-            # Maximal sets come sorted, so neighbours share their first attributes: the combined
-            # code of the prefix is computed once and reused (two passes per table, then bincount).
-            if top[:-1] != prefix:
-                prefix = top[:-1]
-                prefix_codes = combined_codes(codes, prefix, sizes)
-            combined = np.multiply(prefix_codes, sizes[top[-1]], out=buffer)
-            combined += codes[top[-1]]
-        else:
-            combined = combined_codes(codes, top, sizes)
-        if bad is not None:
-            combined[bad] = cells        # one extra bin, dropped below
-        counts = np.bincount(combined, minlength=cells + 1)[:cells] if bad is not None else \
-            np.bincount(combined, minlength=cells)
-        available[top] = counts.astype(np.int64, copy=False).reshape(workload.shape(top))
+    tops = [top for top in workload.maximal if top in needed]
+    dtypes = [_code_dtype(workload.cells(top)) for top in tops]
+    extra = 0 if bad is None else 1     # the out-of-domain bin, dropped at the end
+    totals = [np.zeros(workload.cells(top) + extra, dtype=np.int64) for top in tops]
+    rows = len(codes[0]) if codes else 0
+    buffers = {dt: np.empty(min(rows, _CHUNK), dtype=dt) for dt in set(dtypes)}
+    for start in range(0, rows, _CHUNK):
+        # One chunk of every column stays in cache while every table is counted from it.
+        chunk = [np.asarray(c)[start:start + _CHUNK] for c in codes]
+        bad_chunk = None if bad is None else bad[start:start + _CHUNK]
+        prefix: tuple[Marginal, type] | None = None
+        prefix_codes = np.empty(0, dtype=np.intp)
+        for top, dtype, total in zip(tops, dtypes, totals):
+            cells = workload.cells(top)
+            if len(top) >= 2:
+                # Maximal sets come sorted, so neighbours share their first attributes: the prefix's
+                # combined code is computed once and reused (two passes per table, then bincount).
+                if (top[:-1], dtype) != prefix:
+                    prefix = (top[:-1], dtype)
+                    prefix_codes = combined_codes(chunk, top[:-1], sizes, dtype)
+                combined = np.multiply(prefix_codes, sizes[top[-1]], out=buffers[dtype][:len(chunk[0])],
+                                       casting="unsafe")
+                np.add(combined, chunk[top[-1]], out=combined, casting="unsafe")
+            else:
+                combined = combined_codes(chunk, top, sizes, dtype)
+            if bad_chunk is not None:
+                combined[bad_chunk] = cells
+            total += np.bincount(combined, minlength=cells + extra)
+    available: dict[Marginal, np.ndarray] = {
+        top: total[:workload.cells(top)].reshape(workload.shape(top)) for top, total in zip(tops, totals)}
     # Sum down, largest sets first, each from an available set one attribute larger (cells, not rows).
     for a in sorted(closure, key=len, reverse=True):
         if a in available:
