@@ -40,7 +40,7 @@ def combined_codes(codes: Sequence[np.ndarray], attrs: Marginal, sizes: Sequence
     """
     if not attrs:
         return np.zeros(len(codes[0]) if codes else 0, dtype=dtype)
-    out = np.asarray(codes[attrs[0]]).astype(dtype, copy=True)
+    out: np.ndarray = np.asarray(codes[attrs[0]]).astype(dtype, copy=True)
     for i in attrs[1:]:
         np.multiply(out, sizes[i], out=out, casting="unsafe")
         np.add(out, codes[i], out=out, casting="unsafe")
@@ -124,7 +124,7 @@ def closure_marginals(codes: Sequence[np.ndarray], workload: Workload, *,
     extra = 0 if bad is None else 1     # the out-of-domain bin, dropped at the end
     totals = [np.zeros(workload.cells(top) + extra, dtype=np.int64) for top in tops]
     rows = len(codes[0]) if codes else 0
-    buffers = {dt: np.empty(min(rows, _CHUNK), dtype=dt) for dt in set(dtypes)}
+    buffers: dict[type, np.ndarray] = {dt: np.empty(min(rows, _CHUNK), dtype=dt) for dt in set(dtypes)}
     for start in range(0, rows, _CHUNK):
         # One chunk of every column stays in cache while every table is counted from it.
         chunk = [np.asarray(c)[start:start + _CHUNK] for c in codes]
