@@ -56,6 +56,14 @@ this module charges the cost it can prove and makes the most of it: the noisy
 which discards them, loses 1.1x to 4.4x against the paper's optimum on all
 k-way workloads; this program loses 1.04x to 1.46x).
 
+Under pure DP the same holds for L1: one row moves the ``A``-marginal by 1 in
+L1, while the residual query moves by ``prod_{i in A} (n_i - 1)`` in ``Sub``
+coordinates (the column of ``e_0``) and by ``prod_{i in A} 2 (n_i - 1) / n_i``
+projected, both at least 1; so measuring the marginal with discrete Laplace
+noise of scale ``Delta_1 / epsilon_A`` is never worse than noising a residual
+with its own L1 sensitivity (Barak et al. 2007 noise Fourier coefficients the
+same way, with one Laplace scale for all; here the scales are optimised).
+
 Marginal ``A`` of the closure gets a part ``s_A`` of the loss (``sum_A s_A = 1``,
 sequential composition) and noise of variance ``v_A = k s_A**(-e)``: zCDP
 (discrete Gaussian, ``e = 1``, ``k = Delta_2**2 / (2 rho)``) or pure DP (discrete
@@ -77,10 +85,14 @@ precision), and the solver returns the local optimum reached from the closed
 form (the tests compare it with a multi-start brute force on tiny domains).
 The plan solves the program numerically (``"sum"``: L-BFGS-B on the
 scale-free objective ``loss * (sum_A s_A)**e`` over ``s >= 0``, started
-from the closed form; ``"max"``: SLSQP on the epigraph, started from the
-``"sum"`` plan); the float shares are rounded down to the grid ``2**-32``
-(exact rationals, renormalised exactly), so the same plan comes out on every machine unless a
-share falls within the solver's last digits of a grid point. Shares finally
+from the closed form, then under zCDP Newton's method on the support found,
+which converges to the one optimum whatever point the first solver stopped
+at, so machines agree to rounding; ``"max"``: SLSQP on the epigraph, started
+from the ``"sum"`` plan). The float shares are rounded down to the grid
+``2**-32`` (exact rationals, renormalised exactly), so the same plan comes out
+on every machine unless a share falls within rounding of a grid point (for
+the zCDP ``"sum"`` plan, within about ``1e-16``; for ``"max"`` and pure-DP
+plans, within the solver's tolerance, as no polish makes them unique). Shares finally
 become multiples of ``2**-40`` (:data:`~pandas_dp.privacy.loss.SHARE_GRID`); the parts
 never add up to more than the loss asked for.
 
@@ -92,6 +104,9 @@ References
    a scalable matrix mechanism for marginals and beyond", arXiv:2305.08175.
 .. [3] C. Canonne, G. Kamath, T. Steinke. "The Discrete Gaussian for
    Differential Privacy", NeurIPS 2020.
+.. [4] B. Barak, K. Chaudhuri, C. Dwork, S. Kale, F. McSherry, K. Talwar.
+   "Privacy, Accuracy, and Consistency Too: A Holistic Solution to Contingency
+   Table Release", PODS 2007.
 """
 
 from __future__ import annotations
@@ -430,6 +445,47 @@ def _solve_max(t: Any, m: np.ndarray, exponent: int, start: np.ndarray, floor: n
     return s / s.sum()
 
 
+def _polish_sum(t: Any, c: np.ndarray, shares: np.ndarray, steps: int = 8) -> np.ndarray:
+    """Newton's method on the support of ``shares`` for the zCDP ``"sum"`` program (``tau = T s``).
+
+    The loss ``sum c / tau`` is strictly convex in the shares of a fixed support (``T`` is
+    triangular with a unit diagonal, so ``T_S`` has full column rank), so its optimum on
+    ``sum s = 1`` is one point; Newton's method (conjugate-gradient solves of the KKT system,
+    Hessian ``T_S^T diag(2 c / tau**3) T_S``) converges to it quadratically from the solver's
+    answer, wherever that answer stopped, so two machines agree to rounding before the shares
+    are put on the grid. A step that would leave the support or raise the loss is not taken.
+    """
+    from scipy.sparse.linalg import LinearOperator, cg
+
+    support = np.flatnonzero(shares > 0)
+    ts = t[:, support]
+    tst = ts.T.tocsr()
+    s = shares[support] / shares[support].sum()
+    ones = np.ones(len(s))
+
+    def loss(x: np.ndarray) -> float:
+        return float((c / (ts @ x)).sum())
+
+    for _ in range(steps):
+        tau = ts @ s
+        g = -(tst @ (c / tau ** 2))
+        d = 2.0 * c / tau ** 3
+        h = LinearOperator((len(s), len(s)), matvec=lambda v, d=d: tst @ (d * (ts @ v)), dtype=np.float64)
+        hg, _ = cg(h, g, rtol=1e-14, atol=0.0, maxiter=10 * len(s))
+        h1, _ = cg(h, ones, rtol=1e-14, atol=0.0, maxiter=10 * len(s))
+        nu = -float(ones @ hg) / float(ones @ h1)
+        step = -(hg + nu * h1)
+        candidate = s + step
+        if np.any(candidate <= 0) or loss(candidate) > loss(s):
+            break
+        s = candidate / candidate.sum()
+        if float(np.abs(step).max()) < 1e-15:
+            break
+    out = np.zeros_like(shares)
+    out[support] = s
+    return out
+
+
 def _on_grid(shares: np.ndarray, required: Sequence[bool]) -> tuple[Fraction, ...]:
     """Float shares rounded down to ``2**-32`` (a required marginal keeps one grid step), exactly renormalised."""
     grid = [int(math.floor(float(s) * _SOLVE_GRID)) for s in shares]
@@ -500,6 +556,8 @@ def plan_residuals(workload: Workload, *, loss: PrivacyLoss, objective: Objectiv
     t = coverage(workload)
     floor = np.where(required, 1e-12, 0.0)
     solved = _solve_sum(t, c_float, e, start, floor)
+    if e == 1:
+        solved = _polish_sum(t, c_float, solved)
     if objective == "max":
         m = _cell_matrix(workload, w)
         solved = _solve_max(t, m, e, solved, floor)
