@@ -33,6 +33,7 @@ import numpy as np
 
 from pandas_dp.algorithms.marginals.plan import ResidualPlan
 from pandas_dp.algorithms.marginals.workload import Marginal
+from pandas_dp.privacy.loss import Noise
 
 __all__ = ["MarginalMeasurement", "measure_marginals"]
 
@@ -67,7 +68,8 @@ def measure_marginals(marginals: Mapping[Marginal, np.ndarray], plan: ResidualPl
         From :func:`~pandas_dp.algorithms.marginals.plan.plan_residuals`.
     rng : None, SecureRandom or numpy.random.Generator
         ``None``: the secure source; a seeded Generator for reproducible experiments
-        (not for production). Marginals are noised in closure order.
+        (not for production). Marginals that get the same noise are noised in one
+        draw, groups in order of their first marginal, cells in closure order.
 
     Returns
     -------
@@ -88,13 +90,13 @@ def measure_marginals(marginals: Mapping[Marginal, np.ndarray], plan: ResidualPl
     >>> m = measure_marginals({(): np.array(10), (0,): np.array([4, 6]), (1,): np.array([5, 5])}, plan,
     ...                       rng=np.random.default_rng(0))
     >>> [None if a is None else a.tolist() for a in m.noisy]
-    [None, [4, 6], [5, 5]]
+    [None, [4, 7], [5, 6]]
     """
-    noisy: list[np.ndarray | None] = []
     workload = plan.workload
-    for attrs, noise in zip(plan.residuals, plan.noises):
+    exact: dict[int, np.ndarray] = {}
+    groups: dict[Noise, list[int]] = {}
+    for k, (attrs, noise) in enumerate(zip(plan.residuals, plan.noises)):
         if noise is None:
-            noisy.append(None)
             continue
         if attrs not in marginals:
             raise ValueError(f"the exact marginal on attributes {attrs} is missing")
@@ -102,5 +104,14 @@ def measure_marginals(marginals: Mapping[Marginal, np.ndarray], plan: ResidualPl
         if counts.shape != workload.shape(attrs):
             raise ValueError(f"the marginal on attributes {attrs} has shape {counts.shape}, "
                              f"expected {workload.shape(attrs)}")
-        noisy.append(noise.add(counts.astype(np.int64), rng))
+        exact[k] = counts
+        groups.setdefault(noise, []).append(k)
+    noisy: list[np.ndarray | None] = [None] * len(plan.residuals)
+    for noise, members in groups.items():
+        # One sampler call per distinct noise (its set-up is paid once), cells in closure order.
+        flat = np.concatenate([exact[k].astype(np.int64).ravel() for k in members])
+        drawn = noise.add(flat, rng)
+        ends = np.cumsum([exact[k].size for k in members])
+        for k, piece in zip(members, np.split(drawn, ends[:-1])):
+            noisy[k] = piece.reshape(exact[k].shape)
     return MarginalMeasurement(plan=plan, noisy=tuple(noisy))

@@ -318,7 +318,7 @@ class ResidualPlan:
     def cell_variance(self, attrs: Marginal, variances: np.ndarray | None = None) -> float:
         """Variance of every cell of the marginal on ``attrs`` (a workload marginal or a sub-marginal of one)."""
         attrs = tuple(sorted(attrs))
-        self.workload.container(attrs)
+        self.workload.check(attrs)
         return _cell_variance(self.workload, self.residual_variances(variances), attrs)
 
     def table_variances(self, variances: np.ndarray | None = None) -> np.ndarray:

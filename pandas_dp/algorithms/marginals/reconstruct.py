@@ -83,7 +83,7 @@ class MarginalEstimates:
         """
         order = tuple(attrs)
         key = tuple(sorted(order))
-        self.plan.workload.container(key)
+        self.plan.workload.check(key)
         sizes = self.plan.workload.sizes
         shape = tuple(sizes[i] for i in key)
         out = np.zeros(shape)
@@ -97,7 +97,7 @@ class MarginalEstimates:
     def variance(self, attrs: Sequence[int]) -> float:
         """Exact variance of every cell of the marginal on ``attrs`` (the same in each cell)."""
         key = tuple(sorted(attrs))
-        self.plan.workload.container(key)
+        self.plan.workload.check(key)
         sizes = self.plan.workload.sizes
         index = self.plan.workload.index
         return math.fsum(float(self.residual_variances[index[a]]) * float(cell_coefficient(sizes, a, key))

@@ -103,6 +103,17 @@ class Workload:
         """Shape of the marginal on ``attrs`` (one axis per attribute, in index order)."""
         return tuple(self.sizes[i] for i in attrs)
 
+    def check(self, attrs: Marginal) -> None:
+        """Raise unless ``attrs`` (sorted) is in the closure: a workload marginal or a sub-marginal of one.
+
+        Raises
+        ------
+        ParameterError
+            As :meth:`container`.
+        """
+        if attrs not in self.index:
+            self.container(attrs)
+
     def container(self, attrs: Marginal) -> Marginal:
         """The first workload marginal containing ``attrs``.
 
