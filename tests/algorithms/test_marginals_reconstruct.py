@@ -74,7 +74,7 @@ def test_estimates_and_variances_equal_dense_gls(sizes, tables, weights, loss, o
         assert est.variance(attrs) == pytest.approx(plan.cell_variance(attrs), rel=1e-12)
 
 
-@settings(max_examples=15, deadline=None)
+@settings(max_examples=10, deadline=None)
 @given(st.data())
 def test_every_table_sums_to_every_smaller_one_and_one_total(data) -> None:
     d = data.draw(st.integers(2, 4))
