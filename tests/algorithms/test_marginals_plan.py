@@ -249,3 +249,20 @@ def test_invalid_plan_inputs_raise(kwargs, fragment) -> None:
 def test_a_loss_too_small_for_the_sampler_raises_before_any_noise() -> None:
     with pytest.raises(ParameterError, match="too small"):
         plan_residuals(make_workload([2, 3], [(0,), (1,)]), loss=ZCDP(Fraction(1, 2**101)))
+
+
+def test_polished_sum_plan_does_not_depend_on_where_the_solver_stopped() -> None:
+    """Two machines whose solvers stop at different points (here: perturbed by 1e-6) get the same grid shares."""
+    from pandas_dp.algorithms.marginals import plan as module
+
+    w = make_workload([2, 3, 4, 5, 6], list(itertools.combinations(range(5), 2)))
+    t = module.coverage(w)
+    c = module._loss_floats(w, [Fraction(1)] * len(w.tables))
+    floor = np.where([a in w.maximal for a in w.closure], 1e-12, 0.0)
+    solved = module._solve_sum(t, c, 1, np.sqrt(c), floor)
+    wobble = 1 + 1e-6 * np.sin(np.arange(len(solved)))
+    required = [a in w.maximal for a in w.closure]
+    a = module._on_grid(module._polish_sum(t, c, solved), required)
+    b = module._on_grid(module._polish_sum(t, c, solved * wobble / (solved * wobble).sum()), required)
+    assert a == b
+    assert plan_residuals(w, loss=zcdp(1)).shares == tuple(Fraction(int(s * 2**40), 2**40) for s in a)
