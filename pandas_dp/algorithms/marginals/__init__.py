@@ -1,0 +1,1 @@
+"""Table sets (ResidualPlanner): workload and closure, plan, measurement, reconstruction, counting kernel."""
