@@ -19,8 +19,8 @@ from typing import Any, Callable
 
 import pandas as pd
 
-from pandas_dp.algorithms.tree.budget import BudgetSplit
 from pandas_dp.releases.count_of_counts import Estimator, Merge
+from pandas_dp.releases.hierarchical import BudgetSplit
 from pandas_dp.releases.histogram import MethodName
 from pandas_dp.releases.params import fill_doc
 from pandas_dp.releases.registry import ENTRIES

@@ -9,6 +9,7 @@ import pandas as pd
 
 from pandas_dp._utils.checks import normal_quantile
 from pandas_dp.errors import ParameterError
+from pandas_dp.results._format import with_note
 from pandas_dp.results.frozen import FrozenDict, FrozenList, Released, freeze, same
 
 __all__ = ["FrozenRelease", "EstimatesView", "MeasureView", "normal_quantile", "confidence_bounds", "noise_radius",
@@ -168,8 +169,6 @@ class EstimatesView:
         """One row per estimate: ``estimate``, ``variance``, ``std_error`` (a new frame)."""
         counts, variance = self.counts, self.variance.to_numpy()
         # Columns as arrays on one index: aligning the Series would compare their (equal) indexes.
-        from pandas_dp.results._format import with_note
-
         return with_note(pd.DataFrame({"estimate": counts.to_numpy(), "variance": variance,
                                        "std_error": np.sqrt(variance)}, index=counts.index),
                          getattr(self, "params", {}))
