@@ -33,7 +33,8 @@ from pandas_dp._utils.rational import safe_repr
 from pandas_dp.errors import BudgetError, LedgerError, NoActiveBudgetError, ParameterError
 from pandas_dp.accounting.ledger._charge import Charge, columns_text, entry_text, params_text, record
 from pandas_dp.accounting.ledger._ledger import entries_frame, open_store, store_for
-from pandas_dp.accounting.ledger._ops import Posting, check_remaining, damaged, new_meta, open_budget, read_meta, verify_budget
+from pandas_dp.accounting.ledger._ops import (NO_BLIND_RESTORE, Posting, check_remaining, damaged, new_meta, open_budget,
+                                             read_meta, verify_budget)
 from pandas_dp.accounting.ledger._records import ChainError, verify_budget_chain
 from pandas_dp.accounting.ledger._store import MemoryStore, Store
 from pandas_dp.privacy.loss import PrivacyLoss, loss_from
@@ -143,8 +144,8 @@ class Budget:
             if self._genesis and row.genesis != self._genesis:
                 raise LedgerError(
                     f"The budget {self.name!r} of the ledger {self._store.display} is not the one this object was "
-                    f"opened on (it was deleted and made again, forgetting what was spent). Restore the ledger "
-                    f"from a backup.")
+                    f"opened on (it was deleted and made again, forgetting what was spent). Nothing was charged. "
+                    f"{NO_BLIND_RESTORE}.")
             self._genesis = row.genesis
             self._opened = True
         return self._store
@@ -397,8 +398,8 @@ class Budget:
             As :meth:`check`; nothing is recorded.
         """
         asked, chain, postings = self._plan(loss, "charge", method, columns, params, "charged")
-        ids = record(chain, postings)
-        return Charge(asked, ids[0][0], tuple((b, i) for b, (i, _) in zip(chain, ids)), ids[0][1])
+        ids, head = record(chain, postings)
+        return Charge(asked, ids[0][0], tuple((b, i) for b, (i, _) in zip(chain, ids)), ids[0][1], head)
 
     def reserve(self, loss: PrivacyLoss | float | Fraction, *, method: str = "reserve",
                 columns: Sequence[str] = (), params: Mapping[str, Any] | None = None) -> "Reservation":
@@ -426,7 +427,7 @@ class Budget:
         asked, chain, postings = self._plan(asked, "reserve", method, columns, dict(params or {}, reservation=name),
                                             "reserved")
         own = asked.charged_as(self.measure)
-        ids = record(chain, postings, reservation=(self, name, own))
+        ids, _ = record(chain, postings, reservation=(self, name, own))
         funding = tuple((b, p.amount, i) for b, p, (i, _) in zip(chain, postings, ids))
         from pandas_dp.accounting.reservation import Reservation
 

@@ -58,6 +58,7 @@ def _write_release(spec: Spec, r: Any, result: Any, charge: Any) -> tuple[Path, 
                  "parameters": jsonable(dict(result.params)), "spec": jsonable(r.args),
                  r.loss.parameter: float(r.loss.amount), "loss": r.loss.describe(),
                  "ledger_id": charge.ledger_id, "ledger_hash": charge.ledger_hash,
+                 "ledger_head": charge.ledger_head,
                  "post_processing": list(result.post_processing)}
 
 

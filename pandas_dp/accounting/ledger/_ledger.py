@@ -6,7 +6,7 @@ import os
 import threading
 import weakref
 from fractions import Fraction
-from typing import Any, NamedTuple, Union
+from typing import Any, NamedTuple, Sequence, Union
 
 import pandas as pd
 
@@ -155,24 +155,35 @@ class Ledger:
         return f"Ledger({self.location!r})"
 
     # -- auditing ------------------------------------------------------------------------------------------
-    def verify(self) -> LedgerSummary:
+    def verify(self, *, heads: Sequence[str] = ()) -> LedgerSummary:
         """Verify every record: the chain of budgets, each budget's entries and running total, reservations.
+
+        Parameters
+        ----------
+        heads : sequence of str
+            Ledger heads printed earlier (``"<entries>:<hash>"``: a result's
+            ``params["ledger_head"]``, a manifest's ``ledger_head``, an earlier
+            :meth:`verify`). Each must be a head this ledger passed through:
+            every entry it covers is still there, unchanged and in order, so
+            nothing recorded up to it was dropped (an older copy or a rolled-back
+            chain fails).
 
         Returns
         -------
         LedgerSummary
-            Number of budgets and entries, and the head hash of the chain of
-            budgets (keep it: a later copy whose head differs was rewritten).
+            Number of budgets and entries, and the ledger head (keep it: a later
+            copy that does not pass ``verify(heads=[head])`` lost charges).
 
         Raises
         ------
         LedgerError
-            Naming the first record that does not verify.
+            Naming the first record that does not verify, or the first head the
+            ledger does not hold.
         """
         open_store(self._store)
         if isinstance(self._store, SQLiteStore):
             self._store.integrity_check()
-        return verify_ledger(self._store)
+        return verify_ledger(self._store, heads)
 
     def budget_state(self, name: str) -> BudgetState | None:
         """The budget named ``name`` after verifying its whole chain, or None when the ledger has none.

@@ -13,6 +13,7 @@ totals.
 from __future__ import annotations
 
 import json
+import threading
 import uuid
 from contextlib import ExitStack
 from dataclasses import dataclass
@@ -21,9 +22,10 @@ from fractions import Fraction
 from typing import TYPE_CHECKING, Callable, Iterator, Sequence, TypeVar
 
 from pandas_dp.errors import BudgetError, BudgetExceededError, LedgerError, ParameterError
-from pandas_dp.accounting.ledger._records import (FORMAT, VERSION, BudgetRow, ChainError, EntryRow, budget_genesis, check_budget_definition,
-                       entry_hash, ledger_root, parse_rational, rational_text, verify_budget_chain,
-                       verify_budget_list)
+from pandas_dp.accounting.ledger._records import (FORMAT, VERSION, BudgetRow, ChainError, EntryRow, budget_genesis,
+                                                 check_budget_definition, entry_hash, head_root, head_step, head_text,
+                                                 ledger_root, parse_head, parse_rational, rational_text,
+                                                 verify_budget_chain, verify_budget_list)
 from pandas_dp.accounting.ledger._store import Store, Txn
 
 if TYPE_CHECKING:
@@ -31,7 +33,7 @@ if TYPE_CHECKING:
 
 __all__ = ["now", "new_meta", "read_meta", "open_budget", "verify_budget", "verify_ledger", "Posting", "post",
            "transact", "check_remaining", "exceeded_message", "damaged", "loss_of", "LedgerSummary",
-           "add_budget", "budget_list"]
+           "add_budget", "budget_list", "note_head", "seen_head", "NO_BLIND_RESTORE"]
 
 T = TypeVar("T")
 
@@ -41,20 +43,70 @@ def now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="microseconds")
 
 
+#: What to do with a lost or damaged ledger: never put back an older copy blindly (it forgets the charges made
+#: after it and the budget would be spent again).
+NO_BLIND_RESTORE = (
+    "Do not put back an older copy blindly: a copy older than the last charge forgets charges, and the budget "
+    "would be spent again. Take the most recent copy and check that it holds every charge made: `python -m "
+    "pandas_dp ledger verify LOCATION --head H` with the last head H a release printed (a result's "
+    "params['ledger_head'], a manifest's 'ledger_head'), or `--manifest manifest.json`")
+
+
 def damaged(store: Store, why: str) -> LedgerError:
     """The error for a ledger whose records do not verify."""
     return LedgerError(
         f"The ledger {store.display} fails verification: {why}. It was damaged or edited, so the amount it "
-        f"records as spent cannot be trusted and nothing was charged. Restore it from a backup (copying the "
-        f"file is a complete backup), check it with `python -m pandas_dp ledger verify`, and do not start a "
-        f"new ledger for the same data without accounting for what was already released.")
+        f"records as spent cannot be trusted and nothing was charged. {NO_BLIND_RESTORE}; do not start a new "
+        f"ledger for the same data without accounting for what was already released.")
+
+
+#: The highest ledger head this process has seen, by ledger id: a ledger whose head is lower was rolled back.
+_SEEN: dict[str, tuple[int, str]] = {}
+_SEEN_LOCK = threading.Lock()
+
+
+def seen_head(ledger_id: str) -> tuple[int, str] | None:
+    """The highest ``(entries, head hash)`` this process has seen for the ledger ``ledger_id``."""
+    with _SEEN_LOCK:
+        return _SEEN.get(ledger_id)
+
+
+def note_head(store: Store, ledger_id: str, count: int | None, digest: str | None) -> None:
+    """Record a ledger head seen by this process; LedgerError when it is below (or beside) one seen before.
+
+    ``count is None`` is a ledger without a head (written before heads existed): refused once a head was seen.
+    """
+    if not store.durable:
+        return  # an in-memory ledger cannot be restored from a copy
+    with _SEEN_LOCK:
+        seen = _SEEN.get(ledger_id)
+        if seen is not None and (count is None or count < seen[0] or (count == seen[0] and digest != seen[1])):
+            now_at = "no head" if count is None else f"head {head_text(count, digest or '')}"
+            raise LedgerError(
+                f"The ledger {store.display} was rolled back: this process already saw it at head "
+                f"{head_text(*seen)} ({seen[0]} entries) and it now has {now_at}. An older copy was put back or "
+                f"its chain was rewritten, which forgets charges. Nothing was charged. Find the copy that holds "
+                f"every charge: `python -m pandas_dp ledger verify LOCATION --head {head_text(*seen)}` passes "
+                f"on it.")
+        if count is not None and digest is not None and (seen is None or count > seen[0]):
+            _SEEN[ledger_id] = (count, digest)
+
+
+def _meta_head(store: Store, meta: dict[str, str]) -> tuple[int, str] | None:
+    """``(entries, head hash)`` recorded in ``meta``; None for a ledger written before heads existed."""
+    if "entries" not in meta and "entries_head" not in meta:
+        return None
+    found = parse_head(f"{meta.get('entries')}:{meta.get('entries_head')}")
+    if found is None:
+        raise damaged(store, "its ledger head (entries, entries_head) is garbled")
+    return found
 
 
 def new_meta() -> dict[str, str]:
     """``meta`` of a new, empty ledger."""
     ledger_id = uuid.uuid4().hex
     return {"format": FORMAT, "version": VERSION, "ledger_id": ledger_id, "created": now(), "budgets": "0",
-            "budgets_head": ledger_root(ledger_id)}
+            "budgets_head": ledger_root(ledger_id), "entries": "0", "entries_head": head_root(ledger_id)}
 
 
 def read_meta(store: Store, txn: Txn) -> dict[str, str]:
@@ -76,7 +128,9 @@ def read_meta(store: Store, txn: Txn) -> dict[str, str]:
         raise LedgerError(
             f"The ledger {store.display} was replaced by another ledger while this process was using it (its "
             f"ledger id changed). Nothing was charged. A ledger that was deleted and created again has forgotten "
-            f"what was spent: restore the original from a backup.")
+            f"what was spent. {NO_BLIND_RESTORE}.")
+    head = _meta_head(store, meta)
+    note_head(store, meta["ledger_id"], *(head if head is not None else (None, None)))
     return meta
 
 
@@ -175,15 +229,39 @@ def verify_budget(store: Store, name: str) -> tuple[BudgetRow, int, Fraction]:
 
 @dataclass(frozen=True)
 class LedgerSummary:
-    """What a full verification found."""
+    """What a full verification found.
+
+    Attributes
+    ----------
+    budgets, entries : int
+        Number of budgets and of entries.
+    head : str
+        The ledger head, ``"<entries>:<hash>"``: a hash chained through every
+        entry in the order they were written. Keep it: a later copy that does
+        not pass ``ledger verify --head`` with it lost or changed entries.
+    budgets_head : str
+        The head hash of the chain of budget definitions.
+    """
 
     budgets: int
     entries: int
     head: str
+    budgets_head: str = ""
 
 
-def verify_ledger(store: Store) -> LedgerSummary:
-    """Verify everything: the chain of budgets, every budget's chain, and the reservations' returns."""
+def verify_ledger(store: Store, heads: Sequence[str] = ()) -> LedgerSummary:
+    """Verify everything: the chain of budgets, every budget's chain, the reservations' returns, the ledger head.
+
+    Each of ``heads`` (printed heads ``"<entries>:<hash>"``) must be a head the
+    ledger passed through: its entries are all still there, unchanged, in order.
+    """
+    wanted: dict[int, set[str]] = {}
+    for text in heads:
+        found = parse_head(text)
+        if found is None:
+            raise LedgerError(f"{str(text)[:80]!r} is not a ledger head. A head reads '<entries>:<64 hex digits>', "
+                              f"as `python -m pandas_dp ledger verify` prints it.")
+        wanted.setdefault(found[0], set()).add(found[1])
     with store.read() as txn:
         meta = read_meta(store, txn)
         budgets = budget_list(store, txn, meta)
@@ -197,13 +275,34 @@ def verify_ledger(store: Store) -> LedgerSummary:
                 total_entries += count
                 spent_of[b.name] = spent
             _verify_reservations(by_name, spent_of, reservations)
-            listed = sum(1 for _ in txn.entries())
         except ChainError as err:
             raise damaged(store, str(err)) from None
+        listed, digest = 0, head_root(meta["ledger_id"])
+        for e in txn.entries():
+            listed += 1
+            digest = head_step(meta["ledger_id"], listed, digest, e.hash)
+            if listed in wanted and wanted[listed] != {digest}:
+                raise LedgerError(_not_passed(store, listed, sorted(wanted[listed] - {digest})[0], "changed"))
         if listed != total_entries:
             raise damaged(store, f"it holds {listed} entries but its budgets' chains account for {total_entries}")
-        head = meta["budgets_head"]
-    return LedgerSummary(len(budgets), total_entries, head)
+        recorded = _meta_head(store, meta)
+        if recorded is not None and recorded != (listed, digest):
+            raise damaged(store, f"its ledger head records {recorded[0]} entries but it holds {listed}, or the "
+                                 f"entries differ from those the head was chained through")
+        beyond = [n for n in wanted if n > listed]
+        if beyond:
+            raise LedgerError(_not_passed(store, beyond[0], sorted(wanted[beyond[0]])[0], "dropped"))
+    if recorded is not None:  # a ledger written before heads existed gets its head recorded by its next charge
+        note_head(store, meta["ledger_id"], listed, digest)
+    return LedgerSummary(len(budgets), total_entries, head_text(listed, digest), meta["budgets_head"])
+
+
+def _not_passed(store: Store, count: int, digest: str, how: str) -> str:
+    why = ("it holds fewer entries: an older copy, or a chain rolled back" if how == "dropped"
+           else "it holds another history: a rewritten chain, or another ledger")
+    return (f"The ledger {store.display} does not hold head {head_text(count, digest)}: entries up to number "
+            f"{count} were {how} since that head was printed ({why}). The amount it records as spent can be lower "
+            f"than what was released. {NO_BLIND_RESTORE}.")
 
 
 def _tap(entries: Iterator[EntryRow], sink: list[EntryRow]) -> Iterator[EntryRow]:
@@ -308,8 +407,7 @@ def check_remaining(store: Store, txn: Txn, ledger_id: str, postings: Sequence[P
         if expected and expected != {row.genesis}:
             raise LedgerError(
                 f"The budget {name!r} of the ledger {store.display} is not the one this process opened: it was "
-                f"deleted and made again, forgetting what was spent. Nothing was charged. Restore the ledger from "
-                f"a backup.")
+                f"deleted and made again, forgetting what was spent. Nothing was charged. {NO_BLIND_RESTORE}.")
         last = txn.last_entry(name)
         state[name] = (row, check_state(store, ledger_id, row, last))
         if last is not None and last.kind == "close" and any(
@@ -332,6 +430,11 @@ def post(store: Store, txn: Txn, postings: Sequence[Posting]) -> list[tuple[int,
     meta = read_meta(store, txn)
     state = check_remaining(store, txn, meta["ledger_id"], postings, lock=True)
     current = {name: (row, spent) for name, (row, spent) in state.items()}
+    ledger_id = meta["ledger_id"]
+    meta = txn.lock_head()  # after the budget rows (one order for every writer), before drawing entry ids
+    head = _meta_head(store, meta)
+    note_head(store, ledger_id, *(head if head is not None else (None, None)))
+    count, head_digest = head if head is not None else _walk_head(ledger_id, txn)
     stamp = now()
     ids: list[tuple[int, str]] = []
     for p in postings:
@@ -349,7 +452,20 @@ def post(store: Store, txn: Txn, postings: Sequence[Posting]) -> list[tuple[int,
         txn.update_budget(row)
         current[p.budget] = (row, after)
         ids.append((entry_id, digest))
+        count, head_digest = count + 1, head_step(ledger_id, count + 1, head_digest, digest)
+    txn.set_meta("entries", str(count))
+    txn.set_meta("entries_head", head_digest)
+    txn.written_head = (ledger_id, count, head_digest)
     return ids
+
+
+def _walk_head(ledger_id: str, txn: Txn) -> tuple[int, str]:
+    """The head of a ledger written before heads existed, from its entries in writing order (once)."""
+    count, digest = 0, head_root(ledger_id)
+    for e in txn.entries():
+        count += 1
+        digest = head_step(ledger_id, count, digest, e.hash)
+    return count, digest
 
 
 def transact(stores: Sequence[Store], work: Callable[[dict[str, Txn]], T]) -> T:
@@ -361,4 +477,8 @@ def transact(stores: Sequence[Store], work: Callable[[dict[str, Txn]], T]) -> T:
     unique = {s.key: s for s in stores}
     with ExitStack() as stack:
         txns = {key: stack.enter_context(unique[key].write()) for key in sorted(unique)}
-        return work(txns)
+        out = work(txns)
+    for key, txn in txns.items():  # committed: this process has seen these heads
+        if txn.written_head is not None:
+            note_head(unique[key], *txn.written_head)
+    return out

@@ -18,6 +18,7 @@ from typing import Any, Iterator, TypeGuard
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from pandas_dp.errors import LedgerError
+from pandas_dp.accounting.ledger._ops import NO_BLIND_RESTORE
 from pandas_dp.accounting.ledger._pool import IdleConnections
 from pandas_dp.accounting.ledger._sql import POSTGRES, SQLTxn
 from pandas_dp.accounting.ledger._store import Store, Txn
@@ -184,8 +185,8 @@ class PostgresStore(IdleConnections[Any], Store):
             why = (f"another session held the budget for more than {LOCK_TIMEOUT_MS // 1000} s. Nothing was "
                    f"charged; retry when it has finished")
         elif isinstance(err, psycopg.errors.UndefinedTable):
-            why = (f"it holds no complete pandas_dp ledger ({text}). Create one with pandas_dp.Ledger.create, or "
-                   f"restore it from a backup")
+            why = (f"it holds no complete pandas_dp ledger ({text}). Create one with pandas_dp.Ledger.create; "
+                   f"{NO_BLIND_RESTORE}")
         elif isinstance(err, psycopg.OperationalError):
             why = f"cannot reach the server ({text}). Check the URL, the server and the network"
         else:

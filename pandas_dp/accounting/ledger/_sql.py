@@ -105,6 +105,13 @@ class SQLTxn(Txn):
         if self.d.lock:
             self._rows(f"SELECT value FROM pandas_dp_meta WHERE key = 'budgets_head'{self.d.lock}")
 
+    def lock_head(self) -> dict[str, str]:
+        # The 'format' row exists in every ledger: locking it orders the writers of entries, so entry ids (drawn
+        # after it) follow the order of the ledger head's chain.
+        if self.d.lock:
+            self._rows(f"SELECT value FROM pandas_dp_meta WHERE key = 'format'{self.d.lock}")
+        return self.meta()
+
     def budgets(self) -> list[BudgetRow]:
         rows = self._rows(f'SELECT {_quoted(_BUDGET_COLS)} FROM pandas_dp_budgets ORDER BY "position"')
         return [BudgetRow(*r) for r in rows]

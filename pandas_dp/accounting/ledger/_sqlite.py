@@ -3,7 +3,7 @@
 Journal: a rollback journal (``journal_mode=DELETE``) with
 ``synchronous=FULL``. A commit returns only after the main database file
 holds it (journal written and synced, pages written and synced, journal
-deleted), so the file alone is always a complete backup: there is no ``-wal``
+deleted), so the file alone always holds every committed charge: there is no ``-wal``
 file whose loss could drop charges. ``benchmarks/bench_ledger.py`` measures
 this against WAL mode with a checkpoint after every commit (the other way to
 get the same guarantee); the two cost about the same per charge here, and
@@ -23,6 +23,7 @@ from typing import Any, Iterator
 
 from pandas_dp._utils.rational import safe_repr
 from pandas_dp.errors import LedgerError
+from pandas_dp.accounting.ledger._ops import NO_BLIND_RESTORE
 from pandas_dp.accounting.ledger._pool import IdleConnections
 from pandas_dp.accounting.ledger._sql import SQLITE, SQLTxn, TABLES
 from pandas_dp.accounting.ledger._store import Store, Txn
@@ -108,8 +109,8 @@ class SQLiteStore(IdleConnections[tuple[sqlite3.Connection, tuple[int, int]]], S
         try:
             info = os.stat(self.path)
         except FileNotFoundError:
-            raise LedgerError(f"The ledger {self.display} does not exist. {fix} If it existed before, restore "
-                              f"it from a backup.") from None
+            raise LedgerError(f"The ledger {self.display} does not exist. {fix} If it existed before: "
+                              f"{NO_BLIND_RESTORE}.") from None
         except (OSError, ValueError) as err:
             raise LedgerError(f"The ledger {self.display} cannot be read: {err}. Check the path.") from None
         if stat.S_ISDIR(info.st_mode):
@@ -119,7 +120,7 @@ class SQLiteStore(IdleConnections[tuple[sqlite3.Connection, tuple[int, int]]], S
             raise LedgerError(f"The ledger location {self.display} is not a regular file. Pass a ledger file.")
         if info.st_size == 0:
             raise LedgerError(f"The ledger {self.display} is empty (0 bytes): it was truncated or never "
-                              f"initialized, so what it recorded as spent is lost. Restore it from a backup. {fix}")
+                              f"initialized, so what it recorded as spent is lost. {NO_BLIND_RESTORE}. {fix}")
         if not info.st_mode & 0o222 or not os.access(self.path, os.R_OK | os.W_OK):
             raise LedgerError(f"The ledger {self.display} is read-only. A budget must record its charges: "
                               f"make the file writable (chmod u+w), or inspect it with `python -m pandas_dp "
@@ -135,8 +136,8 @@ class SQLiteStore(IdleConnections[tuple[sqlite3.Connection, tuple[int, int]]], S
         try:
             info = os.stat(self.path)
         except FileNotFoundError:
-            raise LedgerError(f"The ledger {self.display} was deleted. Nothing was charged. Restore it from a "
-                              f"backup; a deleted ledger is never recreated silently.") from None
+            raise LedgerError(f"The ledger {self.display} was deleted. Nothing was charged; a deleted ledger "
+                              f"is never recreated silently. {NO_BLIND_RESTORE}.") from None
         except (OSError, ValueError) as err:
             raise LedgerError(f"The ledger {self.display} cannot be read: {err}.") from None
         return info.st_dev, info.st_ino
@@ -268,7 +269,7 @@ class SQLiteStore(IdleConnections[tuple[sqlite3.Connection, tuple[int, int]]], S
             found = [r[0] for r in txn.conn.execute("PRAGMA integrity_check(5)").fetchall()]
         if found != ["ok"]:
             raise LedgerError(f"The ledger {self.display} fails SQLite's integrity check ({'; '.join(found)[:300]}): "
-                              f"the file is damaged. Restore it from a backup.")
+                              f"the file is damaged. {NO_BLIND_RESTORE}.")
 
     def describe_foreign(self) -> str | None:
         """A hint when the file is a SQLite database but not a ledger of this format."""
@@ -294,7 +295,7 @@ class SQLiteStore(IdleConnections[tuple[sqlite3.Connection, tuple[int, int]]], S
             why = f"it cannot be written ({text}). Make the file and its folder writable"
         elif "not a database" in low or "malformed" in low or "corrupt" in low or "no such table" in low:
             why = (f"it is not a readable pandas_dp ledger ({text}): it is garbled, truncated or another kind of "
-                   f"file. Restore it from a backup, or create a ledger with pandas_dp.Ledger.create")
+                   f"file. {NO_BLIND_RESTORE}; or create a ledger with pandas_dp.Ledger.create")
         elif "unable to open" in low:
             why = f"it cannot be opened ({text}). Check that the path and its folder exist and are accessible"
         elif "disk i/o" in low or "full" in low:

@@ -23,6 +23,9 @@ __all__ = ["Store", "Txn", "MemoryStore"]
 class Txn(ABC):
     """One transaction on a store."""
 
+    #: ``(ledger id, entries, head hash)`` after this transaction's last entry, noted once it commits.
+    written_head: "tuple[str, int, str] | None" = None
+
     @abstractmethod
     def meta(self) -> dict[str, str]:
         """Every ``meta`` key and value (empty when the store holds no ledger)."""
@@ -42,6 +45,10 @@ class Txn(ABC):
     @abstractmethod
     def lock_budget_list(self) -> None:
         """Lock the chain of budgets (``meta``'s head) before a budget is added."""
+
+    @abstractmethod
+    def lock_head(self) -> dict[str, str]:
+        """Lock the ledger head (every writer of entries takes it, after its budget rows); return ``meta`` afresh."""
 
     @abstractmethod
     def budgets(self) -> list[BudgetRow]:
@@ -132,6 +139,9 @@ class _MemoryTxn(Txn):
 
     def lock_budget_list(self) -> None:
         return None  # the store's lock is held for the whole transaction
+
+    def lock_head(self) -> dict[str, str]:
+        return self.meta()
 
     def budgets(self) -> list[BudgetRow]:
         merged = {**self.store.budgets_, **self.budgets_}
