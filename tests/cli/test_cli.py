@@ -15,6 +15,7 @@ import os
 import re
 import signal
 import sqlite3
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -145,6 +146,7 @@ def _spec(workdir: Path, name: str, text: str, *, ledger: bool = True) -> Path:
 
 def test_release_writes_tables_manifest_and_ledger(workdir):
     d = _spec(workdir, "ok", SPEC.format(fmt="csv"))
+    shutil.copyfile(d / "ledger.sqlite", d / "before-the-run.sqlite")
     done = run("release", str(d / "spec.toml"))
     assert done.returncode == 0, done.stderr
     manifest = json.loads((d / "released" / "manifest.json").read_text())
@@ -178,7 +180,16 @@ def test_release_writes_tables_manifest_and_ledger(workdir):
     again = run("release", str(d / "spec.toml"))
     assert again.returncode == 2 and "left" in again.stderr and _charges(d / "ledger.sqlite") == 5
     assert "nothing was charged" in again.stderr and "Traceback" not in again.stderr
-    assert run("ledger", "verify", str(d / "ledger.sqlite")).returncode == 0
+    # Every manifest entry records the ledger head after its charge; verify proves the ledger still holds them all,
+    # and proves an older copy put back short (every record of the copy verifies on its own).
+    heads = [r["ledger_head"] for r in manifest["releases"]]
+    assert [int(h.split(":")[0]) for h in heads] == [2, 3, 4, 5, 6]  # after the reservation's entry
+    manifest_path = str(d / "released" / "manifest.json")
+    verified = run("ledger", "verify", str(d / "ledger.sqlite"), "--manifest", manifest_path)
+    assert verified.returncode == 0 and "holds every entry of 5 earlier head(s)" in verified.stdout
+    shutil.copyfile(d / "before-the-run.sqlite", d / "ledger.sqlite")
+    short = run("ledger", "verify", str(d / "ledger.sqlite"), "--manifest", manifest_path, "--head", heads[0])
+    assert short.returncode == 2 and "does not hold head 2:" in short.stderr and "Traceback" not in short.stderr
 
 
 @pytest.mark.slow
