@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from pandas_dp.cli.spec import Release, Spec
 
 __all__ = ["preflight", "blank_frame", "rehearse", "read_header", "probe_output", "check_ledger", "read_input",
-           "call_release", "write_atomic", "numeric_columns"]
+           "call_release", "write_atomic", "numeric_columns", "header_problems"]
 
 
 # -- the rehearsal on an empty table ------------------------------------------------------------------------
@@ -154,6 +154,24 @@ def read_header(spec: "Spec") -> list[str]:
         raise ValueError(f"[input] {str(path)!r} cannot be read as {spec.input_format}: "
                          f"{type(err).__name__}: {str(err)[:200]}") from None
     return [str(c) for c in head.columns]
+
+
+def header_problems(spec: "Spec", header: list[str]) -> list[str]:
+    """The spec's columns missing from the input's header, named by the spec only.
+
+    The header itself is never printed: a file exported without its header
+    line has its first data row there, so only names the spec declares may be
+    shown.
+    """
+    wanted = sorted({c for r in spec.releases for c in r.columns()})
+    missing = [c for c in wanted if c not in set(header)]
+    if not missing:
+        return []
+    found = [c for c in wanted if c not in missing]
+    held = f"of the spec's columns it holds {found}" if found else "it holds none of the spec's columns"
+    return [f"Column(s) {missing} not in the input {str(spec.input)!r}: its first line has {len(header)} "
+            f"field(s) and {held} (its other names are not shown: if the file was exported without its header "
+            f"line, they are a data row). Export the input with a header line naming the spec's columns."]
 
 
 def probe_output(folder: Path) -> None:
@@ -294,8 +312,7 @@ def preflight(spec: "Spec") -> Fraction:
         header = read_header(spec)
     except ValueError as err:
         raise SpecError(spec.path, [str(err)]) from None
-    missing = sorted({c for r in spec.releases for c in r.columns() if c not in header})
-    problems = [f"Column(s) {missing} not in the input {str(spec.input)!r}; it has {header[:30]}."] if missing else []
+    problems = header_problems(spec, header)
     try:
         probe_output(spec.output_dir)
     except ValueError as err:
