@@ -21,6 +21,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     init = cmds.add_parser("init", help="create a new, empty ledger (never overwrites)",
                            description="Create a new, empty ledger. Refuses if something exists at LOCATION.")
     init.add_argument("location", help="path of the new ledger file, or a postgresql:// URL")
+    init.add_argument("--witness", default=None, metavar="PATH",
+                      help="a new witness file, kept apart from the ledger (another disk or owner, append-only): "
+                           "every charge appends the ledger's head to it, and a ledger below its witness is refused")
     verify = cmds.add_parser("verify", help="verify every hash and running total (exit 0 intact, 2 otherwise)",
                              description="Verify every record of a ledger: the chain of budgets, each budget's "
                                          "chain of entries and running total, and the reservations' returns. "
@@ -68,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         if args.ledger_command == "init":
-            ledger = Ledger.create(args.location)
+            ledger = Ledger.create(args.location, witness=args.witness)
             print(f"Created an empty ledger at {ledger.location}. Open budgets on it with "
                   f"pandas_dp.budget(epsilon=..., ledger={ledger.location!r}, name=...).")
             return 0

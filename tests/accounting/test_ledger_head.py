@@ -181,3 +181,40 @@ def test_damage_messages_never_suggest_a_blind_restore(tmp_path):
         pdp.Ledger(path).verify()
     text = str(err.value)
     assert "Restore it from a backup" not in text and "--head" in text and "older copy" in text
+
+
+def test_a_witness_refuses_an_older_copy_in_a_process_that_saw_nothing(backend, other_process, tmp_path):
+    location = backend.new()
+    witness = tmp_path / "witness" / "ledger.witness"
+    witness.parent.mkdir()
+    pdp.Ledger.create(location, witness=witness)
+    old = snapshot(backend, location)
+    later = spend(location, 3)[-1]
+    assert witness.read_text().splitlines()[-1] == later.replace(":", " ")
+    restore(backend, location, old)
+    other_process()  # a fresh process: only the witness knows
+    for action in (lambda: pdp.budget(2.0, ledger=location, name="census"), lambda: pdp.Ledger.open(location),
+                   lambda: pdp.Ledger(location).verify()):
+        with pytest.raises(LedgerError, match=f"witness .* records head {later}"):
+            action()
+    # A witness is never overwritten, never optional once named, and belongs to one ledger.
+    with pytest.raises(LedgerError, match="the path exists"):
+        pdp.Ledger.create(backend.new(), witness=witness)
+    witness.unlink()
+    other_process()
+    with pytest.raises(LedgerError, match="is missing"):
+        pdp.budget(2.0, ledger=location, name="census")
+
+
+def test_a_witness_of_another_ledger_or_a_failed_create_leaves_nothing(tmp_path):
+    first, second = tmp_path / "a.sqlite", tmp_path / "b.sqlite"
+    pdp.Ledger.create(first, witness=tmp_path / "a.witness")
+    pdp.Ledger.create(second, witness=tmp_path / "b.witness")
+    spend(str(second), 1)
+    shutil.copyfile(tmp_path / "a.witness", tmp_path / "b.witness")
+    forget_connections()
+    with pytest.raises(LedgerError, match="another ledger"):
+        pdp.Ledger(second).verify()
+    with pytest.raises(LedgerError, match="the path exists"):  # the ledger path is taken: no witness is left
+        pdp.Ledger.create(first, witness=tmp_path / "c.witness")
+    assert not (tmp_path / "c.witness").exists()

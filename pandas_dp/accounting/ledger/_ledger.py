@@ -16,6 +16,7 @@ from pandas_dp.accounting.ledger._postgres import PostgresStore, is_postgres_url
 from pandas_dp.accounting.ledger._records import ChainError, parse_rational, verify_budget_chain
 from pandas_dp.accounting.ledger._sqlite import SQLiteStore, sqlite_path
 from pandas_dp.accounting.ledger._store import Store
+from pandas_dp.accounting.ledger._witness import create_witness, remove_witness
 
 __all__ = ["Ledger", "LedgerSummary", "BudgetState", "store_for", "LedgerLocation"]
 
@@ -112,17 +113,40 @@ class Ledger:
 
     # -- making and opening -----------------------------------------------------------------------------
     @classmethod
-    def create(cls, location: LedgerLocation) -> "Ledger":
+    def create(cls, location: LedgerLocation, *, witness: "str | os.PathLike[str] | None" = None) -> "Ledger":
         """Create a new, empty ledger at ``location`` (a file path or a ``postgresql://`` URL).
+
+        Parameters
+        ----------
+        location : str or path
+            Where the ledger goes (nothing may exist there yet).
+        witness : str or path, optional
+            A new file, kept apart from the ledger (another disk or host, another
+            owner, append-only), to which every charge appends the ledger's head.
+            The ledger records it; opening the ledger, every charge and
+            :meth:`verify` refuse a ledger whose head is below the witness's (an
+            older copy put back, a chain rolled back) or missing its witness.
 
         Raises
         ------
         LedgerError
-            If something exists there already (a ledger is never overwritten), the
-            folder is missing or not writable, or the location is not a path or URL.
+            If something exists there already (a ledger or witness is never
+            overwritten), the folder is missing or not writable, or the location
+            is not a path or URL.
         """
         store = store_for(location)
-        store.create(new_meta())
+        meta = new_meta()
+        made = None
+        if witness is not None:
+            if isinstance(store, SQLiteStore):
+                store.check_new()
+            made = meta["witness"] = create_witness(witness, meta["ledger_id"], meta["entries_head"])
+        try:
+            store.create(meta)
+        except BaseException:
+            if made is not None:
+                remove_witness(made)
+            raise
         return cls(store_location(store))
 
     @classmethod
@@ -136,10 +160,12 @@ class Ledger:
         """
         ledger = cls(location)
         open_store(ledger._store)
-        from pandas_dp.accounting.ledger._ops import budget_list
+        from pandas_dp.accounting.ledger._ops import budget_list, check_witness
 
         with ledger._store.read() as txn:
-            budget_list(ledger._store, txn, read_meta(ledger._store, txn))
+            meta = read_meta(ledger._store, txn)
+            check_witness(ledger._store, meta)
+            budget_list(ledger._store, txn, meta)
         return ledger
 
     @property

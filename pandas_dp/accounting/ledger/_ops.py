@@ -27,13 +27,14 @@ from pandas_dp.accounting.ledger._records import (FORMAT, VERSION, BudgetRow, Ch
                                                  ledger_root, parse_head, parse_rational, rational_text,
                                                  verify_budget_chain, verify_budget_list)
 from pandas_dp.accounting.ledger._store import Store, Txn
+from pandas_dp.accounting.ledger._witness import witness_of
 
 if TYPE_CHECKING:
     from pandas_dp.privacy.loss import PrivacyLoss
 
 __all__ = ["now", "new_meta", "read_meta", "open_budget", "verify_budget", "verify_ledger", "Posting", "post",
            "transact", "check_remaining", "exceeded_message", "damaged", "loss_of", "LedgerSummary",
-           "add_budget", "budget_list", "note_head", "seen_head", "NO_BLIND_RESTORE"]
+           "add_budget", "budget_list", "note_head", "seen_head", "NO_BLIND_RESTORE", "check_witness"]
 
 T = TypeVar("T")
 
@@ -92,6 +93,24 @@ def note_head(store: Store, ledger_id: str, count: int | None, digest: str | Non
             _SEEN[ledger_id] = (count, digest)
 
 
+def check_witness(store: Store, meta: dict[str, str]) -> None:
+    """Refuse a ledger below the highest head its witness (if it names one) holds."""
+    witness = witness_of(meta)
+    if witness is None:
+        return
+    for attempt in (meta, None):
+        current = attempt if attempt is not None else _fresh_meta(store)  # a snapshot taken after the witness read
+        head = _meta_head(store, current)
+        if head is None:
+            raise damaged(store, "it names a witness but records no ledger head")
+        try:
+            witness.check(store.display, meta["ledger_id"], *head)
+            return
+        except LedgerError:
+            if attempt is None or current.get("ledger_id") != meta["ledger_id"]:
+                raise
+
+
 def _meta_head(store: Store, meta: dict[str, str]) -> tuple[int, str] | None:
     """``(entries, head hash)`` recorded in ``meta``; None for a ledger written before heads existed."""
     if "entries" not in meta and "entries_head" not in meta:
@@ -129,9 +148,32 @@ def read_meta(store: Store, txn: Txn) -> dict[str, str]:
             f"The ledger {store.display} was replaced by another ledger while this process was using it (its "
             f"ledger id changed). Nothing was charged. A ledger that was deleted and created again has forgotten "
             f"what was spent. {NO_BLIND_RESTORE}.")
-    head = _meta_head(store, meta)
-    note_head(store, meta["ledger_id"], *(head if head is not None else (None, None)))
+    _note_or_confirm(store, meta)
     return meta
+
+
+def _note_or_confirm(store: Store, meta: dict[str, str]) -> None:
+    """Note the head ``meta`` records; an apparent rollback is confirmed on a fresh snapshot before refusing.
+
+    A read snapshot (PostgreSQL's REPEATABLE READ) can predate a commit another
+    thread or process made, and noted, while it was being taken: only a fresh
+    read that is still below proves a rollback.
+    """
+    head = _meta_head(store, meta)
+    try:
+        note_head(store, meta["ledger_id"], *(head if head is not None else (None, None)))
+    except LedgerError:
+        fresh = _fresh_meta(store)
+        if fresh.get("ledger_id") != meta["ledger_id"]:
+            raise
+        head = _meta_head(store, fresh)
+        note_head(store, meta["ledger_id"], *(head if head is not None else (None, None)))
+
+
+def _fresh_meta(store: Store) -> dict[str, str]:
+    """``meta`` read in a new transaction (a snapshot taken now)."""
+    with store.read() as txn:
+        return txn.meta()
 
 
 def budget_list(store: Store, txn: Txn, meta: dict[str, str]) -> list[BudgetRow]:
@@ -156,6 +198,7 @@ def open_budget(store: Store, name: str, measure: str, total: Fraction, paramete
     """
     with store.read() as txn:
         meta = read_meta(store, txn)
+        check_witness(store, meta)
         budgets = budget_list(store, txn, meta)
         row = next((b for b in budgets if b.name == name), None)
         if row is not None:
@@ -289,6 +332,7 @@ def verify_ledger(store: Store, heads: Sequence[str] = ()) -> LedgerSummary:
         if recorded is not None and recorded != (listed, digest):
             raise damaged(store, f"its ledger head records {recorded[0]} entries but it holds {listed}, or the "
                                  f"entries differ from those the head was chained through")
+        check_witness(store, meta)
         beyond = [n for n in wanted if n > listed]
         if beyond:
             raise LedgerError(_not_passed(store, beyond[0], sorted(wanted[beyond[0]])[0], "dropped"))
@@ -435,6 +479,9 @@ def post(store: Store, txn: Txn, postings: Sequence[Posting]) -> list[tuple[int,
     head = _meta_head(store, meta)
     note_head(store, ledger_id, *(head if head is not None else (None, None)))
     count, head_digest = head if head is not None else _walk_head(ledger_id, txn)
+    txn.witness = witness_of(meta)
+    if txn.witness is not None:
+        txn.witness.check(store.display, ledger_id, count, head_digest)
     stamp = now()
     ids: list[tuple[int, str]] = []
     for p in postings:
@@ -481,4 +528,6 @@ def transact(stores: Sequence[Store], work: Callable[[dict[str, Txn]], T]) -> T:
     for key, txn in txns.items():  # committed: this process has seen these heads
         if txn.written_head is not None:
             note_head(unique[key], *txn.written_head)
+            if txn.witness is not None:
+                txn.witness.append(*txn.written_head[1:])
     return out

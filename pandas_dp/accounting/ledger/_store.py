@@ -25,6 +25,8 @@ class Txn(ABC):
 
     #: ``(ledger id, entries, head hash)`` after this transaction's last entry, noted once it commits.
     written_head: "tuple[str, int, str] | None" = None
+    #: The ledger's witness (see :mod:`pandas_dp.accounting.ledger._witness`), appended to once this commits.
+    witness: Any = None
 
     @abstractmethod
     def meta(self) -> dict[str, str]:
