@@ -216,8 +216,9 @@ def check_ledger(spec: "Spec", asked: Fraction) -> Fraction:
                          f"{float(total):g} ({spec.total.measure}). Use the same total, or a new [budget] name.")
     if asked > state.remaining:
         raise ValueError(f"The ledger has {spec.total.parameter} = {float(state.remaining):g} left of budget "
-                         f"{spec.budget_name!r}; the releases ask for {float(asked):g}. Use a new [budget] name or "
-                         f"ledger, or lower the releases' amounts.")
+                         f"{spec.budget_name!r}; the releases ask for {float(asked):g}. A run that was killed keeps its "
+                         f"reservation: continue it with `release SPEC --resume`, or give it back with `--cancel`. "
+                         f"Otherwise use a new [budget] name or ledger, or lower the releases' amounts.")
     return state.remaining
 
 
@@ -288,8 +289,12 @@ def write_atomic(path: Path, write: Any) -> None:
 # -- the whole preflight ------------------------------------------------------------------------------------------
 
 
-def preflight(spec: "Spec") -> Fraction:
+def preflight(spec: "Spec", *, resuming: bool = False) -> Fraction:
     """Every check before a charge, in order; return what the ledger's budget has left.
+
+    A new run needs the spec's whole total left and no manifest in the output
+    folder (a manifest is never overwritten); a run that resumes needs its own
+    manifest or reservation instead (checked by :func:`pandas_dp.cli.run.execute`).
 
     Raises
     ------
@@ -317,9 +322,13 @@ def preflight(spec: "Spec") -> Fraction:
         probe_output(spec.output_dir)
     except ValueError as err:
         problems.append(str(err))
+    if not resuming and (spec.output_dir / "manifest.json").exists():
+        problems.append(f"{str(spec.output_dir / 'manifest.json')!r} exists: it documents an earlier run, and a "
+                        f"manifest is never overwritten. Continue that run with `release SPEC --resume`, cancel it "
+                        f"with `--cancel`, or set a new [output] dir.")
     remaining = Fraction(0)
     try:
-        remaining = check_ledger(spec, spec.asked())
+        remaining = check_ledger(spec, Fraction(0) if resuming else spec.asked())
     except ValueError as err:
         problems.append(str(err))
     if problems:

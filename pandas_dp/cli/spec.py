@@ -403,7 +403,8 @@ def release_table(result: Any, confidence: float = 0.95) -> pd.DataFrame:
     return pd.concat([table, result.confidence_interval(confidence).reset_index(drop=True)], axis=1)
 
 
-def run_release(spec_path: str | Path, *, check_only: bool = False) -> int:
+def run_release(spec_path: str | Path, *, check_only: bool = False, resume: bool = False,
+                cancel: bool = False) -> int:
     """Preflight, reserve, read, release, write tables and ``manifest.json``; return the exit status (0).
 
     Parameters
@@ -412,6 +413,12 @@ def run_release(spec_path: str | Path, *, check_only: bool = False) -> int:
         The TOML spec (see the module documentation).
     check_only : bool
         Run the whole preflight (including reading the input's header) and write nothing.
+    resume : bool
+        Continue the run of this spec that was killed, inside its reservation:
+        the releases its manifest and the ledger record are kept, the rest run.
+    cancel : bool
+        Cancel the run of this spec that was killed: close its reservation
+        (recorded in the ledger) and mark its manifest cancelled.
 
     Raises
     ------
@@ -421,17 +428,19 @@ def run_release(spec_path: str | Path, *, check_only: bool = False) -> int:
         For a failure after a release was charged (exit status 1).
     """
     from pandas_dp.cli.preflight import preflight
-    from pandas_dp.cli.run import execute
+    from pandas_dp.cli.run import cancel_run, execute
 
     spec = load_spec(spec_path)
-    preflight(spec)
+    if cancel:
+        return cancel_run(spec)
+    preflight(spec, resuming=resume)
     asked = spec.asked()
     if check_only:
         print(f"Spec {str(spec.path)!r} is valid: {len(spec.releases)} release(s), {spec.total.parameter} = "
               f"{float(asked):g} of {float(spec.total.amount):g}; the input's header, the output folder and the "
               f"ledger were checked. Nothing was written.")
         return 0
-    return execute(spec)
+    return execute(spec, resume=resume)
 
 
 def jsonable(value: Any) -> Any:
