@@ -247,7 +247,10 @@ class Ledger:
             raise damaged(self._store, str(err)) from None
         frame = pd.DataFrame(records, columns=["name", "measure", "total", "spent", "remaining", "entries", "created",
                                                "reservation_of"])
-        frame["created"] = pd.to_datetime(frame["created"], utc=True, format="ISO8601")
+        try:
+            frame["created"] = pd.to_datetime(frame["created"], utc=True, format="ISO8601")
+        except (ValueError, TypeError):
+            raise damaged(self._store, "a budget's creation time is not a time") from None
         return frame
 
     def entries(self, budget: str | None = None) -> pd.DataFrame:
@@ -259,7 +262,10 @@ class Ledger:
         open_store(self._store)
         with self._store.read() as txn:
             rows = list(txn.entries(budget))
-        return entries_frame(rows)
+        try:
+            return entries_frame(rows)
+        except (ValueError, TypeError):
+            raise damaged(self._store, "an entry's time is not a time") from None
 
 
 def entries_frame(rows: list[Any]) -> pd.DataFrame:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import stat
+import tempfile
 import urllib.parse
 from contextlib import contextmanager
 from pathlib import Path
@@ -29,6 +30,10 @@ from pandas_dp.accounting.ledger._sql import SQLITE, SQLTxn, TABLES
 from pandas_dp.accounting.ledger._store import Store, Txn
 
 __all__ = ["SQLiteStore", "sqlite_path"]
+
+#: What SQLite raises on a bad file: its own errors, and UnicodeDecodeError when a garbled schema puts bytes that
+#: are not UTF-8 into an error message or a text column.
+_ERRORS = (sqlite3.Error, UnicodeDecodeError)
 
 #: Seconds a writer waits for another process's transaction on the same file.
 BUSY_TIMEOUT = 60.0
@@ -143,12 +148,15 @@ class SQLiteStore(IdleConnections[tuple[sqlite3.Connection, tuple[int, int]]], S
         return info.st_dev, info.st_ino
 
     def _connect(self) -> sqlite3.Connection:
+        return self._connect_to(self.path)
+
+    def _connect_to(self, path: Path) -> sqlite3.Connection:
         # mode=rw: SQLite must never create a missing ledger file (that would restart its spend at zero).
-        uri = "file:" + urllib.parse.quote(os.path.abspath(self.path)) + "?mode=rw"
+        uri = "file:" + urllib.parse.quote(os.path.abspath(path)) + "?mode=rw"
         try:
             conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT, isolation_level=None,
                                    check_same_thread=False)
-        except sqlite3.Error as err:
+        except _ERRORS as err:
             raise self.error(err) from None
         try:
             conn.execute("PRAGMA trusted_schema=OFF")
@@ -161,7 +169,7 @@ class SQLiteStore(IdleConnections[tuple[sqlite3.Connection, tuple[int, int]]], S
                     raise LedgerError(f"The ledger {self.display} is in journal mode {mode!r} and another "
                                       f"process holds it; pandas_dp keeps ledgers in rollback-journal mode so "
                                       f"that the file alone holds every charge. Close the other process.")
-        except sqlite3.Error as err:
+        except _ERRORS as err:
             conn.close()
             raise self.error(err) from None
         except BaseException:
@@ -195,7 +203,7 @@ class SQLiteStore(IdleConnections[tuple[sqlite3.Connection, tuple[int, int]]], S
         conn, ident = self._take()
         try:
             conn.execute(begin)
-        except sqlite3.Error as err:
+        except _ERRORS as err:
             conn.close()
             raise self.error(err) from None
         ok = broken = False
@@ -204,7 +212,7 @@ class SQLiteStore(IdleConnections[tuple[sqlite3.Connection, tuple[int, int]]], S
             conn.execute("COMMIT")
             self.after_commit(conn)
             ok = True
-        except sqlite3.Error as err:
+        except _ERRORS as err:
             broken = True
             raise self.error(err) from None
         finally:
@@ -212,13 +220,13 @@ class SQLiteStore(IdleConnections[tuple[sqlite3.Connection, tuple[int, int]]], S
                 try:
                     if conn.in_transaction:
                         conn.execute("ROLLBACK")
-                except sqlite3.Error:
+                except _ERRORS:
                     broken = True
             if broken:
                 try:
                     if conn.in_transaction:
                         conn.execute("ROLLBACK")
-                except sqlite3.Error:
+                except _ERRORS:
                     pass
                 conn.close()
             else:
@@ -234,18 +242,21 @@ class SQLiteStore(IdleConnections[tuple[sqlite3.Connection, tuple[int, int]]], S
         return self._transaction("BEGIN")
 
     def create(self, meta: dict[str, str]) -> None:
+        """Build the ledger in a hidden file next to the path, then link it into place (atomic, never overwrites).
+
+        A process killed while creating leaves at most the hidden file: the
+        path holds a complete ledger or nothing, so creating again works.
+        """
         self.check_new()
+        folder = self.path.parent if str(self.path.parent) else Path(".")
         try:
-            fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-        except FileExistsError:
-            raise LedgerError(f"Cannot create a ledger at {self.display}: the path exists. Pick a new path.") \
-                from None
+            fd, temp = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".creating", dir=folder)
         except OSError as err:
             raise LedgerError(f"Cannot create a ledger at {self.display}: {err.strerror}. Pick a writable "
                               f"path.") from None
         os.close(fd)
         try:
-            conn = self._connect()
+            conn = self._connect_to(Path(temp))
             try:
                 conn.execute("BEGIN IMMEDIATE")
                 for statement in SQLITE.schema():
@@ -256,12 +267,21 @@ class SQLiteStore(IdleConnections[tuple[sqlite3.Connection, tuple[int, int]]], S
                 conn.execute("COMMIT")
             finally:
                 conn.close()
-        except sqlite3.Error as err:
-            _remove(self.path)
+            with open(temp, "rb+") as f:
+                os.fsync(f.fileno())
+            try:
+                os.link(temp, self.path)  # fails if anything is at the path: a ledger is never overwritten
+            except FileExistsError:
+                raise LedgerError(f"Cannot create a ledger at {self.display}: the path exists. Pick a new "
+                                  f"path.") from None
+            except OSError as err:
+                raise LedgerError(f"Cannot create a ledger at {self.display}: {err.strerror}. Pick a writable "
+                                  f"path on a file system with hard links.") from None
+            _sync_folder(folder)
+        except _ERRORS as err:
             raise self.error(err) from None
-        except BaseException:
-            _remove(self.path)
-            raise
+        finally:
+            _remove(Path(temp))
 
     def integrity_check(self) -> None:
         """SQLite's own check of every page of the file (LedgerError naming the first problem)."""
@@ -284,11 +304,14 @@ class SQLiteStore(IdleConnections[tuple[sqlite3.Connection, tuple[int, int]]], S
         return None
 
     # -- errors ------------------------------------------------------------------------------------------
-    def error(self, err: sqlite3.Error) -> LedgerError:
+    def error(self, err: Exception) -> LedgerError:
         """A LedgerError that says what went wrong with the file and what to do."""
         text = str(err)
         low = text.lower()
-        if "locked" in low or "busy" in low:
+        if isinstance(err, UnicodeDecodeError):
+            why = (f"it is not a readable pandas_dp ledger (bytes that are not UTF-8 where SQLite expects text): it "
+                   f"is garbled. {NO_BLIND_RESTORE}")
+        elif "locked" in low or "busy" in low:
             why = (f"another process held it for more than {BUSY_TIMEOUT:g} s ({text}). Nothing was charged; "
                    f"retry when the other process has finished")
         elif "readonly" in low or "read-only" in low:
@@ -303,6 +326,20 @@ class SQLiteStore(IdleConnections[tuple[sqlite3.Connection, tuple[int, int]]], S
         else:
             why = f"SQLite failed: {text}"
         return LedgerError(f"The ledger {self.display}: {why}.")
+
+
+def _sync_folder(folder: Path) -> None:
+    """fsync a folder so a new name in it survives a crash (best effort)."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
 
 
 def _remove(path: Path) -> None:
