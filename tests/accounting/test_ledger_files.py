@@ -14,7 +14,7 @@ import pandas_dp as pdp
 from pandas_dp.__main__ import main
 from pandas_dp.errors import LedgerError
 
-from _ledger_backends import forget_connections
+from _ledger_backends import backend, forget_connections  # noqa: F401  (backend is a fixture)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -72,3 +72,28 @@ def test_a_create_killed_midway_leaves_the_path_free(tmp_path):
     with pytest.raises(LedgerError, match="the path exists"):
         pdp.Ledger.create(path)
     assert sorted(p.name for p in tmp_path.iterdir() if not p.name.startswith(".")) == ["l.sqlite"]
+
+
+@pytest.mark.parametrize("backend", ["postgres"], indirect=True)
+def test_a_stalled_postgresql_server_raises_a_ledger_error_within_the_bound(backend, monkeypatch):
+    import os
+    import signal
+
+    from pandas_dp.accounting.ledger import _postgres
+
+    location = backend.create()
+    b = pdp.budget(1.0, ledger=location, name="census")
+    b.spend(Fraction(1, 10), method="before")
+    store = b._store
+    conn = store._take()  # the pooled connection the next charge uses, and the server process behind it
+    pid = conn.info.backend_pid
+    store._give(conn)
+    monkeypatch.setattr(_postgres, "WRITE_BOUND_S", 1.0)
+    os.kill(pid, signal.SIGSTOP)  # the server stalls: it answers nothing, not even a cancel
+    try:
+        with pytest.raises(LedgerError, match="did not answer within 1 s"):
+            b.spend(Fraction(1, 10), method="stalled")
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    b.spend(Fraction(1, 10), method="after")  # a fresh connection
+    assert b.spent_exact == Fraction(2, 10) and pdp.Ledger(location).verify().entries == 2
