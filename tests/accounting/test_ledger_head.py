@@ -218,3 +218,35 @@ def test_a_witness_of_another_ledger_or_a_failed_create_leaves_nothing(tmp_path)
     with pytest.raises(LedgerError, match="the path exists"):  # the ledger path is taken: no witness is left
         pdp.Ledger.create(first, witness=tmp_path / "c.witness")
     assert not (tmp_path / "c.witness").exists()
+
+
+def test_reopening_verifies_from_the_checkpoint_and_still_sees_damage(backend, monkeypatch):
+    from pandas_dp.accounting.ledger import _sql
+
+    location = backend.create()
+    spend(location, 4)
+    pdp.budget(2.0, ledger=location, name="census")  # verified in full: the checkpoint is entry #4
+    spend(location, 2, method="more")
+    read: list[int] = []
+    real = _sql.SQLTxn.entries_after
+
+    def counted(self, name, seq):
+        for e in real(self, name, seq):
+            read.append(e.seq)
+            yield e
+
+    monkeypatch.setattr(_sql.SQLTxn, "entries", lambda *a, **k: pytest.fail("the whole chain was read"))
+    monkeypatch.setattr(_sql.SQLTxn, "entries_after", counted)
+    read.clear()
+    assert pdp.budget(2.0, ledger=location, name="census").spent_exact == Fraction(6, 10)
+    assert read == [4, 5, 6]  # the checkpoint entry, then what followed it
+    monkeypatch.undo()
+    # An edit after the checkpoint is caught on open; one before it by a full verification.
+    backend.sql(location, "UPDATE pandas_dp_entries SET amount = '1/100' WHERE seq = 6")
+    with pytest.raises(LedgerError, match="does not match its hash"):
+        pdp.budget(2.0, ledger=location, name="census")
+    backend.sql(location, "UPDATE pandas_dp_entries SET amount = '1/10' WHERE seq = 6")
+    backend.sql(location, "UPDATE pandas_dp_entries SET amount = '1/100' WHERE seq = 2")
+    pdp.budget(2.0, ledger=location, name="census")  # the suffix verifies: the spent amount is anchored there
+    with pytest.raises(LedgerError, match="does not match its hash"):
+        pdp.budget(2.0, ledger=location, name="census").verify()

@@ -72,16 +72,18 @@ def seen_head(ledger_id: str) -> tuple[int, str] | None:
         return _SEEN.get(ledger_id)
 
 
-def note_head(store: Store, ledger_id: str, count: int | None, digest: str | None) -> None:
+def note_head(store: Store, ledger_id: str, count: int | None, digest: str | None, *, check: bool = True) -> None:
     """Record a ledger head seen by this process; LedgerError when it is below (or beside) one seen before.
 
     ``count is None`` is a ledger without a head (written before heads existed): refused once a head was seen.
+    ``check=False`` only raises the mark (a head this process just committed: another thread may have committed
+    and noted a later one meanwhile).
     """
     if not store.durable:
         return  # an in-memory ledger cannot be restored from a copy
     with _SEEN_LOCK:
         seen = _SEEN.get(ledger_id)
-        if seen is not None and (count is None or count < seen[0] or (count == seen[0] and digest != seen[1])):
+        if check and seen is not None and (count is None or count < seen[0] or (count == seen[0] and digest != seen[1])):
             now_at = "no head" if count is None else f"head {head_text(count, digest or '')}"
             raise LedgerError(
                 f"The ledger {store.display} was rolled back: this process already saw it at head "
@@ -203,10 +205,7 @@ def open_budget(store: Store, name: str, measure: str, total: Fraction, paramete
         row = next((b for b in budgets if b.name == name), None)
         if row is not None:
             _same_definition(store, row, measure, total, parameter, parent)
-            try:
-                verify_budget_chain(meta["ledger_id"], row, txn.entries(name))
-            except ChainError as err:
-                raise damaged(store, str(err)) from None
+            _verify_from_checkpoint(store, txn, meta["ledger_id"], row)
             return row
     if not create:
         raise LedgerError(f"The ledger {store.display} has no budget named {name!r}.")
@@ -220,6 +219,43 @@ def open_budget(store: Store, name: str, measure: str, total: Fraction, paramete
             return row
         row = add_budget(store, txn, meta, budgets, name, measure, total, parent)
     return row
+
+
+#: The last entry of each budget this process verified in full: (seq, hash, spent, closed) by (store, ledger id,
+#: genesis). Opening the budget again verifies only the entries after it (constant work when nothing was added).
+_CHECKPOINTS: dict[tuple[str, str, str], tuple[int, str, Fraction, bool]] = {}
+_CHECKPOINTS_LOCK = threading.Lock()
+
+
+def _verify_from_checkpoint(store: Store, txn: Txn, ledger_id: str, row: BudgetRow) -> None:
+    """Verify a budget's chain when it is opened: from this process's checkpoint if it has one, else in full.
+
+    The entries up to a checkpoint were verified by this process; the one at
+    the checkpoint must still be there with the same hash (a chain rewritten or
+    cut below it fails), and every entry after it is verified in order. A full
+    verification is always a call away (``Budget.verify``, ``Ledger.verify``).
+    """
+    key = (store.key, ledger_id, row.genesis)
+    with _CHECKPOINTS_LOCK:
+        start = _CHECKPOINTS.get(key)
+    try:
+        if start is not None and start[0] > 0:
+            anchor = next(iter(txn.entries_after(row.name, start[0] - 1)), None)
+            if row.entries < start[0] or anchor is None or anchor.seq != start[0] or anchor.hash != start[1]:
+                raise ChainError(f"the entry #{start[0]} of budget {row.name!r}, which this process verified, is "
+                                 f"gone or changed (the ledger was rolled back or rewritten)")
+            if anchor.content_hash() != anchor.hash or anchor.spent != rational_text(start[2]):
+                raise ChainError(f"entry {anchor.id} (#{anchor.seq} of budget {row.name!r}) does not match its hash "
+                                 f"(its content was changed)")
+            start = (start[0], start[1], start[2], anchor.kind == "close")
+            count, spent = verify_budget_chain(ledger_id, row, txn.entries_after(row.name, start[0]), start=start)
+        else:
+            count, spent = verify_budget_chain(ledger_id, row, txn.entries(row.name))
+    except ChainError as err:
+        raise damaged(store, str(err)) from None
+    if store.durable:
+        with _CHECKPOINTS_LOCK:
+            _CHECKPOINTS[key] = (count, row.head, spent, False)
 
 
 def add_budget(store: Store, txn: Txn, meta: dict[str, str], budgets: list[BudgetRow], name: str, measure: str,
@@ -337,7 +373,7 @@ def verify_ledger(store: Store, heads: Sequence[str] = ()) -> LedgerSummary:
         if beyond:
             raise LedgerError(_not_passed(store, beyond[0], sorted(wanted[beyond[0]])[0], "dropped"))
     if recorded is not None:  # a ledger written before heads existed gets its head recorded by its next charge
-        note_head(store, meta["ledger_id"], listed, digest)
+        note_head(store, meta["ledger_id"], listed, digest, check=False)  # read_meta checked this snapshot
     return LedgerSummary(len(budgets), total_entries, head_text(listed, digest), meta["budgets_head"])
 
 
@@ -527,7 +563,7 @@ def transact(stores: Sequence[Store], work: Callable[[dict[str, Txn]], T]) -> T:
         out = work(txns)
     for key, txn in txns.items():  # committed: this process has seen these heads
         if txn.written_head is not None:
-            note_head(unique[key], *txn.written_head)
+            note_head(unique[key], *txn.written_head, check=False)
             if txn.witness is not None:
                 txn.witness.append(*txn.written_head[1:])
     return out

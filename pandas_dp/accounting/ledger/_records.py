@@ -199,11 +199,16 @@ def verify_entry(entry: EntryRow, budget: BudgetRow, prev_hash: str, prev_spent:
     return spent
 
 
-def verify_budget_chain(ledger_id: str, budget: BudgetRow, entries: Iterable[EntryRow]) -> tuple[int, Fraction]:
-    """Check a budget's definition, every entry in order, and its running state; return (entries, spent)."""
+def verify_budget_chain(ledger_id: str, budget: BudgetRow, entries: Iterable[EntryRow], *,
+                        start: tuple[int, str, Fraction, bool] | None = None) -> tuple[int, Fraction]:
+    """Check a budget's definition, every entry in order, and its running state; return (entries, spent).
+
+    ``start = (seq, hash, spent, closed)`` verifies only the entries after a
+    checkpoint already verified (``entries`` then holds those only).
+    """
     check_budget_definition(ledger_id, budget)
     total = parse_rational(budget.total, f"the total of budget {budget.name!r}")
-    prev, spent, seq, closed = budget.genesis, Fraction(0), 0, False
+    seq, prev, spent, closed = start if start is not None else (0, budget.genesis, Fraction(0), False)
     for entry in entries:
         if closed:
             raise ChainError(f"budget {budget.name!r} has entries after its close")

@@ -143,6 +143,16 @@ class SQLTxn(Txn):
             for r in batch:
                 yield EntryRow(*r)
 
+    def entries_after(self, name: str, seq: int) -> Iterator[EntryRow]:
+        cur = self.conn.execute(self.d.sql(f'SELECT {_quoted(_ENTRY_COLS)} FROM pandas_dp_entries '
+                                           f'WHERE "budget" = ? AND "seq" > ? ORDER BY "seq"'), (name, seq))
+        while True:
+            batch = cur.fetchmany(2048)
+            if not batch:
+                return
+            for r in batch:
+                yield EntryRow(*r)
+
     def entry(self, entry_id: int) -> EntryRow | None:
         rows = self._rows(f'SELECT {_quoted(_ENTRY_COLS)} FROM pandas_dp_entries WHERE "id" = ?', (entry_id,))
         return EntryRow(*rows[0]) if rows else None

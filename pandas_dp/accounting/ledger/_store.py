@@ -73,6 +73,10 @@ class Txn(ABC):
         """A budget's entries by ``seq`` (or every entry by id)."""
 
     @abstractmethod
+    def entries_after(self, name: str, seq: int) -> Iterator[EntryRow]:
+        """A budget's entries whose ``seq`` is above ``seq``, in order."""
+
+    @abstractmethod
     def entry(self, entry_id: int) -> EntryRow | None:
         """The entry with this id."""
 
@@ -176,6 +180,9 @@ class _MemoryTxn(Txn):
             rows = [self.store.entries_[i] for i in self.store.by_budget.get(name, [])]
             rows += [e for e in self.new_entries if e.budget == name]
         return iter([self._current(e) for e in rows])
+
+    def entries_after(self, name: str, seq: int) -> Iterator[EntryRow]:
+        return iter([e for e in self.entries(name) if e.seq > seq])
 
     def entry(self, entry_id: int) -> EntryRow | None:
         index = entry_id - 1
