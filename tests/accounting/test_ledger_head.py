@@ -250,3 +250,24 @@ def test_reopening_verifies_from_the_checkpoint_and_still_sees_damage(backend, m
     pdp.budget(2.0, ledger=location, name="census")  # the suffix verifies: the spent amount is anchored there
     with pytest.raises(LedgerError, match="does not match its hash"):
         pdp.budget(2.0, ledger=location, name="census").verify()
+
+
+def test_verify_reads_in_chunks_so_a_charge_commits_meanwhile(backend, monkeypatch):
+    """verify holds no transaction across chunks: a charge made halfway commits at once and is left for later."""
+    location = backend.create()
+    spend(location, 10)
+    b = pdp.budget(2.0, ledger=location, name="census")
+    monkeypatch.setattr(_ops, "VERIFY_CHUNK", 3)
+    real = _ops.head_step
+    charged: list[str] = []
+
+    def step(ledger_id, position, prev, entry):
+        if position == 4 and not charged:  # between two chunks: no transaction of the verify is open
+            charged.append(b.spend(Fraction(1, 10), method="during the verify").ledger_head)
+        return real(ledger_id, position, prev, entry)
+
+    monkeypatch.setattr(_ops, "head_step", step)
+    first = pdp.Ledger(location).verify()
+    monkeypatch.undo()
+    assert first.entries == 10 and parse_head(charged[0])[0] == 11  # the verify covered its snapshot only
+    assert pdp.Ledger(location).verify(heads=[first.head]).head == charged[0]

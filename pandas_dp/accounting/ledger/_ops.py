@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING, Callable, Iterator, Sequence, TypeVar
 
 from pandas_dp.errors import BudgetError, BudgetExceededError, LedgerError, ParameterError
 from pandas_dp.accounting.ledger._records import (FORMAT, VERSION, BudgetRow, ChainError, EntryRow, budget_genesis,
-                                                 check_budget_definition, entry_hash, head_root, head_step, head_text,
+                                                 check_budget_definition, check_budget_state, entry_hash, head_root,
+                                                 head_step, head_text, verify_entry,
                                                  ledger_root, parse_head, parse_rational, rational_text,
                                                  verify_budget_chain, verify_budget_list)
 from pandas_dp.accounting.ledger._store import Store, Txn
@@ -344,6 +345,21 @@ def verify_ledger(store: Store, heads: Sequence[str] = ()) -> LedgerSummary:
     with store.read() as txn:
         meta = read_meta(store, txn)
         budgets = budget_list(store, txn, meta)
+        recorded = _meta_head(store, meta)
+    if recorded is not None:
+        listed, digest = _verify_in_chunks(store, meta, budgets, recorded[0], wanted)
+        if (listed, digest) != recorded:
+            raise damaged(store, f"its ledger head records {recorded[0]} entries but it holds {listed}, or the "
+                                 f"entries differ from those the head was chained through")
+        check_witness(store, meta)
+        beyond = [n for n in wanted if n > listed]
+        if beyond:
+            raise LedgerError(_not_passed(store, beyond[0], sorted(wanted[beyond[0]])[0], "dropped"))
+        note_head(store, meta["ledger_id"], listed, digest, check=False)  # read_meta checked the snapshot
+        return LedgerSummary(len(budgets), listed, head_text(listed, digest), meta["budgets_head"])
+    with store.read() as txn:  # a ledger written before heads existed: in one snapshot
+        meta = read_meta(store, txn)
+        budgets = budget_list(store, txn, meta)
         total_entries = 0
         by_name = {b.name: b for b in budgets}
         spent_of: dict[str, Fraction] = {}
@@ -372,9 +388,58 @@ def verify_ledger(store: Store, heads: Sequence[str] = ()) -> LedgerSummary:
         beyond = [n for n in wanted if n > listed]
         if beyond:
             raise LedgerError(_not_passed(store, beyond[0], sorted(wanted[beyond[0]])[0], "dropped"))
-    if recorded is not None:  # a ledger written before heads existed gets its head recorded by its next charge
-        note_head(store, meta["ledger_id"], listed, digest, check=False)  # read_meta checked this snapshot
     return LedgerSummary(len(budgets), total_entries, head_text(listed, digest), meta["budgets_head"])
+
+
+#: Entries read per transaction by :func:`verify_ledger`: a charge waits for one chunk, never the whole ledger.
+VERIFY_CHUNK = 20_000
+
+
+def _verify_in_chunks(store: Store, meta: dict[str, str], budgets: list[BudgetRow], count: int,
+                      wanted: dict[int, set[str]]) -> tuple[int, str]:
+    """Verify the first ``count`` entries (those ``meta``'s head covers) by id, one short read per chunk.
+
+    Entries are append-only and their ids follow the order they were written,
+    so the entries a snapshot's head covers are the ``count`` first by id,
+    whatever is appended meanwhile; ``budgets`` (read with ``meta``) hold the
+    running state those entries must end at. Only ``status``, which is outside
+    the hashes, can change between chunks. Returns (entries read, head hash).
+    """
+    ledger_id = meta["ledger_id"]
+    by_name = {b.name: b for b in budgets}
+    state = {b.name: (0, b.genesis, Fraction(0), False) for b in budgets}
+    reservations: list[EntryRow] = []
+    listed, digest, after = 0, head_root(ledger_id), 0
+    try:
+        totals = {b.name: parse_rational(b.total, f"the total of budget {b.name!r}") for b in budgets}
+        while listed < count:
+            with store.read() as txn:
+                chunk = txn.entries_from(after, min(VERIFY_CHUNK, count - listed))
+            if not chunk:
+                break
+            for e in chunk:
+                b = by_name.get(e.budget)
+                if b is None:
+                    raise ChainError(f"entry {e.id} belongs to no budget of the ledger (a budget row was deleted)")
+                seq, prev, spent, closed = state[e.budget]
+                if closed:
+                    raise ChainError(f"budget {b.name!r} has entries after its close")
+                spent = verify_entry(e, b, prev, spent, seq + 1, totals[b.name])
+                state[e.budget] = (seq + 1, e.hash, spent, e.kind == "close")
+                if e.kind in ("reserve", "return"):
+                    reservations.append(e)
+                listed += 1
+                digest = head_step(ledger_id, listed, digest, e.hash)
+                if listed in wanted and wanted[listed] != {digest}:
+                    raise LedgerError(_not_passed(store, listed, sorted(wanted[listed] - {digest})[0], "changed"))
+            after = chunk[-1].id
+        for b in budgets:
+            seq, prev, spent, _ = state[b.name]
+            check_budget_state(b, seq, spent, prev)
+        _verify_reservations(by_name, {name: st[2] for name, st in state.items()}, reservations)
+    except ChainError as err:
+        raise damaged(store, str(err)) from None
+    return listed, digest
 
 
 def _not_passed(store: Store, count: int, digest: str, how: str) -> str:

@@ -143,6 +143,11 @@ class SQLTxn(Txn):
             for r in batch:
                 yield EntryRow(*r)
 
+    def entries_from(self, after_id: int, limit: int) -> list[EntryRow]:
+        rows = self._rows(f'SELECT {_quoted(_ENTRY_COLS)} FROM pandas_dp_entries WHERE "id" > ? ORDER BY "id" '
+                          f'LIMIT ?', (after_id, limit))
+        return [EntryRow(*r) for r in rows]
+
     def entries_after(self, name: str, seq: int) -> Iterator[EntryRow]:
         cur = self.conn.execute(self.d.sql(f'SELECT {_quoted(_ENTRY_COLS)} FROM pandas_dp_entries '
                                            f'WHERE "budget" = ? AND "seq" > ? ORDER BY "seq"'), (name, seq))

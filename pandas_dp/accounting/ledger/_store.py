@@ -73,6 +73,10 @@ class Txn(ABC):
         """A budget's entries by ``seq`` (or every entry by id)."""
 
     @abstractmethod
+    def entries_from(self, after_id: int, limit: int) -> list[EntryRow]:
+        """Up to ``limit`` entries whose id is above ``after_id``, by id (the order they were written)."""
+
+    @abstractmethod
     def entries_after(self, name: str, seq: int) -> Iterator[EntryRow]:
         """A budget's entries whose ``seq`` is above ``seq``, in order."""
 
@@ -183,6 +187,9 @@ class _MemoryTxn(Txn):
 
     def entries_after(self, name: str, seq: int) -> Iterator[EntryRow]:
         return iter([e for e in self.entries(name) if e.seq > seq])
+
+    def entries_from(self, after_id: int, limit: int) -> list[EntryRow]:
+        return [e for e in self.entries() if e.id > after_id][:limit]
 
     def entry(self, entry_id: int) -> EntryRow | None:
         index = entry_id - 1
