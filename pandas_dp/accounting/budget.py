@@ -33,8 +33,8 @@ from pandas_dp._utils.rational import safe_repr
 from pandas_dp.errors import BudgetError, LedgerError, NoActiveBudgetError, ParameterError
 from pandas_dp.accounting.ledger._charge import Charge, columns_text, entry_text, params_text, record
 from pandas_dp.accounting.ledger._ledger import entries_frame, open_store, store_for
-from pandas_dp.accounting.ledger._ops import (NO_BLIND_RESTORE, Posting, check_remaining, damaged, new_meta, open_budget,
-                                             read_meta, verify_budget)
+from pandas_dp.accounting.ledger._ops import (NO_BLIND_RESTORE, Posting, check_remaining, damaged, new_meta,
+                                             open_budget, read_meta, verify_budget)
 from pandas_dp.accounting.ledger._records import ChainError, verify_budget_chain
 from pandas_dp.accounting.ledger._store import MemoryStore, Store
 from pandas_dp.privacy.loss import PrivacyLoss, loss_from

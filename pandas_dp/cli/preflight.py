@@ -216,8 +216,8 @@ def check_ledger(spec: "Spec", asked: Fraction) -> Fraction:
                          f"{float(total):g} ({spec.total.measure}). Use the same total, or a new [budget] name.")
     if asked > state.remaining:
         raise ValueError(f"The ledger has {spec.total.parameter} = {float(state.remaining):g} left of budget "
-                         f"{spec.budget_name!r}; the releases ask for {float(asked):g}. A run that was killed keeps its "
-                         f"reservation: continue it with `release SPEC --resume`, or give it back with `--cancel`. "
+                         f"{spec.budget_name!r}; the releases ask for {float(asked):g}. A run that was killed keeps "
+                         f"its reservation: continue it with `release SPEC --resume`, or give it back with `--cancel`. "
                          f"Otherwise use a new [budget] name or ledger, or lower the releases' amounts.")
     return state.remaining
 

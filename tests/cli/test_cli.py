@@ -660,7 +660,8 @@ def test_resume_keeps_a_charged_release_spent_and_runs_the_rest(workdir):
     (d / "released" / ".ages.csv.x1.tmp").write_text("a partial table")
     assert run_release(d / "spec.toml", resume=True) == 0
     manifest = json.loads((d / "released" / "manifest.json").read_text())
-    assert [r["name"] for r in manifest["releases"]] == ["incomes"] and [r["name"] for r in manifest["lost"]] == ["ages"]
+    assert [r["name"] for r in manifest["releases"]] == ["incomes"]
+    assert [r["name"] for r in manifest["lost"]] == ["ages"]
     assert manifest["complete"] is False and manifest["budget"]["spent"] == 0.75
     assert [e[2] for e in _entries(d / "ledger.sqlite")] == ["reserve", "charge", "charge", "close"]
     assert sorted(p.name for p in (d / "released").iterdir()) == ["incomes.csv", "manifest.json"]

@@ -84,7 +84,8 @@ def note_head(store: Store, ledger_id: str, count: int | None, digest: str | Non
         return  # an in-memory ledger cannot be restored from a copy
     with _SEEN_LOCK:
         seen = _SEEN.get(ledger_id)
-        if check and seen is not None and (count is None or count < seen[0] or (count == seen[0] and digest != seen[1])):
+        below = seen is not None and (count is None or count < seen[0] or (count == seen[0] and digest != seen[1]))
+        if check and seen is not None and below:
             now_at = "no head" if count is None else f"head {head_text(count, digest or '')}"
             raise LedgerError(
                 f"The ledger {store.display} was rolled back: this process already saw it at head "
