@@ -110,9 +110,15 @@ def main(argv: Sequence[str] | None = None) -> int:
                     "charged), 1 for a failure after a charge. Spec format: see pandas_dp.cli.spec or the "
                     "docs' Command line page.")
     p_release.add_argument("spec", help="path of the TOML spec")
-    p_release.add_argument("--check", action="store_true",
-                           help="run the whole preflight (spec, input header, output folder, ledger) and write "
-                                "nothing")
+    mode = p_release.add_mutually_exclusive_group()
+    mode.add_argument("--check", action="store_true",
+                      help="run the whole preflight (spec, input header, output folder, ledger) and write nothing")
+    mode.add_argument("--resume", action="store_true",
+                      help="continue a run that was killed, inside its reservation: the releases its manifest "
+                           "and the ledger record are kept, the rest run (nothing is charged twice)")
+    mode.add_argument("--cancel", action="store_true",
+                      help="cancel a run that was killed: close its reservation and return the unused part to the "
+                           "budget (recorded in the ledger and the manifest)")
     p_demo.add_argument("--ledger", default=None,
                         help="create the demo's ledger at this new path (default: a temporary file)")
     add_ledger_parser(sub)
@@ -123,7 +129,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return run_ledger(args)
     if args.command == "release":
         try:
-            return run_release(args.spec, check_only=args.check)
+            return run_release(args.spec, check_only=args.check, resume=args.resume, cancel=args.cancel)
         except SpecError as err:
             print(f"error: {err}", file=sys.stderr)
             return 2

@@ -31,7 +31,7 @@ import pandas as pd
 
 from pandas_dp._utils.rational import safe_repr
 from pandas_dp.errors import BudgetError, LedgerError, NoActiveBudgetError, ParameterError
-from pandas_dp.accounting.ledger.internal import (ChainError, Charge, MemoryStore, Posting, Store, check_remaining,
+from pandas_dp.accounting.ledger.internal import (NO_BLIND_RESTORE, ChainError, Charge, MemoryStore, Posting, Store, check_remaining,
                                                    columns_text, damaged, entries_frame, entry_text, new_meta, open_budget,
                                                    open_store, params_text, read_meta, record, store_for, verify_budget,
                                                    verify_budget_chain)
@@ -142,8 +142,8 @@ class Budget:
             if self._genesis and row.genesis != self._genesis:
                 raise LedgerError(
                     f"The budget {self.name!r} of the ledger {self._store.display} is not the one this object was "
-                    f"opened on (it was deleted and made again, forgetting what was spent). Restore the ledger "
-                    f"from a backup.")
+                    f"opened on (it was deleted and made again, forgetting what was spent). Nothing was charged. "
+                    f"{NO_BLIND_RESTORE}.")
             self._genesis = row.genesis
             self._opened = True
         return self._store
@@ -396,8 +396,8 @@ class Budget:
             As :meth:`check`; nothing is recorded.
         """
         asked, chain, postings = self._plan(loss, "charge", method, columns, params, "charged")
-        ids = record(chain, postings)
-        return Charge(asked, ids[0][0], tuple((b, i) for b, (i, _) in zip(chain, ids)), ids[0][1])
+        ids, head = record(chain, postings)
+        return Charge(asked, ids[0][0], tuple((b, i) for b, (i, _) in zip(chain, ids)), ids[0][1], head)
 
     def reserve(self, loss: PrivacyLoss | float | Fraction, *, method: str = "reserve",
                 columns: Sequence[str] = (), params: Mapping[str, Any] | None = None) -> "Reservation":
@@ -425,7 +425,7 @@ class Budget:
         asked, chain, postings = self._plan(asked, "reserve", method, columns, dict(params or {}, reservation=name),
                                             "reserved")
         own = asked.charged_as(self.measure)
-        ids = record(chain, postings, reservation=(self, name, own))
+        ids, _ = record(chain, postings, reservation=(self, name, own))
         funding = tuple((b, p.amount, i) for b, p, (i, _) in zip(chain, postings, ids))
         return Reservation(self, name, own, funding)
 

@@ -74,10 +74,43 @@ class Reservation(Budget):
         super().__exit__(*exc)
         self.close()
 
-    def close(self) -> PrivacyLoss:
+    @classmethod
+    def reopen(cls, owner: Budget, name: str) -> "Reservation":
+        """The open reservation ``name`` of ``owner``, made by another (perhaps killed) process.
+
+        Its charges go on inside it; closing it returns the unused part to
+        ``owner`` (only: a reservation funded by budgets of other ledgers too
+        returns to them only from the process that made it).
+
+        Raises
+        ------
+        BudgetError
+            When ``owner``'s ledger has no such reservation of ``owner``, or it is closed.
+        LedgerError
+            When the ledger does not verify.
+        """
+        store = owner._open()
+        with store.read() as txn:
+            read_meta(store, txn)
+            row = txn.budget(name)
+            reserve = [e for e in txn.entries(owner.name) if e.kind == "reserve" and _names(e.params) == name]
+            last = txn.last_entry(name)
+        if row is None or row.parent != owner.name or len(reserve) != 1:
+            raise BudgetError(f"The ledger {store.display} has no reservation {name!r} of budget {owner.name!r}.")
+        if last is not None and last.kind == "close":
+            raise BudgetError(f"The reservation {name!r} is closed: its run finished or was cancelled.")
+        total = loss_of(row.measure, Fraction(row.total))
+        made = cls(owner, name, total, ((owner, Fraction(reserve[0].amount), reserve[0].id),))
+        made._opened = False
+        made._open()  # verify its chain now
+        return made
+
+    def close(self, *, method: str = "close") -> PrivacyLoss:
         """Close the reservation and return its unused part to the budgets that paid for it.
 
-        Returns the unused part (in the reservation's measure). Idempotent.
+        ``method`` labels the close and return entries (``"cancel"`` for an
+        explicit cancellation). Returns the unused part (in the reservation's
+        measure). Idempotent.
         """
         if self._closed:
             return self._total.zero()
@@ -92,7 +125,7 @@ class Reservation(Budget):
             meta = read_meta(self._store, txn)
             state = check_remaining(self._store, txn, meta["ledger_id"], [self._probe()], lock=True)
             used = loss_of(self.measure, state[self.name][1])
-            close = self._posting(used.zero(), used.zero(), kind="close", method="close", columns="",
+            close = self._posting(used.zero(), used.zero(), kind="close", method=method, columns="",
                                   params=json.dumps({"reservation": self.name}), status="closed")
             post(self._store, txn, [close])
             returned.append(self._total - used)
@@ -100,10 +133,20 @@ class Reservation(Budget):
                 back = paid - used.charged_as(b.measure).amount
                 if back > 0:
                     amount = loss_of(b.measure, back)
-                    p = b._posting(amount, amount, kind="return", method="return", columns="",
+                    p = b._posting(amount, amount, kind="return", method="return" if method == "close" else method,
+                                   columns="",
                                    params=json.dumps({"reservation": self.name}), status="returned")
                     post(b._store, txns[b._store.key], [replace(p, amount=-back)])
 
         transact(stores, work)
         self._closed = True
         return returned[0]
+
+
+def _names(params: str) -> object:
+    """The reservation a reserve entry's params name (None when unreadable)."""
+    try:
+        found = json.loads(params)
+    except ValueError:
+        return None
+    return found.get("reservation") if isinstance(found, dict) else None

@@ -40,7 +40,7 @@ from pandas_dp.cli.spec import Release, Spec, SpecError, read_public_table
 from pandas_dp.errors import DomainError, LedgerError, PandasDPError
 
 __all__ = ["preflight", "blank_frame", "rehearse", "read_header", "probe_output", "check_ledger", "read_input",
-           "call_release", "write_atomic", "numeric_columns"]
+           "call_release", "write_atomic", "numeric_columns", "header_problems"]
 
 
 # -- the rehearsal on an empty table ------------------------------------------------------------------------
@@ -153,6 +153,24 @@ def read_header(spec: "Spec") -> list[str]:
     return [str(c) for c in head.columns]
 
 
+def header_problems(spec: "Spec", header: list[str]) -> list[str]:
+    """The spec's columns missing from the input's header, named by the spec only.
+
+    The header itself is never printed: a file exported without its header
+    line has its first data row there, so only names the spec declares may be
+    shown.
+    """
+    wanted = sorted({c for r in spec.releases for c in r.columns()})
+    missing = [c for c in wanted if c not in set(header)]
+    if not missing:
+        return []
+    found = [c for c in wanted if c not in missing]
+    held = f"of the spec's columns it holds {found}" if found else "it holds none of the spec's columns"
+    return [f"Column(s) {missing} not in the input {str(spec.input)!r}: its first line has {len(header)} "
+            f"field(s) and {held} (its other names are not shown: if the file was exported without its header "
+            f"line, they are a data row). Export the input with a header line naming the spec's columns."]
+
+
 def probe_output(folder: Path) -> None:
     """The output folder can be written: a probe file is created and removed (the folder is not created).
 
@@ -193,8 +211,9 @@ def check_ledger(spec: "Spec", asked: Fraction) -> Fraction:
                          f"{float(total):g} ({spec.total.measure}). Use the same total, or a new [budget] name.")
     if asked > state.remaining:
         raise ValueError(f"The ledger has {spec.total.parameter} = {float(state.remaining):g} left of budget "
-                         f"{spec.budget_name!r}; the releases ask for {float(asked):g}. Use a new [budget] name or "
-                         f"ledger, or lower the releases' amounts.")
+                         f"{spec.budget_name!r}; the releases ask for {float(asked):g}. A run that was killed keeps "
+                         f"its reservation: continue it with `release SPEC --resume`, or give it back with `--cancel`. "
+                         f"Otherwise use a new [budget] name or ledger, or lower the releases' amounts.")
     return state.remaining
 
 
@@ -310,8 +329,12 @@ def write_atomic(path: Path, write: Any) -> None:
 # -- the whole preflight ------------------------------------------------------------------------------------------
 
 
-def preflight(spec: "Spec") -> Fraction:
+def preflight(spec: "Spec", *, resuming: bool = False) -> Fraction:
     """Every check before a charge, in order; return what the ledger's budget has left.
+
+    A new run needs the spec's whole total left and no manifest in the output
+    folder (a manifest is never overwritten); a run that resumes needs its own
+    manifest or reservation instead (checked by :func:`pandas_dp.cli.run.execute`).
 
     Raises
     ------
@@ -331,15 +354,18 @@ def preflight(spec: "Spec") -> Fraction:
         header = read_header(spec)
     except ValueError as err:
         raise SpecError(spec.path, [str(err)]) from None
-    missing = sorted({c for r in spec.releases for c in r.columns() if c not in header})
-    problems = [f"Column(s) {missing} not in the input {str(spec.input)!r}; it has {header[:30]}."] if missing else []
+    problems = header_problems(spec, header)
     try:
         probe_output(spec.output_dir)
     except ValueError as err:
         problems.append(str(err))
+    if not resuming and (spec.output_dir / "manifest.json").exists():
+        problems.append(f"{str(spec.output_dir / 'manifest.json')!r} exists: it documents an earlier run, and a "
+                        f"manifest is never overwritten. Continue that run with `release SPEC --resume`, cancel it "
+                        f"with `--cancel`, or set a new [output] dir.")
     remaining = Fraction(0)
     try:
-        remaining = check_ledger(spec, spec.asked())
+        remaining = check_ledger(spec, Fraction(0) if resuming else spec.asked())
     except ValueError as err:
         problems.append(str(err))
     if problems:

@@ -7,24 +7,34 @@ release is then charged to the reservation (its own ledger entry, whose id and
 hash go to the manifest) before its noise is drawn; its table and the manifest
 are written atomically (temporary file, fsync, rename) after every release.
 Leaving the reservation returns its unused part.
+
+The manifest is written right after the reservation (no release yet), then
+after every release; it is never overwritten by another run. A run that was
+killed keeps its reservation: ``release SPEC --resume`` finds it (from the
+manifest, or from the ledger's reserve entry naming the spec), keeps every
+release that both the manifest and the ledger record, and runs the rest
+inside the same reservation; ``release SPEC --cancel`` closes it instead,
+recorded in the ledger as a ``cancel`` entry and in the manifest.
 """
 
 from __future__ import annotations
 
 import json
 import sys
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 import pandas_dp as pdp
+from pandas_dp.accounting.ledger.internal import loss_of
+from pandas_dp.accounting.reservation import Reservation
 from pandas_dp.cli.preflight import call_release, preflight, read_input, write_atomic
 from pandas_dp.cli.spec import ReleaseError, Spec, SpecError, jsonable, load_spec, release_table
-from pandas_dp.errors import BudgetExceededError, PandasDPError
-from pandas_dp.accounting.ledger.internal import loss_of
+from pandas_dp.errors import BudgetError, BudgetExceededError, PandasDPError
 
-__all__ = ["run_release", "execute"]
+__all__ = ["run_release", "execute", "cancel_run"]
 
 
 class _WhileProcessing(Exception):
@@ -57,6 +67,7 @@ def _write_release(spec: Spec, r: Any, result: Any, charge: Any) -> tuple[Path, 
                  "parameters": jsonable(dict(result.params)), "spec": jsonable(r.args),
                  r.loss.parameter: float(r.loss.amount), "loss": r.loss.describe(),
                  "ledger_id": charge.ledger_id, "ledger_hash": charge.ledger_hash,
+                 "ledger_head": charge.ledger_head,
                  "post_processing": list(result.post_processing)}
 
 
@@ -68,14 +79,152 @@ def _failure_text(err: Exception) -> str:
     return f"{type(err).__name__}: {str(err)[:300]}"  # writing an output: its message names files, not rows
 
 
-def execute(spec: Spec) -> int:
-    """Reserve, read, release and write; return 0 (SpecError before a charge, ReleaseError after one)."""
-    budget, plan = _reserve(spec)
+def _manifest_of(spec: Spec) -> dict[str, Any] | None:
+    """The run's manifest, or None when there is none (SpecError when it cannot be read)."""
+    path = spec.output_dir / "manifest.json"
+    if not path.exists():
+        return None
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as err:
+        raise SpecError(spec.path, [f"The manifest {str(path)!r} cannot be read: {str(err)[:200]}"],
+                        read="header") from None
+    if not isinstance(manifest, dict) or not isinstance(manifest.get("releases"), list):
+        raise SpecError(spec.path, [f"{str(path)!r} is not a release manifest."], read="header")
+    return manifest
+
+
+def _find_run(spec: Spec) -> tuple[Any, Any, dict[str, Any] | None]:
+    """The budget, the reopened reservation and the manifest of this spec's killed run (SpecError otherwise)."""
+    manifest = _manifest_of(spec)
+    try:
+        budget = pdp.budget(**{spec.total.parameter: spec.total.amount}, ledger=spec.ledger, name=spec.budget_name)
+        if manifest is not None:
+            recorded = manifest.get("budget")
+            if not isinstance(recorded, dict):
+                recorded = {}
+            if recorded.get("name") != spec.budget_name or not isinstance(recorded.get("reservation"), str):
+                raise SpecError(spec.path, [f"The manifest in {str(spec.output_dir)!r} is of another budget than "
+                                            f"the spec's {spec.budget_name!r}; nothing to resume."], read="header")
+            name = recorded["reservation"]
+        else:
+            name = _open_reservation_of(spec, pdp.Ledger(spec.ledger))
+        return budget, Reservation.reopen(budget, name), manifest
+    except SpecError:
+        raise
+    except BudgetError as err:
+        raise SpecError(spec.path, [f"Nothing to resume or cancel: {err}"], read="header") from None
+    except PandasDPError as err:
+        raise SpecError(spec.path, [f"{type(err).__name__}: {err}"], read="header") from None
+
+
+def _open_reservation_of(spec: Spec, ledger: Any) -> str:
+    """The one open reservation whose reserve entry names this spec and its releases (killed before a manifest)."""
+    entries = ledger.entries()
+    closed = set(entries.loc[entries["kind"] == "close", "budget"])
+    found = []
+    for _, e in entries[(entries["kind"] == "reserve") & (entries["budget"] == spec.budget_name)].iterrows():
+        params = json.loads(e["params"])
+        if (params.get("spec") == str(spec.path) and params.get("releases") == [r.name for r in spec.releases]
+                and params.get("reservation") not in closed):
+            found.append(params["reservation"])
+    if len(found) != 1:
+        raise SpecError(spec.path, [f"No manifest in {str(spec.output_dir)!r} and {len(found)} open reservations "
+                                    f"of budget {spec.budget_name!r} made by this spec in the ledger; nothing to "
+                                    f"resume." if not found else f"No manifest, and several open reservations of "
+                                    f"this spec: {found}."], read="header")
+    return str(found[0])
+
+
+def _kept(spec: Spec, plan: Any, manifest: dict[str, Any] | None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The manifest's releases (kept) and the charges the killed run made after them (lost), checked.
+
+    A release the ledger records as charged but the manifest does not list was
+    charged and its output not recorded: it is never released again under the
+    same charge (its output may have been written), so it is listed as lost,
+    its loss spent. SpecError when the manifest, the spec and the ledger disagree.
+    """
+    charges = pdp.Ledger(spec.ledger).entries(plan.name)
+    charges = charges[charges["kind"] == "charge"].reset_index(drop=True)
+    listed = {r.get("name"): (r, "kept") for r in (manifest or {}).get("releases", []) if isinstance(r, dict)}
+    listed.update({r.get("name"): (r, "lost") for r in (manifest or {}).get("lost", []) if isinstance(r, dict)})
+    kept: list[dict[str, Any]] = []
+    lost: list[dict[str, Any]] = []
+    at = 0  # releases ran in the spec's order, one charge each
+    for r in spec.releases:
+        entry, how = listed.pop(r.name, (None, ""))
+        if entry is None and at >= len(charges):
+            break
+        if at >= len(charges) or (entry is not None and (entry.get("ledger_id") != int(charges.loc[at, "id"])
+                                                         or entry.get("ledger_hash") != charges.loc[at, "hash"])):
+            raise SpecError(spec.path, [f"The release {r.name!r} does not match the ledger's charge #{at + 1} of "
+                                        f"reservation {plan.name!r}: the manifest, the spec or the ledger changed "
+                                        f"since the run; nothing to resume."], read="header")
+        if entry is None:
+            entry, how = {"name": r.name, "ledger_id": int(charges.loc[at, "id"]),
+                          "ledger_hash": str(charges.loc[at, "hash"])}, "lost"
+        (kept if how == "kept" else lost).append(entry)
+        at += 1
+    if listed or at != len(charges):
+        raise SpecError(spec.path, [f"The manifest or the reservation {plan.name!r} records releases the spec "
+                                    f"does not list in that order: the spec changed since the run; nothing to "
+                                    f"resume."], read="header")
+    return kept, lost
+
+
+def _clear_partial(spec: Spec) -> None:
+    """Remove the hidden temporary files a killed run left in the output folder (outputs no manifest lists)."""
+    names = [f"{r.name}.{spec.output_format}" for r in spec.releases] + ["manifest.json"]
+    for name in names:
+        for temp in spec.output_dir.glob(f".{name}.*.tmp"):
+            try:
+                temp.unlink()
+            except OSError:
+                pass
+
+
+def cancel_run(spec: Spec) -> int:
+    """Close the killed run's reservation (a ``cancel`` entry) and mark its manifest cancelled; return 0."""
+    budget, plan, manifest = _find_run(spec)
+    returned = plan.close(method="cancel")
+    if manifest is not None:
+        manifest.update(complete=False, cancelled=True)
+        manifest["budget"]["spent"] = budget.spent
+        text = json.dumps(manifest, indent=2)
+        write_atomic(spec.output_dir / "manifest.json", lambda p: Path(p).write_text(text, encoding="utf-8"))
+    if spec.output_dir.exists():
+        _clear_partial(spec)
+    head = pdp.Ledger(spec.ledger).verify().head
+    print(f"Cancelled the run's reservation {plan.name!r}: {spec.total.parameter} = {float(returned.amount):g} "
+          f"returned to budget {spec.budget_name!r} (recorded in the ledger; head {head}).")
+    return 0
+
+
+def execute(spec: Spec, *, resume: bool = False) -> int:
+    """Reserve (or resume), read, release and write; return 0 (SpecError before a charge, ReleaseError after one)."""
+    kept: list[dict[str, Any]] = []
+    lost: list[dict[str, Any]] = []
+    resumed = 0
+    if resume:
+        budget, plan, manifest = _find_run(spec)
+        kept, lost = _kept(spec, plan, manifest)
+        resumed = int(manifest.get("resumed", 0)) + 1 if manifest is not None else 1
+        for gone in lost:
+            if manifest is not None and gone in manifest.get("lost", []):
+                continue  # reported by an earlier resume
+            print(f"note: release {gone['name']!r} was charged by the killed run (ledger entry {gone['ledger_id']}) "
+                  f"but its table was not recorded: it is not released again under the same charge (its loss "
+                  f"stays spent; release it again from a new spec).", file=sys.stderr)
+        if spec.output_dir.exists():
+            _clear_partial(spec)
+    else:
+        budget, plan = _reserve(spec)
     try:
         frame = read_input(spec)
         spec.output_dir.mkdir(parents=True, exist_ok=True)
     except Exception as err:  # the file or folder itself failed (never a row: read_input does not fail on rows)
-        plan.close()
+        if not resume:
+            plan.close()
         raise SpecError(spec.path, [f"Reading {str(spec.input)!r} or creating {str(spec.output_dir)!r} failed: "
                                     f"{type(err).__name__}: {str(err)[:200]}"], read="data") from None
     rng = np.random.default_rng(spec.seed) if spec.seed is not None else None
@@ -83,7 +232,7 @@ def execute(spec: Spec) -> int:
         print(f"note: seed = {spec.seed} makes the noise predictable: for experiments, not for production.",
               file=sys.stderr)
     manifest_path = spec.output_dir / "manifest.json"
-    entries: list[dict[str, Any]] = []
+    entries: list[dict[str, Any]] = list(kept)
     location = pdp.Ledger(spec.ledger).location
 
     def write_manifest() -> None:
@@ -94,14 +243,17 @@ def execute(spec: Spec) -> int:
                                "ledger": location, "reservation": plan.name,
                                "reservation_entry": plan.reserved_entry},
                     "seeded": spec.seed is not None, "complete": len(entries) == len(spec.releases),
-                    "releases": entries}
+                    "resumed": resumed, "releases": entries, "lost": lost}
         text = json.dumps(manifest, indent=2)
         write_atomic(manifest_path, lambda p: Path(p).write_text(text, encoding="utf-8"))
 
+    if not resume:
+        write_manifest()  # at once: a run killed before its first release can still be resumed or cancelled
     current = None
     try:
         with plan:
-            for r in spec.releases:
+            done = {e["name"] for e in kept + lost}
+            for r in [r for r in spec.releases if r.name not in done]:
                 current = r
                 try:
                     result = call_release(frame, r, rng)
@@ -117,21 +269,25 @@ def execute(spec: Spec) -> int:
         # only its type is shown (boundary rule); rerun the release in Python, as the data custodian, to see it.
         name = current.name if current is not None else "?"
         what = _failure_text(err)
-        if not plan.charges:
+        if not plan.charges and not kept:
+            if not resume:  # the run charged nothing and its reservation is closed: its empty manifest goes too
+                manifest_path.unlink(missing_ok=True)
             raise SpecError(spec.path, [f"[[release]] {name!r}: {what}."], read="data") from None
         write_manifest()
         raise ReleaseError(
-            f"Release {name!r} failed after {len(plan.charges)} charge(s) had been recorded: {what}. The "
-            f"{len(entries)} table(s) written are listed in {str(manifest_path)!r} (complete: false); the ledger's "
-            f"status column marks each charge 'ok' or 'failed', and the reservation's unused part was "
+            f"Release {name!r} failed after {len(kept) + len(plan.charges)} charge(s) had been recorded: {what}. "
+            f"The {len(entries)} table(s) written are listed in {str(manifest_path)!r} (complete: false); the "
+            f"ledger's status column marks each charge 'ok' or 'failed', and the reservation's unused part was "
             f"returned.") from None
     write_manifest()
-    print(f"Spent {spec.total.parameter} = {budget.spent:g} of {float(spec.total.amount):g}; manifest: "
+    kept_note = f" ({len(kept)} kept from the killed run)" if kept else ""
+    print(f"Spent {spec.total.parameter} = {budget.spent:g} of {float(spec.total.amount):g}{kept_note}; manifest: "
           f"{manifest_path}")
     return 0
 
 
-def run_release(spec_path: str | Path, *, check_only: bool = False) -> int:
+def run_release(spec_path: str | Path, *, check_only: bool = False, resume: bool = False,
+                cancel: bool = False) -> int:
     """Preflight, reserve, read, release, write tables and ``manifest.json``; return the exit status (0).
 
     Parameters
@@ -140,6 +296,12 @@ def run_release(spec_path: str | Path, *, check_only: bool = False) -> int:
         The TOML spec (see the module documentation).
     check_only : bool
         Run the whole preflight (including reading the input's header) and write nothing.
+    resume : bool
+        Continue the run of this spec that was killed, inside its reservation:
+        the releases its manifest and the ledger record are kept, the rest run.
+    cancel : bool
+        Cancel the run of this spec that was killed: close its reservation
+        (recorded in the ledger) and mark its manifest cancelled.
 
     Raises
     ------
@@ -149,11 +311,13 @@ def run_release(spec_path: str | Path, *, check_only: bool = False) -> int:
         For a failure after a release was charged (exit status 1).
     """
     spec = load_spec(spec_path)
-    preflight(spec)
+    if cancel:
+        return cancel_run(spec)
+    preflight(spec, resuming=resume)
     asked = spec.asked()
     if check_only:
         print(f"Spec {str(spec.path)!r} is valid: {len(spec.releases)} release(s), {spec.total.parameter} = "
               f"{float(asked):g} of {float(spec.total.amount):g}; the input's header, the output folder and the "
               f"ledger were checked. Nothing was written.")
         return 0
-    return execute(spec)
+    return execute(spec, resume=resume)

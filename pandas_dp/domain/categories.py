@@ -9,6 +9,7 @@ arithmetic. Nothing about a value raises or warns.
 
 from __future__ import annotations
 
+import itertools
 import warnings
 from collections.abc import Hashable
 from dataclasses import dataclass
@@ -20,6 +21,7 @@ import pandas as pd
 
 from pandas_dp.domain.binning import ChunkBuffers, EvenIntegers
 from pandas_dp.domain.cached import DerivedCache
+from pandas_dp.domain.edges import MAX_CELLS
 from pandas_dp._utils.public import safe_repr
 from pandas_dp.errors import DomainError, ParameterError
 
@@ -137,6 +139,23 @@ def category_dimension(column: str, categories: Any) -> CategoryDomain:
     if isinstance(categories, (str, bytes)) or not hasattr(categories, "__iter__"):
         raise ParameterError(f"The 'categories' parameter for column {column!r} must be a list of labels. "
                              f"Got {safe_repr(categories)}.")
+    # Refused from its size before anything is built: 2**26 + 1 labels would take seconds and gigabytes to hash.
+    try:
+        size = len(categories)
+    except Exception:  # noqa: BLE001 - an iterator (read below, at most one label past the limit) or a bad __len__
+        size = None
+    cut = size is None
+    if size is None:
+        try:
+            categories = list(itertools.islice(iter(categories), MAX_CELLS + 1))
+        except Exception as err:  # noqa: BLE001 - an iterable whose iteration raises
+            raise ParameterError(f"The 'categories' parameter for column {column!r} must be a list of labels. "
+                                 f"Got {safe_repr(categories)}.") from err
+        size = len(categories)
+    if size > MAX_CELLS:
+        raise DomainError(f"{f'More than {MAX_CELLS:,}' if cut else f'{size:,}'} categories for column "
+                          f"{column!r} are above the limit of {MAX_CELLS:,} (2**26) cells, as every category gets "
+                          f"its own noisy count. Group the labels into fewer categories.")
     # An Index (e.g. a CategoricalDtype's categories) is kept as is: it is immutable, and its uniqueness,
     # once known, is not computed again (each check below hashes every label).
     try:

@@ -122,7 +122,20 @@ def run(frame: Any, release: Release) -> Any:
         charge.finish("failed")
         raise
     charge.finish("ok")
+    if charge.ledger_head:
+        _stamp_head(result, charge.ledger_head)
     return result
+
+
+def _stamp_head(result: Any, head: str) -> None:
+    """Record the ledger head after the release's charge in ``result.params["ledger_head"]``.
+
+    An auditor who keeps it can prove later that a copy of the ledger still
+    holds this charge and every one before it (``ledger verify --head``).
+    """
+    params = getattr(result, "params", None)
+    if isinstance(params, Mapping):
+        object.__setattr__(result, "params", {**params, "ledger_head": head})
 
 
 def privacy_loss(epsilon: Any, rho: Any = None) -> PrivacyLoss:

@@ -15,9 +15,12 @@ import os
 import re
 import signal
 import sqlite3
+import shutil
 import subprocess
 import sys
+from fractions import Fraction
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -145,6 +148,7 @@ def _spec(workdir: Path, name: str, text: str, *, ledger: bool = True) -> Path:
 
 def test_release_writes_tables_manifest_and_ledger(workdir):
     d = _spec(workdir, "ok", SPEC.format(fmt="csv"))
+    shutil.copyfile(d / "ledger.sqlite", d / "before-the-run.sqlite")
     done = run("release", str(d / "spec.toml"))
     assert done.returncode == 0, done.stderr
     manifest = json.loads((d / "released" / "manifest.json").read_text())
@@ -178,7 +182,16 @@ def test_release_writes_tables_manifest_and_ledger(workdir):
     again = run("release", str(d / "spec.toml"))
     assert again.returncode == 2 and "left" in again.stderr and _charges(d / "ledger.sqlite") == 5
     assert "nothing was charged" in again.stderr and "Traceback" not in again.stderr
-    assert run("ledger", "verify", str(d / "ledger.sqlite")).returncode == 0
+    # Every manifest entry records the ledger head after its charge; verify proves the ledger still holds them all,
+    # and proves an older copy put back short (every record of the copy verifies on its own).
+    heads = [r["ledger_head"] for r in manifest["releases"]]
+    assert [int(h.split(":")[0]) for h in heads] == [2, 3, 4, 5, 6]  # after the reservation's entry
+    manifest_path = str(d / "released" / "manifest.json")
+    verified = run("ledger", "verify", str(d / "ledger.sqlite"), "--manifest", manifest_path)
+    assert verified.returncode == 0 and "holds every entry of 5 earlier head(s)" in verified.stdout
+    shutil.copyfile(d / "before-the-run.sqlite", d / "ledger.sqlite")
+    short = run("ledger", "verify", str(d / "ledger.sqlite"), "--manifest", manifest_path, "--head", heads[0])
+    assert short.returncode == 2 and "does not hold head 2:" in short.stderr and "Traceback" not in short.stderr
 
 
 @pytest.mark.slow
@@ -406,6 +419,38 @@ def test_manifest_is_valid_after_a_kill_midway(workdir):
     assert run("ledger", "verify", str(d / "ledger.sqlite")).returncode == 0
 
 
+@pytest.mark.slow
+def test_a_run_killed_midway_resumes_without_charging_twice(workdir):
+    d = _spec(workdir, "killed-resumed", SPEC.format(fmt="csv"))
+    proc = subprocess.Popen([sys.executable, "-m", "pandas_dp", "release", str(d / "spec.toml")],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=ROOT,
+                            env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert proc.stdout is not None
+    assert proc.stdout.readline().startswith("released 'ages'")
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    proc.stdout.close()
+    manifest = json.loads((d / "released" / "manifest.json").read_text())
+    # A plain rerun is refused (the manifest is never overwritten, the budget is reserved); --resume continues.
+    before = (d / "released" / "manifest.json").read_bytes()
+    again = run("release", str(d / "spec.toml"))
+    assert again.returncode == 2 and "--resume" in again.stderr and "never overwritten" in again.stderr
+    assert (d / "released" / "manifest.json").read_bytes() == before
+    resumed = run("release", "--resume", str(d / "spec.toml"))
+    assert resumed.returncode == 0, resumed.stderr
+    after = json.loads((d / "released" / "manifest.json").read_text())
+    names = ["ages", "state_age", "income", "households", "sizes"]
+    assert after["releases"][:len(manifest["releases"])] == manifest["releases"]  # kept as they were
+    assert sorted(r["name"] for r in after["releases"] + after["lost"]) == sorted(names) and after["resumed"] == 1
+    assert after["complete"] is (not after["lost"]) and after["budget"]["spent"] == 2.0
+    charges = [e for e in _entries(d / "ledger.sqlite") if e[2] == "charge"]
+    assert len(charges) == 5  # each release charged once, whether kept, lost or run by the resume
+    assert {r["ledger_id"] for r in after["releases"] + after["lost"]} == {e[0] for e in charges}
+    verified = run("ledger", "verify", str(d / "ledger.sqlite"), "--manifest", str(d / "released" / "manifest.json"))
+    assert verified.returncode == 0, verified.stderr
+    assert not [p for p in (d / "released").iterdir() if p.name.startswith(".")]
+
+
 # -- the boundary rule: one odd private row changes nothing the command line shows ----------------------------
 
 NEIGHBOUR_SPEC = """
@@ -575,3 +620,106 @@ def test_a_privacy_unit_in_a_spec(workdir):
     bad = _spec(workdir, "units_bad", spec.replace('max_rows = 3', 'max_rows = 0'))
     refused = run("release", str(bad / "spec.toml"))
     assert refused.returncode == 2 and "max_rows" in refused.stderr and _charges(bad / "ledger.sqlite") == 0
+
+
+def test_a_headerless_csv_prints_no_data_row(tmp_path):
+    """A CSV exported without its header line has a data row where the names are: only the spec's names print."""
+    from pandas_dp.cli.preflight import header_problems, preflight
+    from pandas_dp.cli.spec import SpecError, load_spec
+
+    private = pd.DataFrame({"age": [37, 52], "income": [123456, 98765]})
+    private.to_csv(tmp_path / "persons.csv", index=False, header=False)
+    (tmp_path / "spec.toml").write_text(SPEC.format(fmt="csv").split("[[release]]\nname = \"state_age\"")[0])
+    pdp.Ledger.create(tmp_path / "ledger.sqlite")
+    spec = load_spec(tmp_path / "spec.toml")
+    with pytest.raises(SpecError) as err:
+        preflight(spec)
+    text = str(err.value)
+    assert "['age'] not in the input" in text and "2 field(s)" in text and "none of the spec's columns" in text
+    assert "37" not in text and "123456" not in text
+    # A header that holds some of the spec's columns names those only.
+    assert header_problems(spec, ["age", "123456"]) == []
+    (only,) = header_problems(spec, ["x37", "123456", "income"])
+    assert "['age']" in only and "3 field(s)" in only and "x37" not in only and "123456" not in only
+    assert _entries(tmp_path / "ledger.sqlite") == []
+
+
+SMALL_SPEC = """
+seed = 5
+[budget]
+epsilon = 1.0
+ledger = "ledger.sqlite"
+[input]
+path = "persons.csv"
+[output]
+dir = "released"
+format = "csv"
+[[release]]
+name = "ages"
+method = "identity"
+columns = "age"
+bins = [0, 18, 30, 50, 65, 120]
+epsilon = 0.25
+[[release]]
+name = "incomes"
+method = "identity"
+columns = "income"
+bins = [0, 20000, 50000, 100000, 600000]
+epsilon = 0.5
+"""
+
+
+def _killed_after_charges(d: Path, releases: int) -> Any:
+    """What a run killed after ``releases`` charges and before writing a manifest leaves: an open reservation."""
+    import numpy as np
+
+    from pandas_dp.accounting.budget import Budget
+    from pandas_dp.cli.preflight import call_release, read_input
+    from pandas_dp.cli.run import _reserve
+    from pandas_dp.cli.spec import load_spec
+
+    spec = load_spec(d / "spec.toml")
+    _, plan = _reserve(spec)
+    plan.__enter__()
+    try:
+        frame = read_input(spec)
+        for r in spec.releases[:releases]:
+            call_release(frame, r, np.random.default_rng(0))
+    finally:
+        Budget.__exit__(plan, None, None, None)  # leave the context without closing: the process died
+    return plan
+
+
+def test_cancel_a_killed_run_is_explicit_and_recorded(workdir):
+    from pandas_dp.cli.run import run_release
+    from pandas_dp.cli.spec import SpecError
+
+    d = _spec(workdir, "cancel", SMALL_SPEC)
+    plan = _killed_after_charges(d, 1)
+    with pytest.raises(SpecError, match="--resume"):
+        run_release(d / "spec.toml")
+    assert run_release(d / "spec.toml", cancel=True) == 0
+    ledger = pdp.Ledger(d / "ledger.sqlite")
+    rows = ledger.entries()
+    assert list(rows["kind"]) == ["reserve", "charge", "close", "return"]
+    assert list(rows["method"][2:]) == ["cancel", "cancel"] and rows["amount_exact"].iloc[3] == "-1/2"
+    assert ledger.budget_state("default").spent == Fraction(1, 4)
+    with pytest.raises(SpecError, match="nothing to resume"):
+        run_release(d / "spec.toml", resume=True)
+    assert plan.name in rows["budget"].tolist()
+
+
+def test_resume_keeps_a_charged_release_spent_and_runs_the_rest(workdir):
+    from pandas_dp.cli.run import run_release
+
+    d = _spec(workdir, "resume", SMALL_SPEC)
+    _killed_after_charges(d, 1)  # 'ages' charged, its table never recorded
+    (d / "released").mkdir()
+    (d / "released" / ".ages.csv.x1.tmp").write_text("a partial table")
+    assert run_release(d / "spec.toml", resume=True) == 0
+    manifest = json.loads((d / "released" / "manifest.json").read_text())
+    assert [r["name"] for r in manifest["releases"]] == ["incomes"]
+    assert [r["name"] for r in manifest["lost"]] == ["ages"]
+    assert manifest["complete"] is False and manifest["budget"]["spent"] == 0.75
+    assert [e[2] for e in _entries(d / "ledger.sqlite")] == ["reserve", "charge", "charge", "close"]
+    assert sorted(p.name for p in (d / "released").iterdir()) == ["incomes.csv", "manifest.json"]

@@ -138,3 +138,26 @@ def test_domains_above_the_cell_limit_are_refused_before_allocating():
     with pytest.raises(pdp.DomainError, match="coarser bins"):
         make_grid(frame, ["x", "y"], bins=[2**14, 2**13], range=[(0, 1), (0, 1)])
     assert MAX_CELLS == 2**26
+
+
+def test_too_many_categories_are_refused_from_their_size_before_any_label_is_read(monkeypatch):
+    class Labels:
+        """2**26 + 1 labels that must never be read."""
+
+        def __len__(self) -> int:
+            return 2**26 + 1
+
+        def __iter__(self):
+            raise AssertionError("a label was read")
+
+    frame = pd.DataFrame({"x": ["a"]})
+    with pdp.budget(epsilon=1.0) as b:
+        for labels in (Labels(), range(2**26 + 1)):
+            with pytest.raises(pdp.DomainError, match=r"67,108,865 categories for column 'x' are above the limit"):
+                frame.dp.histogram("x", categories=labels, epsilon=0.5)
+        # An iterator has no size: it is read up to one label past the limit (a limit of 10 here, to stay quick).
+        monkeypatch.setattr("pandas_dp.domain.categories.MAX_CELLS", 10)
+        with pytest.raises(pdp.DomainError, match="More than 10 categories"):
+            make_grid(frame, ["x"], categories=iter(range(10**12)))
+        assert make_grid(frame, ["x"], categories=iter(range(10))).size == 10
+    assert b.spent == 0

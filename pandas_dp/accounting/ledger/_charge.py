@@ -13,6 +13,7 @@ import pandas as pd
 from pandas_dp._utils.rational import safe_repr
 from pandas_dp.errors import LedgerError, ParameterError
 from pandas_dp.accounting.ledger._ops import Posting, add_budget, budget_list, post, read_meta, transact
+from pandas_dp.accounting.ledger._records import head_text
 from pandas_dp.accounting.ledger._store import Txn
 
 if TYPE_CHECKING:
@@ -74,12 +75,19 @@ class Charge:
     ledger_hash : str
         The hash of that entry (SHA-256, hex): an auditor holding it can tell
         whether the entry was later changed or removed.
+    ledger_head : str
+        The head of that ledger right after this charge, ``"<entries>:<hash>"``
+        (a hash chained through every entry of the ledger): ``python -m
+        pandas_dp ledger verify LOCATION --head H`` passes on a copy only if it
+        still holds this charge and every entry before it. Empty for an
+        in-memory budget.
     """
 
     loss: PrivacyLoss
     ledger_id: int
     entries: tuple[tuple["Budget", int], ...]
     ledger_hash: str = ""
+    ledger_head: str = ""
 
     @property
     def epsilon(self) -> Fraction:
@@ -106,11 +114,16 @@ class Charge:
 
 
 def record(chain: list["Budget"], postings: list[Posting],
-           reservation: tuple["Budget", str, "PrivacyLoss"] | None = None) -> list[tuple[int, str]]:
-    """Post each budget's entry in its store, one transaction per store; return (id, hash)s in chain order."""
+           reservation: tuple["Budget", str, "PrivacyLoss"] | None = None) -> tuple[list[tuple[int, str]], str]:
+    """Post each budget's entry in its store, one transaction per store.
+
+    Returns the (id, hash)s in chain order and the head of the first budget's
+    ledger after the charge ("" for an in-memory budget).
+    """
     for b in chain:
         b._open()
     stores = [b._store for b in chain]
+    head: list[str] = []
 
     def work(txns: dict[str, Txn]) -> list[tuple[int, str]]:
         ids: dict[int, tuple[int, str]] = {}
@@ -124,6 +137,8 @@ def record(chain: list["Budget"], postings: list[Posting],
                 txn.lock_budget_list()
                 budgets = budget_list(owner._store, txn, meta)
                 add_budget(owner._store, txn, meta, budgets, name, own.measure, own.amount, owner.name)
+        written = txns[stores[0].key].written_head
+        head[:] = [head_text(written[1], written[2]) if written is not None and stores[0].durable else ""]
         return [ids[i] for i in range(len(chain))]
 
-    return transact(stores, work)
+    return transact(stores, work), head[0]

@@ -6,17 +6,18 @@ import os
 import threading
 import weakref
 from fractions import Fraction
-from typing import Any, NamedTuple, Union
+from typing import Any, NamedTuple, Sequence, Union
 
 import pandas as pd
 
 from pandas_dp.errors import LedgerError
-from pandas_dp.accounting.ledger._ops import (LedgerSummary, budget_list, damaged, new_meta, read_meta, verify_budget,
+from pandas_dp.accounting.ledger._ops import (LedgerSummary, budget_list, check_witness, damaged, new_meta, read_meta, verify_budget,
                                               verify_ledger)
 from pandas_dp.accounting.ledger._postgres import PostgresStore, is_postgres_url
 from pandas_dp.accounting.ledger._records import ChainError, parse_rational, verify_budget_chain
 from pandas_dp.accounting.ledger._sqlite import SQLiteStore, sqlite_path
 from pandas_dp.accounting.ledger._store import Store
+from pandas_dp.accounting.ledger._witness import create_witness, remove_witness
 
 __all__ = ["Ledger", "LedgerSummary", "BudgetState", "store_for", "LedgerLocation"]
 
@@ -113,17 +114,40 @@ class Ledger:
 
     # -- making and opening -----------------------------------------------------------------------------
     @classmethod
-    def create(cls, location: LedgerLocation) -> "Ledger":
+    def create(cls, location: LedgerLocation, *, witness: "str | os.PathLike[str] | None" = None) -> "Ledger":
         """Create a new, empty ledger at ``location`` (a file path or a ``postgresql://`` URL).
+
+        Parameters
+        ----------
+        location : str or path
+            Where the ledger goes (nothing may exist there yet).
+        witness : str or path, optional
+            A new file, kept apart from the ledger (another disk or host, another
+            owner, append-only), to which every charge appends the ledger's head.
+            The ledger records it; opening the ledger, every charge and
+            :meth:`verify` refuse a ledger whose head is below the witness's (an
+            older copy put back, a chain rolled back) or missing its witness.
 
         Raises
         ------
         LedgerError
-            If something exists there already (a ledger is never overwritten), the
-            folder is missing or not writable, or the location is not a path or URL.
+            If something exists there already (a ledger or witness is never
+            overwritten), the folder is missing or not writable, or the location
+            is not a path or URL.
         """
         store = store_for(location)
-        store.create(new_meta())
+        meta = new_meta()
+        made = None
+        if witness is not None:
+            if isinstance(store, SQLiteStore):
+                store.check_new()
+            made = meta["witness"] = create_witness(witness, meta["ledger_id"], meta["entries_head"])
+        try:
+            store.create(meta)
+        except BaseException:
+            if made is not None:
+                remove_witness(made)
+            raise
         return cls(store_location(store))
 
     @classmethod
@@ -138,7 +162,9 @@ class Ledger:
         ledger = cls(location)
         open_store(ledger._store)
         with ledger._store.read() as txn:
-            budget_list(ledger._store, txn, read_meta(ledger._store, txn))
+            meta = read_meta(ledger._store, txn)
+            check_witness(ledger._store, meta)
+            budget_list(ledger._store, txn, meta)
         return ledger
 
     @property
@@ -154,24 +180,35 @@ class Ledger:
         return f"Ledger({self.location!r})"
 
     # -- auditing ------------------------------------------------------------------------------------------
-    def verify(self) -> LedgerSummary:
+    def verify(self, *, heads: Sequence[str] = ()) -> LedgerSummary:
         """Verify every record: the chain of budgets, each budget's entries and running total, reservations.
+
+        Parameters
+        ----------
+        heads : sequence of str
+            Ledger heads printed earlier (``"<entries>:<hash>"``: a result's
+            ``params["ledger_head"]``, a manifest's ``ledger_head``, an earlier
+            :meth:`verify`). Each must be a head this ledger passed through:
+            every entry it covers is still there, unchanged and in order, so
+            nothing recorded up to it was dropped (an older copy or a rolled-back
+            chain fails).
 
         Returns
         -------
         LedgerSummary
-            Number of budgets and entries, and the head hash of the chain of
-            budgets (keep it: a later copy whose head differs was rewritten).
+            Number of budgets and entries, and the ledger head (keep it: a later
+            copy that does not pass ``verify(heads=[head])`` lost charges).
 
         Raises
         ------
         LedgerError
-            Naming the first record that does not verify.
+            Naming the first record that does not verify, or the first head the
+            ledger does not hold.
         """
         open_store(self._store)
         if isinstance(self._store, SQLiteStore):
             self._store.integrity_check()
-        return verify_ledger(self._store)
+        return verify_ledger(self._store, heads)
 
     def budget_state(self, name: str) -> BudgetState | None:
         """The budget named ``name`` after verifying its whole chain, or None when the ledger has none.
@@ -209,7 +246,10 @@ class Ledger:
             raise damaged(self._store, str(err)) from None
         frame = pd.DataFrame(records, columns=["name", "measure", "total", "spent", "remaining", "entries", "created",
                                                "reservation_of"])
-        frame["created"] = pd.to_datetime(frame["created"], utc=True, format="ISO8601")
+        try:
+            frame["created"] = pd.to_datetime(frame["created"], utc=True, format="ISO8601")
+        except (ValueError, TypeError):
+            raise damaged(self._store, "a budget's creation time is not a time") from None
         return frame
 
     def entries(self, budget: str | None = None) -> pd.DataFrame:
@@ -221,7 +261,10 @@ class Ledger:
         open_store(self._store)
         with self._store.read() as txn:
             rows = list(txn.entries(budget))
-        return entries_frame(rows)
+        try:
+            return entries_frame(rows)
+        except (ValueError, TypeError):
+            raise damaged(self._store, "an entry's time is not a time") from None
 
 
 def entries_frame(rows: list[Any]) -> pd.DataFrame:

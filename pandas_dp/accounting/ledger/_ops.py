@@ -13,6 +13,7 @@ totals.
 from __future__ import annotations
 
 import json
+import threading
 import uuid
 from contextlib import ExitStack
 from dataclasses import dataclass
@@ -21,15 +22,18 @@ from fractions import Fraction
 from typing import Callable, Iterator, Sequence, TypeVar
 
 from pandas_dp.errors import BudgetError, BudgetExceededError, LedgerError, ParameterError
-from pandas_dp.accounting.ledger._records import (FORMAT, VERSION, BudgetRow, ChainError, EntryRow, budget_genesis, check_budget_definition,
-                       entry_hash, ledger_root, parse_rational, rational_text, verify_budget_chain,
-                       verify_budget_list)
+from pandas_dp.accounting.ledger._records import (FORMAT, VERSION, BudgetRow, ChainError, EntryRow, budget_genesis,
+                                                 check_budget_definition, check_budget_state, entry_hash, head_root,
+                                                 head_step, head_text, verify_entry,
+                                                 ledger_root, parse_head, parse_rational, rational_text,
+                                                 verify_budget_chain, verify_budget_list)
 from pandas_dp.accounting.ledger._store import Store, Txn
 from pandas_dp.privacy.loss import ZCDP, PrivacyLoss, PureDP
+from pandas_dp.accounting.ledger._witness import witness_of
 
 __all__ = ["now", "new_meta", "read_meta", "open_budget", "verify_budget", "verify_ledger", "Posting", "post",
            "transact", "check_remaining", "exceeded_message", "damaged", "loss_of", "LedgerSummary",
-           "add_budget", "budget_list"]
+           "add_budget", "budget_list", "note_head", "seen_head", "NO_BLIND_RESTORE", "check_witness"]
 
 T = TypeVar("T")
 
@@ -39,20 +43,91 @@ def now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="microseconds")
 
 
+#: What to do with a lost or damaged ledger: never put back an older copy blindly (it forgets the charges made
+#: after it and the budget would be spent again).
+NO_BLIND_RESTORE = (
+    "Do not put back an older copy blindly: a copy older than the last charge forgets charges, and the budget "
+    "would be spent again. Take the most recent copy and check that it holds every charge made: `python -m "
+    "pandas_dp ledger verify LOCATION --head H` with the last head H a release printed (a result's "
+    "params['ledger_head'], a manifest's 'ledger_head'), or `--manifest manifest.json`")
+
+
 def damaged(store: Store, why: str) -> LedgerError:
     """The error for a ledger whose records do not verify."""
     return LedgerError(
         f"The ledger {store.display} fails verification: {why}. It was damaged or edited, so the amount it "
-        f"records as spent cannot be trusted and nothing was charged. Restore it from a backup (copying the "
-        f"file is a complete backup), check it with `python -m pandas_dp ledger verify`, and do not start a "
-        f"new ledger for the same data without accounting for what was already released.")
+        f"records as spent cannot be trusted and nothing was charged. {NO_BLIND_RESTORE}; do not start a new "
+        f"ledger for the same data without accounting for what was already released.")
+
+
+#: The highest ledger head this process has seen, by ledger id: a ledger whose head is lower was rolled back.
+_SEEN: dict[str, tuple[int, str]] = {}
+_SEEN_LOCK = threading.Lock()
+
+
+def seen_head(ledger_id: str) -> tuple[int, str] | None:
+    """The highest ``(entries, head hash)`` this process has seen for the ledger ``ledger_id``."""
+    with _SEEN_LOCK:
+        return _SEEN.get(ledger_id)
+
+
+def note_head(store: Store, ledger_id: str, count: int | None, digest: str | None, *, check: bool = True) -> None:
+    """Record a ledger head seen by this process; LedgerError when it is below (or beside) one seen before.
+
+    ``count is None`` is a ledger without a head (written before heads existed): refused once a head was seen.
+    ``check=False`` only raises the mark (a head this process just committed: another thread may have committed
+    and noted a later one meanwhile).
+    """
+    if not store.durable:
+        return  # an in-memory ledger cannot be restored from a copy
+    with _SEEN_LOCK:
+        seen = _SEEN.get(ledger_id)
+        below = seen is not None and (count is None or count < seen[0] or (count == seen[0] and digest != seen[1]))
+        if check and seen is not None and below:
+            now_at = "no head" if count is None else f"head {head_text(count, digest or '')}"
+            raise LedgerError(
+                f"The ledger {store.display} was rolled back: this process already saw it at head "
+                f"{head_text(*seen)} ({seen[0]} entries) and it now has {now_at}. An older copy was put back or "
+                f"its chain was rewritten, which forgets charges. Nothing was charged. Find the copy that holds "
+                f"every charge: `python -m pandas_dp ledger verify LOCATION --head {head_text(*seen)}` passes "
+                f"on it.")
+        if count is not None and digest is not None and (seen is None or count > seen[0]):
+            _SEEN[ledger_id] = (count, digest)
+
+
+def check_witness(store: Store, meta: dict[str, str]) -> None:
+    """Refuse a ledger below the highest head its witness (if it names one) holds."""
+    witness = witness_of(meta)
+    if witness is None:
+        return
+    for attempt in (meta, None):
+        current = attempt if attempt is not None else _fresh_meta(store)  # a snapshot taken after the witness read
+        head = _meta_head(store, current)
+        if head is None:
+            raise damaged(store, "it names a witness but records no ledger head")
+        try:
+            witness.check(store.display, meta["ledger_id"], *head)
+            return
+        except LedgerError:
+            if attempt is None or current.get("ledger_id") != meta["ledger_id"]:
+                raise
+
+
+def _meta_head(store: Store, meta: dict[str, str]) -> tuple[int, str] | None:
+    """``(entries, head hash)`` recorded in ``meta``; None for a ledger written before heads existed."""
+    if "entries" not in meta and "entries_head" not in meta:
+        return None
+    found = parse_head(f"{meta.get('entries')}:{meta.get('entries_head')}")
+    if found is None:
+        raise damaged(store, "its ledger head (entries, entries_head) is garbled")
+    return found
 
 
 def new_meta() -> dict[str, str]:
     """``meta`` of a new, empty ledger."""
     ledger_id = uuid.uuid4().hex
     return {"format": FORMAT, "version": VERSION, "ledger_id": ledger_id, "created": now(), "budgets": "0",
-            "budgets_head": ledger_root(ledger_id)}
+            "budgets_head": ledger_root(ledger_id), "entries": "0", "entries_head": head_root(ledger_id)}
 
 
 def read_meta(store: Store, txn: Txn) -> dict[str, str]:
@@ -74,8 +149,33 @@ def read_meta(store: Store, txn: Txn) -> dict[str, str]:
         raise LedgerError(
             f"The ledger {store.display} was replaced by another ledger while this process was using it (its "
             f"ledger id changed). Nothing was charged. A ledger that was deleted and created again has forgotten "
-            f"what was spent: restore the original from a backup.")
+            f"what was spent. {NO_BLIND_RESTORE}.")
+    _note_or_confirm(store, meta)
     return meta
+
+
+def _note_or_confirm(store: Store, meta: dict[str, str]) -> None:
+    """Note the head ``meta`` records; an apparent rollback is confirmed on a fresh snapshot before refusing.
+
+    A read snapshot (PostgreSQL's REPEATABLE READ) can predate a commit another
+    thread or process made, and noted, while it was being taken: only a fresh
+    read that is still below proves a rollback.
+    """
+    head = _meta_head(store, meta)
+    try:
+        note_head(store, meta["ledger_id"], *(head if head is not None else (None, None)))
+    except LedgerError:
+        fresh = _fresh_meta(store)
+        if fresh.get("ledger_id") != meta["ledger_id"]:
+            raise
+        head = _meta_head(store, fresh)
+        note_head(store, meta["ledger_id"], *(head if head is not None else (None, None)))
+
+
+def _fresh_meta(store: Store) -> dict[str, str]:
+    """``meta`` read in a new transaction (a snapshot taken now)."""
+    with store.read() as txn:
+        return txn.meta()
 
 
 def budget_list(store: Store, txn: Txn, meta: dict[str, str]) -> list[BudgetRow]:
@@ -100,14 +200,12 @@ def open_budget(store: Store, name: str, measure: str, total: Fraction, paramete
     """
     with store.read() as txn:
         meta = read_meta(store, txn)
+        check_witness(store, meta)
         budgets = budget_list(store, txn, meta)
         row = next((b for b in budgets if b.name == name), None)
         if row is not None:
             _same_definition(store, row, measure, total, parameter, parent)
-            try:
-                verify_budget_chain(meta["ledger_id"], row, txn.entries(name))
-            except ChainError as err:
-                raise damaged(store, str(err)) from None
+            _verify_from_checkpoint(store, txn, meta["ledger_id"], row)
             return row
     if not create:
         raise LedgerError(f"The ledger {store.display} has no budget named {name!r}.")
@@ -121,6 +219,43 @@ def open_budget(store: Store, name: str, measure: str, total: Fraction, paramete
             return row
         row = add_budget(store, txn, meta, budgets, name, measure, total, parent)
     return row
+
+
+#: The last entry of each budget this process verified in full: (seq, hash, spent, closed) by (store, ledger id,
+#: genesis). Opening the budget again verifies only the entries after it (constant work when nothing was added).
+_CHECKPOINTS: dict[tuple[str, str, str], tuple[int, str, Fraction, bool]] = {}
+_CHECKPOINTS_LOCK = threading.Lock()
+
+
+def _verify_from_checkpoint(store: Store, txn: Txn, ledger_id: str, row: BudgetRow) -> None:
+    """Verify a budget's chain when it is opened: from this process's checkpoint if it has one, else in full.
+
+    The entries up to a checkpoint were verified by this process; the one at
+    the checkpoint must still be there with the same hash (a chain rewritten or
+    cut below it fails), and every entry after it is verified in order. A full
+    verification is always a call away (``Budget.verify``, ``Ledger.verify``).
+    """
+    key = (store.key, ledger_id, row.genesis)
+    with _CHECKPOINTS_LOCK:
+        start = _CHECKPOINTS.get(key)
+    try:
+        if start is not None and start[0] > 0:
+            anchor = next(iter(txn.entries_after(row.name, start[0] - 1)), None)
+            if row.entries < start[0] or anchor is None or anchor.seq != start[0] or anchor.hash != start[1]:
+                raise ChainError(f"the entry #{start[0]} of budget {row.name!r}, which this process verified, is "
+                                 f"gone or changed (the ledger was rolled back or rewritten)")
+            if anchor.content_hash() != anchor.hash or anchor.spent != rational_text(start[2]):
+                raise ChainError(f"entry {anchor.id} (#{anchor.seq} of budget {row.name!r}) does not match its hash "
+                                 f"(its content was changed)")
+            start = (start[0], start[1], start[2], anchor.kind == "close")
+            count, spent = verify_budget_chain(ledger_id, row, txn.entries_after(row.name, start[0]), start=start)
+        else:
+            count, spent = verify_budget_chain(ledger_id, row, txn.entries(row.name))
+    except ChainError as err:
+        raise damaged(store, str(err)) from None
+    if store.durable:
+        with _CHECKPOINTS_LOCK:
+            _CHECKPOINTS[key] = (count, row.head, spent, False)
 
 
 def add_budget(store: Store, txn: Txn, meta: dict[str, str], budgets: list[BudgetRow], name: str, measure: str,
@@ -173,16 +308,55 @@ def verify_budget(store: Store, name: str) -> tuple[BudgetRow, int, Fraction]:
 
 @dataclass(frozen=True)
 class LedgerSummary:
-    """What a full verification found."""
+    """What a full verification found.
+
+    Attributes
+    ----------
+    budgets, entries : int
+        Number of budgets and of entries.
+    head : str
+        The ledger head, ``"<entries>:<hash>"``: a hash chained through every
+        entry in the order they were written. Keep it: a later copy that does
+        not pass ``ledger verify --head`` with it lost or changed entries.
+    budgets_head : str
+        The head hash of the chain of budget definitions.
+    """
 
     budgets: int
     entries: int
     head: str
+    budgets_head: str = ""
 
 
-def verify_ledger(store: Store) -> LedgerSummary:
-    """Verify everything: the chain of budgets, every budget's chain, and the reservations' returns."""
+def verify_ledger(store: Store, heads: Sequence[str] = ()) -> LedgerSummary:
+    """Verify everything: the chain of budgets, every budget's chain, the reservations' returns, the ledger head.
+
+    Each of ``heads`` (printed heads ``"<entries>:<hash>"``) must be a head the
+    ledger passed through: its entries are all still there, unchanged, in order.
+    """
+    wanted: dict[int, set[str]] = {}
+    for text in heads:
+        found = parse_head(text)
+        if found is None:
+            raise LedgerError(f"{str(text)[:80]!r} is not a ledger head. A head reads '<entries>:<64 hex digits>', "
+                              f"as `python -m pandas_dp ledger verify` prints it.")
+        wanted.setdefault(found[0], set()).add(found[1])
     with store.read() as txn:
+        meta = read_meta(store, txn)
+        budgets = budget_list(store, txn, meta)
+        recorded = _meta_head(store, meta)
+    if recorded is not None:
+        listed, digest = _verify_in_chunks(store, meta, budgets, recorded[0], wanted)
+        if (listed, digest) != recorded:
+            raise damaged(store, f"its ledger head records {recorded[0]} entries but it holds {listed}, or the "
+                                 f"entries differ from those the head was chained through")
+        check_witness(store, meta)
+        beyond = [n for n in wanted if n > listed]
+        if beyond:
+            raise LedgerError(_not_passed(store, beyond[0], sorted(wanted[beyond[0]])[0], "dropped"))
+        note_head(store, meta["ledger_id"], listed, digest, check=False)  # read_meta checked the snapshot
+        return LedgerSummary(len(budgets), listed, head_text(listed, digest), meta["budgets_head"])
+    with store.read() as txn:  # a ledger written before heads existed: in one snapshot
         meta = read_meta(store, txn)
         budgets = budget_list(store, txn, meta)
         total_entries = 0
@@ -195,13 +369,84 @@ def verify_ledger(store: Store) -> LedgerSummary:
                 total_entries += count
                 spent_of[b.name] = spent
             _verify_reservations(by_name, spent_of, reservations)
-            listed = sum(1 for _ in txn.entries())
         except ChainError as err:
             raise damaged(store, str(err)) from None
+        listed, digest = 0, head_root(meta["ledger_id"])
+        for e in txn.entries():
+            listed += 1
+            digest = head_step(meta["ledger_id"], listed, digest, e.hash)
+            if listed in wanted and wanted[listed] != {digest}:
+                raise LedgerError(_not_passed(store, listed, sorted(wanted[listed] - {digest})[0], "changed"))
         if listed != total_entries:
             raise damaged(store, f"it holds {listed} entries but its budgets' chains account for {total_entries}")
-        head = meta["budgets_head"]
-    return LedgerSummary(len(budgets), total_entries, head)
+        recorded = _meta_head(store, meta)
+        if recorded is not None and recorded != (listed, digest):
+            raise damaged(store, f"its ledger head records {recorded[0]} entries but it holds {listed}, or the "
+                                 f"entries differ from those the head was chained through")
+        check_witness(store, meta)
+        beyond = [n for n in wanted if n > listed]
+        if beyond:
+            raise LedgerError(_not_passed(store, beyond[0], sorted(wanted[beyond[0]])[0], "dropped"))
+    return LedgerSummary(len(budgets), total_entries, head_text(listed, digest), meta["budgets_head"])
+
+
+#: Entries read per transaction by :func:`verify_ledger`: a charge waits for one chunk, never the whole ledger.
+VERIFY_CHUNK = 20_000
+
+
+def _verify_in_chunks(store: Store, meta: dict[str, str], budgets: list[BudgetRow], count: int,
+                      wanted: dict[int, set[str]]) -> tuple[int, str]:
+    """Verify the first ``count`` entries (those ``meta``'s head covers) by id, one short read per chunk.
+
+    Entries are append-only and their ids follow the order they were written,
+    so the entries a snapshot's head covers are the ``count`` first by id,
+    whatever is appended meanwhile; ``budgets`` (read with ``meta``) hold the
+    running state those entries must end at. Only ``status``, which is outside
+    the hashes, can change between chunks. Returns (entries read, head hash).
+    """
+    ledger_id = meta["ledger_id"]
+    by_name = {b.name: b for b in budgets}
+    state = {b.name: (0, b.genesis, Fraction(0), False) for b in budgets}
+    reservations: list[EntryRow] = []
+    listed, digest, after = 0, head_root(ledger_id), 0
+    try:
+        totals = {b.name: parse_rational(b.total, f"the total of budget {b.name!r}") for b in budgets}
+        while listed < count:
+            with store.read() as txn:
+                chunk = txn.entries_from(after, min(VERIFY_CHUNK, count - listed))
+            if not chunk:
+                break
+            for e in chunk:
+                b = by_name.get(e.budget)
+                if b is None:
+                    raise ChainError(f"entry {e.id} belongs to no budget of the ledger (a budget row was deleted)")
+                seq, prev, spent, closed = state[e.budget]
+                if closed:
+                    raise ChainError(f"budget {b.name!r} has entries after its close")
+                spent = verify_entry(e, b, prev, spent, seq + 1, totals[b.name])
+                state[e.budget] = (seq + 1, e.hash, spent, e.kind == "close")
+                if e.kind in ("reserve", "return"):
+                    reservations.append(e)
+                listed += 1
+                digest = head_step(ledger_id, listed, digest, e.hash)
+                if listed in wanted and wanted[listed] != {digest}:
+                    raise LedgerError(_not_passed(store, listed, sorted(wanted[listed] - {digest})[0], "changed"))
+            after = chunk[-1].id
+        for b in budgets:
+            seq, prev, spent, _ = state[b.name]
+            check_budget_state(b, seq, spent, prev)
+        _verify_reservations(by_name, {name: st[2] for name, st in state.items()}, reservations)
+    except ChainError as err:
+        raise damaged(store, str(err)) from None
+    return listed, digest
+
+
+def _not_passed(store: Store, count: int, digest: str, how: str) -> str:
+    why = ("it holds fewer entries: an older copy, or a chain rolled back" if how == "dropped"
+           else "it holds another history: a rewritten chain, or another ledger")
+    return (f"The ledger {store.display} does not hold head {head_text(count, digest)}: entries up to number "
+            f"{count} were {how} since that head was printed ({why}). The amount it records as spent can be lower "
+            f"than what was released. {NO_BLIND_RESTORE}.")
 
 
 def _tap(entries: Iterator[EntryRow], sink: list[EntryRow]) -> Iterator[EntryRow]:
@@ -304,8 +549,7 @@ def check_remaining(store: Store, txn: Txn, ledger_id: str, postings: Sequence[P
         if expected and expected != {row.genesis}:
             raise LedgerError(
                 f"The budget {name!r} of the ledger {store.display} is not the one this process opened: it was "
-                f"deleted and made again, forgetting what was spent. Nothing was charged. Restore the ledger from "
-                f"a backup.")
+                f"deleted and made again, forgetting what was spent. Nothing was charged. {NO_BLIND_RESTORE}.")
         last = txn.last_entry(name)
         state[name] = (row, check_state(store, ledger_id, row, last))
         if last is not None and last.kind == "close" and any(
@@ -328,6 +572,14 @@ def post(store: Store, txn: Txn, postings: Sequence[Posting]) -> list[tuple[int,
     meta = read_meta(store, txn)
     state = check_remaining(store, txn, meta["ledger_id"], postings, lock=True)
     current = {name: (row, spent) for name, (row, spent) in state.items()}
+    ledger_id = meta["ledger_id"]
+    meta = txn.lock_head()  # after the budget rows (one order for every writer), before drawing entry ids
+    head = _meta_head(store, meta)
+    note_head(store, ledger_id, *(head if head is not None else (None, None)))
+    count, head_digest = head if head is not None else _walk_head(ledger_id, txn)
+    txn.witness = witness_of(meta)
+    if txn.witness is not None:
+        txn.witness.check(store.display, ledger_id, count, head_digest)
     stamp = now()
     ids: list[tuple[int, str]] = []
     for p in postings:
@@ -345,7 +597,20 @@ def post(store: Store, txn: Txn, postings: Sequence[Posting]) -> list[tuple[int,
         txn.update_budget(row)
         current[p.budget] = (row, after)
         ids.append((entry_id, digest))
+        count, head_digest = count + 1, head_step(ledger_id, count + 1, head_digest, digest)
+    txn.set_meta("entries", str(count))
+    txn.set_meta("entries_head", head_digest)
+    txn.written_head = (ledger_id, count, head_digest)
     return ids
+
+
+def _walk_head(ledger_id: str, txn: Txn) -> tuple[int, str]:
+    """The head of a ledger written before heads existed, from its entries in writing order (once)."""
+    count, digest = 0, head_root(ledger_id)
+    for e in txn.entries():
+        count += 1
+        digest = head_step(ledger_id, count, digest, e.hash)
+    return count, digest
 
 
 def transact(stores: Sequence[Store], work: Callable[[dict[str, Txn]], T]) -> T:
@@ -357,4 +622,10 @@ def transact(stores: Sequence[Store], work: Callable[[dict[str, Txn]], T]) -> T:
     unique = {s.key: s for s in stores}
     with ExitStack() as stack:
         txns = {key: stack.enter_context(unique[key].write()) for key in sorted(unique)}
-        return work(txns)
+        out = work(txns)
+    for key, txn in txns.items():  # committed: this process has seen these heads
+        if txn.written_head is not None:
+            note_head(unique[key], *txn.written_head, check=False)
+            if txn.witness is not None:
+                txn.witness.append(*txn.written_head[1:])
+    return out

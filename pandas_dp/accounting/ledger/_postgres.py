@@ -6,18 +6,33 @@ deadlock), checks the running state against the last entry, appends the
 entries and moves the running totals. PostgreSQL's default
 ``synchronous_commit = on`` makes the commit durable before it returns.
 A lock wait longer than 60 s fails the charge (nothing charged) instead of
-hanging. Tables are created in the connection's current schema
+hanging.
+
+Bounded waits: no write transaction (a charge, a status update, a
+reservation) waits longer than ``WRITE_BOUND_S`` (120 s) in all. The server
+ends any statement of a write after ``STATEMENT_TIMEOUT_MS`` (60 s, locks
+included) and a session idle inside a transaction after 120 s (so a stalled
+client frees its locks); TCP keepalives find a dead network within about 35 s;
+and a watchdog thread shuts the connection's socket if the server itself
+stalls (a stopped or hung server answers nothing, not even a cancel). Each
+raises :class:`~pandas_dp.errors.LedgerError`. Reads (``verify``) are not
+bounded: they may take long on a long ledger, and never hold a lock a charge
+needs. Tables are created in the connection's current schema
 (``search_path``; set it with ``?options=-csearch_path%3Dname`` in the URL).
 Needs the ``postgres`` extra (psycopg 3).
 """
 
 from __future__ import annotations
 
+import os
+import socket
+import threading
 from contextlib import contextmanager
 from typing import Any, Iterator, TypeGuard
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from pandas_dp.errors import LedgerError
+from pandas_dp.accounting.ledger._ops import NO_BLIND_RESTORE
 from pandas_dp.accounting.ledger._pool import IdleConnections
 from pandas_dp.accounting.ledger._sql import POSTGRES, SQLTxn
 from pandas_dp.accounting.ledger._store import Store, Txn
@@ -27,6 +42,12 @@ __all__ = ["PostgresStore", "is_postgres_url", "mask_url"]
 
 SCHEMES = ("postgresql://", "postgres://")
 LOCK_TIMEOUT_MS = 60_000
+#: Longest a statement of a write transaction runs on the server (waiting for locks included).
+STATEMENT_TIMEOUT_MS = 60_000
+#: Longest a write transaction takes in all before its connection is shut and LedgerError raised.
+WRITE_BOUND_S = 120.0
+#: TCP keepalives: first probe after 15 s of silence, then every 5 s, the connection dropped after 4 unanswered.
+KEEPALIVES = {"keepalives": 1, "keepalives_idle": 15, "keepalives_interval": 5, "keepalives_count": 4}
 
 
 def is_postgres_url(location: object) -> TypeGuard[str]:
@@ -49,6 +70,34 @@ def mask_url(url: str) -> str:
     except ValueError as err:
         raise LedgerError(f"The ledger location is not a valid PostgreSQL URL: {err}. Pass a URL such as "
                           f"'postgresql://user@host:5432/dbname'.") from None
+
+
+class _Watchdog:
+    """Shuts a connection's socket if its transaction outlives ``bound`` seconds (a stalled server answers nothing)."""
+
+    def __init__(self, conn: Any, bound: float) -> None:
+        self.fired = False
+        self._conn = conn
+        self._timer = threading.Timer(bound, self._fire)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def _fire(self) -> None:
+        self.fired = True
+        try:
+            fd = self._conn.pgconn.socket
+            sock = socket.socket(fileno=os.dup(fd))
+        except Exception:  # noqa: BLE001 - the connection is already closed
+            return
+        try:
+            sock.shutdown(socket.SHUT_RDWR)  # the blocked wait returns with an error: psycopg raises
+        except OSError:
+            pass
+        finally:
+            sock.close()
+
+    def cancel(self) -> None:
+        self._timer.cancel()
 
 
 def _psycopg() -> Any:
@@ -82,9 +131,10 @@ class PostgresStore(IdleConnections[Any], Store):
     def _connect(self) -> Any:
         psycopg = _psycopg()
         try:
-            conn = psycopg.connect(self.url, autocommit=True, connect_timeout=30)
+            conn = psycopg.connect(self.url, autocommit=True, connect_timeout=30, **KEEPALIVES)
             conn.execute(f"SET lock_timeout = {LOCK_TIMEOUT_MS}")
             conn.execute("SET synchronous_commit = on")
+            conn.execute(f"SET idle_in_transaction_session_timeout = {int(WRITE_BOUND_S * 1000)}")
         except psycopg.Error as err:
             raise self.error(err) from None
         return conn
@@ -105,20 +155,31 @@ class PostgresStore(IdleConnections[Any], Store):
         item.close()
 
     @contextmanager
-    def _transaction(self, begin: str) -> Iterator[Txn]:
+    def _transaction(self, begin: str, bound: float | None = None) -> Iterator[Txn]:
         psycopg = _psycopg()
         conn = self._take()
         ok = broken = False
+        watchdog = _Watchdog(conn, bound) if bound is not None else None
         try:
             conn.execute(begin)
+            if bound is not None:
+                conn.execute(f"SET LOCAL statement_timeout = {STATEMENT_TIMEOUT_MS}")
             yield SQLTxn(conn, POSTGRES)
             conn.execute("COMMIT")
             ok = True
         except psycopg.Error as err:
             broken = True
+            if watchdog is not None and watchdog.fired:
+                raise LedgerError(
+                    f"The ledger {self.display}: the server did not answer within {WRITE_BOUND_S:g} s (stalled or "
+                    f"unreachable), so the connection was closed. Nothing was released; a charge whose commit was "
+                    f"under way may or may not be recorded (`python -m pandas_dp ledger show` tells). Retry when the "
+                    f"server answers.") from None
             raise self.error(err) from None
         finally:
-            if not ok:
+            if watchdog is not None:
+                watchdog.cancel()
+            if not ok and not broken:
                 try:
                     conn.execute("ROLLBACK")
                 except psycopg.Error:
@@ -129,7 +190,7 @@ class PostgresStore(IdleConnections[Any], Store):
                 self._give(conn)
 
     def write(self) -> Any:
-        return self._transaction("BEGIN ISOLATION LEVEL READ COMMITTED")
+        return self._transaction("BEGIN ISOLATION LEVEL READ COMMITTED", WRITE_BOUND_S)
 
     def read(self) -> Any:
         return self._transaction("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
@@ -183,8 +244,8 @@ class PostgresStore(IdleConnections[Any], Store):
             why = (f"another session held the budget for more than {LOCK_TIMEOUT_MS // 1000} s. Nothing was "
                    f"charged; retry when it has finished")
         elif isinstance(err, psycopg.errors.UndefinedTable):
-            why = (f"it holds no complete pandas_dp ledger ({text}). Create one with pandas_dp.Ledger.create, or "
-                   f"restore it from a backup")
+            why = (f"it holds no complete pandas_dp ledger ({text}). Create one with pandas_dp.Ledger.create; "
+                   f"{NO_BLIND_RESTORE}")
         elif isinstance(err, psycopg.OperationalError):
             why = f"cannot reach the server ({text}). Check the URL, the server and the network"
         else:

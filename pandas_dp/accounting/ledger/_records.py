@@ -2,8 +2,11 @@
 
 A ledger holds three kinds of record:
 
-* ``meta``: the format marker, the ledger's random id, and the head of the
-  chain of budgets (``budgets``, ``budgets_head``);
+* ``meta``: the format marker, the ledger's random id, the head of the
+  chain of budgets (``budgets``, ``budgets_head``), and the **ledger head**
+  (``entries``, ``entries_head``): the number of entries and a hash chained
+  through every entry's hash in the order they were written (``head_step``),
+  so the head commits to every charge of every budget;
 * one **budget row** per budget: its immutable definition (position, name,
   measure, exact total, creation time, the reservation it belongs to if any,
   the previous budget's hash) sealed by ``genesis = H(definition)``, and its
@@ -40,7 +43,7 @@ from typing import Iterable
 
 __all__ = ["FORMAT", "VERSION", "BudgetRow", "EntryRow", "ChainError", "rational_text", "parse_rational",
            "budget_genesis", "entry_hash", "verify_entry", "verify_budget_chain", "verify_budget_list",
-           "KINDS", "STATUSES"]
+           "KINDS", "STATUSES", "head_root", "head_step", "head_text", "parse_head"]
 
 FORMAT = "pandas_dp ledger"
 VERSION = "1"
@@ -149,6 +152,30 @@ def ledger_root(ledger_id: str) -> str:
     return _digest("ledger", ledger_id)
 
 
+def head_root(ledger_id: str) -> str:
+    """The ledger head's hash before any entry."""
+    return _digest("head", ledger_id)
+
+
+def head_step(ledger_id: str, position: int, prev: str, entry: str) -> str:
+    """The ledger head's hash after entry number ``position`` (1-based, in writing order) of hash ``entry``."""
+    return _digest("head", ledger_id, position, prev, entry)
+
+
+def head_text(count: int, digest: str) -> str:
+    """The printed ledger head: ``"<entries>:<hash>"``."""
+    return f"{count}:{digest}"
+
+
+_HEAD = re.compile(r"([0-9]{1,18}):([0-9a-f]{64})")
+
+
+def parse_head(text: object) -> tuple[int, str] | None:
+    """``(entries, hash)`` of a printed head, or None when ``text`` is not one."""
+    found = _HEAD.fullmatch(text.strip()) if isinstance(text, str) else None
+    return (int(found.group(1)), found.group(2)) if found else None
+
+
 def verify_entry(entry: EntryRow, budget: BudgetRow, prev_hash: str, prev_spent: Fraction, seq: int,
                  total: Fraction) -> Fraction:
     """Check one entry against its predecessor; return the running total after it."""
@@ -172,11 +199,16 @@ def verify_entry(entry: EntryRow, budget: BudgetRow, prev_hash: str, prev_spent:
     return spent
 
 
-def verify_budget_chain(ledger_id: str, budget: BudgetRow, entries: Iterable[EntryRow]) -> tuple[int, Fraction]:
-    """Check a budget's definition, every entry in order, and its running state; return (entries, spent)."""
+def verify_budget_chain(ledger_id: str, budget: BudgetRow, entries: Iterable[EntryRow], *,
+                        start: tuple[int, str, Fraction, bool] | None = None) -> tuple[int, Fraction]:
+    """Check a budget's definition, every entry in order, and its running state; return (entries, spent).
+
+    ``start = (seq, hash, spent, closed)`` verifies only the entries after a
+    checkpoint already verified (``entries`` then holds those only).
+    """
     check_budget_definition(ledger_id, budget)
     total = parse_rational(budget.total, f"the total of budget {budget.name!r}")
-    prev, spent, seq, closed = budget.genesis, Fraction(0), 0, False
+    seq, prev, spent, closed = start if start is not None else (0, budget.genesis, Fraction(0), False)
     for entry in entries:
         if closed:
             raise ChainError(f"budget {budget.name!r} has entries after its close")

@@ -105,6 +105,13 @@ class SQLTxn(Txn):
         if self.d.lock:
             self._rows(f"SELECT value FROM pandas_dp_meta WHERE key = 'budgets_head'{self.d.lock}")
 
+    def lock_head(self) -> dict[str, str]:
+        # The 'format' row exists in every ledger: locking it orders the writers of entries, so entry ids (drawn
+        # after it) follow the order of the ledger head's chain.
+        if self.d.lock:
+            self._rows(f"SELECT value FROM pandas_dp_meta WHERE key = 'format'{self.d.lock}")
+        return self.meta()
+
     def budgets(self) -> list[BudgetRow]:
         rows = self._rows(f'SELECT {_quoted(_BUDGET_COLS)} FROM pandas_dp_budgets ORDER BY "position"')
         return [BudgetRow(*r) for r in rows]
@@ -129,6 +136,21 @@ class SQLTxn(Txn):
         else:
             cur = self.conn.execute(self.d.sql(f'SELECT {_quoted(_ENTRY_COLS)} FROM pandas_dp_entries '
                                                f'WHERE "budget" = ? ORDER BY "seq"'), (name,))
+        while True:
+            batch = cur.fetchmany(2048)
+            if not batch:
+                return
+            for r in batch:
+                yield EntryRow(*r)
+
+    def entries_from(self, after_id: int, limit: int) -> list[EntryRow]:
+        rows = self._rows(f'SELECT {_quoted(_ENTRY_COLS)} FROM pandas_dp_entries WHERE "id" > ? ORDER BY "id" '
+                          f'LIMIT ?', (after_id, limit))
+        return [EntryRow(*r) for r in rows]
+
+    def entries_after(self, name: str, seq: int) -> Iterator[EntryRow]:
+        cur = self.conn.execute(self.d.sql(f'SELECT {_quoted(_ENTRY_COLS)} FROM pandas_dp_entries '
+                                           f'WHERE "budget" = ? AND "seq" > ? ORDER BY "seq"'), (name, seq))
         while True:
             batch = cur.fetchmany(2048)
             if not batch:

@@ -3,7 +3,7 @@
 Journal: a rollback journal (``journal_mode=DELETE``) with
 ``synchronous=FULL``. A commit returns only after the main database file
 holds it (journal written and synced, pages written and synced, journal
-deleted), so the file alone is always a complete backup: there is no ``-wal``
+deleted), so the file alone always holds every committed charge: there is no ``-wal``
 file whose loss could drop charges. ``benchmarks/bench_ledger.py`` measures
 this against WAL mode with a checkpoint after every commit (the other way to
 get the same guarantee); the two cost about the same per charge here, and
@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import stat
+import tempfile
 import urllib.parse
 from contextlib import contextmanager
 from pathlib import Path
@@ -23,11 +24,16 @@ from typing import Any, Iterator
 
 from pandas_dp._utils.rational import safe_repr
 from pandas_dp.errors import LedgerError
+from pandas_dp.accounting.ledger._ops import NO_BLIND_RESTORE
 from pandas_dp.accounting.ledger._pool import IdleConnections
 from pandas_dp.accounting.ledger._sql import SQLITE, SQLTxn, TABLES
 from pandas_dp.accounting.ledger._store import Store, Txn
 
 __all__ = ["SQLiteStore", "sqlite_path"]
+
+#: What SQLite raises on a bad file: its own errors, and UnicodeDecodeError when a garbled schema puts bytes that
+#: are not UTF-8 into an error message or a text column.
+_ERRORS = (sqlite3.Error, UnicodeDecodeError)
 
 #: Seconds a writer waits for another process's transaction on the same file.
 BUSY_TIMEOUT = 60.0
@@ -108,8 +114,8 @@ class SQLiteStore(IdleConnections[tuple[sqlite3.Connection, tuple[int, int]]], S
         try:
             info = os.stat(self.path)
         except FileNotFoundError:
-            raise LedgerError(f"The ledger {self.display} does not exist. {fix} If it existed before, restore "
-                              f"it from a backup.") from None
+            raise LedgerError(f"The ledger {self.display} does not exist. {fix} If it existed before: "
+                              f"{NO_BLIND_RESTORE}.") from None
         except (OSError, ValueError) as err:
             raise LedgerError(f"The ledger {self.display} cannot be read: {err}. Check the path.") from None
         if stat.S_ISDIR(info.st_mode):
@@ -119,7 +125,7 @@ class SQLiteStore(IdleConnections[tuple[sqlite3.Connection, tuple[int, int]]], S
             raise LedgerError(f"The ledger location {self.display} is not a regular file. Pass a ledger file.")
         if info.st_size == 0:
             raise LedgerError(f"The ledger {self.display} is empty (0 bytes): it was truncated or never "
-                              f"initialized, so what it recorded as spent is lost. Restore it from a backup. {fix}")
+                              f"initialized, so what it recorded as spent is lost. {NO_BLIND_RESTORE}. {fix}")
         if not info.st_mode & 0o222 or not os.access(self.path, os.R_OK | os.W_OK):
             raise LedgerError(f"The ledger {self.display} is read-only. A budget must record its charges: "
                               f"make the file writable (chmod u+w), or inspect it with `python -m pandas_dp "
@@ -135,19 +141,22 @@ class SQLiteStore(IdleConnections[tuple[sqlite3.Connection, tuple[int, int]]], S
         try:
             info = os.stat(self.path)
         except FileNotFoundError:
-            raise LedgerError(f"The ledger {self.display} was deleted. Nothing was charged. Restore it from a "
-                              f"backup; a deleted ledger is never recreated silently.") from None
+            raise LedgerError(f"The ledger {self.display} was deleted. Nothing was charged; a deleted ledger "
+                              f"is never recreated silently. {NO_BLIND_RESTORE}.") from None
         except (OSError, ValueError) as err:
             raise LedgerError(f"The ledger {self.display} cannot be read: {err}.") from None
         return info.st_dev, info.st_ino
 
     def _connect(self) -> sqlite3.Connection:
+        return self._connect_to(self.path)
+
+    def _connect_to(self, path: Path) -> sqlite3.Connection:
         # mode=rw: SQLite must never create a missing ledger file (that would restart its spend at zero).
-        uri = "file:" + urllib.parse.quote(os.path.abspath(self.path)) + "?mode=rw"
+        uri = "file:" + urllib.parse.quote(os.path.abspath(path)) + "?mode=rw"
         try:
             conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT, isolation_level=None,
                                    check_same_thread=False)
-        except sqlite3.Error as err:
+        except _ERRORS as err:
             raise self.error(err) from None
         try:
             conn.execute("PRAGMA trusted_schema=OFF")
@@ -160,7 +169,7 @@ class SQLiteStore(IdleConnections[tuple[sqlite3.Connection, tuple[int, int]]], S
                     raise LedgerError(f"The ledger {self.display} is in journal mode {mode!r} and another "
                                       f"process holds it; pandas_dp keeps ledgers in rollback-journal mode so "
                                       f"that the file alone holds every charge. Close the other process.")
-        except sqlite3.Error as err:
+        except _ERRORS as err:
             conn.close()
             raise self.error(err) from None
         except BaseException:
@@ -194,7 +203,7 @@ class SQLiteStore(IdleConnections[tuple[sqlite3.Connection, tuple[int, int]]], S
         conn, ident = self._take()
         try:
             conn.execute(begin)
-        except sqlite3.Error as err:
+        except _ERRORS as err:
             conn.close()
             raise self.error(err) from None
         ok = broken = False
@@ -203,7 +212,7 @@ class SQLiteStore(IdleConnections[tuple[sqlite3.Connection, tuple[int, int]]], S
             conn.execute("COMMIT")
             self.after_commit(conn)
             ok = True
-        except sqlite3.Error as err:
+        except _ERRORS as err:
             broken = True
             raise self.error(err) from None
         finally:
@@ -211,13 +220,13 @@ class SQLiteStore(IdleConnections[tuple[sqlite3.Connection, tuple[int, int]]], S
                 try:
                     if conn.in_transaction:
                         conn.execute("ROLLBACK")
-                except sqlite3.Error:
+                except _ERRORS:
                     broken = True
             if broken:
                 try:
                     if conn.in_transaction:
                         conn.execute("ROLLBACK")
-                except sqlite3.Error:
+                except _ERRORS:
                     pass
                 conn.close()
             else:
@@ -233,18 +242,21 @@ class SQLiteStore(IdleConnections[tuple[sqlite3.Connection, tuple[int, int]]], S
         return self._transaction("BEGIN")
 
     def create(self, meta: dict[str, str]) -> None:
+        """Build the ledger in a hidden file next to the path, then link it into place (atomic, never overwrites).
+
+        A process killed while creating leaves at most the hidden file: the
+        path holds a complete ledger or nothing, so creating again works.
+        """
         self.check_new()
+        folder = self.path.parent if str(self.path.parent) else Path(".")
         try:
-            fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-        except FileExistsError:
-            raise LedgerError(f"Cannot create a ledger at {self.display}: the path exists. Pick a new path.") \
-                from None
+            fd, temp = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".creating", dir=folder)
         except OSError as err:
             raise LedgerError(f"Cannot create a ledger at {self.display}: {err.strerror}. Pick a writable "
                               f"path.") from None
         os.close(fd)
         try:
-            conn = self._connect()
+            conn = self._connect_to(Path(temp))
             try:
                 conn.execute("BEGIN IMMEDIATE")
                 for statement in SQLITE.schema():
@@ -255,12 +267,21 @@ class SQLiteStore(IdleConnections[tuple[sqlite3.Connection, tuple[int, int]]], S
                 conn.execute("COMMIT")
             finally:
                 conn.close()
-        except sqlite3.Error as err:
-            _remove(self.path)
+            with open(temp, "rb+") as f:
+                os.fsync(f.fileno())
+            try:
+                os.link(temp, self.path)  # fails if anything is at the path: a ledger is never overwritten
+            except FileExistsError:
+                raise LedgerError(f"Cannot create a ledger at {self.display}: the path exists. Pick a new "
+                                  f"path.") from None
+            except OSError as err:
+                raise LedgerError(f"Cannot create a ledger at {self.display}: {err.strerror}. Pick a writable "
+                                  f"path on a file system with hard links.") from None
+            _sync_folder(folder)
+        except _ERRORS as err:
             raise self.error(err) from None
-        except BaseException:
-            _remove(self.path)
-            raise
+        finally:
+            _remove(Path(temp))
 
     def integrity_check(self) -> None:
         """SQLite's own check of every page of the file (LedgerError naming the first problem)."""
@@ -268,7 +289,7 @@ class SQLiteStore(IdleConnections[tuple[sqlite3.Connection, tuple[int, int]]], S
             found = [r[0] for r in txn.conn.execute("PRAGMA integrity_check(5)").fetchall()]
         if found != ["ok"]:
             raise LedgerError(f"The ledger {self.display} fails SQLite's integrity check ({'; '.join(found)[:300]}): "
-                              f"the file is damaged. Restore it from a backup.")
+                              f"the file is damaged. {NO_BLIND_RESTORE}.")
 
     def describe_foreign(self) -> str | None:
         """A hint when the file is a SQLite database but not a ledger of this format."""
@@ -283,18 +304,21 @@ class SQLiteStore(IdleConnections[tuple[sqlite3.Connection, tuple[int, int]]], S
         return None
 
     # -- errors ------------------------------------------------------------------------------------------
-    def error(self, err: sqlite3.Error) -> LedgerError:
+    def error(self, err: Exception) -> LedgerError:
         """A LedgerError that says what went wrong with the file and what to do."""
         text = str(err)
         low = text.lower()
-        if "locked" in low or "busy" in low:
+        if isinstance(err, UnicodeDecodeError):
+            why = (f"it is not a readable pandas_dp ledger (bytes that are not UTF-8 where SQLite expects text): it "
+                   f"is garbled. {NO_BLIND_RESTORE}")
+        elif "locked" in low or "busy" in low:
             why = (f"another process held it for more than {BUSY_TIMEOUT:g} s ({text}). Nothing was charged; "
                    f"retry when the other process has finished")
         elif "readonly" in low or "read-only" in low:
             why = f"it cannot be written ({text}). Make the file and its folder writable"
         elif "not a database" in low or "malformed" in low or "corrupt" in low or "no such table" in low:
             why = (f"it is not a readable pandas_dp ledger ({text}): it is garbled, truncated or another kind of "
-                   f"file. Restore it from a backup, or create a ledger with pandas_dp.Ledger.create")
+                   f"file. {NO_BLIND_RESTORE}; or create a ledger with pandas_dp.Ledger.create")
         elif "unable to open" in low:
             why = f"it cannot be opened ({text}). Check that the path and its folder exist and are accessible"
         elif "disk i/o" in low or "full" in low:
@@ -302,6 +326,20 @@ class SQLiteStore(IdleConnections[tuple[sqlite3.Connection, tuple[int, int]]], S
         else:
             why = f"SQLite failed: {text}"
         return LedgerError(f"The ledger {self.display}: {why}.")
+
+
+def _sync_folder(folder: Path) -> None:
+    """fsync a folder so a new name in it survives a crash (best effort)."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
 
 
 def _remove(path: Path) -> None:

@@ -23,6 +23,11 @@ __all__ = ["Store", "Txn", "MemoryStore"]
 class Txn(ABC):
     """One transaction on a store."""
 
+    #: ``(ledger id, entries, head hash)`` after this transaction's last entry, noted once it commits.
+    written_head: "tuple[str, int, str] | None" = None
+    #: The ledger's witness (see :mod:`pandas_dp.accounting.ledger._witness`), appended to once this commits.
+    witness: Any = None
+
     @abstractmethod
     def meta(self) -> dict[str, str]:
         """Every ``meta`` key and value (empty when the store holds no ledger)."""
@@ -44,6 +49,10 @@ class Txn(ABC):
         """Lock the chain of budgets (``meta``'s head) before a budget is added."""
 
     @abstractmethod
+    def lock_head(self) -> dict[str, str]:
+        """Lock the ledger head (every writer of entries takes it, after its budget rows); return ``meta`` afresh."""
+
+    @abstractmethod
     def budgets(self) -> list[BudgetRow]:
         """Every budget row, in creation order."""
 
@@ -62,6 +71,14 @@ class Txn(ABC):
     @abstractmethod
     def entries(self, name: str | None = None) -> Iterator[EntryRow]:
         """A budget's entries by ``seq`` (or every entry by id)."""
+
+    @abstractmethod
+    def entries_from(self, after_id: int, limit: int) -> list[EntryRow]:
+        """Up to ``limit`` entries whose id is above ``after_id``, by id (the order they were written)."""
+
+    @abstractmethod
+    def entries_after(self, name: str, seq: int) -> Iterator[EntryRow]:
+        """A budget's entries whose ``seq`` is above ``seq``, in order."""
 
     @abstractmethod
     def entry(self, entry_id: int) -> EntryRow | None:
@@ -133,6 +150,9 @@ class _MemoryTxn(Txn):
     def lock_budget_list(self) -> None:
         return None  # the store's lock is held for the whole transaction
 
+    def lock_head(self) -> dict[str, str]:
+        return self.meta()
+
     def budgets(self) -> list[BudgetRow]:
         merged = {**self.store.budgets_, **self.budgets_}
         return sorted(merged.values(), key=lambda b: b.position)
@@ -164,6 +184,12 @@ class _MemoryTxn(Txn):
             rows = [self.store.entries_[i] for i in self.store.by_budget.get(name, [])]
             rows += [e for e in self.new_entries if e.budget == name]
         return iter([self._current(e) for e in rows])
+
+    def entries_after(self, name: str, seq: int) -> Iterator[EntryRow]:
+        return iter([e for e in self.entries(name) if e.seq > seq])
+
+    def entries_from(self, after_id: int, limit: int) -> list[EntryRow]:
+        return [e for e in self.entries() if e.id > after_id][:limit]
 
     def entry(self, entry_id: int) -> EntryRow | None:
         index = entry_id - 1

@@ -1,0 +1,134 @@
+"""The witness of a ledger: an append-only file, outside the ledger, of the heads the ledger reached.
+
+A ledger created with ``witness=PATH`` names the file in its ``meta``. Every
+committed charge appends the ledger's new head (``"<entries> <hash>"``, one
+line, ``O_APPEND`` then ``fsync``); opening the ledger, every charge and
+``verify`` compare the ledger's head with the highest head the witness holds
+and refuse a ledger that is below it (an older copy put back, or a chain
+rolled back) or beside it (as many entries, another history). The witness
+protects as far as it is kept apart: on another disk or host, owned by another
+user, append-only (``chattr +a``). Whoever can rewrite both the ledger and its
+witness can still roll them back together; an auditor's printed head
+(``ledger verify --head``) is the last line of defence.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+from pathlib import Path
+
+from pandas_dp.errors import LedgerError
+
+__all__ = ["Witness", "witness_of", "create_witness", "remove_witness"]
+
+_MAGIC = "pandas_dp witness 1"
+_LINE = re.compile(r"([0-9]{1,18}) ([0-9a-f]{64})")
+#: How much of the file's end is read: concurrent writers append in commit order up to a few lines apart.
+_TAIL = 16384
+
+_CACHE: dict[str, "Witness"] = {}
+_CACHE_LOCK = threading.Lock()
+
+
+def _head(count: int, digest: str) -> str:
+    return f"{count}:{digest}"
+
+
+class Witness:
+    """One witness file (see the module notes)."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def _fail(self, why: str) -> LedgerError:
+        return LedgerError(f"The witness {self.path!r} of the ledger {why}. Nothing was charged.")
+
+    def highest(self, ledger_id: str) -> tuple[int, str]:
+        """The highest head the witness holds (LedgerError when it is missing, garbled or another ledger's)."""
+        try:
+            with open(self.path, "rb") as f:
+                first = f.readline(200).decode("ascii", "replace").split()
+                size = os.fstat(f.fileno()).st_size
+                f.seek(max(0, size - _TAIL))
+                tail = f.read().decode("ascii", "replace")
+        except FileNotFoundError:
+            raise self._fail("is missing: a ledger that names a witness is never used without it. Put the witness "
+                             "file back (it is only ever appended to)") from None
+        except OSError as err:
+            raise self._fail(f"cannot be read ({err.strerror})") from None
+        if first[:3] != _MAGIC.split() or len(first) != 4:
+            raise self._fail("is not a pandas_dp witness file")
+        if first[3] != ledger_id:
+            raise self._fail("belongs to another ledger (its ledger id differs): the ledger was replaced")
+        lines = tail.splitlines()[1:] if size > _TAIL else tail.splitlines()
+        found = [(int(m.group(1)), m.group(2)) for m in map(_LINE.fullmatch, lines) if m]
+        if not found:
+            raise self._fail("holds no head")
+        return max(found)
+
+    def check(self, display: str, ledger_id: str, count: int, digest: str) -> None:
+        """Refuse a ledger whose head is below the witness's highest, or beside it."""
+        top = self.highest(ledger_id)
+        if count < top[0] or (count == top[0] and digest != top[1]):
+            raise LedgerError(
+                f"The ledger {display} was rolled back: its witness {self.path!r} records head "
+                f"{_head(*top)} ({top[0]} entries) and the ledger has {_head(count, digest)}. An older copy was "
+                f"put back or its chain was rewritten, which forgets charges. Nothing was charged. Find the copy "
+                f"that passes `python -m pandas_dp ledger verify LOCATION --head {_head(*top)}`.")
+
+    def append(self, count: int, digest: str) -> None:
+        """Append a head (best effort after a commit: a witness that lags behind its ledger is only weaker)."""
+        try:
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND)
+        except OSError:
+            return
+        try:
+            os.write(fd, f"{count} {digest}\n".encode("ascii"))
+            os.fsync(fd)
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
+
+
+def create_witness(path: object, ledger_id: str, root: str) -> str:
+    """Create a new witness file for a new ledger; return its absolute path (LedgerError if it exists)."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise LedgerError(f"A ledger's witness must be a file path (str or pathlib.Path). Got "
+                          f"{type(path).__name__}.")
+    full = os.path.abspath(os.fspath(path))
+    try:
+        fd = os.open(full, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    except FileExistsError:
+        raise LedgerError(f"Cannot create the witness {full!r}: the path exists. A witness belongs to one ledger "
+                          f"and is never overwritten; pick a new path.") from None
+    except OSError as err:
+        raise LedgerError(f"Cannot create the witness {full!r}: {err.strerror}. Pick a writable path.") from None
+    try:
+        os.write(fd, f"{_MAGIC} {ledger_id}\n0 {root}\n".encode("ascii"))
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    return full
+
+
+def witness_of(meta: dict[str, str]) -> Witness | None:
+    """The witness a ledger's ``meta`` names, or None."""
+    path = meta.get("witness")
+    if not path:
+        return None
+    with _CACHE_LOCK:
+        found = _CACHE.get(path)
+        if found is None:
+            found = _CACHE[path] = Witness(path)
+        return found
+
+
+def remove_witness(path: str) -> None:
+    """Remove a witness whose ledger could not be created."""
+    try:
+        Path(path).unlink()
+    except OSError:
+        pass
