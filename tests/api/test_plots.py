@@ -255,7 +255,7 @@ def test_more_than_two_dimensions_say_what_to_do():
     frame = pd.DataFrame({"a": [1], "b": [1], "c": [1]})
     with pdp.budget(epsilon=1.0):
         h = frame.dp.histogram(["a", "b", "c"], bins=2, range=(0, 2), epsilon=1.0, rng=np.random.default_rng(0))
-    with pytest.raises(pdp.ParameterError, match="groupby"):
+    with pytest.raises(pdp.ParameterError, match=r"marginal\(\[.a., .b.\]\)\.plot\(\)"):
         h.plot()
 
 
