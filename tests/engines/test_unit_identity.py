@@ -1,6 +1,6 @@
 """One person is one unit on every engine, whatever dtype the partition or file holding its rows has (issue 24, item 2).
 
-A unit is identified by a hash of its canonical value (:func:`pandas_dp.privacy.units.canonical_unit_hashes`),
+A unit is identified by a hash of its canonical value (:func:`pandas_dp.domain.unit_values.canonical_unit_hashes`),
 not of its value in the column's dtype: Parquet files may give the id column different dtypes, and one
 odd row with a missing id turns its file's column to float64. Splitting a person into two units would let
 one person move a bin by twice the bound the noise is calibrated for.
@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 
 import pandas_dp as pdp
-from pandas_dp.privacy.units import canonical_unit_hashes
+from pandas_dp.domain.unit_values import canonical_unit_hashes
 
 dask = pytest.importorskip("dask")
 dd = pytest.importorskip("dask.dataframe")

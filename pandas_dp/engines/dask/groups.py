@@ -18,7 +18,7 @@ sizes) come back to the client, never rows, ids or failure cases.
    ``buckets`` (no Groups table: a group is a (group id, leaf) pair, so all
    its rows land in one bucket whatever dtype its id has in each partition).
    With the group as the privacy unit and no Groups table, by the canonical
-   hash of the id (:func:`pandas_dp.privacy.units.canonical_unit_hashes`,
+   hash of the id (:func:`pandas_dp.domain.unit_values.canonical_unit_hashes`,
    the same for 17, 17.0 and "17"), so that all leaves of an id meet in one
    bucket, where an id found in more than one leaf is dropped (as on pandas).
    Each bucket is merged in a reduction tree of fan-in ``split_every``, so
@@ -44,7 +44,7 @@ from pandas_dp.domain.labels import value_classes
 from pandas_dp.algorithms.count_of_counts import Runs
 from pandas_dp.errors import ParameterError
 from pandas_dp.domain.regions import RegionTree, region_tree
-from pandas_dp.privacy.units import canonical_unit_hashes
+from pandas_dp.domain.unit_values import canonical_unit_hashes
 from pandas_dp.engines.dask.counts import SPLIT_EVERY, compute_private, merge_by_id, partitions, share, sum_arrays, tree_sum
 from pandas_dp.engines.pandas.groups import GroupTables, group_leaf_sizes, public_group_positions, tables_from_leaf_runs
 

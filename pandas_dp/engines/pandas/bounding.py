@@ -32,7 +32,8 @@ import pandas as pd
 from pandas_dp.domain.labels import factorize, positions
 from pandas_dp.domain.grid import Grid
 from pandas_dp.engines.pandas.counts import cell_codes
-from pandas_dp.privacy.units import AUTO_STEPS, UnitBounds, canonical_unit_hashes
+from pandas_dp.domain.unit_values import canonical_unit_hashes
+from pandas_dp.privacy.units import AUTO_STEPS, UnitBounds
 
 __all__ = ["CodedRows", "coded_rows", "coded_group_rows", "group_cells", "row_keys", "bound_codes", "contribution_histogram",
            "unit_hashes", "unit_codes"]
@@ -206,7 +207,7 @@ class CodedRows:
 def unit_hashes(values: pd.Series) -> np.ndarray:
     """A 64-bit hash of every row's unit value; 0 where the unit is missing or not a plain scalar.
 
-    The hash is of one canonical value per unit (:func:`pandas_dp.privacy.units.canonical_unit_hashes`),
+    The hash is of one canonical value per unit (:func:`pandas_dp.domain.unit_values.canonical_unit_hashes`),
     never of the value in its column's dtype: 17, 17.0, ``np.int64(17)``, ``"17"`` and ``"17.0"``
     are one unit whether the column holding them is int64, float64, object or string. So the same
     unit gets the same hash whichever engine, partition or file holds the row, and an odd row that
