@@ -279,7 +279,8 @@ def _bound_stamp(value: Any, tz: Any) -> pd.Timestamp:
 
 def _integral_edges(edges: Any) -> Any:
     """Float edges that are all whole numbers below 2**53 as int64 (exact); any other edges unchanged."""
-    if isinstance(edges, np.ndarray) and edges.dtype == np.float64 and edges.size:
+    # Up to 2**16 bins only: a person reads those; larger domains keep their float edges shared, uncopied.
+    if isinstance(edges, np.ndarray) and edges.dtype == np.float64 and 0 < edges.size <= 2**16 + 1:
         with np.errstate(invalid="ignore"):
             if np.abs(edges).max() < 2.0**53 and np.array_equal(edges, np.floor(edges)):
                 return edges.astype(np.int64)

@@ -140,7 +140,7 @@ def test_outcome_is_hashable_and_describes_itself():
     a = outcome(histogram, D)
     assert hash(a) == hash(outcome(histogram, D)) and isinstance(a, Outcome)
     assert a.describe() == "returns a Histogram, charging 1/2 (= 0.5)"
-    assert "counts.index: 4 labels [Interval(0.0, 1.0, closed='left')" in a.describe(full=True)
+    assert "counts.index: 4 labels [Interval(0, 1, closed='left')" in a.describe(full=True)
     assert a.differences(a) == []
 
 

@@ -242,7 +242,7 @@ def test_public_method_runs_in_its_own_budget():
     assert report.passed
     assert report.charged_per_run == 0.5  # exact: every run charged its epsilon to the testing budget
     assert outer.spent == 0.0  # the caller's budget is neither charged nor a parent
-    assert "cell '[3.0, 4.0)'" in report.to_frame()["event"].str.cat()
+    assert "cell '[3, 4)'" in report.to_frame()["event"].str.cat()
 
 
 def test_statistic_argument_and_length_checks():
