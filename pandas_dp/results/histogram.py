@@ -126,7 +126,8 @@ class Histogram(FrozenRelease, EstimatesView, MeasureView):
         if self.domain.ndim != 1:
             raise DomainError(
                 f"range_query answers 1-D ranges; this release has {self.domain.ndim} dimensions "
-                f"{list(self.domain.columns)}. Sum cells of result.counts (a MultiIndex Series) instead."
+                f"{list(self.domain.columns)}. Pass one bound per column for a box, e.g. range_query((low_1, "
+                f"low_2), (high_1, high_2)), or sum cells of result.counts (a MultiIndex Series)."
             )
         dim = self.domain.dims[0]
         if not isinstance(dim, BinDomain):
@@ -244,6 +245,7 @@ class Histogram(FrozenRelease, EstimatesView, MeasureView):
         try:
             lows, highs = list(low), list(high)
         except TypeError:
+            self._bin_domain()  # scalar bounds on a d-D release: the 1-D form's DomainError, naming the box form
             lows = highs = []
         if isinstance(low, (str, bytes)) or isinstance(high, (str, bytes)) or len(lows) != len(dims) \
                 or len(highs) != len(dims):

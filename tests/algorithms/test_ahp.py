@@ -25,6 +25,7 @@ from pandas_dp.algorithms.ahp_clustering import (
 from pandas_dp.errors import ParameterError
 from pandas_dp.privacy.loss import pure
 import pandas_dp.noise.laplace as noise_module
+import pandas_dp.privacy.loss as loss_module
 from pandas_dp.noise.laplace import discrete_laplace_variance, noise_scale
 
 EXAMPLE = np.array([1, 1, 3, 3, 4, 6, 7])
@@ -186,7 +187,7 @@ def test_structure_depends_only_on_phase1_noisy_counts(monkeypatch):
                 return (target - true).astype(np.int64)
             return real(scale, size, rng=np.random.default_rng(0))
 
-        monkeypatch.setattr(noise_module, "discrete_laplace", fake)
+        monkeypatch.setattr(loss_module, "discrete_laplace", fake)  # the calibrated noise calls it
         return ahp(true, loss=pure(1.0))
 
     r1, r2 = run(x), run(x2)

@@ -20,6 +20,7 @@ from pandas_dp.algorithms.dpcube import (
 from pandas_dp.errors import ParameterError
 from pandas_dp.privacy.loss import pure
 import pandas_dp.noise.laplace as noise_module
+import pandas_dp.privacy.loss as loss_module
 from pandas_dp.noise.laplace import discrete_laplace_variance, noise_scale
 
 
@@ -112,7 +113,7 @@ def test_kd_tree_reads_only_phase1_noisy_counts(monkeypatch):
                 return (target - true).astype(np.int64)
             return real(scale, size, rng=np.random.default_rng(0))
 
-        monkeypatch.setattr(noise_module, "discrete_laplace", fake)
+        monkeypatch.setattr(loss_module, "discrete_laplace", fake)  # the calibrated noise calls it
         return dpcube(true, loss=pure(1.0))
 
     r1, r2 = run(x), run(x2)
