@@ -175,9 +175,11 @@ def _text_unit_hashes(arr: np.ndarray) -> np.ndarray:
     Classified and parsed with Arrow (vectorized); text Arrow cannot hold (lone surrogates) is read
     value by value with the same patterns.
     """
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
+    try:
+        import pyarrow as pa  # a core dependency; the per-value path gives the same hashes without it
+        import pyarrow.compute as pc
+    except ImportError:  # pragma: no cover - pyarrow is installed with the package
+        return _text_unit_hashes_slow(arr)
     try:
         text = pa.array(arr, type=pa.string())
     except Exception:  # noqa: BLE001 - a private string Arrow cannot encode: the per-value path
