@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import html
 import math
 from dataclasses import dataclass, field
@@ -242,10 +244,12 @@ class Histogram(FrozenRelease, EstimatesView, MeasureView):
             raise DomainError(f"range_query over boxes needs cells with independent noise (method='identity'); "
                               f"this release ({self.method!r}) combines cells, so a box's variance needs its "
                               f"covariance. Release the grid with method='identity' for box queries.")
-        try:
-            lows, highs = list(low), list(high)
-        except TypeError:
+        if not isinstance(low, (str, bytes)) and not isinstance(high, (str, bytes)) and (
+                not isinstance(low, Iterable) or not isinstance(high, Iterable)):
             self._bin_domain()  # scalar bounds on a d-D release: the 1-D form's DomainError, naming the box form
+        try:
+            lows, highs = ([] if isinstance(v, (str, bytes)) else list(v) for v in (low, high))
+        except Exception:  # noqa: BLE001 - a public argument whose iteration raises: the documented error below
             lows = highs = []
         if isinstance(low, (str, bytes)) or isinstance(high, (str, bytes)) or len(lows) != len(dims) \
                 or len(highs) != len(dims):
@@ -308,6 +312,8 @@ class Histogram(FrozenRelease, EstimatesView, MeasureView):
         wanted = [columns] if isinstance(columns, str) else list(columns) if isinstance(columns, (list, tuple)) \
             else None
         names = list(self.domain.columns)
+        # Plain text copies: a str subclass's own __eq__/__hash__ is never called (hostile public values).
+        wanted = [str.__str__(c) if isinstance(c, str) else c for c in wanted] if wanted else wanted
         if not wanted or any(not isinstance(c, str) or c not in names for c in wanted) or len(set(wanted)) != len(wanted):
             raise ParameterError(f"marginal() takes one or more distinct columns of this release {names}. "
                                  f"Got {safe_repr(columns)}.")
