@@ -244,15 +244,14 @@ class Histogram(FrozenRelease, EstimatesView, MeasureView):
             raise DomainError(f"range_query over boxes needs cells with independent noise (method='identity'); "
                               f"this release ({self.method!r}) combines cells, so a box's variance needs its "
                               f"covariance. Release the grid with method='identity' for box queries.")
-        if not isinstance(low, (str, bytes)) and not isinstance(high, (str, bytes)) and (
-                not isinstance(low, Iterable) or not isinstance(high, Iterable)):
+        text = isinstance(low, (str, bytes)) or isinstance(high, (str, bytes))
+        if not text and (not isinstance(low, Iterable) or not isinstance(high, Iterable)):
             self._bin_domain()  # scalar bounds on a d-D release: the 1-D form's DomainError, naming the box form
         try:
-            lows, highs = ([] if isinstance(v, (str, bytes)) else list(v) for v in (low, high))
+            lows, highs = ([], []) if text else (list(low), list(high))
         except Exception:  # noqa: BLE001 - a public argument whose iteration raises: the documented error below
             lows = highs = []
-        if isinstance(low, (str, bytes)) or isinstance(high, (str, bytes)) or len(lows) != len(dims) \
-                or len(highs) != len(dims):
+        if text or len(lows) != len(dims) or len(highs) != len(dims):
             raise ParameterError(f"range_query over a {len(dims)}-D release takes low and high with one bound per "
                                  f"column {list(self.domain.columns)}: e.g. range_query((44.8, -93.4), (45.0, "
                                  f"-93.1)). Got low={safe_repr(low)}, high={safe_repr(high)}.")
