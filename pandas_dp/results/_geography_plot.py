@@ -78,5 +78,5 @@ def _interval_text(result: Any, lvl: int, top: np.ndarray, confidence_level: flo
     rows = half[half.index.get_level_values(0).isin(labels)].to_numpy()
     low, high = format_edge(float(np.min(rows))), format_edge(float(np.max(rows)))
     width = f"± {low}" if low == high else f"± {low} to {high}"
-    return f"{confidence_level:.0%} interval per cell: {width}"
+    return f"{float(confidence_level):.0%} interval per cell: {width}"
 

@@ -199,14 +199,14 @@ def _plot_1d(result: Any, ax: Any, scale: AxisScale, confidence_level: float, de
     else:
         ax.stairs(height, scale.bounds, fill=True, **kwargs)
         ax.stairs(upper, scale.bounds, baseline=lower, fill=True, color="0.2", alpha=0.3,
-                  label=f"{confidence_level:.0%} interval")
+                  label=f"{float(confidence_level):.0%} interval")
         ax.legend(loc="best", fontsize="small")
         ax.set_xlim(scale.bounds[0], scale.bounds[-1])
     _set_ticks(ax, scale, "x")
     ax.yaxis.set_major_formatter(_count_formatter())
     ax.set_xlabel(scale.column)
     what = f"count per {_density_unit([scale])}" if density else "count"
-    ax.set_ylabel(f"{what} (± {confidence_level:.0%} CI)")
+    ax.set_ylabel(f"{what} (± {float(confidence_level):.0%} CI)")
 
 
 def _plot_2d(result: Any, ax: Any, rows: AxisScale, cols: AxisScale, density: bool,

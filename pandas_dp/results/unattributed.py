@@ -114,7 +114,7 @@ class UnattributedHistogram(FrozenRelease, EstimatesView, MeasureView):
             _, ax = plt.subplots(figsize=(8, 4))
         x = np.arange(len(counts))
         ax.fill_between(x, ci["lower"].to_numpy(), ci["upper"].to_numpy(), alpha=0.3, step="mid",
-                        label=f"{confidence_level:.0%} interval")
+                        label=f"{float(confidence_level):.0%} interval")
         ax.step(x, counts.to_numpy(), where="mid", **kwargs)
         ax.set_xlim(-0.5, max(len(counts) - 0.5, 0.5))
         readable_numbers(ax.xaxis)
