@@ -1,4 +1,8 @@
-"""How deep the ``--runslow`` statistical matrices go (one knob for CI and for deeper audits).
+"""How deep the statistical matrices go (one knob for CI and for deeper audits).
+
+The default run is a regression check: every mechanism once, at one loss level,
+on its most stressing neighbour (:func:`quick_levels`); ``--runslow`` adds the
+other neighbours; ``full`` runs everything everywhere.
 
 ``PANDAS_DP_SLOW_DEPTH`` (environment variable):
 
@@ -42,3 +46,15 @@ def slow_cases(cases: Mapping[str, Any], quick: str | None = None) -> list[str]:
     if FULL:
         return list(cases)
     return [name for name in cases if name != quick and name not in EXACT_ELSEWHERE]
+
+
+def quick_levels(names: Sequence[str], levels: Sequence[Any]) -> list[tuple[str, Any]]:
+    """The (mechanism, loss level) pairs of a default-run matrix: each mechanism at one level, the levels
+    taken in turn (so every level is tested on some mechanisms); every pair with ``full``.
+
+    Testing each mechanism at every level in the default run doubled its time; the slow run tests the
+    other neighbours at one level and ``full`` every neighbour at every level.
+    """
+    if FULL:
+        return [(name, level) for name in names for level in levels]
+    return [(name, levels[k % len(levels)]) for k, name in enumerate(names)]

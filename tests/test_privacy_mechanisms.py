@@ -1,7 +1,9 @@
 """``assert_dp`` over every public release method, at epsilon 0.5 and 1, on small domains.
 
-Default run: one stressing neighbour per method, few trials (a regression
-check that every method passes). ``--runslow``: every other neighbour from
+Default run: one stressing neighbour per method at one of the two levels (taken
+in turn, ``tests/_slow.py`` :func:`quick_levels`), few trials (a regression
+check that every method passes; the Dask releases other than the flat one run
+with ``--runslow``). ``--runslow``: every other neighbour from
 :func:`pandas_dp.testing.neighbours` at one loss level, more trials, and the
 public count-of-counts method itself (about 30 ms a call, so the default run
 tests its post-charge pipeline at the algorithm level, shown identical below).
@@ -37,7 +39,7 @@ from pandas_dp.releases.count_of_counts import estimate_count_of_counts, plan_co
 from pandas_dp.releases.histogram import METHODS
 from pandas_dp.testing import assert_dp, neighbours
 
-from _slow import FULL, SLOW_TRIALS, slow_cases, slow_levels
+from _slow import FULL, SLOW_TRIALS, quick_levels, slow_cases, slow_levels
 
 EPSILONS = [0.5, 1.0]
 RHOS = [0.125, 0.5]     # epsilon**2 / 2 of EPSILONS: the zCDP these pure releases imply
@@ -48,7 +50,7 @@ EDGES = list(range(9))  # 8 public bins: a binary tree has 3 noised levels
 D = pd.DataFrame({"x": [0, 1, 1, 2, 3, 3, 3, 5]})
 CASES = {n.name: n for n in neighbours(D, "x", bins=EDGES)}
 QUICK = CASES["add to largest cell"]
-QUICK_TRIALS = 400
+QUICK_TRIALS = 300
 #: The slow matrices (tests/_slow.py: PANDAS_DP_SLOW_DEPTH=full for every level and neighbour).
 SLOW_EPSILONS = slow_levels(EPSILONS)          # the quick run tests both epsilons on its neighbour
 SLOW_RHOS = slow_levels(RHOS, quick=QUICK_RHO)  # the quick run tests QUICK_RHO
@@ -157,12 +159,13 @@ def check_gaussian(mechanism, frame, neighbour, rho, trials, seed, statistic=Non
 SLOW_ONLY = {"dawa prefix, ratio 1/2", "auto bins, noisy total", "agrid public total"}
 
 
-def _quick(names):
-    return [pytest.param(n, marks=pytest.mark.slow) if n in SLOW_ONLY else n for n in names]
+def _quick(names, levels=EPSILONS):
+    """Each mechanism at one level of ``levels`` (tests/_slow.py), the variants in SLOW_ONLY with --runslow."""
+    return [pytest.param(n, level, id=f"{n}-{level}", marks=[pytest.mark.slow] if n in SLOW_ONLY else [])
+            for n, level in quick_levels(list(names), levels)]
 
 
-@pytest.mark.parametrize("epsilon", EPSILONS)
-@pytest.mark.parametrize("name", _quick(HISTOGRAM_MECHANISMS))
+@pytest.mark.parametrize("name,epsilon", _quick(HISTOGRAM_MECHANISMS))
 def test_histogram_methods_are_dp(name, epsilon):
     make, statistic = HISTOGRAM_MECHANISMS[name]
     _check(make(epsilon), statistic, QUICK, epsilon, QUICK_TRIALS, seed=11)
@@ -180,7 +183,7 @@ def test_histogram_methods_are_dp_on_every_neighbour(name, epsilon, case):
 @pytest.mark.parametrize("name", list(GAUSSIAN_MECHANISMS))
 def test_gaussian_histogram_methods_meet_their_epsilon_delta(name):
     make, statistic = GAUSSIAN_MECHANISMS[name]
-    check_gaussian(make(loss_kw(QUICK_RHO, "rho")), D, QUICK, QUICK_RHO, 200, seed=21, statistic=statistic)
+    check_gaussian(make(loss_kw(QUICK_RHO, "rho")), D, QUICK, QUICK_RHO, 150, seed=21, statistic=statistic)
 
 
 @pytest.mark.slow
@@ -210,8 +213,8 @@ def unattributed(privacy: float | dict, public: bool):
     return lambda df, rng: df.dp.unattributed_histogram("src", groups=groups, rng=rng, **p)
 
 
-@pytest.mark.parametrize("public", [True, False], ids=["public groups", "estimated groups"])
-@pytest.mark.parametrize("epsilon", EPSILONS)
+@pytest.mark.parametrize("public,epsilon", [(True, EPSILONS[0]), (False, EPSILONS[1])] if not FULL else
+                         [(p, e) for p in (True, False) for e in EPSILONS], ids=lambda v: str(v))
 def test_unattributed_histogram_is_dp(epsilon, public):
     _check_frame(unattributed(epsilon, public), EDGES_FRAME, UNATTR_CASES["add entity: largest group grows to 5"],
                  epsilon, QUICK_TRIALS)
@@ -329,10 +332,9 @@ def test_count_of_counts_pipeline_matches_public_method(budget, privacy):
         np.testing.assert_array_equal(public, pipeline, err_msg=name)
 
 
-@pytest.mark.parametrize("epsilon", EPSILONS)
-@pytest.mark.parametrize("variant", list(COC_VARIANTS))
+@pytest.mark.parametrize("variant,epsilon", _quick(COC_VARIANTS))
 def test_count_of_counts_is_dp(variant, epsilon):
-    trials = 400 if variant == "naive estimated groups" else 1500  # NNLS of the group totals: ~10 ms a run
+    trials = 300 if variant == "naive estimated groups" else 800  # NNLS of the group totals: ~10 ms a run
     report = assert_dp(coc_pipeline(epsilon, **COC_VARIANTS[variant]), PERSONS, COC_QUICK, epsilon=epsilon,
                        trials=trials, rng=14)
     assert report.passed
@@ -341,13 +343,13 @@ def test_count_of_counts_is_dp(variant, epsilon):
 @pytest.mark.parametrize("variant", list(COC_GAUSSIAN_VARIANTS))
 def test_gaussian_count_of_counts(variant):
     # hc, hg (sensitivity 1) and naive (L2 sensitivity sqrt 2), with and without public Groups
-    trials = 300 if "estimated groups" in variant else 600
+    trials = 300 if "estimated groups" in variant else 400
     check_gaussian(coc_pipeline(loss_kw(QUICK_RHO, "rho"), **COC_GAUSSIAN_VARIANTS[variant]), PERSONS, COC_QUICK,
                    QUICK_RHO, trials, seed=25, charges=False)
 
 
 def test_gaussian_public_count_of_counts_smoke():
-    check_gaussian(coc_public(loss_kw(QUICK_RHO, "rho"), "hc"), PERSONS, COC_QUICK, QUICK_RHO, 100, seed=26,
+    check_gaussian(coc_public(loss_kw(QUICK_RHO, "rho"), "hc"), PERSONS, COC_QUICK, QUICK_RHO, 80, seed=26,
                    statistic=coc_vector)
 
 
@@ -369,7 +371,7 @@ def test_gaussian_public_count_of_counts_on_every_neighbour(variant, case):
 
 
 def test_public_count_of_counts_is_dp_smoke():
-    report = assert_dp(coc_public(1.0, "hc"), PERSONS, COC_QUICK, epsilon=1.0, trials=150, statistic=coc_vector,
+    report = assert_dp(coc_public(1.0, "hc"), PERSONS, COC_QUICK, epsilon=1.0, trials=100, statistic=coc_vector,
                        rng=15)
     assert report.charged_per_run == 1.0
 
@@ -439,11 +441,14 @@ def test_gaussian_dask_frame():
     dd = pytest.importorskip("dask.dataframe")
     with dask.config.set(scheduler="synchronous"):
         check_gaussian(hierarchical(loss_kw(QUICK_RHO, "rho")), dd.from_pandas(D, npartitions=2),
-                       dd.from_pandas(QUICK.frame, npartitions=2), QUICK_RHO, 150, seed=29, statistic=tree_outputs)
+                       dd.from_pandas(QUICK.frame, npartitions=2), QUICK_RHO, 100, seed=29, statistic=tree_outputs)
 
 
-@pytest.mark.parametrize("name", list(DASK_MECHANISMS))
+@pytest.mark.parametrize("name", [n if n == "identity" else pytest.param(n, marks=pytest.mark.slow)
+                                  for n in DASK_MECHANISMS])
 def test_dask_frames_are_dp(name):
+    # The default run: the identity release (a Dask release is the pandas release on the summed counts,
+    # byte for byte on neighbouring frames: tests/test_neighbour_matrix.py); --runslow: the tree and AHP.
     dask = pytest.importorskip("dask")
     dd = pytest.importorskip("dask.dataframe")
     make, statistic = DASK_MECHANISMS[name]
@@ -479,8 +484,7 @@ GRID_MECHANISMS = {
 }
 
 
-@pytest.mark.parametrize("epsilon", EPSILONS)
-@pytest.mark.parametrize("name", _quick(GRID_MECHANISMS))
+@pytest.mark.parametrize("name,epsilon", _quick(GRID_MECHANISMS))
 def test_grid_methods_are_dp(name, epsilon):
     make, statistic = GRID_MECHANISMS[name]
     report = assert_dp(make(epsilon), D2, CASES2["add to largest cell"], epsilon=epsilon, trials=QUICK_TRIALS,

@@ -315,16 +315,20 @@ def result_outcome(result: Any, caught: list[warnings.WarningMessage], charged: 
                    warnings=_warning_set(caught), charged=charged)
 
 
-def capture(call: Callable[[], Any], spent: Callable[[], Fraction] | None = None
+def capture(call: Callable[[], Any], spent: Callable[[], Fraction] | None = None, *,
+            before: Fraction | None = None
             ) -> tuple[Any, BaseException | None, list[warnings.WarningMessage], Fraction | None]:
     """Run ``call()`` recording every warning (filter ``"always"``) and any ``Exception`` it raises.
 
     Returns ``(result, error, warnings, charged)``: ``result`` is ``None``
     when the call raised; ``charged`` is the change of ``spent()`` across the
-    call (``None`` without ``spent``). ``KeyboardInterrupt`` and
-    ``SystemExit`` are not captured.
+    call (``None`` without ``spent``). ``before``, when given, is ``spent()``
+    as already read just before the call (a loop of runs passes the previous
+    run's reading: one ledger read a run instead of two). ``KeyboardInterrupt``
+    and ``SystemExit`` are not captured.
     """
-    before = spent() if spent is not None else None
+    if before is None:
+        before = spent() if spent is not None else None
     result: Any = None
     error: BaseException | None = None
     with warnings.catch_warnings(record=True) as caught:

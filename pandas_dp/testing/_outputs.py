@@ -149,8 +149,11 @@ def _record(out: RunResult, table: OutcomeTable, positions: np.ndarray, outcome:
 def _looped(mechanism: Callable[..., Any], frame: Any, n: int, rng: np.random.Generator,
             statistic: Callable[[Any], Any] | None, spent: Callable[[], Fraction] | None,
             table: OutcomeTable, out: RunResult) -> None:
+    last = spent() if spent is not None else None  # the budget's spent amount before the next run
     for i in range(n):
-        result, error, caught, charged = capture(lambda: mechanism(frame, rng), spent)
+        result, error, caught, charged = capture(lambda: mechanism(frame, rng), spent, before=last)
+        if last is not None and charged is not None:
+            last += charged
         where = np.array([i])
         if error is not None:
             _record(out, table, where, error_outcome(error, caught, charged), None, None)
