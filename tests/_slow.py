@@ -7,11 +7,12 @@ other neighbours; ``full`` runs everything everywhere.
 ``PANDAS_DP_SLOW_DEPTH`` (environment variable):
 
 * ``"ci"`` (default): every neighbour the quick run does not already test, at one
-  loss level (the quick run covers the others), with :data:`SLOW_TRIALS` = 300
-  runs a dataset (the quick run uses 400 on its one neighbour; a correct
+  loss level (the quick run covers the others), with :data:`SLOW_TRIALS` = 200
+  runs a dataset (the quick run uses 300 on its one neighbour; a correct
   mechanism fails with probability at most 1 - confidence = 0.001 whatever the
   number of runs, so fewer runs cost power, never false failures). The
-  measured-power tests of the tester itself run their cheap cases only. The "add outside domain" neighbour is left to
+  measured-power tests of the tester itself run their cheap cases only, and audits
+  of research code that need tens of thousands of looped runs are left to ``full``. The "add outside domain" neighbour is left to
   ``tests/test_boundary_histograms.py`` (and the engine conformance tests), which check it more strongly: byte-identical
   seeded outputs on both frames (a test that cannot fail by chance).
 * ``"full"``: every neighbour, every loss level, 3000 runs a dataset, every
@@ -28,7 +29,7 @@ if DEPTH not in ("ci", "full"):
     raise ValueError(f"PANDAS_DP_SLOW_DEPTH={DEPTH!r}: use 'ci' (default) or 'full'")
 FULL = DEPTH == "full"
 #: Runs per dataset of the slow assert_dp matrices.
-SLOW_TRIALS = 3000 if FULL else 300
+SLOW_TRIALS = 3000 if FULL else 200
 #: Neighbours every release maps to the same output whatever its noise (tested byte for byte elsewhere).
 EXACT_ELSEWHERE = ("add outside domain",)
 

@@ -175,7 +175,7 @@ def check_neighbours(d: Any, d2: Any, households: pd.DataFrame, mode: str, metho
 
 
 # -- count-of-counts: neighbour outcomes -----------------------------------------------------------
-@settings(max_examples=60, **SETTINGS)
+@settings(max_examples=30, **SETTINGS)
 @given(census=censuses(), kind=st.sampled_from(sorted(ADVERSARIES)), mode=st.sampled_from(["groups", "hierarchy"]),
        method=st.sampled_from(["hc", "hg", "naive"]), max_size=st.sampled_from([None, 6]))
 def test_count_of_counts_neighbours_pandas(census, kind, mode, method, max_size) -> None:
@@ -424,7 +424,8 @@ def _coc_mechanism(method: str, mode: str, levels: list[str] = LEVELS
 
 @pytest.mark.parametrize("row", [
     {"hh": 2, "state": "A", "county": "a2"},        # a valid person: the paper's neighbour step
-    {"hh": [1], "state": "A", "county": "b1"},      # an unhashable id: dropped
+    pytest.param({"hh": [1], "state": "A", "county": "b1"},  # an unhashable id: dropped (identical outputs:
+                 marks=pytest.mark.slow),                 # test_every_adversary_on_the_census_data)
 ])
 def test_assert_dp_count_of_counts(row) -> None:
     # The claim is tested at confidence 0.999: a correct epsilon=1 mechanism fails with probability
@@ -457,7 +458,7 @@ def test_assert_dp_count_of_counts_adversaries_slow(mode, kind) -> None:
 def test_assert_dp_unattributed(value) -> None:
     edges = pd.DataFrame({"src": [1, 1, 2, 3, 3, 3]})
     mech = lambda df, rng: df.dp.unattributed_histogram("src", epsilon=1.0, groups=[1, 2, 3], rng=rng)  # noqa: E731
-    assert_dp(mech, edges, with_row(edges, {"src": value}), epsilon=1.0, trials=600, rng=2)
+    assert_dp(mech, edges, with_row(edges, {"src": value}), epsilon=1.0, trials=300, rng=2)
 
 
 # -- count-of-counts with the group as the unit: a household spread over leaves (issue 24, item 1) ----------
