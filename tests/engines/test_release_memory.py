@@ -147,7 +147,7 @@ def test_bounding_units_peaks_below_twice_the_columns_it_reads(monkeypatch):
 def test_bounding_keeps_the_rows_of_smallest_key_of_every_unit():
     # The reference, unit by unit: the k rows of smallest AES key (ties: by position). Packed (unit, key)
     # words with few key bits force ties at the thresholds, which the exact re-ranking must resolve.
-    from pandas_dp.engines.pandas.bounding import _dropped_rows, _keep_at_most, row_keys
+    from pandas_dp.engines.pandas.bounding import _dropped_rows, row_keys
 
     rng = np.random.default_rng(1)
     key = bytes(range(32))
@@ -162,7 +162,8 @@ def test_bounding_keeps_the_rows_of_smallest_key_of_every_unit():
     assert dropped == expected
     coarse = (rng.integers(0, 3, 5_000).astype(np.uint64) << np.uint64(62))  # 3 distinct keys: ties everywhere
     groups = rng.integers(0, 40, 5_000)
-    keep = _keep_at_most(groups, 4, lambda idx: coarse[idx])
+    keep = np.ones(groups.size, dtype=bool)
+    keep[_dropped_rows(groups, None, 4, lambda idx: coarse[idx])] = False
     for g in range(40):
         members = np.flatnonzero(groups == g)
         assert set(np.flatnonzero(keep & (groups == g)).tolist()) == \

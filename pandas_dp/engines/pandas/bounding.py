@@ -204,16 +204,6 @@ def _dropped_rows(groups: np.ndarray, cells: np.ndarray | None, limit: int, keys
     return over[~kept]
 
 
-def _keep_at_most(groups: np.ndarray, limit: int, keys_of: Any) -> np.ndarray:
-    """Boolean mask keeping, in every group (codes ``>= 0``), the ``limit`` members of smallest key.
-
-    ``keys_of(positions)`` gives the keys of the members at those positions; see :func:`_dropped_rows`.
-    """
-    keep = np.ones(groups.size, dtype=bool)
-    keep[_dropped_rows(groups, None, limit, keys_of)] = False
-    return keep
-
-
 def _rows_keys(key: bytes, positions: np.ndarray | None) -> Any:
     """``keys_of`` of the rows scheme: the key of each row's position in the frame."""
     if positions is None:
@@ -244,31 +234,67 @@ def bound_codes(cells: np.ndarray, units: np.ndarray, bounds: UnitBounds, key: b
         A stable identity of every row's cell for those keys when ``cells`` are local codes
         (groups without public ids: their hash); default the cell codes themselves.
     """
-    n = cells.size
     pos = None if positions is None else np.asarray(positions, dtype=np.uint64)
     out = np.where(units >= 0, cells, -1)
     if bounds.scheme == "rows":
         out[_dropped_rows(units, cells, bounds.row_bound, _rows_keys(key, pos))] = -1
-        return out
-    pos = np.arange(n, dtype=np.uint64) if pos is None else pos
-    live = np.flatnonzero(out >= 0)
+    else:
+        out[_cells_dropped_rows(cells, units, bounds, key, pos, unit_hashes, cell_ids)] = -1
+    return out
+
+
+def _live_positions(units: np.ndarray, cells: np.ndarray) -> np.ndarray:
+    """Ascending positions of the rows with a unit and a cell (4 bytes each below ``2**31`` rows)."""
+    n = cells.size
+    mask = np.empty(n, dtype=bool)
+    for a in range(0, n, _ROWS):
+        np.logical_and(units[a:a + _ROWS] >= 0, cells[a:a + _ROWS] >= 0, out=mask[a:a + _ROWS])
+    live = np.empty(int(np.count_nonzero(mask)), dtype=_index_dtype(n))
+    filled = 0
+    for a in range(0, n, _ROWS):
+        rows = np.flatnonzero(mask[a:a + _ROWS])
+        live[filled:filled + rows.size] = rows + a
+        filled += rows.size
+    return live
+
+
+def _cells_dropped_rows(cells: np.ndarray, units: np.ndarray, bounds: UnitBounds, key: bytes,
+                        positions: np.ndarray | None, unit_hashes: np.ndarray | None,
+                        cell_ids: np.ndarray | None) -> np.ndarray:
+    """Ascending positions of the rows the cells scheme drops: at most r rows in each (unit, cell) pair
+    (random rows), then at most c pairs per unit (random pairs). See :func:`bound_codes`."""
+    live = _live_positions(units, cells)
     if live.size == 0:
-        return out
-    # Cells scheme: at most r rows in each (unit, cell) pair, then at most c pairs per unit.
-    pair_of_row, pairs = pd.factorize(units[live].astype(np.int64) * np.int64(cells.max() + 2) + cells[live])
-    keep = _keep_at_most(pair_of_row.astype(np.int64), int(bounds.max_rows_per_cell),  # type: ignore[arg-type]
-                         lambda idx: row_keys(key, pos[live[idx]]))
-    first_row = np.full(pairs.size, -1, dtype=np.int64)
+        return live
+    width = np.int64(int(cells.max()) + 2)
+    pair_value = np.empty(live.size, dtype=np.int64)
+    for a in range(0, live.size, _ROWS):
+        rows = live[a:a + _ROWS]
+        np.multiply(units[rows].astype(np.int64), width, out=pair_value[a:a + _ROWS])
+        pair_value[a:a + _ROWS] += cells[rows]
+    codes, pairs = pd.factorize(pair_value)
+    del pair_value
+    pair_of_row = codes.astype(_index_dtype(pairs.size), copy=False)
+    del codes
+    pair_count = pairs.size
+    del pairs
+    dropped_in_pair = _dropped_rows(pair_of_row, None, int(bounds.max_rows_per_cell),  # type: ignore[arg-type]
+                                    _rows_keys(key, live if positions is None else positions[live]))
+    first_row = np.full(pair_count, -1, dtype=np.int64)
     first_row[pair_of_row[::-1]] = live[::-1]       # one row of every pair (any one)
     pair_unit = units[first_row]
     hashes = unit_hashes[first_row] if unit_hashes is not None else pair_unit.astype(np.uint64)
     ids = cells if cell_ids is None else cell_ids
     pair_key_input = hashes ^ (ids[first_row].astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15))
-    keep_pair = _keep_at_most(pair_unit, int(bounds.max_cells),  # type: ignore[arg-type]
-                              lambda idx: row_keys(key, pair_key_input[idx], tweak=1))
-    keep &= keep_pair[pair_of_row]
-    out[live[~keep]] = -1
-    return out
+    dropped_pairs = _dropped_rows(pair_unit, None, int(bounds.max_cells),  # type: ignore[arg-type]
+                                  lambda idx: row_keys(key, pair_key_input[idx], tweak=1))
+    pair_dropped = np.zeros(pair_count, dtype=bool)
+    pair_dropped[dropped_pairs] = True
+    drop = np.zeros(live.size, dtype=bool)
+    drop[dropped_in_pair] = True
+    for a in range(0, live.size, _ROWS):
+        drop[a:a + _ROWS] |= pair_dropped[pair_of_row[a:a + _ROWS]]
+    return live[drop]
 
 
 def contribution_histogram(cells: np.ndarray, units: np.ndarray, steps: tuple[int, ...] = AUTO_STEPS) -> np.ndarray:
@@ -297,19 +323,18 @@ class CodedRows:
     def counts(self, bounds: UnitBounds, key: bytes) -> np.ndarray:
         """Exact counts per cell after bounding every unit's contribution.
 
-        With ``max_rows``: the live rows' counts less those of the rows the bound drops (no array
-        of kept codes; the passes over every row go a chunk at a time).
+        The live rows' counts less those of the rows the bounds drop (no array of kept codes;
+        the passes over every row go a chunk at a time).
         """
+        pos = None if self.positions is None else np.asarray(self.positions, dtype=np.uint64)
         if bounds.scheme == "rows":
-            pos = None if self.positions is None else np.asarray(self.positions, dtype=np.uint64)
             drop = _dropped_rows(self.units, self.cells, bounds.row_bound, _rows_keys(key, pos))
-            counts = _live_bincount(self.cells, self.units, self.cells, self.size)
-            for a in range(0, drop.size, _ROWS):
-                counts -= np.bincount(self.cells[drop[a:a + _ROWS]], minlength=self.size)
-            return counts
-        kept = bound_codes(self.cells, self.units, bounds, key, positions=self.positions,
-                           unit_hashes=self.unit_hashes, cell_ids=self.cell_ids)
-        return np.bincount(kept + 1, minlength=self.size + 1)[1:].astype(np.int64)
+        else:
+            drop = _cells_dropped_rows(self.cells, self.units, bounds, key, pos, self.unit_hashes, self.cell_ids)
+        counts = _live_bincount(self.cells, self.units, self.cells, self.size)
+        for a in range(0, drop.size, _ROWS):
+            counts -= np.bincount(self.cells[drop[a:a + _ROWS]], minlength=self.size)
+        return counts
 
     def contributions(self) -> np.ndarray:
         """Units per step of rows in the domain (for ``max_rows="auto"``, :data:`~pandas_dp.privacy.units.AUTO_STEPS`)."""
