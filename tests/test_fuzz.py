@@ -434,8 +434,8 @@ UNIT_AND_GEOGRAPHY_CALLS = {
 @pytest.mark.parametrize("loss", EXTREME_LOSSES)
 @pytest.mark.parametrize("call", sorted(UNIT_AND_GEOGRAPHY_CALLS))
 def test_no_release_by_geography_or_privacy_unit_fails_after_its_charge(call, loss):
-    # (Without groups=, an unattributed histogram at a tiny loss releases the capped 2**26 groups: 8-15 s,
-    # not a failure, so it is left out of the default run.)
+    # (Without groups=, an unattributed histogram at a tiny loss is refused before its charge: its noise on the
+    # number of groups would release up to 2**26 positions; tests/test_extreme_losses.py checks it.)
     for frame in EXTREME_FRAMES.values():
         frame = frame.assign(u=np.arange(len(frame)) % 5)
         result = released_or_refused(lambda: UNIT_AND_GEOGRAPHY_CALLS[call](frame, loss), loss)

@@ -263,7 +263,9 @@ class DPAccessorBase:
             All group ids (public), including groups with no rows; rows of other
             ids are dropped. A DataFrame (a public groups table) gives them in
             its column named like ``group``. Without it the number of groups is estimated with
-            1/10 of ``epsilon``.
+            1/10 of ``epsilon``, and a loss whose noise on that number could add more than
+            2**21 positions (at tail probability 1e-6; for one row per unit, ``epsilon`` below
+            about 6e-5) is refused before any charge, naming the smallest workable value.
         rng : numpy.random.Generator, optional
             Reproducible experiments only.
         {privacy_unit max_rows max_cells max_rows_per_cell}

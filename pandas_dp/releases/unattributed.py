@@ -10,6 +10,7 @@ groups present; rows out of domain are dropped, silently) -> charge ->
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 from typing import Any
 
@@ -22,17 +23,25 @@ from pandas_dp.domain.grid import MAX_CELLS
 from pandas_dp._utils.rational import safe_repr
 from pandas_dp.noise.words import release_key
 from pandas_dp.errors import ParameterError
-from pandas_dp.privacy.loss import UNIT, Sensitivity
+from pandas_dp.privacy.loss import UNIT, PrivacyLoss, Sensitivity
 from pandas_dp.results.unattributed import UnattributedHistogram
 from pandas_dp.releases.params import PrivacyUnit, check_columns, check_rng
 from pandas_dp.releases.pipeline import Release, check_measure, privacy_loss, run
 
-__all__ = ["unattributed_histogram", "GROUP_COUNT_SHARE", "MAX_GROUPS"]
+__all__ = ["unattributed_histogram", "GROUP_COUNT_SHARE", "MAX_GROUPS", "NOISE_GROUPS", "NOISE_GROUPS_TAIL"]
 
 GROUP_COUNT_SHARE = Fraction(1, 10)
 #: Largest number of groups released: one noisy count each. A privately estimated number of
 #: groups is clamped to it (post-processing); more public group ids than this are refused.
 MAX_GROUPS = MAX_CELLS
+#: Most positions the noise on an estimated number of groups may add beyond the groups present, at
+#: tail probability :data:`NOISE_GROUPS_TAIL`. Every position is released and costs about 70 bytes
+#: of work, so the memory the noise alone asks for stays below 150 MB (typically 20 times less: the
+#: median of the noise is a twentieth of that quantile); a smaller loss, whose noise would fill up to
+#: :data:`MAX_GROUPS` positions (gigabytes of pure noise), is refused before any charge.
+NOISE_GROUPS = 1 << 21
+#: Tail probability of the noise on the number of groups exceeding :data:`NOISE_GROUPS`.
+NOISE_GROUPS_TAIL = Fraction(1, 10**6)
 
 
 def _group_ids(groups: Any, column: Any) -> pd.Index:
@@ -74,6 +83,39 @@ def _group_ids(groups: Any, column: Any) -> pd.Index:
     return ids
 
 
+def _noise_reach(loss: PrivacyLoss, sensitivity: Sensitivity) -> int:
+    """Positions the noise on the number of groups adds with probability ``NOISE_GROUPS_TAIL`` (public)."""
+    noise = loss.part(GROUP_COUNT_SHARE).noise(sensitivity, what="the number of groups")
+    return noise.quantile(1 - NOISE_GROUPS_TAIL)
+
+
+def _check_group_noise(loss: PrivacyLoss, sensitivity: Sensitivity) -> None:
+    """Refuse a loss whose noise on the number of groups could release up to millions of noise positions.
+
+    Public: the loss and the unit's bounds. The smallest workable amount scales the given one by the
+    noise's reach over :data:`NOISE_GROUPS` (noise scale ``1/epsilon``, standard deviation
+    ``1/sqrt(rho)``), rounded up to two significant digits and checked exactly.
+    """
+    reach = _noise_reach(loss, sensitivity)
+    if reach <= NOISE_GROUPS:
+        return
+    factor = reach / NOISE_GROUPS
+    amount = float(loss.amount) * (factor if loss.measure == "pure" else factor * factor)
+    for _ in range(20):
+        digits = 1 - math.floor(math.log10(amount))
+        amount = math.ceil(amount * 10.0**digits) / 10.0**digits
+        if _noise_reach(type(loss)(Fraction(repr(amount))), sensitivity) <= NOISE_GROUPS:  # type: ignore[call-arg]
+            break
+        amount *= 1.05
+    name = loss.parameter
+    raise ParameterError(
+        f"The '{name}' parameter is too small for unattributed_histogram without public groups: "
+        f"{name}={float(loss.amount):.3g} estimates the number of groups with noise that can add "
+        f"{reach:,} positions of pure noise (up to {MAX_GROUPS:,} released counts, gigabytes of work). "
+        f"Pass {name} >= {amount:.2g} (the smallest value whose noise adds at most {NOISE_GROUPS:,} "
+        f"positions), or the public group ids as groups= (then the number of groups is not estimated).")
+
+
 def unattributed_histogram(frame: pd.DataFrame, group: Any, *, epsilon: Any = None, rho: Any = None,
                            groups: Any = None, rng: Any = None, privacy_unit: Any = None, max_rows: Any = None,
                            max_cells: Any = None, max_rows_per_cell: Any = None) -> UnattributedHistogram:
@@ -104,6 +146,8 @@ def unattributed_histogram(frame: pd.DataFrame, group: Any, *, epsilon: Any = No
     loss_n = loss.zero() if ids is not None else loss.part(GROUP_COUNT_SHARE)
     loss_s = loss - loss_n
     count_sens = UNIT if unit is None else Sensitivity.cells(cells=unit.cells_touched())
+    if ids is None:
+        _check_group_noise(loss, count_sens)
     noise_n = loss_n.noise(count_sens, what="the number of groups") if ids is None else None
     noise_s = loss_s.noise(UNIT if unit is None else unit.histogram_sensitivity(), what="the sorted counts")
     params = {"groups_public": ids is not None, f"{loss.parameter}_group_count": str(loss_n.amount),

@@ -112,3 +112,73 @@ def test_counts_handed_out_are_copy_on_write_over_read_only_data(frame):
     mine.iloc[0] = -5                                       # the caller's copy changes ...
     assert mine.iloc[0] == -5
     pd.testing.assert_series_equal(h.counts, first)         # ... the release does not
+
+
+# -- privacy units: the bounding's working memory (issue 30 item 5) ---------------------------------------------
+
+
+def test_bounding_units_peaks_below_twice_the_columns_it_reads(monkeypatch):
+    # 10**7 rows (two int64 columns, 153 MiB) peaked at 6.2x their size: int64 codes, a position array, the
+    # live rows' units, their positions widened by searchsorted, per-row temporaries. Now: int32 cell and
+    # unit codes (8 bytes a row), the members of units over the bound (4 bytes each) with their packed keys
+    # and the sorted copy (16), every other pass a chunk at a time: about 1.75x. The chunks are shrunk here
+    # so that the bound holds at a test's size (benchmarks/bench_unit_memory.py measures 10**7 and 10**8:
+    # 1.9x there, where pandas' factorization of the units caps its hash table at 2**20 entries; at this
+    # size its table, sized by the rows, is most of the coding step's peak, so that step is bounded by it).
+    from pandas_dp.engines.pandas import bounding
+    from pandas_dp.privacy.units import UnitBounds
+
+    monkeypatch.setattr(bounding, "_CHUNK", 1 << 12)
+    monkeypatch.setattr(bounding, "_ROWS", 1 << 12)
+    rng = np.random.default_rng(0)
+    rows = 400_000
+    frame = pd.DataFrame({"unit": rng.integers(0, rows // 10, rows), "x": rng.integers(0, 64, rows)})
+    columns = frame.memory_usage(index=False).sum()            # 16 bytes a row
+    grid, bounds = make_grid(frame, ["x"], bins=64, range=(0, 64)), UnitBounds("unit", max_rows=5)
+    coded, coding = _peak(lambda: bounding.coded_rows(frame, grid, bounds))
+    assert coded.cells.dtype == coded.units.dtype == np.int32
+    _, factorize = _peak(lambda: pd.factorize(frame["unit"].to_numpy()))
+    assert coding <= factorize + 8 * rows
+    counts, counting = _peak(lambda: coded.counts(bounds, bytes(32)))
+    assert counting + coded.cells.nbytes + coded.units.nbytes <= 2 * columns
+    assert counts.sum() < rows and counts.sum() == np.minimum(np.bincount(frame["unit"]), 5).sum()
+
+
+def test_bounding_keeps_the_rows_of_smallest_key_of_every_unit():
+    # The reference, unit by unit: the k rows of smallest AES key (ties: by position). Packed (unit, key)
+    # words with few key bits force ties at the thresholds, which the exact re-ranking must resolve.
+    from pandas_dp.engines.pandas.bounding import _dropped_rows, row_keys
+
+    rng = np.random.default_rng(1)
+    key = bytes(range(32))
+    units = rng.integers(-1, 300, 5_000).astype(np.int32)
+    cells = rng.integers(-1, 20, 5_000).astype(np.int32)
+    keys = row_keys(key, np.arange(units.size))
+    dropped = set(_dropped_rows(units, cells, 3, lambda rows: row_keys(key, rows)).tolist())
+    expected = set()
+    for u in np.unique(units[units >= 0]):
+        members = np.flatnonzero((units == u) & (cells >= 0))
+        expected |= set(members[np.lexsort((members, keys[members]))][3:].tolist())
+    assert dropped == expected
+    coarse = (rng.integers(0, 3, 5_000).astype(np.uint64) << np.uint64(62))  # 3 distinct keys: ties everywhere
+    groups = rng.integers(0, 40, 5_000)
+    keep = np.ones(groups.size, dtype=bool)
+    keep[_dropped_rows(groups, None, 4, lambda idx: coarse[idx])] = False
+    for g in range(40):
+        members = np.flatnonzero(groups == g)
+        assert set(np.flatnonzero(keep & (groups == g)).tolist()) == \
+            set(members[np.lexsort((members, coarse[members]))][:4].tolist())
+
+
+def test_narrow_cell_codes_never_wrap_into_the_domain():
+    from pandas_dp.engines.pandas.counts import cell_codes
+
+    frame = pd.DataFrame({"x": np.array([0, 3, 9, 2**32 + 3, -2**32 + 1, 2**31, -5, 10, 2**63 - 1], dtype=np.int64),
+                          "y": np.arange(9) % 2})
+    for columns, kw in ((["x"], {"bins": 10, "range": (0, 10)}), (["x", "y"], {"bins": [10, 2], "range": [(0, 10), (0, 2)]})):
+        grid = make_grid(frame, columns, **kw)
+        wide = cell_codes(frame, grid)
+        narrow = cell_codes(frame, grid, dtype=np.int32)
+        assert narrow.dtype == np.int32
+        np.testing.assert_array_equal(narrow, np.where(wide < 0, -1, wide))
+        assert (narrow[3:] == -1).all() and (narrow[:3] >= 0).all()

@@ -39,7 +39,13 @@ __all__ = ["CodedRows", "coded_rows", "coded_group_rows", "group_cells", "row_ke
            "unit_hashes", "unit_codes"]
 
 
-_CHUNK = 1 << 21  # positions per AES call (32 MiB of keystream)
+_CHUNK = 1 << 19  # positions per AES call (8 MiB of keystream)
+
+
+def _ascending(values: np.ndarray) -> bool:
+    """Whether ``values`` never decrease (checked a chunk at a time: no temporary of the full size)."""
+    windows = (values[a:a + _CHUNK + 1] for a in range(0, values.size, _CHUNK))  # overlapping by one
+    return all(bool(np.all(w[1:] >= w[:-1])) for w in windows)
 
 
 def row_keys(key: bytes, positions: np.ndarray, *, tweak: int = 0) -> np.ndarray:
@@ -47,30 +53,40 @@ def row_keys(key: bytes, positions: np.ndarray, *, tweak: int = 0) -> np.ndarray
 
     The block is the 128-bit big-endian integer ``tweak * 2**64 + position``. Sorted positions that
     cover most of their span are computed as one AES-CTR keystream per chunk (the same blocks,
-    faster); others block by block (ECB). Either way the key of a position does not depend on the
-    other positions asked for.
+    faster); others block by block (ECB), a chunk at a time. Either way the key of a position does
+    not depend on the other positions asked for. ``positions`` are non-negative integers of any
+    integer dtype (int32 row positions are read in place, never widened as a whole).
     """
     from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 
-    pos = np.asarray(positions, dtype=np.uint64)
+    pos = np.asarray(positions)
+    if pos.dtype.kind not in "iu":
+        pos = pos.astype(np.uint64)
     out = np.empty(pos.size, dtype=np.uint64)
     if pos.size == 0:
         return out
     lo, hi = int(pos.min()), int(pos.max())
-    if hi - lo < 2 * pos.size and bool(np.all(pos[1:] >= pos[:-1])):
+    if hi - lo < 2 * pos.size and _ascending(pos):
+        # Bounds in the positions' own dtype: searchsorted would otherwise widen all of them to int64.
+        bound = pos.dtype if hi + 1 <= np.iinfo(pos.dtype).max else np.dtype(np.uint64)
         for start in range(lo, hi + 1, _CHUNK):
             stop = min(start + _CHUNK, hi + 1)
             nonce = ((tweak << 64) | start).to_bytes(16, "big")
             stream = Cipher(algorithms.AES(key), modes.CTR(nonce)).encryptor().update(bytes(16 * (stop - start)))
             words = np.frombuffer(stream, dtype=np.uint64)[0::2]
-            a, b = np.searchsorted(pos, [start, stop])
-            out[a:b] = words[(pos[a:b] - np.uint64(start)).astype(np.int64)]
+            a, b = (int(i) for i in np.searchsorted(pos, np.array([start, stop], dtype=bound)))
+            sub = pos[a:b]
+            offset = (sub - np.uint64(start)) if sub.dtype == np.uint64 else (sub.astype(np.int64) - start)
+            out[a:b] = words[offset.astype(np.int64, copy=False)]
         return out
-    blocks = np.empty((pos.size, 2), dtype=">u8")
-    blocks[:, 0] = tweak
-    blocks[:, 1] = pos
-    encrypted = Cipher(algorithms.AES(key), modes.ECB()).encryptor().update(blocks.tobytes())
-    return np.frombuffer(encrypted, dtype=np.uint64)[0::2].copy()
+    encryptor = Cipher(algorithms.AES(key), modes.ECB()).encryptor()
+    for a in range(0, pos.size, _CHUNK):
+        sub = pos[a:a + _CHUNK]
+        blocks = np.empty((sub.size, 2), dtype=">u8")
+        blocks[:, 0] = tweak
+        blocks[:, 1] = sub
+        out[a:a + sub.size] = np.frombuffer(encryptor.update(blocks.tobytes()), dtype=np.uint64)[0::2]
+    return out
 
 
 def _exact_keep(groups: np.ndarray, keys: np.ndarray, limit: int) -> np.ndarray:
@@ -82,41 +98,117 @@ def _exact_keep(groups: np.ndarray, keys: np.ndarray, limit: int) -> np.ndarray:
     return rank < limit
 
 
-def _keep_at_most(groups: np.ndarray, limit: int, keys_of: Any) -> np.ndarray:
-    """Boolean mask keeping, in every group, the ``limit`` members of smallest key.
+_ROWS = 1 << 20  # rows per chunk of the passes over every row (their temporaries stay this small)
 
-    Only the members of groups over their limit get keys (``keys_of(members)``). The members are
-    ranked by one sort of (group, key) packed in a 64-bit word: the ``limit``-th smallest packed
-    value of each group is its threshold. Packing drops low bits of the keys, so members can tie
-    at a threshold: the (rare) groups that would keep too many are re-ranked on the full keys.
+
+def _index_dtype(n: int) -> np.dtype[Any]:
+    """int32 for positions and codes below ``n`` when they fit (half the memory per row), else int64."""
+    return np.dtype(np.int32) if n < 2**31 - 1 else np.dtype(np.int64)
+
+
+def _live(groups: np.ndarray, cells: np.ndarray | None, a: int, b: int) -> tuple[np.ndarray, np.ndarray]:
+    """Rows ``a:b``: their groups and which of them count (a group, and a cell when cells are given)."""
+    g = groups[a:b]
+    live = g >= 0
+    if cells is not None:
+        live &= cells[a:b] >= 0
+    return g, live
+
+
+def _live_bincount(codes: np.ndarray, groups: np.ndarray, cells: np.ndarray | None, minlength: int) -> np.ndarray:
+    """``np.bincount(codes[live])`` (int64) for the live rows of :func:`_live`, a chunk at a time.
+
+    ``np.bincount`` widens its input to intp: on the whole array that is a copy of 8 bytes per row.
     """
-    keep = np.ones(groups.size, dtype=bool)
-    if groups.size == 0:
-        return keep
-    sizes = np.bincount(groups)
-    over = np.flatnonzero(sizes[groups] > limit)
-    if over.size == 0:
-        return keep
-    g = groups[over]
-    keys = keys_of(over)
-    bits = max(int(g.max()).bit_length(), 1)
+    out = np.zeros(minlength, dtype=np.int64)
+    for a in range(0, codes.size, _ROWS):
+        g, live = _live(groups, cells, a, a + _ROWS)
+        part = np.bincount(codes[a:a + _ROWS][live], minlength=minlength)
+        if part.size > out.size:
+            part[:out.size] += out
+            out = part
+        else:
+            out[:part.size] += part
+    return out
+
+
+def _dropped_rows(groups: np.ndarray, cells: np.ndarray | None, limit: int, keys_of: Any) -> np.ndarray:
+    """Ascending positions of the rows that the ``limit`` members of smallest key of their group leave out.
+
+    A row is a member of its group ``groups[i]`` when it is live (a group ``>= 0`` and, when ``cells``
+    are given, a cell ``>= 0``); other rows are never dropped. Only the members of groups over their
+    limit get keys (``keys_of(positions)``). They are ranked by one sort of (group, key) packed in a
+    64-bit word: the ``limit``-th smallest packed value of each group is its threshold. Packing drops
+    low bits of the keys, so members can tie at a threshold: the (rare) groups that would keep too
+    many are re-ranked on the full keys.
+
+    Memory: the positions of the members of groups over their limit (4 bytes each below ``2**31``
+    rows) and two 64-bit words each (the packed keys and their sorted copy); the group of a member
+    is read back from its packed word, and every pass over all rows goes a chunk at a time.
+    """
+    n = groups.size
+    index = _index_dtype(n)
+    none = np.zeros(0, dtype=index)
+    if n == 0 or int(groups.max()) < 0:
+        return none
+    sizes = _live_bincount(groups, groups, cells, int(groups.max()) + 1)
+    heavy = np.flatnonzero(sizes > limit).astype(index)
+    if heavy.size == 0:
+        return none
+    is_heavy = np.zeros(sizes.size + 1, dtype=bool)   # the extra last entry is read by group -1: False
+    is_heavy[heavy] = True
+    member = np.empty(n, dtype=bool)
+    for a in range(0, n, _ROWS):
+        g, live = _live(groups, cells, a, a + _ROWS)
+        np.logical_and(is_heavy[g], live, out=member[a:a + _ROWS])
+    over = np.empty(int(np.count_nonzero(member)), dtype=index)
+    filled = 0
+    for a in range(0, n, _ROWS):
+        rows = np.flatnonzero(member[a:a + _ROWS])
+        over[filled:filled + rows.size] = rows + a
+        filled += rows.size
+    del member, is_heavy
+    bits = max(int(heavy[-1]).bit_length(), 1)
     if bits > 40:
-        keep[over[~_exact_keep(g, keys, limit)]] = False
-        return keep
-    packed = (g.astype(np.uint64) << np.uint64(64 - bits)) | (keys >> np.uint64(bits))
+        return over[~_exact_keep(groups[over], keys_of(over), limit)]
+    # Each heavy group's limit-th member in the sort: its start (the members of the groups before it) + limit - 1.
+    at = np.cumsum(sizes[heavy], dtype=index)
+    at -= sizes[heavy].astype(index)
+    at += limit - 1
+    groups_size = sizes.size
+    del sizes
+    shift = np.uint64(64 - bits)
+    packed = keys_of(over)                              # becomes (group, key) packed, in place
+    for a in range(0, over.size, _ROWS):
+        part = packed[a:a + _ROWS]
+        part >>= np.uint64(bits)
+        part |= groups[over[a:a + _ROWS]].astype(np.uint64) << shift
     ranked = np.sort(packed)
-    heavy = np.flatnonzero(sizes > limit)
-    first = np.concatenate([[0], np.cumsum(sizes[heavy])[:-1]])  # each heavy group's start in the sort
-    threshold = np.zeros(sizes.size, dtype=np.uint64)
-    threshold[heavy] = ranked[first + limit - 1]
-    kept = packed <= threshold[g]
-    del packed, ranked
-    tied = np.flatnonzero(np.bincount(g[kept], minlength=sizes.size) > limit)
-    if tied.size:  # ties at a threshold (probability about limit * 2**-(64-bits) per group)
-        rows = np.flatnonzero(np.isin(g, tied))
-        kept[rows] = _exact_keep(g[rows], keys[rows], limit)
-    keep[over[~kept]] = False
-    return keep
+    at_limit = ranked[at]
+    # A tie at a threshold (probability about limit * 2**-(64-bits) per group) shows as the next member of
+    # the group (every heavy group has one) sorting equal to it: that group would keep too many.
+    at += 1
+    tied = heavy[ranked[at] == at_limit]
+    del ranked, at
+    threshold = np.zeros(groups_size, dtype=np.uint64)
+    threshold[heavy] = at_limit
+    del at_limit
+    kept = np.empty(over.size, dtype=bool)
+    for a in range(0, over.size, _ROWS):
+        part = packed[a:a + _ROWS]
+        np.less_equal(part, threshold[(part >> shift).astype(np.intp)], out=kept[a:a + _ROWS])
+    if tied.size:
+        rows = np.flatnonzero(np.isin((packed >> shift).astype(np.intp), tied))
+        kept[rows] = _exact_keep(groups[over[rows]], keys_of(over[rows]), limit)
+    del packed
+    return over[~kept]
+
+
+def _rows_keys(key: bytes, positions: np.ndarray | None) -> Any:
+    """``keys_of`` of the rows scheme: the key of each row's position in the frame."""
+    if positions is None:
+        return lambda rows: row_keys(key, rows)
+    return lambda rows: row_keys(key, positions[rows])
 
 
 def bound_codes(cells: np.ndarray, units: np.ndarray, bounds: UnitBounds, key: bytes, *,
@@ -126,9 +218,9 @@ def bound_codes(cells: np.ndarray, units: np.ndarray, bounds: UnitBounds, key: b
 
     Parameters
     ----------
-    cells : ndarray of int64
+    cells : ndarray of int32 or int64
         Cell code of every row, -1 outside the domain.
-    units : ndarray of int64
+    units : ndarray of int32 or int64
         Unit code of every row (``0..``), -1 when the unit is missing or odd.
     bounds : UnitBounds
         ``max_rows`` chosen, or the cells scheme.
@@ -142,31 +234,67 @@ def bound_codes(cells: np.ndarray, units: np.ndarray, bounds: UnitBounds, key: b
         A stable identity of every row's cell for those keys when ``cells`` are local codes
         (groups without public ids: their hash); default the cell codes themselves.
     """
-    n = cells.size
-    pos = np.arange(n, dtype=np.uint64) if positions is None else np.asarray(positions, dtype=np.uint64)
+    pos = None if positions is None else np.asarray(positions, dtype=np.uint64)
     out = np.where(units >= 0, cells, -1)
-    live = np.flatnonzero(out >= 0)
     if bounds.scheme == "rows":
-        keep = _keep_at_most(units[live], bounds.row_bound, lambda idx: row_keys(key, pos[live[idx]]))
-        out[live[~keep]] = -1
-        return out
+        out[_dropped_rows(units, cells, bounds.row_bound, _rows_keys(key, pos))] = -1
+    else:
+        out[_cells_dropped_rows(cells, units, bounds, key, pos, unit_hashes, cell_ids)] = -1
+    return out
+
+
+def _live_positions(units: np.ndarray, cells: np.ndarray) -> np.ndarray:
+    """Ascending positions of the rows with a unit and a cell (4 bytes each below ``2**31`` rows)."""
+    n = cells.size
+    mask = np.empty(n, dtype=bool)
+    for a in range(0, n, _ROWS):
+        np.logical_and(units[a:a + _ROWS] >= 0, cells[a:a + _ROWS] >= 0, out=mask[a:a + _ROWS])
+    live = np.empty(int(np.count_nonzero(mask)), dtype=_index_dtype(n))
+    filled = 0
+    for a in range(0, n, _ROWS):
+        rows = np.flatnonzero(mask[a:a + _ROWS])
+        live[filled:filled + rows.size] = rows + a
+        filled += rows.size
+    return live
+
+
+def _cells_dropped_rows(cells: np.ndarray, units: np.ndarray, bounds: UnitBounds, key: bytes,
+                        positions: np.ndarray | None, unit_hashes: np.ndarray | None,
+                        cell_ids: np.ndarray | None) -> np.ndarray:
+    """Ascending positions of the rows the cells scheme drops: at most r rows in each (unit, cell) pair
+    (random rows), then at most c pairs per unit (random pairs). See :func:`bound_codes`."""
+    live = _live_positions(units, cells)
     if live.size == 0:
-        return out
-    # Cells scheme: at most r rows in each (unit, cell) pair, then at most c pairs per unit.
-    pair_of_row, pairs = pd.factorize(units[live].astype(np.int64) * np.int64(cells.max() + 2) + cells[live])
-    keep = _keep_at_most(pair_of_row.astype(np.int64), int(bounds.max_rows_per_cell),  # type: ignore[arg-type]
-                         lambda idx: row_keys(key, pos[live[idx]]))
-    first_row = np.full(pairs.size, -1, dtype=np.int64)
+        return live
+    width = np.int64(int(cells.max()) + 2)
+    pair_value = np.empty(live.size, dtype=np.int64)
+    for a in range(0, live.size, _ROWS):
+        rows = live[a:a + _ROWS]
+        np.multiply(units[rows].astype(np.int64), width, out=pair_value[a:a + _ROWS])
+        pair_value[a:a + _ROWS] += cells[rows]
+    codes, pairs = pd.factorize(pair_value)
+    del pair_value
+    pair_of_row = codes.astype(_index_dtype(pairs.size), copy=False)
+    del codes
+    pair_count = pairs.size
+    del pairs
+    dropped_in_pair = _dropped_rows(pair_of_row, None, int(bounds.max_rows_per_cell),  # type: ignore[arg-type]
+                                    _rows_keys(key, live if positions is None else positions[live]))
+    first_row = np.full(pair_count, -1, dtype=np.int64)
     first_row[pair_of_row[::-1]] = live[::-1]       # one row of every pair (any one)
     pair_unit = units[first_row]
     hashes = unit_hashes[first_row] if unit_hashes is not None else pair_unit.astype(np.uint64)
     ids = cells if cell_ids is None else cell_ids
     pair_key_input = hashes ^ (ids[first_row].astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15))
-    keep_pair = _keep_at_most(pair_unit, int(bounds.max_cells),  # type: ignore[arg-type]
-                              lambda idx: row_keys(key, pair_key_input[idx], tweak=1))
-    keep &= keep_pair[pair_of_row]
-    out[live[~keep]] = -1
-    return out
+    dropped_pairs = _dropped_rows(pair_unit, None, int(bounds.max_cells),  # type: ignore[arg-type]
+                                  lambda idx: row_keys(key, pair_key_input[idx], tweak=1))
+    pair_dropped = np.zeros(pair_count, dtype=bool)
+    pair_dropped[dropped_pairs] = True
+    drop = np.zeros(live.size, dtype=bool)
+    drop[dropped_in_pair] = True
+    for a in range(0, live.size, _ROWS):
+        drop[a:a + _ROWS] |= pair_dropped[pair_of_row[a:a + _ROWS]]
+    return live[drop]
 
 
 def contribution_histogram(cells: np.ndarray, units: np.ndarray, steps: tuple[int, ...] = AUTO_STEPS) -> np.ndarray:
@@ -175,8 +303,7 @@ def contribution_histogram(cells: np.ndarray, units: np.ndarray, steps: tuple[in
     The last cell also holds every unit above the last step. One unit falls in one cell: adding
     or removing a unit moves this histogram by 1 (L1 and L2).
     """
-    live = units[(cells >= 0) & (units >= 0)]
-    rows = np.bincount(live) if live.size else np.zeros(0, dtype=np.int64)
+    rows = _live_bincount(units, units, cells, 0)
     rows = rows[rows > 0]
     cell = np.minimum(np.searchsorted(np.asarray(steps), rows, side="left"), len(steps) - 1)
     return np.bincount(cell, minlength=len(steps)).astype(np.int64)
@@ -194,10 +321,20 @@ class CodedRows:
     cell_ids: np.ndarray | None = None
 
     def counts(self, bounds: UnitBounds, key: bytes) -> np.ndarray:
-        """Exact counts per cell after bounding every unit's contribution."""
-        kept = bound_codes(self.cells, self.units, bounds, key, positions=self.positions,
-                           unit_hashes=self.unit_hashes, cell_ids=self.cell_ids)
-        return np.bincount(kept + 1, minlength=self.size + 1)[1:].astype(np.int64)
+        """Exact counts per cell after bounding every unit's contribution.
+
+        The live rows' counts less those of the rows the bounds drop (no array of kept codes;
+        the passes over every row go a chunk at a time).
+        """
+        pos = None if self.positions is None else np.asarray(self.positions, dtype=np.uint64)
+        if bounds.scheme == "rows":
+            drop = _dropped_rows(self.units, self.cells, bounds.row_bound, _rows_keys(key, pos))
+        else:
+            drop = _cells_dropped_rows(self.cells, self.units, bounds, key, pos, self.unit_hashes, self.cell_ids)
+        counts = _live_bincount(self.cells, self.units, self.cells, self.size)
+        for a in range(0, drop.size, _ROWS):
+            counts -= np.bincount(self.cells[drop[a:a + _ROWS]], minlength=self.size)
+        return counts
 
     def contributions(self) -> np.ndarray:
         """Units per step of rows in the domain (for ``max_rows="auto"``, :data:`~pandas_dp.privacy.units.AUTO_STEPS`)."""
@@ -220,9 +357,11 @@ def unit_hashes(values: pd.Series) -> np.ndarray:
 
 def unit_codes(hashes: np.ndarray) -> np.ndarray:
     """Unit codes ``0..`` from unit hashes; -1 where there is no unit (hash 0)."""
-    codes = np.full(hashes.size, -1, dtype=np.int64)
+    codes = np.full(hashes.size, -1, dtype=_index_dtype(hashes.size))
     ok = hashes != 0
-    if ok.any():
+    if ok.all():
+        codes[...] = pd.factorize(hashes)[0]
+    elif ok.any():
         codes[ok] = pd.factorize(hashes[ok])[0]
     return codes
 
@@ -257,13 +396,14 @@ def units_of(values: pd.Series, *, hashes: bool) -> tuple[np.ndarray, np.ndarray
     """
     dtype = values.dtype
     if not hashes and isinstance(dtype, np.dtype) and dtype.kind in "ib":
-        return pd.factorize(values.to_numpy(), use_na_sentinel=True)[0].astype(np.int64), None
+        codes = pd.factorize(values.to_numpy(), use_na_sentinel=True)[0]
+        return codes.astype(_index_dtype(codes.size), copy=False), None
     unit_hash = unit_hashes(values)
     return unit_codes(unit_hash), unit_hash
 
 
 def coded_rows(frame: pd.DataFrame, grid: Grid, bounds: UnitBounds) -> CodedRows:
     """Code every row of ``frame`` on ``grid`` and by unit (pandas engine); never raises on a value."""
-    cells = cell_codes(frame, grid)
+    cells = cell_codes(frame, grid, dtype=_index_dtype(grid.size))
     units, hashes = units_of(frame[bounds.column], hashes=bounds.scheme == "cells")
-    return CodedRows(np.asarray(cells, dtype=np.int64), units, hashes, grid.size)
+    return CodedRows(cells, units, hashes, grid.size)

@@ -59,27 +59,38 @@ def _flat_chunk(readers: list[tuple[np.ndarray, Any]], grid: Grid, start: int, s
     return flat
 
 
-def cell_codes(frame_chunk: pd.DataFrame, grid: Grid) -> np.ndarray:
+def cell_codes(frame_chunk: pd.DataFrame, grid: Grid, *, dtype: Any = np.int64) -> np.ndarray:
     """Flat cell code of every row of ``frame_chunk`` (C order over ``grid.shape``), ``-1`` = out of domain.
 
     The per-chunk step "values -> cell codes" of :func:`bin_counts`, on its own
     (a step such as contribution bounding can sit between it and the count).
-    Never raises or warns on a value. Returns a new int64 array.
+    Never raises or warns on a value. Returns a new array of ``dtype``: int64 (a code
+    below 0 is out of the domain), or int32 for a grid of fewer than ``2**31`` cells
+    (every code out of the domain is then exactly -1; half the memory per row).
     """
     readers = _readers(frame_chunk, grid)
     rows = len(frame_chunk)
-    out = np.empty(rows, dtype=np.int64)
+    narrow = np.dtype(dtype) != np.int64
+    if narrow and (np.dtype(dtype) != np.int32 or grid.size >= 2**31 - 1):
+        raise ValueError(f"cell codes are int64, or int32 for fewer than 2**31 cells; not {dtype}")
+    out = np.empty(rows, dtype=dtype)
     buffers = [ChunkBuffers() for _ in readers]
     with np.errstate(all="ignore"):
         for start in range(0, rows, CHUNK_ROWS):
             stop = min(start + CHUNK_ROWS, rows)
             if grid.ndim == 1:
                 values, coder = readers[0]
-                part = out[start:stop]
-                part[...] = coder.codes(values[start:stop], buffers[0])
+                if narrow:  # in int64 first: a code out of int32's range must not wrap into the domain
+                    part = np.array(coder.codes(values[start:stop], buffers[0]), dtype=np.int64)
+                else:
+                    part = out[start:stop]
+                    part[...] = coder.codes(values[start:stop], buffers[0])
                 if coder.offset:
                     part -= coder.offset
                 part[part >= grid.size] = -1
+                if narrow:
+                    part[part < 0] = -1
+                    out[start:stop] = part
             else:
                 out[start:stop] = _flat_chunk(readers, grid, start, stop, buffers)
     return out
