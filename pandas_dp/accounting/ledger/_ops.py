@@ -97,7 +97,7 @@ def note_head(store: Store, ledger_id: str, count: int | None, digest: str | Non
 
 def check_witness(store: Store, meta: dict[str, str]) -> None:
     """Refuse a ledger below the highest head its witness (if it names one) holds."""
-    witness = witness_of(meta)
+    witness = witness_of(meta, store)
     if witness is None:
         return
     for attempt in (meta, None):
@@ -218,6 +218,7 @@ def open_budget(store: Store, name: str, measure: str, total: Fraction, paramete
             _same_definition(store, row, measure, total, parameter, parent)
             return row
         row = add_budget(store, txn, meta, budgets, name, measure, total, parent)
+        _same_definition(store, row, measure, total, parameter, parent)  # a guarded ledger's may be another's
     return row
 
 
@@ -261,6 +262,12 @@ def _verify_from_checkpoint(store: Store, txn: Txn, ledger_id: str, row: BudgetR
 def add_budget(store: Store, txn: Txn, meta: dict[str, str], budgets: list[BudgetRow], name: str, measure: str,
                total: Fraction, parent: str | None) -> BudgetRow:
     """Append a new budget row to the chain of budgets (in the caller's write transaction)."""
+    if txn.guarded:
+        row = txn.add_budget_guarded(store, name, measure, rational_text(total), parent)
+        if all(b.name != row.name for b in budgets):
+            meta.update(budgets=str(row.position), budgets_head=row.genesis)
+            budgets.append(row)
+        return row
     position = len(budgets) + 1
     created = now()
     prev = meta["budgets_head"]
@@ -573,11 +580,15 @@ def post(store: Store, txn: Txn, postings: Sequence[Posting]) -> list[tuple[int,
     state = check_remaining(store, txn, meta["ledger_id"], postings, lock=True)
     current = {name: (row, spent) for name, (row, spent) in state.items()}
     ledger_id = meta["ledger_id"]
+    if txn.guarded:  # the server's function locks, checks again, chains and appends to the witness table
+        written, count, head_digest = txn.post_guarded(store, postings)
+        txn.written_head = (ledger_id, count, head_digest)
+        return written
     meta = txn.lock_head()  # after the budget rows (one order for every writer), before drawing entry ids
     head = _meta_head(store, meta)
     note_head(store, ledger_id, *(head if head is not None else (None, None)))
     count, head_digest = head if head is not None else _walk_head(ledger_id, txn)
-    txn.witness = witness_of(meta)
+    txn.witness = witness_of(meta, store)
     if txn.witness is not None:
         txn.witness.check(store.display, ledger_id, count, head_digest)
     stamp = now()

@@ -18,12 +18,15 @@ import os
 import re
 import threading
 from pathlib import Path
+from typing import Any
 
 from pandas_dp.errors import LedgerError
 
 __all__ = ["Witness", "witness_of", "create_witness", "remove_witness"]
 
 _MAGIC = "pandas_dp witness 1"
+#: ``meta["witness"]`` of a guarded PostgreSQL ledger: its witness table.
+TABLE_PREFIX = "table:"
 _LINE = re.compile(r"([0-9]{1,18}) ([0-9a-f]{64})")
 #: How much of the file's end is read: concurrent writers append in commit order up to a few lines apart.
 _TAIL = 16384
@@ -114,11 +117,17 @@ def create_witness(path: object, ledger_id: str, root: str) -> str:
     return full
 
 
-def witness_of(meta: dict[str, str]) -> Witness | None:
-    """The witness a ledger's ``meta`` names, or None."""
+def witness_of(meta: dict[str, str], store: Any = None) -> Any:
+    """The witness a ledger's ``meta`` names (a :class:`Witness` file, or a guarded ledger's table), or None."""
     path = meta.get("witness")
     if not path:
         return None
+    if path.startswith(TABLE_PREFIX):
+        table = getattr(store, "table_witness", None)
+        if table is None or path != TABLE_PREFIX + "pandas_dp_witness":
+            raise LedgerError(f"The ledger names the witness {path!r}, which only a guarded PostgreSQL ledger has. "
+                              f"Nothing was charged.")
+        return table()
     with _CACHE_LOCK:
         found = _CACHE.get(path)
         if found is None:
