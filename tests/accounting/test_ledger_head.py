@@ -272,3 +272,27 @@ def test_verify_reads_in_chunks_so_a_charge_commits_meanwhile(backend, monkeypat
     monkeypatch.undo()
     assert first.entries == 10 and parse_head(charged[0])[0] == 11  # the verify covered its snapshot only
     assert pdp.Ledger(location).verify(heads=[first.head]).head == charged[0]
+
+
+def test_the_witness_location_is_sealed_into_the_chain(backend, other_process, tmp_path):
+    """Pointing the ledger at another witness (a forged one below its head) or at none is refused on open."""
+    location = backend.new()
+    witness = tmp_path / "ledger.witness"
+    pdp.Ledger.create(location, witness=witness)
+    spend(location, 3)
+    lines = witness.read_text().splitlines()
+    forged = tmp_path / "forged.witness"
+    forged.write_text("\n".join(lines[:2]) + "\n")  # the same ledger id, only the empty head: "below" nothing
+    for edit in (f"UPDATE pandas_dp_meta SET value = '{forged}' WHERE key = 'witness'",
+                 "DELETE FROM pandas_dp_meta WHERE key = 'witness'"):
+        original = backend.sql(location, "SELECT key, value FROM pandas_dp_meta WHERE key = 'witness'")
+        backend.sql(location, edit)
+        other_process()
+        for action in (lambda: pdp.budget(2.0, ledger=location, name="census"), lambda: pdp.Ledger.open(location),
+                       lambda: pdp.Ledger(location).verify()):
+            with pytest.raises(LedgerError, match="fails verification.*witness was changed"):
+                action()
+        backend.sql(location, "DELETE FROM pandas_dp_meta WHERE key = 'witness'")
+        backend.sql(location, "INSERT INTO pandas_dp_meta (key, value) VALUES (?, ?)", original[0])
+        other_process()
+        assert pdp.Ledger(location).verify().entries == 3  # put back: it verifies again

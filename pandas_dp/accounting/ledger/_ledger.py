@@ -18,7 +18,7 @@ from pandas_dp.accounting.ledger._records import ChainError, parse_rational, ver
 from pandas_dp.accounting.ledger._sqlite import SQLiteStore, sqlite_path
 from pandas_dp.accounting.ledger._store import Store
 from pandas_dp.accounting.ledger._guard_sql import DEFAULT_ROLES, WITNESS_TABLE, check_role
-from pandas_dp.accounting.ledger._witness import TABLE_PREFIX, create_witness, remove_witness
+from pandas_dp.accounting.ledger._witness import TABLE_PREFIX, create_witness, remove_witness, witness_location
 
 __all__ = ["Ledger", "LedgerSummary", "BudgetState", "store_for", "LedgerLocation"]
 
@@ -147,18 +147,19 @@ class Ledger:
             is not a path or URL.
         """
         store = store_for(location)
-        meta = new_meta()
         made = None
         pair = _roles(store, roles, witness)
         if pair is not None:
-            meta.update(guard="functions", witness=TABLE_PREFIX + WITNESS_TABLE)
+            meta = new_meta(witness=TABLE_PREFIX + WITNESS_TABLE)
+            meta["guard"] = "functions"
             assert isinstance(store, PostgresStore)
             store.create(meta, pair)
             return cls(store_location(store))
+        meta = new_meta(witness=None if witness is None else witness_location(witness))
         if witness is not None:
             if isinstance(store, SQLiteStore):
                 store.check_new()
-            made = meta["witness"] = create_witness(witness, meta["ledger_id"], meta["entries_head"])
+            made = create_witness(meta["witness"], meta["ledger_id"], meta["entries_head"])
         try:
             store.create(meta)
         except BaseException:

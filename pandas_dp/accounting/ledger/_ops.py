@@ -123,11 +123,15 @@ def _meta_head(store: Store, meta: dict[str, str]) -> tuple[int, str] | None:
     return found
 
 
-def new_meta() -> dict[str, str]:
-    """``meta`` of a new, empty ledger."""
+def new_meta(witness: str | None = None) -> dict[str, str]:
+    """``meta`` of a new, empty ledger (its witness, if any, sealed into both roots)."""
     ledger_id = uuid.uuid4().hex
-    return {"format": FORMAT, "version": VERSION, "ledger_id": ledger_id, "created": now(), "budgets": "0",
-            "budgets_head": ledger_root(ledger_id), "entries": "0", "entries_head": head_root(ledger_id)}
+    meta = {"format": FORMAT, "version": VERSION, "ledger_id": ledger_id, "created": now(), "budgets": "0",
+            "budgets_head": ledger_root(ledger_id, witness), "entries": "0",
+            "entries_head": head_root(ledger_id, witness)}
+    if witness is not None:
+        meta["witness"] = witness
+    return meta
 
 
 def read_meta(store: Store, txn: Txn) -> dict[str, str]:
@@ -181,7 +185,8 @@ def _fresh_meta(store: Store) -> dict[str, str]:
 def budget_list(store: Store, txn: Txn, meta: dict[str, str]) -> list[BudgetRow]:
     budgets = txn.budgets()
     try:
-        verify_budget_list(meta["ledger_id"], budgets, meta.get("budgets", ""), meta.get("budgets_head", ""))
+        verify_budget_list(meta["ledger_id"], budgets, meta.get("budgets", ""), meta.get("budgets_head", ""),
+                           meta.get("witness"))
     except ChainError as err:
         raise damaged(store, str(err)) from None
     return budgets
@@ -378,7 +383,7 @@ def verify_ledger(store: Store, heads: Sequence[str] = ()) -> LedgerSummary:
             _verify_reservations(by_name, spent_of, reservations)
         except ChainError as err:
             raise damaged(store, str(err)) from None
-        listed, digest = 0, head_root(meta["ledger_id"])
+        listed, digest = 0, head_root(meta["ledger_id"], meta.get("witness"))
         for e in txn.entries():
             listed += 1
             digest = head_step(meta["ledger_id"], listed, digest, e.hash)
@@ -415,7 +420,7 @@ def _verify_in_chunks(store: Store, meta: dict[str, str], budgets: list[BudgetRo
     by_name = {b.name: b for b in budgets}
     state = {b.name: (0, b.genesis, Fraction(0), False) for b in budgets}
     reservations: list[EntryRow] = []
-    listed, digest, after = 0, head_root(ledger_id), 0
+    listed, digest, after = 0, head_root(ledger_id, meta.get("witness")), 0
     try:
         totals = {b.name: parse_rational(b.total, f"the total of budget {b.name!r}") for b in budgets}
         while listed < count:
@@ -587,7 +592,7 @@ def post(store: Store, txn: Txn, postings: Sequence[Posting]) -> list[tuple[int,
     meta = txn.lock_head()  # after the budget rows (one order for every writer), before drawing entry ids
     head = _meta_head(store, meta)
     note_head(store, ledger_id, *(head if head is not None else (None, None)))
-    count, head_digest = head if head is not None else _walk_head(ledger_id, txn)
+    count, head_digest = head if head is not None else _walk_head(ledger_id, txn, meta.get("witness"))
     txn.witness = witness_of(meta, store)
     if txn.witness is not None:
         txn.witness.check(store.display, ledger_id, count, head_digest)
@@ -615,9 +620,9 @@ def post(store: Store, txn: Txn, postings: Sequence[Posting]) -> list[tuple[int,
     return ids
 
 
-def _walk_head(ledger_id: str, txn: Txn) -> tuple[int, str]:
+def _walk_head(ledger_id: str, txn: Txn, witness: str | None) -> tuple[int, str]:
     """The head of a ledger written before heads existed, from its entries in writing order (once)."""
-    count, digest = 0, head_root(ledger_id)
+    count, digest = 0, head_root(ledger_id, witness)
     for e in txn.entries():
         count += 1
         digest = head_step(ledger_id, count, digest, e.hash)

@@ -7,7 +7,10 @@ line, ``O_APPEND`` then ``fsync``); opening the ledger, every charge and
 and refuse a ledger that is below it (an older copy put back, or a chain
 rolled back) or beside it (as many entries, another history). The witness
 protects as far as it is kept apart: on another disk or host, owned by another
-user, append-only (``chattr +a``). Whoever can rewrite both the ledger and its
+user, append-only (``chattr +a``). The witness's location is sealed into the
+ledger's chain (:func:`~pandas_dp.accounting.ledger._records.ledger_root`):
+pointing ``meta`` at another witness file, or at none, breaks every budget's
+genesis hash and is refused on the next open. Whoever can rewrite both the ledger and its
 witness can still roll them back together; an auditor's printed head
 (``ledger verify --head``) is the last line of defence.
 """
@@ -22,7 +25,7 @@ from typing import Any
 
 from pandas_dp.errors import LedgerError
 
-__all__ = ["Witness", "witness_of", "create_witness", "remove_witness"]
+__all__ = ["Witness", "witness_of", "witness_location", "create_witness", "remove_witness", "TABLE_PREFIX"]
 
 _MAGIC = "pandas_dp witness 1"
 #: ``meta["witness"]`` of a guarded PostgreSQL ledger: its witness table.
@@ -96,12 +99,20 @@ class Witness:
             os.close(fd)
 
 
-def create_witness(path: object, ledger_id: str, root: str) -> str:
-    """Create a new witness file for a new ledger; return its absolute path (LedgerError if it exists)."""
+def witness_location(path: object) -> str:
+    """The absolute path a ledger records for its witness file (LedgerError for anything but a path)."""
     if not isinstance(path, (str, os.PathLike)):
         raise LedgerError(f"A ledger's witness must be a file path (str or pathlib.Path). Got "
                           f"{type(path).__name__}.")
-    full = os.path.abspath(os.fspath(path))
+    try:
+        return os.path.abspath(os.fspath(path))
+    except (TypeError, ValueError) as err:
+        raise LedgerError(f"The witness path {path!r} is not usable: {err}.") from None
+
+
+def create_witness(path: object, ledger_id: str, root: str) -> str:
+    """Create a new witness file for a new ledger; return its absolute path (LedgerError if it exists)."""
+    full = witness_location(path)
     try:
         fd = os.open(full, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
     except FileExistsError:
