@@ -29,6 +29,7 @@ from pandas_dp.accounting.ledger._records import (FORMAT, VERSION, BudgetRow, Ch
                                                  verify_budget_chain, verify_budget_list)
 from pandas_dp.accounting.ledger._store import Store, Txn
 from pandas_dp.privacy.loss import ZCDP, PrivacyLoss, PureDP
+from pandas_dp.accounting.ledger import _checkpoint as checkpoint
 from pandas_dp.accounting.ledger._witness import witness_of
 
 __all__ = ["now", "new_meta", "read_meta", "open_budget", "verify_budget", "verify_ledger", "Posting", "post",
@@ -234,21 +235,31 @@ _CHECKPOINTS_LOCK = threading.Lock()
 
 
 def _verify_from_checkpoint(store: Store, txn: Txn, ledger_id: str, row: BudgetRow) -> None:
-    """Verify a budget's chain when it is opened: from this process's checkpoint if it has one, else in full.
+    """Verify a budget's chain when it is opened: from a checkpoint if there is one, else in full.
 
-    The entries up to a checkpoint were verified by this process; the one at
-    the checkpoint must still be there with the same hash (a chain rewritten or
-    cut below it fails), and every entry after it is verified in order. A full
-    verification is always a call away (``Budget.verify``, ``Ledger.verify``).
+    The checkpoint is this process's (the point it last verified the budget
+    to) or, the first time a process sees the budget, the durable one this
+    user's earlier processes kept (:mod:`~pandas_dp.accounting.ledger._checkpoint`,
+    budgets of at least ``DURABLE_MIN`` entries). The entries up to a checkpoint
+    were verified before; the one at the checkpoint must still be there with
+    the same hash, content and running total (a chain rewritten or cut below it
+    fails), and every entry after it is verified in order. A full verification
+    is always a call away (``Budget.verify``, ``Ledger.verify``, ``ledger verify``).
     """
     key = (store.key, ledger_id, row.genesis)
     with _CHECKPOINTS_LOCK:
         start = _CHECKPOINTS.get(key)
+    who = "this process"
+    if start is None and store.durable:
+        found = checkpoint.load(ledger_id, row.genesis)
+        if found is not None:
+            start = (*found, False)
+            who = f"an earlier process of this user (checkpoint folder {str(checkpoint.folder())!r})"
     try:
         if start is not None and start[0] > 0:
             anchor = next(iter(txn.entries_after(row.name, start[0] - 1)), None)
             if row.entries < start[0] or anchor is None or anchor.seq != start[0] or anchor.hash != start[1]:
-                raise ChainError(f"the entry #{start[0]} of budget {row.name!r}, which this process verified, is "
+                raise ChainError(f"the entry #{start[0]} of budget {row.name!r}, which {who} verified, is "
                                  f"gone or changed (the ledger was rolled back or rewritten)")
             if anchor.content_hash() != anchor.hash or anchor.spent != rational_text(start[2]):
                 raise ChainError(f"entry {anchor.id} (#{anchor.seq} of budget {row.name!r}) does not match its hash "
@@ -262,6 +273,7 @@ def _verify_from_checkpoint(store: Store, txn: Txn, ledger_id: str, row: BudgetR
     if store.durable:
         with _CHECKPOINTS_LOCK:
             _CHECKPOINTS[key] = (count, row.head, spent, False)
+        checkpoint.save(ledger_id, row.genesis, count, row.head, spent)
 
 
 def add_budget(store: Store, txn: Txn, meta: dict[str, str], budgets: list[BudgetRow], name: str, measure: str,
