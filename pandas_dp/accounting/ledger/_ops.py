@@ -415,7 +415,7 @@ def verify_ledger(store: Store, heads: Sequence[str] = ()) -> LedgerSummary:
 
 
 #: Entries read per transaction by :func:`verify_ledger`: a charge waits for one chunk, never the whole ledger.
-VERIFY_CHUNK = 20_000
+VERIFY_CHUNK = 2_000
 
 
 def _verify_in_chunks(store: Store, meta: dict[str, str], budgets: list[BudgetRow], count: int,
