@@ -95,11 +95,8 @@ def test_the_functions_refuse_what_the_python_path_refuses_when_called_directly(
              ("charge", "2/4", "charged", "{}", "PD004"),                       # not canonical
              ("return", "-1/2", "returned", '{"reservation": "none"}', "PD004"),  # a return nothing reserved
              ("reserve", "1/10", "reserved", "{}", "PD004"),                    # a reserve naming nothing
-             ("close", "0", "closed", '{"reservation": "census"}', None)]        # a close: allowed, stops it
+             ("close", "0", "closed", '{"reservation": "census"}', "PD004")]    # only a reservation closes
     for kind, amount, status, params, code in cases:
-        if code is None:
-            post(kind, amount, status, params)
-            continue
         with pytest.raises(psycopg.Error) as err:
             post(kind, amount, status, params)
         assert err.value.sqlstate == code, (kind, amount, err.value)
@@ -109,9 +106,10 @@ def test_the_functions_refuse_what_the_python_path_refuses_when_called_directly(
     with pytest.raises(psycopg.Error) as err:
         raw(analyst, "SELECT pandas_dp_set_status(1, 'charged', 'ok')")
     assert err.value.sqlstate == "PD004"
-    with pytest.raises(pdp.BudgetError, match="is closed"):
-        b.spend(0.1, method="after the close")
-    assert pdp.Ledger(analyst).verify().entries == 2  # the charge and the close: every record verifies
+    b.spend(Fraction(1, 2), method="the other half")  # the library still charges; nothing was written meanwhile
+    with pytest.raises(pdp.BudgetExceededError):
+        b.spend(Fraction(1, 100), method="one too many")
+    assert pdp.Ledger(analyst).verify().entries == 2
 
 
 def test_an_older_copy_of_the_tables_put_back_by_the_owner_is_refused(guarded, monkeypatch):

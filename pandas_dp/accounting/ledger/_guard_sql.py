@@ -200,8 +200,8 @@ BEGIN
                                   OR EXISTS (SELECT 1 FROM pandas_dp_reserved(b.name, v_res))) THEN
       PERFORM pandas_dp_fail('{refused}', format('the reservation %L exists already', v_res));
     END IF;
-    IF p_kind[i] = 'close' AND v_res <> b.name THEN
-      PERFORM pandas_dp_fail('{refused}', 'a close entry names its own budget');
+    IF p_kind[i] = 'close' AND (v_res <> b.name OR b.parent IS NULL) THEN
+      PERFORM pandas_dp_fail('{refused}', 'only a reservation is closed, by a close entry naming it');
     END IF;
     IF p_kind[i] = 'return' THEN
       -- Exactly one reserve for it and no return yet; never more than was reserved; exactly the unused part

@@ -35,7 +35,7 @@ from pandas_dp.errors import BudgetError, BudgetExceededError, LedgerError
 from pandas_dp.accounting.ledger import _guard_sql as guard
 from pandas_dp.accounting.ledger._ops import NO_BLIND_RESTORE, damaged, exceeded_message
 from pandas_dp.accounting.ledger._pool import IdleConnections
-from pandas_dp.accounting.ledger._records import BudgetRow, head_text, parse_rational
+from pandas_dp.accounting.ledger._records import BudgetRow, head_text, parse_rational, rational_text
 from pandas_dp.accounting.ledger._sql import POSTGRES, SQLTxn, TABLES
 from pandas_dp.accounting.ledger._store import Store, Txn
 from pandas_dp._utils.optional import import_optional, MissingDependencyError
@@ -126,7 +126,7 @@ class GuardedTxn(SQLTxn):
     def post_guarded(self, store: Store, postings: Any) -> tuple[list[tuple[int, str]], int, str]:
         assert isinstance(store, PostgresStore)
         cols = ("budget", "kind", "method", "columns", "params", "requested", "amount", "status", "genesis")
-        arrays = [[getattr(p, c) if c != "amount" else _q(p.amount) for p in postings] for c in cols]
+        arrays = [[getattr(p, c) if c != "amount" else rational_text(p.amount) for p in postings] for c in cols]
         rows = self._call(store, "SELECT * FROM pandas_dp_post(%s, %s, %s, %s, %s, %s, %s, %s, %s)",
                           tuple(arrays), postings)
         return [(int(r[0]), str(r[1])) for r in rows], int(rows[-1][2]), str(rows[-1][3])
@@ -136,12 +136,6 @@ class GuardedTxn(SQLTxn):
         assert isinstance(store, PostgresStore)
         rows = self._call(store, "SELECT * FROM pandas_dp_add_budget(%s, %s, %s, %s)", (name, measure, total, parent))
         return BudgetRow(*rows[0])
-
-
-def _q(value: Any) -> str:
-    from pandas_dp.accounting.ledger._records import rational_text
-
-    return rational_text(value)
 
 
 def _refusal(store: "PostgresStore", err: Exception, postings: Any) -> Exception:
