@@ -594,13 +594,16 @@ def check_remaining(store: Store, txn: Txn, ledger_id: str, postings: Sequence[P
 def post(store: Store, txn: Txn, postings: Sequence[Posting]) -> list[tuple[int, str]]:
     """Check and append ``postings`` in the open write transaction ``txn``; return the new (entry id, hash)s."""
     meta = read_meta(store, txn)
-    state = check_remaining(store, txn, meta["ledger_id"], postings, lock=True)
-    current = {name: (row, spent) for name, (row, spent) in state.items()}
     ledger_id = meta["ledger_id"]
-    if txn.guarded:  # the server's function locks, checks again, chains and appends to the witness table
+    if txn.guarded:
+        # The server's function locks, checks (the same checks, raised as the same errors), chains and appends to
+        # the witness table. No preflight here: unlocked reads of a budget row and its last entry, one statement
+        # apart, can straddle another session's commit.
         written, count, head_digest = txn.post_guarded(store, postings)
         txn.written_head = (ledger_id, count, head_digest)
         return written
+    state = check_remaining(store, txn, meta["ledger_id"], postings, lock=True)
+    current = {name: (row, spent) for name, (row, spent) in state.items()}
     meta = txn.lock_head()  # after the budget rows (one order for every writer), before drawing entry ids
     head = _meta_head(store, meta)
     note_head(store, ledger_id, *(head if head is not None else (None, None)))
