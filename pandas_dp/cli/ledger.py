@@ -25,6 +25,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     init.add_argument("--witness", default=None, metavar="PATH",
                       help="a new witness file, kept apart from the ledger (another disk or owner, append-only): "
                            "every charge appends the ledger's head to it, and a ledger below its witness is refused")
+    init.add_argument("--roles", nargs="?", const="pandas_dp_owner:pandas_dp_analyst", default=None,
+                      metavar="OWNER:ANALYST",
+                      help="PostgreSQL only: the guarded setup. Creates an owner role that owns the tables and an "
+                           "analyst role (default pandas_dp_owner:pandas_dp_analyst) that reads them and charges "
+                           "only through server functions (no UPDATE, DELETE or TRUNCATE), and a witness table. "
+                           "Grant the analyst role to the analysts' login roles")
     verify = cmds.add_parser("verify", help="verify every hash and running total (exit 0 intact, 2 otherwise)",
                              description="Verify every record of a ledger: the chain of budgets, each budget's "
                                          "chain of entries and running total, and the reservations' returns. "
@@ -70,9 +76,18 @@ def run(args: argparse.Namespace) -> int:
     """Run a ``ledger`` sub-command; return the exit status."""
     try:
         if args.ledger_command == "init":
-            ledger = Ledger.create(args.location, witness=args.witness)
+            roles = None
+            if args.roles is not None:
+                parts = args.roles.split(":")
+                if len(parts) != 2:
+                    raise LedgerError(f"--roles takes OWNER:ANALYST (two role names). Got {args.roles!r}.")
+                roles = (parts[0], parts[1])
+            ledger = Ledger.create(args.location, witness=args.witness, roles=roles or False)
             print(f"Created an empty ledger at {ledger.location}. Open budgets on it with "
                   f"pandas_dp.budget(epsilon=..., ledger={ledger.location!r}, name=...).")
+            if roles is not None:
+                print(f"Guarded: role {roles[0]!r} owns it; grant role {roles[1]!r} to each analyst's login role "
+                      f"(GRANT {roles[1]} TO alice;). Analysts charge only through the ledger's functions.")
             return 0
         ledger = Ledger.open(args.location)
         if args.ledger_command == "verify":

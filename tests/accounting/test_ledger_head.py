@@ -272,3 +272,86 @@ def test_verify_reads_in_chunks_so_a_charge_commits_meanwhile(backend, monkeypat
     monkeypatch.undo()
     assert first.entries == 10 and parse_head(charged[0])[0] == 11  # the verify covered its snapshot only
     assert pdp.Ledger(location).verify(heads=[first.head]).head == charged[0]
+
+
+def test_the_witness_location_is_sealed_into_the_chain(backend, other_process, tmp_path):
+    """Pointing the ledger at another witness (a forged one below its head) or at none is refused on open."""
+    location = backend.new()
+    witness = tmp_path / "ledger.witness"
+    pdp.Ledger.create(location, witness=witness)
+    spend(location, 3)
+    lines = witness.read_text().splitlines()
+    forged = tmp_path / "forged.witness"
+    forged.write_text("\n".join(lines[:2]) + "\n")  # the same ledger id, only the empty head: "below" nothing
+    for edit in (f"UPDATE pandas_dp_meta SET value = '{forged}' WHERE key = 'witness'",
+                 "DELETE FROM pandas_dp_meta WHERE key = 'witness'"):
+        original = backend.sql(location, "SELECT key, value FROM pandas_dp_meta WHERE key = 'witness'")
+        backend.sql(location, edit)
+        other_process()
+        for action in (lambda: pdp.budget(2.0, ledger=location, name="census"), lambda: pdp.Ledger.open(location),
+                       lambda: pdp.Ledger(location).verify()):
+            with pytest.raises(LedgerError, match="fails verification.*witness was changed"):
+                action()
+        backend.sql(location, "DELETE FROM pandas_dp_meta WHERE key = 'witness'")
+        backend.sql(location, "INSERT INTO pandas_dp_meta (key, value) VALUES (?, ?)", original[0])
+        other_process()
+        assert pdp.Ledger(location).verify().entries == 3  # put back: it verifies again
+
+
+def test_a_durable_checkpoint_lets_a_new_process_verify_only_what_follows_it(backend, monkeypatch, tmp_path):
+    """The checkpoint outlives the process; the chain after it is verified, a rewrite before it caught in full."""
+    from pandas_dp.accounting.ledger import _checkpoint, _sql
+
+    monkeypatch.setenv("PANDAS_DP_CHECKPOINTS", str(tmp_path / "checkpoints"))
+    monkeypatch.setattr(_checkpoint, "DURABLE_MIN", 4)
+
+    def new_process() -> None:
+        forget_connections()
+        monkeypatch.setattr(_ops, "_SEEN", {})
+        monkeypatch.setattr(_ops, "_CHECKPOINTS", {})
+
+    location = backend.create()
+    spend(location, 3)
+    old = snapshot(backend, location)
+    spend(location, 2, method="more")
+    new_process()
+    pdp.budget(2.0, ledger=location, name="census")  # verified in full; the checkpoint is entry #5, on disk
+    assert len(list((tmp_path / "checkpoints").glob("*.json"))) == 1
+    spend(location, 2, method="after the checkpoint")
+    new_process()
+    read: list[int] = []
+    real = _sql.SQLTxn.entries_after
+
+    def counted(self, name, seq):
+        for e in real(self, name, seq):
+            read.append(e.seq)
+            yield e
+
+    with monkeypatch.context() as m:
+        m.setattr(_sql.SQLTxn, "entries", lambda *a, **k: pytest.fail("the whole chain was read"))
+        m.setattr(_sql.SQLTxn, "entries_after", counted)
+        assert pdp.budget(2.0, ledger=location, name="census").spent_exact == Fraction(7, 10)
+    assert read == [5, 6, 7]  # the checkpoint entry, then what followed it
+    # The chain after the checkpoint (now #7) is still verified by a new process; so is the checkpoint entry.
+    spend(location, 1, method="after the second checkpoint")
+    for seq in (8, 7):
+        backend.sql(location, f"UPDATE pandas_dp_entries SET amount = '1/100' WHERE seq = {seq}")
+        new_process()
+        with pytest.raises(LedgerError, match="does not match its hash"):
+            pdp.budget(2.0, ledger=location, name="census")
+        backend.sql(location, f"UPDATE pandas_dp_entries SET amount = '1/10' WHERE seq = {seq}")
+    # A rewrite before the checkpoint: the open trusts the anchored prefix; a full verify catches it.
+    backend.sql(location, "UPDATE pandas_dp_entries SET amount = '1/100' WHERE seq = 2")
+    new_process()
+    assert pdp.budget(2.0, ledger=location, name="census").spent_exact == Fraction(8, 10)  # anchored at #7
+    from pandas_dp.cli.ledger import add_parser, run
+    import argparse
+
+    parser = argparse.ArgumentParser()
+    add_parser(parser.add_subparsers(dest="command"))
+    assert run(parser.parse_args(["ledger", "verify", location])) == 2
+    # An older copy (3 entries) put back is refused by a new process, without a witness: the checkpoint knows.
+    restore(backend, location, old)
+    new_process()
+    with pytest.raises(LedgerError, match="entry #8 .* which an earlier process of this user .* verified, is gone"):
+        pdp.budget(2.0, ledger=location, name="census")

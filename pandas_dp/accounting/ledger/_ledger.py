@@ -17,7 +17,8 @@ from pandas_dp.accounting.ledger._postgres import PostgresStore, is_postgres_url
 from pandas_dp.accounting.ledger._records import ChainError, parse_rational, verify_budget_chain
 from pandas_dp.accounting.ledger._sqlite import SQLiteStore, sqlite_path
 from pandas_dp.accounting.ledger._store import Store
-from pandas_dp.accounting.ledger._witness import create_witness, remove_witness
+from pandas_dp.accounting.ledger._guard_sql import DEFAULT_ROLES, WITNESS_TABLE, check_role
+from pandas_dp.accounting.ledger._witness import TABLE_PREFIX, create_witness, remove_witness, witness_location
 
 __all__ = ["Ledger", "LedgerSummary", "BudgetState", "store_for", "LedgerLocation"]
 
@@ -114,7 +115,8 @@ class Ledger:
 
     # -- making and opening -----------------------------------------------------------------------------
     @classmethod
-    def create(cls, location: LedgerLocation, *, witness: "str | os.PathLike[str] | None" = None) -> "Ledger":
+    def create(cls, location: LedgerLocation, *, witness: "str | os.PathLike[str] | None" = None,
+               roles: "bool | tuple[str, str]" = False) -> "Ledger":
         """Create a new, empty ledger at ``location`` (a file path or a ``postgresql://`` URL).
 
         Parameters
@@ -127,6 +129,15 @@ class Ledger:
             The ledger records it; opening the ledger, every charge and
             :meth:`verify` refuse a ledger whose head is below the witness's (an
             older copy put back, a chain rolled back) or missing its witness.
+        roles : bool or (str, str), PostgreSQL only
+            ``True`` (roles ``pandas_dp_owner`` and ``pandas_dp_analyst``) or
+            ``(owner, analyst)``: the guarded setup. The owner role owns the
+            tables; the analyst role (grant it to the analysts' login roles) may
+            read them and charge only through server functions that run the same
+            checks and chain as this library (no overspend), and cannot UPDATE,
+            DELETE or TRUNCATE. Every charge appends the ledger head to a witness
+            table (``pandas_dp_witness``) that opening checks. Needs a role that
+            may create roles (a superuser, or CREATEROLE and the schema's owner).
 
         Raises
         ------
@@ -136,12 +147,19 @@ class Ledger:
             is not a path or URL.
         """
         store = store_for(location)
-        meta = new_meta()
         made = None
+        pair = _roles(store, roles, witness)
+        if pair is not None:
+            meta = new_meta(witness=TABLE_PREFIX + WITNESS_TABLE)
+            meta["guard"] = "functions"
+            assert isinstance(store, PostgresStore)
+            store.create(meta, pair)
+            return cls(store_location(store))
+        meta = new_meta(witness=None if witness is None else witness_location(witness))
         if witness is not None:
             if isinstance(store, SQLiteStore):
                 store.check_new()
-            made = meta["witness"] = create_witness(witness, meta["ledger_id"], meta["entries_head"])
+            made = create_witness(meta["witness"], meta["ledger_id"], meta["entries_head"])
         try:
             store.create(meta)
         except BaseException:
@@ -286,6 +304,22 @@ def entries_frame(rows: list[Any]) -> pd.DataFrame:
     frame["amount"] = frame["amount"].astype("float64")
     frame["time"] = pd.to_datetime(frame["time"], utc=True, format="ISO8601")
     return frame
+
+
+def _roles(store: Store, roles: object, witness: object) -> tuple[str, str] | None:
+    """The (owner, analyst) roles of a guarded ledger to create, or None (LedgerError for a misuse)."""
+    if roles is False or roles is None:
+        return None
+    if not isinstance(store, PostgresStore):
+        raise LedgerError("roles= applies to a PostgreSQL ledger only (a SQLite file's protection is its file "
+                          "permissions). Pass a postgresql:// URL, or leave roles out.")
+    if witness is not None:
+        raise LedgerError("A guarded PostgreSQL ledger (roles=) has its own witness table; leave witness= out.")
+    if roles is True:
+        return DEFAULT_ROLES
+    if (not isinstance(roles, tuple) or len(roles) != 2) or roles[0] == roles[1]:
+        raise LedgerError(f"roles= must be True or a pair of two role names (owner, analyst). Got {roles!r}.")
+    return check_role(roles[0], "owner"), check_role(roles[1], "analyst")
 
 
 def store_location(store: Store) -> Any:

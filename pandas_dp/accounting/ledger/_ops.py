@@ -29,6 +29,7 @@ from pandas_dp.accounting.ledger._records import (FORMAT, VERSION, BudgetRow, Ch
                                                  verify_budget_chain, verify_budget_list)
 from pandas_dp.accounting.ledger._store import Store, Txn
 from pandas_dp.privacy.loss import ZCDP, PrivacyLoss, PureDP
+from pandas_dp.accounting.ledger import _checkpoint as checkpoint
 from pandas_dp.accounting.ledger._witness import witness_of
 
 __all__ = ["now", "new_meta", "read_meta", "open_budget", "verify_budget", "verify_ledger", "Posting", "post",
@@ -97,7 +98,7 @@ def note_head(store: Store, ledger_id: str, count: int | None, digest: str | Non
 
 def check_witness(store: Store, meta: dict[str, str]) -> None:
     """Refuse a ledger below the highest head its witness (if it names one) holds."""
-    witness = witness_of(meta)
+    witness = witness_of(meta, store)
     if witness is None:
         return
     for attempt in (meta, None):
@@ -123,11 +124,15 @@ def _meta_head(store: Store, meta: dict[str, str]) -> tuple[int, str] | None:
     return found
 
 
-def new_meta() -> dict[str, str]:
-    """``meta`` of a new, empty ledger."""
+def new_meta(witness: str | None = None) -> dict[str, str]:
+    """``meta`` of a new, empty ledger (its witness, if any, sealed into both roots)."""
     ledger_id = uuid.uuid4().hex
-    return {"format": FORMAT, "version": VERSION, "ledger_id": ledger_id, "created": now(), "budgets": "0",
-            "budgets_head": ledger_root(ledger_id), "entries": "0", "entries_head": head_root(ledger_id)}
+    meta = {"format": FORMAT, "version": VERSION, "ledger_id": ledger_id, "created": now(), "budgets": "0",
+            "budgets_head": ledger_root(ledger_id, witness), "entries": "0",
+            "entries_head": head_root(ledger_id, witness)}
+    if witness is not None:
+        meta["witness"] = witness
+    return meta
 
 
 def read_meta(store: Store, txn: Txn) -> dict[str, str]:
@@ -181,7 +186,8 @@ def _fresh_meta(store: Store) -> dict[str, str]:
 def budget_list(store: Store, txn: Txn, meta: dict[str, str]) -> list[BudgetRow]:
     budgets = txn.budgets()
     try:
-        verify_budget_list(meta["ledger_id"], budgets, meta.get("budgets", ""), meta.get("budgets_head", ""))
+        verify_budget_list(meta["ledger_id"], budgets, meta.get("budgets", ""), meta.get("budgets_head", ""),
+                           meta.get("witness"))
     except ChainError as err:
         raise damaged(store, str(err)) from None
     return budgets
@@ -218,6 +224,7 @@ def open_budget(store: Store, name: str, measure: str, total: Fraction, paramete
             _same_definition(store, row, measure, total, parameter, parent)
             return row
         row = add_budget(store, txn, meta, budgets, name, measure, total, parent)
+        _same_definition(store, row, measure, total, parameter, parent)  # a guarded ledger's may be another's
     return row
 
 
@@ -228,21 +235,31 @@ _CHECKPOINTS_LOCK = threading.Lock()
 
 
 def _verify_from_checkpoint(store: Store, txn: Txn, ledger_id: str, row: BudgetRow) -> None:
-    """Verify a budget's chain when it is opened: from this process's checkpoint if it has one, else in full.
+    """Verify a budget's chain when it is opened: from a checkpoint if there is one, else in full.
 
-    The entries up to a checkpoint were verified by this process; the one at
-    the checkpoint must still be there with the same hash (a chain rewritten or
-    cut below it fails), and every entry after it is verified in order. A full
-    verification is always a call away (``Budget.verify``, ``Ledger.verify``).
+    The checkpoint is this process's (the point it last verified the budget
+    to) or, the first time a process sees the budget, the durable one this
+    user's earlier processes kept (:mod:`~pandas_dp.accounting.ledger._checkpoint`,
+    budgets of at least ``DURABLE_MIN`` entries). The entries up to a checkpoint
+    were verified before; the one at the checkpoint must still be there with
+    the same hash, content and running total (a chain rewritten or cut below it
+    fails), and every entry after it is verified in order. A full verification
+    is always a call away (``Budget.verify``, ``Ledger.verify``, ``ledger verify``).
     """
     key = (store.key, ledger_id, row.genesis)
     with _CHECKPOINTS_LOCK:
         start = _CHECKPOINTS.get(key)
+    who = "this process"
+    if start is None and store.durable:
+        found = checkpoint.load(ledger_id, row.genesis)
+        if found is not None:
+            start = (*found, False)
+            who = f"an earlier process of this user (checkpoint folder {str(checkpoint.folder())!r})"
     try:
         if start is not None and start[0] > 0:
             anchor = next(iter(txn.entries_after(row.name, start[0] - 1)), None)
             if row.entries < start[0] or anchor is None or anchor.seq != start[0] or anchor.hash != start[1]:
-                raise ChainError(f"the entry #{start[0]} of budget {row.name!r}, which this process verified, is "
+                raise ChainError(f"the entry #{start[0]} of budget {row.name!r}, which {who} verified, is "
                                  f"gone or changed (the ledger was rolled back or rewritten)")
             if anchor.content_hash() != anchor.hash or anchor.spent != rational_text(start[2]):
                 raise ChainError(f"entry {anchor.id} (#{anchor.seq} of budget {row.name!r}) does not match its hash "
@@ -256,11 +273,18 @@ def _verify_from_checkpoint(store: Store, txn: Txn, ledger_id: str, row: BudgetR
     if store.durable:
         with _CHECKPOINTS_LOCK:
             _CHECKPOINTS[key] = (count, row.head, spent, False)
+        checkpoint.save(ledger_id, row.genesis, count, row.head, spent)
 
 
 def add_budget(store: Store, txn: Txn, meta: dict[str, str], budgets: list[BudgetRow], name: str, measure: str,
                total: Fraction, parent: str | None) -> BudgetRow:
     """Append a new budget row to the chain of budgets (in the caller's write transaction)."""
+    if txn.guarded:
+        row = txn.add_budget_guarded(store, name, measure, rational_text(total), parent)
+        if all(b.name != row.name for b in budgets):
+            meta.update(budgets=str(row.position), budgets_head=row.genesis)
+            budgets.append(row)
+        return row
     position = len(budgets) + 1
     created = now()
     prev = meta["budgets_head"]
@@ -371,7 +395,7 @@ def verify_ledger(store: Store, heads: Sequence[str] = ()) -> LedgerSummary:
             _verify_reservations(by_name, spent_of, reservations)
         except ChainError as err:
             raise damaged(store, str(err)) from None
-        listed, digest = 0, head_root(meta["ledger_id"])
+        listed, digest = 0, head_root(meta["ledger_id"], meta.get("witness"))
         for e in txn.entries():
             listed += 1
             digest = head_step(meta["ledger_id"], listed, digest, e.hash)
@@ -391,7 +415,7 @@ def verify_ledger(store: Store, heads: Sequence[str] = ()) -> LedgerSummary:
 
 
 #: Entries read per transaction by :func:`verify_ledger`: a charge waits for one chunk, never the whole ledger.
-VERIFY_CHUNK = 20_000
+VERIFY_CHUNK = 2_000
 
 
 def _verify_in_chunks(store: Store, meta: dict[str, str], budgets: list[BudgetRow], count: int,
@@ -408,7 +432,7 @@ def _verify_in_chunks(store: Store, meta: dict[str, str], budgets: list[BudgetRo
     by_name = {b.name: b for b in budgets}
     state = {b.name: (0, b.genesis, Fraction(0), False) for b in budgets}
     reservations: list[EntryRow] = []
-    listed, digest, after = 0, head_root(ledger_id), 0
+    listed, digest, after = 0, head_root(ledger_id, meta.get("witness")), 0
     try:
         totals = {b.name: parse_rational(b.total, f"the total of budget {b.name!r}") for b in budgets}
         while listed < count:
@@ -570,14 +594,21 @@ def check_remaining(store: Store, txn: Txn, ledger_id: str, postings: Sequence[P
 def post(store: Store, txn: Txn, postings: Sequence[Posting]) -> list[tuple[int, str]]:
     """Check and append ``postings`` in the open write transaction ``txn``; return the new (entry id, hash)s."""
     meta = read_meta(store, txn)
+    ledger_id = meta["ledger_id"]
+    if txn.guarded:
+        # The server's function locks, checks (the same checks, raised as the same errors), chains and appends to
+        # the witness table. No preflight here: unlocked reads of a budget row and its last entry, one statement
+        # apart, can straddle another session's commit.
+        written, count, head_digest = txn.post_guarded(store, postings)
+        txn.written_head = (ledger_id, count, head_digest)
+        return written
     state = check_remaining(store, txn, meta["ledger_id"], postings, lock=True)
     current = {name: (row, spent) for name, (row, spent) in state.items()}
-    ledger_id = meta["ledger_id"]
     meta = txn.lock_head()  # after the budget rows (one order for every writer), before drawing entry ids
     head = _meta_head(store, meta)
     note_head(store, ledger_id, *(head if head is not None else (None, None)))
-    count, head_digest = head if head is not None else _walk_head(ledger_id, txn)
-    txn.witness = witness_of(meta)
+    count, head_digest = head if head is not None else _walk_head(ledger_id, txn, meta.get("witness"))
+    txn.witness = witness_of(meta, store)
     if txn.witness is not None:
         txn.witness.check(store.display, ledger_id, count, head_digest)
     stamp = now()
@@ -604,9 +635,9 @@ def post(store: Store, txn: Txn, postings: Sequence[Posting]) -> list[tuple[int,
     return ids
 
 
-def _walk_head(ledger_id: str, txn: Txn) -> tuple[int, str]:
+def _walk_head(ledger_id: str, txn: Txn, witness: str | None) -> tuple[int, str]:
     """The head of a ledger written before heads existed, from its entries in writing order (once)."""
-    count, digest = 0, head_root(ledger_id)
+    count, digest = 0, head_root(ledger_id, witness)
     for e in txn.entries():
         count += 1
         digest = head_step(ledger_id, count, digest, e.hash)

@@ -31,10 +31,12 @@ from contextlib import contextmanager
 from typing import Any, Iterator, TypeGuard
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from pandas_dp.errors import LedgerError
-from pandas_dp.accounting.ledger._ops import NO_BLIND_RESTORE
+from pandas_dp.errors import BudgetError, BudgetExceededError, LedgerError
+from pandas_dp.accounting.ledger import _guard_sql as guard
+from pandas_dp.accounting.ledger._ops import NO_BLIND_RESTORE, damaged, exceeded_message
 from pandas_dp.accounting.ledger._pool import IdleConnections
-from pandas_dp.accounting.ledger._sql import POSTGRES, SQLTxn
+from pandas_dp.accounting.ledger._records import BudgetRow, head_text, parse_rational, rational_text
+from pandas_dp.accounting.ledger._sql import POSTGRES, SQLTxn, TABLES
 from pandas_dp.accounting.ledger._store import Store, Txn
 from pandas_dp._utils.optional import import_optional, MissingDependencyError
 
@@ -107,10 +109,102 @@ def _psycopg() -> Any:
         raise LedgerError(str(err)) from None
 
 
+class GuardedTxn(SQLTxn):
+    """A transaction on a guarded ledger: entries and budgets are written by the server's functions."""
+
+    def __init__(self, conn: Any) -> None:
+        super().__init__(conn, POSTGRES, guarded=True)
+
+    def _call(self, store: "PostgresStore", text: str, args: tuple[Any, ...],
+              postings: Any = ()) -> list[tuple[Any, ...]]:
+        psycopg = _psycopg()
+        try:
+            return list(self.conn.execute(text, args).fetchall())
+        except psycopg.Error as err:
+            raise _refusal(store, err, postings) from None
+
+    def post_guarded(self, store: Store, postings: Any) -> tuple[list[tuple[int, str]], int, str]:
+        assert isinstance(store, PostgresStore)
+        cols = ("budget", "kind", "method", "columns", "params", "requested", "amount", "status", "genesis")
+        arrays = [[getattr(p, c) if c != "amount" else rational_text(p.amount) for p in postings] for c in cols]
+        rows = self._call(store, "SELECT * FROM pandas_dp_post(%s, %s, %s, %s, %s, %s, %s, %s, %s)",
+                          tuple(arrays), postings)
+        return [(int(r[0]), str(r[1])) for r in rows], int(rows[-1][2]), str(rows[-1][3])
+
+    def add_budget_guarded(self, store: Store, name: str, measure: str, total: str,
+                           parent: str | None) -> BudgetRow:
+        assert isinstance(store, PostgresStore)
+        rows = self._call(store, "SELECT * FROM pandas_dp_add_budget(%s, %s, %s, %s)", (name, measure, total, parent))
+        return BudgetRow(*rows[0])
+
+
+def _refusal(store: "PostgresStore", err: Exception, postings: Any) -> Exception:
+    """The error a guarded ledger's function raised, as the Python charge path would raise it."""
+    code = getattr(err, "sqlstate", None)
+    diag = getattr(err, "diag", None)
+    message = str(getattr(diag, "message_primary", "") or "")
+    detail = str(getattr(diag, "message_detail", "") or "")
+    if code == guard.EXCEEDED:
+        name, total, spent = (detail.split("|") + ["", "", ""])[:3]
+        p = next((p for p in postings if p.budget == name and p.amount > 0), None)
+        if p is not None:
+            return BudgetExceededError(exceeded_message(p, parse_rational(total, "total"),
+                                                        parse_rational(spent, "spent")))
+        return BudgetExceededError(f"The budget {name!r} has too little left. Nothing was charged.")
+    if code == guard.DAMAGED:
+        return damaged(store, message)
+    if code == guard.ROLLED_BACK:
+        return LedgerError(
+            f"The ledger {store.display} was rolled back: its witness table {guard.WITNESS_TABLE} records head "
+            f"{detail} and the ledger is below it. An older copy of the ledger tables was put back, which forgets "
+            f"charges. Nothing was charged. Find the copy that passes `python -m pandas_dp ledger verify LOCATION "
+            f"--head {detail}`.")
+    if code == guard.REFUSED and message == "closed":
+        return BudgetError(f"The reservation {detail!r} is closed: its unused part went back to its budget. "
+                           f"Make a new reservation.")
+    if code == guard.REFUSED and message == "genesis":
+        return LedgerError(
+            f"The budget {detail!r} of the ledger {store.display} is not the one this process opened: it was "
+            f"deleted and made again, forgetting what was spent. Nothing was charged. {NO_BLIND_RESTORE}.")
+    if code == guard.REFUSED:
+        return LedgerError(f"The ledger {store.display} refused the write: {message}. Nothing was charged.")
+    return store.error(err)
+
+
+class TableWitness:
+    """The witness table of a guarded ledger: the heads its function appended, readable by analysts."""
+
+    def __init__(self, store: "PostgresStore") -> None:
+        self.store = store
+        self.path = guard.WITNESS_TABLE
+
+    def check(self, display: str, ledger_id: str, count: int, digest: str) -> None:
+        """Refuse a ledger whose head is below the witness's highest, or beside it."""
+        with self.store.read() as txn:
+            assert isinstance(txn, SQLTxn)
+            rows = txn._rows(f"SELECT entries, head FROM {guard.WITNESS_TABLE} ORDER BY entries DESC LIMIT 1")
+        if not rows:
+            raise LedgerError(f"The witness table {guard.WITNESS_TABLE} of the ledger {display} is empty: it "
+                              f"always holds the ledger's first head. It was emptied. Nothing was charged.")
+        top = (int(rows[0][0]), str(rows[0][1]))
+        if count < top[0] or (count == top[0] and digest != top[1]):
+            h = head_text(*top)
+            raise LedgerError(
+                f"The ledger {display} was rolled back: its witness table {guard.WITNESS_TABLE} records head {h} "
+                f"({top[0]} entries) and the ledger has {head_text(count, digest)}. An older copy of the ledger "
+                f"tables was put back or its chain was rewritten, which forgets charges. Nothing was charged. Find "
+                f"the copy that passes `python -m pandas_dp ledger verify LOCATION --head {h}`.")
+
+    def append(self, count: int, digest: str) -> None:
+        """Nothing: the server's function appends the head in the charge's own transaction."""
+
+
 class PostgresStore(IdleConnections[Any], Store):
     """One ledger in a PostgreSQL database."""
 
     durable = True
+    #: Whether the ledger is guarded (read from its ``meta`` on first use; fixed when it is created).
+    _guarded: bool | None = None
 
     def __init__(self, url: str) -> None:
         self.url = url
@@ -164,7 +258,10 @@ class PostgresStore(IdleConnections[Any], Store):
             conn.execute(begin)
             if bound is not None:
                 conn.execute(f"SET LOCAL statement_timeout = {STATEMENT_TIMEOUT_MS}")
-            yield SQLTxn(conn, POSTGRES)
+            if self._guarded is None:
+                found = conn.execute("SELECT value FROM pandas_dp_meta WHERE key = 'guard'").fetchall()
+                self._guarded = found == [("functions",)]
+            yield GuardedTxn(conn) if self._guarded else SQLTxn(conn, POSTGRES)
             conn.execute("COMMIT")
             ok = True
         except psycopg.Error as err:
@@ -188,6 +285,10 @@ class PostgresStore(IdleConnections[Any], Store):
                 conn.close()
             else:
                 self._give(conn)
+
+    def table_witness(self) -> TableWitness:
+        """The witness table of this (guarded) ledger."""
+        return TableWitness(self)
 
     def write(self) -> Any:
         return self._transaction("BEGIN ISOLATION LEVEL READ COMMITTED", WRITE_BOUND_S)
@@ -214,7 +315,8 @@ class PostgresStore(IdleConnections[Any], Store):
                               f"pandas_dp.Ledger.create(url) or `python -m pandas_dp ledger init URL`; a missing "
                               f"ledger is never recreated silently, because that would forget what was spent.")
 
-    def create(self, meta: dict[str, str]) -> None:
+    def create(self, meta: dict[str, str], roles: tuple[str, str] | None = None) -> None:
+        """Create the tables and ``meta``; with ``roles = (owner, analyst)`` the guarded setup (module notes)."""
         psycopg = _psycopg()
         if self.exists():
             raise LedgerError(f"Cannot create a ledger in {self.display}: the database already holds one. A "
@@ -222,11 +324,21 @@ class PostgresStore(IdleConnections[Any], Store):
         conn = self._take()
         try:
             conn.execute("BEGIN")
-            for statement in POSTGRES.schema():
-                conn.execute(statement)
+            if roles is None:
+                for statement in POSTGRES.schema():
+                    conn.execute(statement)
+            else:
+                schema = conn.execute("SELECT quote_ident(current_schema())").fetchone()[0]
+                for statement in guard.setup_statements(schema, *roles, POSTGRES.schema()):
+                    conn.execute(statement)
             txn = SQLTxn(conn, POSTGRES)
             for key, value in meta.items():
                 txn.set_meta(key, value)
+            if roles is not None:
+                conn.execute(f"INSERT INTO {guard.WITNESS_TABLE} (entries, head) VALUES (%s, %s)",
+                             (int(meta["entries"]), meta["entries_head"]))
+                for statement in guard.grant_statements(*roles, list(TABLES)):
+                    conn.execute(statement)
             conn.execute("COMMIT")
         except psycopg.Error as err:
             conn.close()
@@ -246,6 +358,10 @@ class PostgresStore(IdleConnections[Any], Store):
         elif isinstance(err, psycopg.errors.UndefinedTable):
             why = (f"it holds no complete pandas_dp ledger ({text}). Create one with pandas_dp.Ledger.create; "
                    f"{NO_BLIND_RESTORE}")
+        elif isinstance(err, psycopg.errors.InsufficientPrivilege):
+            why = (f"the role has no right to do this ({text}). Roles that charge a guarded ledger need its "
+                   f"analyst role (GRANT pandas_dp_analyst TO the login role); creating one needs a role that may "
+                   f"create roles")
         elif isinstance(err, psycopg.OperationalError):
             why = f"cannot reach the server ({text}). Check the URL, the server and the network"
         else:

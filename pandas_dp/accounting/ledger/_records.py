@@ -147,14 +147,20 @@ def entry_hash(id_: int, budget: str, seq: int, time: str, kind: str, method: st
                    spent, prev)
 
 
-def ledger_root(ledger_id: str) -> str:
-    """The ``prev`` of a ledger's first budget."""
-    return _digest("ledger", ledger_id)
+def ledger_root(ledger_id: str, witness: str | None = None) -> str:
+    """The ``prev`` of a ledger's first budget.
+
+    A ledger's witness (``meta["witness"]``) is sealed into it: every budget's
+    genesis, hence every entry hash and head, depends on it, so pointing the
+    ledger at another witness (or none) breaks its chain of budgets, which
+    every open verifies.
+    """
+    return _digest("ledger", ledger_id) if witness is None else _digest("ledger", ledger_id, "witness", witness)
 
 
-def head_root(ledger_id: str) -> str:
-    """The ledger head's hash before any entry."""
-    return _digest("head", ledger_id)
+def head_root(ledger_id: str, witness: str | None = None) -> str:
+    """The ledger head's hash before any entry (the witness sealed in, as :func:`ledger_root`)."""
+    return _digest("head", ledger_id) if witness is None else _digest("head", ledger_id, "witness", witness)
 
 
 def head_step(ledger_id: str, position: int, prev: str, entry: str) -> str:
@@ -236,15 +242,19 @@ def check_budget_state(budget: BudgetRow, entries: int, spent: Fraction, head: s
             f"chain has {entries} entries ending at {rational_text(spent)} (entries missing, added or changed)")
 
 
-def verify_budget_list(ledger_id: str, budgets: list[BudgetRow], count: str, head: str) -> None:
-    """The budgets form one chain in creation order that ends at the head recorded in ``meta``."""
-    prev = ledger_root(ledger_id)
+def verify_budget_list(ledger_id: str, budgets: list[BudgetRow], count: str, head: str,
+                       witness: str | None = None) -> None:
+    """The budgets form one chain in creation order, from the root (witness sealed in), to ``meta``'s head."""
+    prev = ledger_root(ledger_id, witness)
     for position, budget in enumerate(budgets, start=1):
+        if position == 1 and budget.position == 1 and budget.prev != prev:
+            raise ChainError(f"the first budget {budget.name!r} does not start from the ledger's root: its witness "
+                             f"was changed (the witness it names is sealed into its chain) or the budget was edited")
         if budget.position != position or budget.prev != prev:
             raise ChainError(f"budget {budget.name!r} is out of place in the chain of budgets "
                              f"(a budget row was deleted, added or reordered)")
         check_budget_definition(ledger_id, budget)
         prev = budget.genesis
     if count != str(len(budgets)) or head != prev:
-        raise ChainError(f"the ledger records {count} budgets but holds {len(budgets)} "
-                         f"(a budget row was deleted or added)")
+        raise ChainError(f"the ledger records {count} budgets but holds {len(budgets)} (a budget row was deleted "
+                         f"or added), or its witness was changed (the witness it names is sealed into its chain)")

@@ -70,9 +70,13 @@ POSTGRES = Dialect(placeholder="%s", lock=" FOR UPDATE",
 class SQLTxn(Txn):
     """A transaction on a DB-API connection of either backend (the caller begins and ends it)."""
 
-    def __init__(self, conn: Any, dialect: Dialect) -> None:
+    def __init__(self, conn: Any, dialect: Dialect, guarded: bool = False) -> None:
         self.conn = conn
         self.d = dialect
+        self.guarded = guarded
+        # A guarded ledger is written only through its functions, which take the locks themselves (analysts
+        # may not lock rows FOR UPDATE): reads before the call are a preflight.
+        self.lock = "" if guarded else dialect.lock
 
     def _rows(self, text: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
         cur = self.conn.execute(self.d.sql(text), args)
@@ -95,21 +99,21 @@ class SQLTxn(Txn):
     def lock_budgets(self, names: list[str]) -> dict[str, BudgetRow]:
         found: dict[str, BudgetRow] = {}
         for name in sorted(set(names)):  # one fixed order for every writer: no deadlock
-            rows = self._rows(f"SELECT {_quoted(_BUDGET_COLS)} FROM pandas_dp_budgets WHERE name = ?{self.d.lock}",
+            rows = self._rows(f"SELECT {_quoted(_BUDGET_COLS)} FROM pandas_dp_budgets WHERE name = ?{self.lock}",
                               (name,))
             if rows:
                 found[name] = BudgetRow(*rows[0])
         return found
 
     def lock_budget_list(self) -> None:
-        if self.d.lock:
-            self._rows(f"SELECT value FROM pandas_dp_meta WHERE key = 'budgets_head'{self.d.lock}")
+        if self.lock:
+            self._rows(f"SELECT value FROM pandas_dp_meta WHERE key = 'budgets_head'{self.lock}")
 
     def lock_head(self) -> dict[str, str]:
         # The 'format' row exists in every ledger: locking it orders the writers of entries, so entry ids (drawn
         # after it) follow the order of the ledger head's chain.
-        if self.d.lock:
-            self._rows(f"SELECT value FROM pandas_dp_meta WHERE key = 'format'{self.d.lock}")
+        if self.lock:
+            self._rows(f"SELECT value FROM pandas_dp_meta WHERE key = 'format'{self.lock}")
         return self.meta()
 
     def budgets(self) -> list[BudgetRow]:
@@ -171,5 +175,8 @@ class SQLTxn(Txn):
                   tuple(getattr(row, c) for c in _ENTRY_COLS))
 
     def set_status(self, entry_id: int, status: str, expected: str) -> None:
+        if self.guarded:
+            self._run("SELECT pandas_dp_set_status(?, ?, ?)", (entry_id, status, expected))
+            return
         self._run('UPDATE pandas_dp_entries SET "status" = ? WHERE "id" = ? AND "status" = ?',
                   (status, entry_id, expected))

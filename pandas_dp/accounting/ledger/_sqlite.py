@@ -14,6 +14,7 @@ file open could block.
 from __future__ import annotations
 
 import os
+import shutil
 import sqlite3
 import stat
 import tempfile
@@ -284,9 +285,38 @@ class SQLiteStore(IdleConnections[tuple[sqlite3.Connection, tuple[int, int]]], S
             _remove(Path(temp))
 
     def integrity_check(self) -> None:
-        """SQLite's own check of every page of the file (LedgerError naming the first problem)."""
-        with self.read() as txn:
-            found = [r[0] for r in txn.conn.execute("PRAGMA integrity_check(5)").fetchall()]
+        """SQLite's own check of every page of the file (LedgerError naming the first problem).
+
+        The check reads the whole file (about 0.5 s per 10^5 entries here). It
+        runs on a private copy, taken under a read lock (a file copy, about 10x
+        faster than the check), so a charge waits for the copy at most, never
+        for the check; the copy is a hidden file next to the ledger, removed
+        afterwards.
+        """
+        folder = self.path.parent if str(self.path.parent) else Path(".")
+        try:
+            fd, temp = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".verifying", dir=folder)
+        except OSError as err:
+            raise LedgerError(f"The ledger {self.display}: cannot write the copy its check reads in its folder "
+                              f"({err.strerror}). Make the folder writable.") from None
+        os.close(fd)
+        try:
+            with self.read() as txn:
+                txn.conn.execute("SELECT count(*) FROM pandas_dp_meta").fetchone()  # holds the read lock
+                try:
+                    shutil.copyfile(self.path, temp)
+                except OSError as err:
+                    raise LedgerError(f"The ledger {self.display}: cannot copy it for its check ({err.strerror}). "
+                                      f"Free space in its folder and retry.") from None
+            conn = sqlite3.connect(temp, isolation_level=None)
+            try:
+                found = [r[0] for r in conn.execute("PRAGMA integrity_check(5)").fetchall()]
+            except _ERRORS as err:
+                raise self.error(err) from None
+            finally:
+                conn.close()
+        finally:
+            _remove(Path(temp))
         if found != ["ok"]:
             raise LedgerError(f"The ledger {self.display} fails SQLite's integrity check ({'; '.join(found)[:300]}): "
                               f"the file is damaged. {NO_BLIND_RESTORE}.")

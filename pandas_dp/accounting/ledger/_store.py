@@ -27,6 +27,18 @@ class Txn(ABC):
     written_head: "tuple[str, int, str] | None" = None
     #: The ledger's witness (see :mod:`pandas_dp.accounting.ledger._witness`), appended to once this commits.
     witness: Any = None
+    #: A guarded PostgreSQL ledger: entries and budgets are written only through its functions
+    #: (:meth:`post_guarded`, :meth:`add_budget_guarded`), which lock, check and chain on the server.
+    guarded: bool = False
+
+    def post_guarded(self, store: "Store", postings: Any) -> tuple[list[tuple[int, str]], int, str]:
+        """Append ``postings`` through the server's function: ((entry id, hash)s, entries, head hash)."""
+        raise NotImplementedError  # pragma: no cover - only guarded transactions are asked
+
+    def add_budget_guarded(self, store: "Store", name: str, measure: str, total: str,
+                           parent: str | None) -> BudgetRow:
+        """Append a budget through the server's function (or return the one another session made)."""
+        raise NotImplementedError  # pragma: no cover - only guarded transactions are asked
 
     @abstractmethod
     def meta(self) -> dict[str, str]:

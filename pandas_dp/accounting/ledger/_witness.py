@@ -7,7 +7,10 @@ line, ``O_APPEND`` then ``fsync``); opening the ledger, every charge and
 and refuse a ledger that is below it (an older copy put back, or a chain
 rolled back) or beside it (as many entries, another history). The witness
 protects as far as it is kept apart: on another disk or host, owned by another
-user, append-only (``chattr +a``). Whoever can rewrite both the ledger and its
+user, append-only (``chattr +a``). The witness's location is sealed into the
+ledger's chain (:func:`~pandas_dp.accounting.ledger._records.ledger_root`):
+pointing ``meta`` at another witness file, or at none, breaks every budget's
+genesis hash and is refused on the next open. Whoever can rewrite both the ledger and its
 witness can still roll them back together; an auditor's printed head
 (``ledger verify --head``) is the last line of defence.
 """
@@ -18,12 +21,15 @@ import os
 import re
 import threading
 from pathlib import Path
+from typing import Any
 
 from pandas_dp.errors import LedgerError
 
-__all__ = ["Witness", "witness_of", "create_witness", "remove_witness"]
+__all__ = ["Witness", "witness_of", "witness_location", "create_witness", "remove_witness", "TABLE_PREFIX"]
 
 _MAGIC = "pandas_dp witness 1"
+#: ``meta["witness"]`` of a guarded PostgreSQL ledger: its witness table.
+TABLE_PREFIX = "table:"
 _LINE = re.compile(r"([0-9]{1,18}) ([0-9a-f]{64})")
 #: How much of the file's end is read: concurrent writers append in commit order up to a few lines apart.
 _TAIL = 16384
@@ -93,12 +99,20 @@ class Witness:
             os.close(fd)
 
 
-def create_witness(path: object, ledger_id: str, root: str) -> str:
-    """Create a new witness file for a new ledger; return its absolute path (LedgerError if it exists)."""
+def witness_location(path: object) -> str:
+    """The absolute path a ledger records for its witness file (LedgerError for anything but a path)."""
     if not isinstance(path, (str, os.PathLike)):
         raise LedgerError(f"A ledger's witness must be a file path (str or pathlib.Path). Got "
                           f"{type(path).__name__}.")
-    full = os.path.abspath(os.fspath(path))
+    try:
+        return os.path.abspath(os.fspath(path))
+    except (TypeError, ValueError) as err:
+        raise LedgerError(f"The witness path {path!r} is not usable: {err}.") from None
+
+
+def create_witness(path: object, ledger_id: str, root: str) -> str:
+    """Create a new witness file for a new ledger; return its absolute path (LedgerError if it exists)."""
+    full = witness_location(path)
     try:
         fd = os.open(full, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
     except FileExistsError:
@@ -114,11 +128,17 @@ def create_witness(path: object, ledger_id: str, root: str) -> str:
     return full
 
 
-def witness_of(meta: dict[str, str]) -> Witness | None:
-    """The witness a ledger's ``meta`` names, or None."""
+def witness_of(meta: dict[str, str], store: Any = None) -> Any:
+    """The witness a ledger's ``meta`` names (a :class:`Witness` file, or a guarded ledger's table), or None."""
     path = meta.get("witness")
     if not path:
         return None
+    if path.startswith(TABLE_PREFIX):
+        table = getattr(store, "table_witness", None)
+        if table is None or path != TABLE_PREFIX + "pandas_dp_witness":
+            raise LedgerError(f"The ledger names the witness {path!r}, which only a guarded PostgreSQL ledger has. "
+                              f"Nothing was charged.")
+        return table()
     with _CACHE_LOCK:
         found = _CACHE.get(path)
         if found is None:
