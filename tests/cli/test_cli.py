@@ -232,7 +232,8 @@ def test_rho_release_under_an_epsilon_budget_is_a_spec_error(workdir):
                                           "rho = 0.3\n[[release]]\nname = \"income\"")
     d = _spec(workdir, "rho_in_pure", spec)
     done = run("release", str(d / "spec.toml"))
-    assert done.returncode == 2 and "'state_age' asks for rho" in done.stderr and "nothing was read" in done.stderr
+    assert done.returncode == 2 and "'state_age' asks for rho" in done.stderr and "nothing was charged" in done.stderr
+    assert "method='dpcube' supports the 'pure' measure only" in done.stderr  # the rehearsal's, in the same run
     both = SPEC.format(fmt="csv").replace("epsilon = 0.3\n[[release]]\nname = \"income\"",
                                           "epsilon = 0.3\nrho = 0.1\n[[release]]\nname = \"income\"")
     (d / "spec.toml").write_text(both)
@@ -327,7 +328,8 @@ epsilon = 0.2
     done = run("release", str(d / "spec.toml"))
     assert done.returncode == 2
     assert "strictly increasing" in done.stderr and "'eta'" in done.stderr and "range=" in done.stderr
-    assert "missing.csv" not in done.stderr  # validation came first
+    # Every stage runs in the same preflight (issue 29 item 7): the missing input is reported too, nothing read.
+    assert "missing.csv' not found" in done.stderr and "(4 problem(s)); nothing was read or charged" in done.stderr
     check = run("release", "--check", str(d / "spec.toml"))
     assert check.returncode == 2
 
