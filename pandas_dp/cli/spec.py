@@ -414,8 +414,8 @@ def release_table(result: Any, confidence: float = 0.95) -> pd.DataFrame:
         Histograms: one row per cell, numeric bins as ``<column>_low`` /
         ``<column>_high``, categories as their label, then ``estimate``,
         ``variance``, ``std_error``, ``lower``, ``upper``. Tables by geography:
-        ``level, region``, the cells as above, ``estimate, std_error, lower,
-        upper``. Count-of-counts:
+        ``level, region``, the cells as above, ``estimate, variance,
+        std_error, lower, upper``. Count-of-counts:
         ``level, region, size, groups``. Unattributed: ``rank, estimate,
         variance, std_error, lower, upper``.
     """
@@ -429,6 +429,9 @@ def release_table(result: Any, confidence: float = 0.95) -> pd.DataFrame:
                 bins = pd.arrays.IntervalArray(tidy.pop(dim.column).array)
                 tidy.insert(where, f"{dim.column}_high", np.asarray(bins.right))
                 tidy.insert(where, f"{dim.column}_low", np.asarray(bins.left))
+        # The exact variance of every estimate (the region's GLS variance, as Histogram tables give it),
+        # next to its square root; rows are in the order of ``counts``, as ``to_frame`` lays them out.
+        tidy.insert(list(tidy.columns).index("std_error"), "variance", result.variance.to_numpy())
         bounds = result.confidence_interval(confidence).reset_index(drop=True)
         return pd.concat([tidy, bounds], axis=1)
     if isinstance(result, Histogram):
