@@ -140,26 +140,44 @@ def rehearse(spec: "Spec", frame: pd.DataFrame, codebook: dict[str, list[str]] |
 
 
 def read_header(spec: "Spec") -> list[str]:
-    """The input's column names (no row is read). Raises ValueError with the reason."""
+    """The input's column names, from its first line alone (no data line is read). Raises ValueError.
+
+    A CSV header is the first line, split by the dialect :func:`read_input`
+    reads the data with (so the names checked are the names read), decoded as
+    UTF-8 with undecodable bytes replaced: a malformed data line cannot make
+    it fail. A Parquet header is the file's schema. Messages are built from
+    public facts only (the path, the spec's column names, what to check), never
+    from a parser's text, which can quote the file's lines or name their
+    numbers.
+    """
     path = spec.input
     if not path.is_file():
         raise ValueError(f"[input] path {str(path)!r} not found (or not a file).")
     if not os.access(path, os.R_OK):
         raise ValueError(f"[input] path {str(path)!r} is not readable.")
-    try:
-        if spec.input_format == "parquet":
-            import pyarrow.parquet as pq
+    wanted = sorted({c for r in spec.releases for c in r.columns()})
+    if spec.input_format == "parquet":
+        import pyarrow.parquet as pq
 
+        try:
             return [str(c) for c in pq.read_schema(path).names]
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            head = pd.read_csv(path, nrows=0, encoding_errors="replace")
-    except pd.errors.EmptyDataError:
-        raise ValueError(f"[input] {str(path)!r} is empty: it has no header line of column names.") from None
-    except Exception as err:  # a file that is not CSV/Parquet at all: the header is public, say why
-        raise ValueError(f"[input] {str(path)!r} cannot be read as {spec.input_format}: "
-                         f"{type(err).__name__}: {str(err)[:200]}") from None
-    return [str(c) for c in head.columns]
+        except Exception:  # noqa: BLE001 - its text may quote the file: not shown
+            raise ValueError(f"[input] {str(path)!r} cannot be read as Parquet: its schema (the column names) "
+                             f"could not be read (the reader's message is not shown: it could quote the file). "
+                             f"Check that it is a complete Parquet file with the spec's columns {wanted}, or give "
+                             f"[input] format = \"csv\" for a CSV file.") from None
+    try:
+        with open(path, "rb") as f:
+            first = f.readline()
+    except OSError as err:
+        raise ValueError(f"[input] {str(path)!r} cannot be read ({err.strerror}).") from None
+    if not first:
+        raise ValueError(f"[input] {str(path)!r} is empty: it has no header line of column names.")
+    line = first.decode("utf-8", errors="replace").removeprefix("\ufeff").removesuffix("\n").removesuffix("\r")
+    if not line.strip():
+        raise ValueError(f"[input] {str(path)!r} has a blank first line: the first line must be the header "
+                         f"line of column names (the spec's columns {wanted}), the data on the lines after it.")
+    return [str(c) for c in _header_fields(line)]
 
 
 def header_problems(spec: "Spec", header: list[str]) -> list[str]:

@@ -646,6 +646,35 @@ def test_a_headerless_csv_prints_no_data_row(tmp_path):
     assert _entries(tmp_path / "ledger.sqlite") == []
 
 
+
+@pytest.mark.parametrize("form", ["malformed first line", "malformed header", "parquet"])
+def test_a_malformed_input_prints_no_byte_of_its_private_lines(tmp_path, form):
+    """Issue 30 item 2: the header is read from the first line alone, and no reader's text is ever printed."""
+    from pandas_dp.cli.preflight import preflight, read_header
+    from pandas_dp.cli.spec import SpecError, load_spec
+
+    private = ['"Zebulon Quixote,987654321', "Yolanda Xerxes,55511122,extra,fields"]
+    header = {"malformed header": '"age,income'}.get(form, "age,income")
+    name = "persons.parquet" if form == "parquet" else "persons.csv"
+    (tmp_path / name).write_text("\n".join([header, *private, "52,98765"]) + "\n")
+    spec_text = SMALL_SPEC.replace('path = "persons.csv"', f'path = "{name}"')
+    (tmp_path / "spec.toml").write_text(spec_text)
+    pdp.Ledger.create(tmp_path / "ledger.sqlite")
+    spec = load_spec(tmp_path / "spec.toml")
+    if form == "malformed first line":  # the header is public and intact: the preflight passes, nothing is read
+        assert read_header(spec) == ["age", "income"]
+        preflight(spec)
+        return
+    with pytest.raises(SpecError) as err:
+        preflight(spec)
+    text = str(err.value)
+    for piece in ("Zebulon", "Quixote", "987654321", "Yolanda", "Xerxes", "55511122", "extra", "98765", "row 1",
+                  "line 2"):
+        assert piece not in text, (piece, text)
+    assert "'age'" in text  # the spec's names, and the file's path: the public facts
+    assert str(tmp_path / name) in text
+    assert _entries(tmp_path / "ledger.sqlite") == []
+
 SMALL_SPEC = """
 seed = 5
 [budget]
