@@ -126,8 +126,9 @@ def rehearse(spec: "Spec", frame: pd.DataFrame, codebook: dict[str, list[str]] |
     for r in spec.releases:
         if any(isinstance(r.args.get(key), str) for key in ("groups", "hierarchy")):
             continue
+        own: dict[str, Any] = {r.loss.parameter: r.loss.amount}
         try:
-            with pdp.budget(**{r.loss.parameter: r.loss.amount}):
+            with pdp.budget(**own):
                 call_release(frame, r, np.random.default_rng(0))
         except (PandasDPError, TypeError, ValueError, KeyError) as err:
             advice = domain_advice(r, codebook) if isinstance(err, DomainError) else ""
