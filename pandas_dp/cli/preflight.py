@@ -124,7 +124,8 @@ def rehearse(spec: "Spec", frame: pd.DataFrame, codebook: dict[str, list[str]] |
     """
     problems: list[str] = []
     for r in spec.releases:
-        if any(isinstance(r.args.get(key), str) for key in ("groups", "hierarchy")):
+        tables = ("groups", "hierarchy") if r.method == "count_of_counts" else ("hierarchy",)
+        if any(isinstance(r.args.get(key), str) for key in tables):  # a public table not found: reported
             continue
         own: dict[str, Any] = {r.loss.parameter: r.loss.amount}
         try:

@@ -184,3 +184,21 @@ def test_a_column_typo_names_its_release_and_key_and_a_spelling_the_spec_declare
     assert by.startswith("[[release]] 'by_state': by ['stat'] not in the input") and "did you mean 'state'?" in by
     assert unit.startswith("[[release]] 'by_state': privacy_unit ['pid'] not in the input") and "'x'" not in unit
     assert header_problems(spec, ["age", "state", "stat", "pid"]) == []
+
+
+def test_a_spec_whose_budget_is_broken_still_gets_its_releases_and_header_checked(tmp_path, persons):
+    from pandas_dp.cli.run import run_release
+    from pandas_dp.cli.spec import SpecError
+
+    folder = _folder(tmp_path, persons, _release("ages", '"agee"', "bins = [0, 50, 100]\n")
+                     + _release("sexes", '"sex"'), codebook=None)
+    spec = folder / "spec.toml"
+    spec.write_text(spec.read_text().replace("epsilon = 1.0\n", "", 1))  # [budget] has no total
+    with pytest.raises(SpecError) as caught:
+        run_release(spec, check_only=True)
+    budget, advice, column = caught.value.problems
+    assert budget.startswith("[budget]: give exactly one of 'epsilon'")
+    assert advice.startswith("[[release]] 'sexes': DomainError") and "add categories" in advice
+    assert column.startswith("[[release]] 'ages': columns ['agee'] not in the input")
+    assert "did you mean 'age'" not in column  # 'age' is no column of the spec: the header's names are not shown
+    _nothing_written(folder)
