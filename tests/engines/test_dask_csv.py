@@ -85,6 +85,18 @@ def test_a_token_in_a_later_block_is_dropped_like_on_pandas(tmp_path, name):
         pd.testing.assert_frame_equal(got, _release(call, pd.read_csv(token))[0], check_exact=True)
 
 
+@pytest.mark.parametrize("options", [{"dtype": {"age": "float64"}}, {"assume_missing": True}])
+def test_numeric_dtypes_the_user_gives_are_protected_too(tmp_path, options):
+    """A numeric ``dtype=`` makes pandas' own parser raise on the token: the read infers instead, then converts."""
+    clean, token = _files(tmp_path)
+    with dask.config.set(scheduler="sync"):
+        dirty = dd.read_csv(token, **READ, **options)
+        assert dirty["age"].dtype == np.float64
+        got, _ = _release(CALLS["histogram"], dirty)
+        want, _ = _release(CALLS["histogram"], dd.read_csv(clean, **READ, **options))
+    pd.testing.assert_frame_equal(got, want, check_exact=True)
+
+
 def test_a_line_with_too_many_fields_is_one_dropped_row(tmp_path):
     clean, token = _files(tmp_path)
     lines = clean.read_text().split("\n")
