@@ -97,11 +97,13 @@ def test_numeric_dtypes_the_user_gives_are_protected_too(tmp_path, options):
     pd.testing.assert_frame_equal(got, want, check_exact=True)
 
 
-def test_a_line_with_too_many_fields_is_one_dropped_row(tmp_path):
+@pytest.mark.parametrize("line", [b"9999,1,40,512.5,A,extra", b"9999,1,4\xff0,512.5,A"],
+                         ids=["too many fields", "an undecodable byte"])
+def test_a_line_with_too_many_fields_or_a_bad_byte_is_one_dropped_row(tmp_path, line):
     clean, token = _files(tmp_path)
-    lines = clean.read_text().split("\n")
-    lines.insert(250, "9999,1,40,512.5,A,extra")
-    token.write_text("\n".join(lines))
+    lines = clean.read_bytes().split(b"\n")
+    lines.insert(250, line)
+    token.write_bytes(b"\n".join(lines))
     with dask.config.set(scheduler="sync"):
         got, _ = _release(CALLS["histogram"], dd.read_csv(token, **READ))
         want, _ = _release(CALLS["histogram"], dd.read_csv(clean, **READ))

@@ -22,9 +22,14 @@ rules for signs, exponents, spaces, ``inf``, missing values) and whose token
 becomes ``NaN`` (an integer column holding one becomes float64 in that block),
 which every release drops as out of domain, uncounted. A line with more
 fields than the header (which makes pandas' parser raise) is skipped, one
-dropped row, unless the read sets ``on_bad_lines`` itself. So the
+dropped row, unless the read sets ``on_bad_lines`` itself; undecodable bytes
+are replaced (a value holding one matches no number and no category) unless it
+sets ``encoding_errors``. So the
 release equals the release of the file without the token's line (a token in a
 column the release does not read leaves its row counted, as it should).
+
+Still failing in a rewritten read (so still :class:`~pandas_dp.errors.DataSourceError`): a quote
+that opens a field and does not close it before the block ends (pandas' parser gives up).
 
 Not rewritten (a failure of their graph stays :class:`~pandas_dp.errors.DataSourceError`):
 reads with options that change how numbers parse (``converters``,
@@ -114,6 +119,7 @@ def _parsed_read(leaf: Any) -> Any:
     if given:  # a numeric dtype the user gave is parsed by pandas itself, which raises on a token: inferred instead
         kwargs["dtype"] = {c: t for c, t in given.items() if c not in numeric}
     kwargs.setdefault("on_bad_lines", "skip")  # a line with more fields than the header: one dropped row
+    kwargs.setdefault("encoding_errors", "replace")  # an undecodable byte: a value that matches no domain
     keywords["kwargs"] = kwargs
     keywords["dtypes"] = {c: t for c, t in dtypes.items() if c not in numeric}  # Dask's per-block dtype check
     read = leaf.substitute_parameters({"func": functools.partial(_read_csv, **keywords)})
