@@ -1,14 +1,17 @@
 """What ``python -m pandas_dp release`` checks before any charge, and how it touches files.
 
-Preflight, in order, each step reading only public things: the spec; the
-public codebook, when ``[input] codebook`` names one (categories that match no
-value it lists; see :mod:`pandas_dp.cli.codebook`); a rehearsal of every
-release on an empty table of the spec's columns (the library's own domain and
-knob checks, under a throwaway budget); the input's
-header (column names only: the data's dtypes depend on its private rows);
-that the output folder can be written (a probe file created and removed); that
-the ledger exists and verifies and its budget has the whole spec left. Nothing
-is written by a failed or ``--check`` preflight.
+Preflight, each step reading only public things: the spec; the public
+codebook, when ``[input] codebook`` names one (categories that match no value
+it lists; see :mod:`pandas_dp.cli.codebook`); a rehearsal of every release on
+an empty table of the spec's columns (the library's own domain and knob
+checks, each release under its own throwaway budget); the input's header
+(column names only: the data's dtypes depend on its private rows); that the
+output folder can be written (a probe file created and removed); that the
+ledger exists and verifies and its budget has the whole spec left. Every step
+runs whatever the earlier ones found, on what they left usable, and every
+problem of every release is reported at once, each naming its release and
+the spec key; nothing is written or charged by a failed or ``--check``
+preflight.
 
 Reading the data never fails or warns because of a row (boundary rule): CSV
 is read with bad lines skipped, undecodable bytes replaced, local warnings
@@ -21,6 +24,7 @@ domain. Parquet is read by column projection only.
 from __future__ import annotations
 
 import csv
+import difflib
 import io
 import os
 import tempfile
@@ -37,7 +41,7 @@ import pandas_dp as pdp
 from pandas_dp.accounting.ledger import Ledger
 from pandas_dp.cli.codebook import codebook_problems, domain_advice, read_codebook
 from pandas_dp.cli.spec import Release, Spec, SpecError, read_public_table
-from pandas_dp.errors import DomainError, LedgerError, PandasDPError
+from pandas_dp.errors import DomainError, LedgerError, PandasDPError, ParameterError
 
 __all__ = ["preflight", "blank_frame", "rehearse", "read_header", "probe_output", "check_ledger", "read_input",
            "call_release", "write_atomic", "numeric_columns", "header_problems"]
@@ -109,21 +113,28 @@ def call_release(frame: pd.DataFrame, r: "Release", rng: np.random.Generator | N
 
 
 def rehearse(spec: "Spec", frame: pd.DataFrame, codebook: dict[str, list[str]] | None = None) -> list[str]:
-    """Run every release on ``frame`` (no rows) under a throwaway budget; return the problems found.
+    """Run every release on ``frame`` (no rows), each under its own throwaway budget; return the problems found.
 
-    A column without ``categories`` or ``bins`` gets the library's advice followed by its form in the
-    spec (with the codebook's values when the codebook lists the column).
+    Each release is rehearsed under a budget of exactly its own amount, so one
+    release's problem never hides another's. A release whose public Groups or
+    Hierarchy table was not found is skipped (the spec's check reported it).
+    A column without ``categories`` or ``bins`` gets the library's advice
+    followed by its form in the spec (with the codebook's values when the
+    codebook lists the column).
     """
     problems: list[str] = []
-    total: dict[str, Any] = {spec.total.parameter: spec.total.amount}
-    with pdp.budget(**total):
-        for r in spec.releases:
-            try:
+    for r in spec.releases:
+        tables = ("groups", "hierarchy") if r.method == "count_of_counts" else ("hierarchy",)
+        if any(isinstance(r.args.get(key), str) for key in tables):  # a public table not found: reported
+            continue
+        own: dict[str, Any] = {r.loss.parameter: r.loss.amount}
+        try:
+            with pdp.budget(**own):
                 call_release(frame, r, np.random.default_rng(0))
-            except (PandasDPError, TypeError, ValueError, KeyError) as err:
-                advice = domain_advice(r, codebook) if isinstance(err, DomainError) else ""
-                problems.append(f"[[release]] {r.name!r}: {type(err).__name__}: {err}" + (f" {advice}" if advice
-                                                                                             else ""))
+        except (PandasDPError, TypeError, ValueError, KeyError) as err:
+            advice = domain_advice(r, codebook) if isinstance(err, DomainError) else ""
+            problems.append(f"[[release]] {r.name!r}: {type(err).__name__}: {err}" + (f" {advice}" if advice
+                                                                                         else ""))
     return problems
 
 
@@ -131,44 +142,78 @@ def rehearse(spec: "Spec", frame: pd.DataFrame, codebook: dict[str, list[str]] |
 
 
 def read_header(spec: "Spec") -> list[str]:
-    """The input's column names (no row is read). Raises ValueError with the reason."""
+    """The input's column names, from its first line alone (no data line is read). Raises ValueError.
+
+    A CSV header is the first line, split by the dialect :func:`read_input`
+    reads the data with (so the names checked are the names read), decoded as
+    UTF-8 with undecodable bytes replaced: a malformed data line cannot make
+    it fail. A Parquet header is the file's schema. Messages are built from
+    public facts only (the path, the spec's column names, what to check), never
+    from a parser's text, which can quote the file's lines or name their
+    numbers.
+    """
     path = spec.input
     if not path.is_file():
         raise ValueError(f"[input] path {str(path)!r} not found (or not a file).")
     if not os.access(path, os.R_OK):
         raise ValueError(f"[input] path {str(path)!r} is not readable.")
-    try:
-        if spec.input_format == "parquet":
-            import pyarrow.parquet as pq
+    wanted = sorted({c for r in spec.releases for c in r.columns()})
+    if spec.input_format == "parquet":
+        import pyarrow.parquet as pq
 
+        try:
             return [str(c) for c in pq.read_schema(path).names]
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            head = pd.read_csv(path, nrows=0, encoding_errors="replace")
-    except pd.errors.EmptyDataError:
-        raise ValueError(f"[input] {str(path)!r} is empty: it has no header line of column names.") from None
-    except Exception as err:  # a file that is not CSV/Parquet at all: the header is public, say why
-        raise ValueError(f"[input] {str(path)!r} cannot be read as {spec.input_format}: "
-                         f"{type(err).__name__}: {str(err)[:200]}") from None
-    return [str(c) for c in head.columns]
+        except Exception:  # noqa: BLE001 - its text may quote the file: not shown
+            raise ValueError(f"[input] {str(path)!r} cannot be read as Parquet: its schema (the column names) "
+                             f"could not be read (the reader's message is not shown: it could quote the file). "
+                             f"Check that it is a complete Parquet file with the spec's columns {wanted}, or give "
+                             f"[input] format = \"csv\" for a CSV file.") from None
+    try:
+        with open(path, "rb") as f:
+            first = f.readline()
+    except OSError as err:
+        raise ValueError(f"[input] {str(path)!r} cannot be read ({err.strerror}).") from None
+    if not first:
+        raise ValueError(f"[input] {str(path)!r} is empty: it has no header line of column names.")
+    line = first.decode("utf-8", errors="replace").removeprefix("\ufeff").removesuffix("\n").removesuffix("\r")
+    if not line.strip():
+        raise ValueError(f"[input] {str(path)!r} has a blank first line: the first line must be the header "
+                         f"line of column names (the spec's columns {wanted}), the data on the lines after it.")
+    return [str(c) for c in _header_fields(line)]
 
 
 def header_problems(spec: "Spec", header: list[str]) -> list[str]:
-    """The spec's columns missing from the input's header, named by the spec only.
+    """Every column of every release that the input's header lacks: one problem per release and spec key.
 
-    The header itself is never printed: a file exported without its header
-    line has its first data row there, so only names the spec declares may be
-    shown.
+    Each names the release, the spec key (``columns``, ``by``, ``privacy_unit``,
+    ``group``, ``location``) and the fix. The header itself is never printed: a
+    file exported without its header line has its first data row there, so only
+    names the spec declares may be shown (a spelling hint names a column of
+    another release that the header holds).
     """
+    present = set(header)
     wanted = sorted({c for r in spec.releases for c in r.columns()})
-    missing = [c for c in wanted if c not in set(header)]
-    if not missing:
-        return []
-    found = [c for c in wanted if c not in missing]
+    found = [c for c in wanted if c in present]
     held = f"of the spec's columns it holds {found}" if found else "it holds none of the spec's columns"
-    return [f"Column(s) {missing} not in the input {str(spec.input)!r}: its first line has {len(header)} "
-            f"field(s) and {held} (its other names are not shown: if the file was exported without its header "
-            f"line, they are a data row). Export the input with a header line naming the spec's columns."]
+    context = (f"its first line has {len(header)} field(s) and {held} (its other names are not shown: if the file "
+               f"was exported without its header line, they are a data row)")
+    problems = []
+    for r in spec.releases:
+        by_key: dict[str, list[str]] = {}
+        for key, column in r.column_keys():
+            if column not in present:
+                by_key.setdefault(key, []).append(column)
+        for key, missing in by_key.items():
+            hints = []
+            for column in missing:
+                close = difflib.get_close_matches(column, found, n=1)
+                if close:
+                    hints.append(f"{column!r} (did you mean {close[0]!r}?)")
+            hint = f" Spelling: {', '.join(hints)}." if hints else ""
+            problems.append(f"[[release]] {r.name!r}: {key} {missing} not in the input {str(spec.input)!r}: "
+                            f"{context}.{hint} Fix {key!r} in the spec, or export the input with a header line "
+                            f"naming {'it' if len(missing) == 1 else 'them'}.")
+    return problems
 
 
 def probe_output(folder: Path) -> None:
@@ -329,8 +374,16 @@ def write_atomic(path: Path, write: Any) -> None:
 # -- the whole preflight ------------------------------------------------------------------------------------------
 
 
-def preflight(spec: "Spec", *, resuming: bool = False) -> Fraction:
-    """Every check before a charge, in order; return what the ledger's budget has left.
+def preflight(spec: "Spec", *, resuming: bool = False, problems: list[str] | None = None) -> Fraction:
+    """Every check before a charge; return what the ledger's budget has left.
+
+    Every stage runs on what it can, whatever the earlier ones found, and every
+    problem of every release is raised at once (one report, before any budget
+    is spent or any output written): ``problems`` are those the spec's own
+    check found (:func:`~pandas_dp.cli.spec.parse_spec`); then the public
+    codebook, the rehearsal of every release, the input's header (column names
+    only), the output folder, the manifest and the ledger. Only public inputs
+    are read: the spec, the codebook, the public tables it names, the header.
 
     A new run needs the spec's whole total left and no manifest in the output
     folder (a manifest is never overwritten); a run that resumes needs its own
@@ -341,20 +394,25 @@ def preflight(spec: "Spec", *, resuming: bool = False) -> Fraction:
     SpecError
         Saying what was read (nothing, or the header) and listing the problems.
     """
+    problems = list(problems or [])
     codebook = None
     if spec.codebook is not None:
         try:
-            codebook = read_codebook(spec.codebook)  # public: read before anything else, like the spec
+            codebook = read_codebook(spec.codebook)  # public, like the spec
         except ValueError as err:
-            raise SpecError(spec.path, [str(err)]) from None
-    problems = rehearse(spec, blank_frame(spec), codebook) + (codebook_problems(spec, codebook) if codebook else [])
-    if problems:
-        raise SpecError(spec.path, problems)
-    try:
-        header = read_header(spec)
-    except ValueError as err:
-        raise SpecError(spec.path, [str(err)]) from None
-    problems = header_problems(spec, header)
+            problems.append(str(err))
+    problems += rehearse(spec, blank_frame(spec), codebook)
+    if codebook:
+        problems += codebook_problems(spec, codebook)
+    read = "nothing"
+    if "input" not in spec.unchecked:
+        try:
+            header = read_header(spec)
+        except ValueError as err:
+            problems.append(str(err))
+        else:
+            read = "header"
+            problems += header_problems(spec, header)
     try:
         probe_output(spec.output_dir)
     except ValueError as err:
@@ -364,10 +422,15 @@ def preflight(spec: "Spec", *, resuming: bool = False) -> Fraction:
                         f"manifest is never overwritten. Continue that run with `release SPEC --resume`, cancel it "
                         f"with `--cancel`, or set a new [output] dir.")
     remaining = Fraction(0)
-    try:
-        remaining = check_ledger(spec, Fraction(0) if resuming else spec.asked())
-    except ValueError as err:
-        problems.append(str(err))
+    if "ledger" not in spec.unchecked:
+        try:
+            asked = Fraction(0) if resuming else spec.asked()
+        except ParameterError:  # a rho release under an epsilon budget: the spec's check reported it
+            asked = Fraction(0)
+        try:
+            remaining = check_ledger(spec, asked)
+        except ValueError as err:
+            problems.append(str(err))
     if problems:
-        raise SpecError(spec.path, problems, read="header")
+        raise SpecError(spec.path, problems, read=read)
     return remaining

@@ -31,7 +31,7 @@ import pandas_dp as pdp
 from pandas_dp.accounting.ledger.internal import loss_of
 from pandas_dp.accounting.reservation import Reservation
 from pandas_dp.cli.preflight import call_release, preflight, read_input, write_atomic
-from pandas_dp.cli.spec import ReleaseError, Spec, SpecError, jsonable, load_spec, release_table
+from pandas_dp.cli.spec import ReleaseError, Spec, SpecError, jsonable, load_spec, parse_spec, release_table
 from pandas_dp.errors import BudgetError, BudgetExceededError, PandasDPError
 
 __all__ = ["run_release", "execute", "cancel_run"]
@@ -310,10 +310,12 @@ def run_release(spec_path: str | Path, *, check_only: bool = False, resume: bool
     ReleaseError
         For a failure after a release was charged (exit status 1).
     """
-    spec = load_spec(spec_path)
     if cancel:
-        return cancel_run(spec)
-    preflight(spec, resuming=resume)
+        return cancel_run(load_spec(spec_path))
+    spec, problems = parse_spec(spec_path)
+    if spec is None:
+        raise SpecError(Path(spec_path), problems)
+    preflight(spec, resuming=resume, problems=problems)  # every problem of every stage, at once
     asked = spec.asked()
     if check_only:
         print(f"Spec {str(spec.path)!r} is valid: {len(spec.releases)} release(s), {spec.total.parameter} = "

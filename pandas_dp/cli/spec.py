@@ -75,7 +75,7 @@ from pandas_dp.releases.registry import cli_keys
 from pandas_dp.domain.grid import BinDomain
 from pandas_dp.results import CountOfCounts, GeographyHistogram, Histogram
 
-__all__ = ["SpecError", "ReleaseError", "Spec", "Release", "load_spec", "release_table"]
+__all__ = ["SpecError", "ReleaseError", "Spec", "Release", "load_spec", "parse_spec", "release_table"]
 
 _TOP = {"budget", "input", "output", "release", "seed"}
 _BUDGET = {"epsilon", "rho", "ledger", "name"}
@@ -139,6 +139,25 @@ class Release:
         by = [by] if isinstance(by, str) else [c for c in by if isinstance(c, str)] if isinstance(by, list) else []
         return list(dict.fromkeys([*cols, *by, *extra]))
 
+    def column_keys(self) -> list[tuple[str, str]]:
+        """``(spec key, column)`` of every input column the release reads, in :meth:`columns` order."""
+        a = self.args
+        if self.method == "count_of_counts":
+            loc = a["location"]
+            pairs = [("group", a["group"]), *(("location", c) for c in ([loc] if isinstance(loc, str) else loc))]
+        else:
+            cols = a.get("group") if self.method == "unattributed" else a.get("columns")
+            key = "group" if self.method == "unattributed" else "columns"
+            by = a.get("by")
+            by = [by] if isinstance(by, str) else [c for c in by if isinstance(c, str)] if isinstance(by, list) else []
+            unit = a.get("privacy_unit")
+            pairs = [*((key, c) for c in ([cols] if isinstance(cols, str) else list(cols or []))),
+                     *(("by", c) for c in by), *([("privacy_unit", unit)] if isinstance(unit, str) else [])]
+        first: dict[str, str] = {}
+        for key, column in pairs:
+            first.setdefault(column, key)
+        return [(key, column) for column, key in first.items()]
+
 
 @dataclass
 class Spec:
@@ -156,6 +175,9 @@ class Spec:
     releases: list[Release]
     confidence: float = 0.95
     codebook: Path | None = None
+    #: Stages of the preflight that cannot run because the spec's own part of them is invalid (already
+    #: reported): ``"input"`` (no usable ``[input] path``) and ``"ledger"`` (no usable budget total or ledger).
+    unchecked: frozenset[str] = frozenset()
 
     @property
     def epsilon(self) -> float:
@@ -239,7 +261,8 @@ def _release(i: int, entry: Any, problems: list[str]) -> Release | None:
         problems.append(f"{where}: 'name' must be a non-empty string usable as a file name; got {name!r}.")
     if loss is None or not labels_ok:
         return None
-    args = {k: v for k, v in entry.items() if k not in _COMMON}
+    # Unknown keys are reported above and left out, so the later stages check the release without them.
+    args = {k: v for k, v in entry.items() if k not in _COMMON and k in _KEYS[method]}
     return Release(str(name), method, loss, args)
 
 
@@ -251,16 +274,33 @@ def load_spec(path: str | Path) -> Spec:
     SpecError
         Listing every problem found.
     """
+    spec, problems = parse_spec(path)
+    if problems or spec is None:
+        raise SpecError(Path(path), problems)
+    return spec
+
+
+def parse_spec(path: str | Path) -> tuple[Spec | None, list[str]]:
+    """The spec as far as it can be read, and every static problem found in it (nothing else is read).
+
+    The spec holds the releases that could be read (each of the others has its
+    problems listed), so the later stages of the preflight still check them:
+    one run reports every problem. It is None only when the file is not a TOML
+    spec at all. A spec without a usable budget total or ledger has
+    ``"ledger"`` in :attr:`Spec.unchecked` (its stand-in total, 1, is never
+    charged: a spec with problems is refused before any charge), one without
+    an ``[input] path`` has ``"input"``.
+    """
     path = Path(path)
     problems: list[str] = []
     try:
         raw = tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise SpecError(path, [f"The spec file {str(path)!r} does not exist."]) from None
+        return None, [f"The spec file {str(path)!r} does not exist."]
     except (OSError, UnicodeDecodeError) as err:
-        raise SpecError(path, [f"The spec file {str(path)!r} cannot be read: {err}."]) from None
+        return None, [f"The spec file {str(path)!r} cannot be read: {err}."]
     except tomllib.TOMLDecodeError as err:
-        raise SpecError(path, [f"The spec is not valid TOML: {err}."]) from None
+        return None, [f"The spec is not valid TOML: {err}."]
     base = path.resolve().parent
     for extra in sorted(set(raw) - _TOP):
         problems.append(f"Unknown top-level key {extra!r}; allowed: {sorted(_TOP)}.")
@@ -268,22 +308,28 @@ def load_spec(path: str | Path) -> Spec:
     inp = _table(raw, "input", _INPUT, problems)
     out = _table(raw, "output", _OUTPUT, problems)
     total = _amount(bud, "[budget]", problems, "epsilon = 1.0 (the total privacy loss of this run)")
+    unchecked: set[str] = set() if total is not None else {"ledger"}
     ledger_given = bud.get("ledger")
     ledger: Path | str = ""
     if not isinstance(ledger_given, str) or not ledger_given.strip():
         problems.append("[budget] ledger must name an existing ledger file (or a postgresql:// URL); create it once "
                         "with `python -m pandas_dp ledger init PATH`. Got "
                         f"{ledger_given!r}.")
+        unchecked.add("ledger")
     else:
         ledger = ledger_given if ledger_given.lower().startswith(("postgresql://", "postgres://")) else \
             base / ledger_given
     name = bud.get("name", "default")
     if not isinstance(name, str) or not name.strip():
         problems.append(f"[budget] name must be a non-empty string; got {name!r}.")
+        unchecked.add("ledger")
     if "path" not in inp or not isinstance(inp.get("path"), str):
         problems.append("Missing [input] path: the CSV or Parquet file to release from.")
+        unchecked.add("input")
     in_path = base / str(inp.get("path", ""))
     in_fmt = _fmt_of(in_path, inp.get("format"), "[input]", problems)
+    if in_fmt not in _FORMATS:
+        unchecked.add("input")
     codebook = None
     if "codebook" in inp:
         given = inp["codebook"]
@@ -342,10 +388,10 @@ def load_spec(path: str | Path) -> Spec:
                     problems.append(f"[[release]] {r.name!r}: public {key} table {value!r} not found.")
                 else:
                     r.args[key] = base / value
-    if problems or total is None:
-        raise SpecError(path, problems)
-    return Spec(path, total, ledger, str(name), in_path, in_fmt, out_dir, out_fmt, seed, releases,
-                float(confidence), codebook)
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
+        seed = None
+    return Spec(path, total if total is not None else loss_from(epsilon=1), ledger, str(name), in_path, in_fmt,
+                out_dir, out_fmt, seed, releases, float(confidence), codebook, frozenset(unchecked)), problems
 
 
 def read_public_table(path: Path) -> pd.DataFrame:
@@ -368,8 +414,8 @@ def release_table(result: Any, confidence: float = 0.95) -> pd.DataFrame:
         Histograms: one row per cell, numeric bins as ``<column>_low`` /
         ``<column>_high``, categories as their label, then ``estimate``,
         ``variance``, ``std_error``, ``lower``, ``upper``. Tables by geography:
-        ``level, region``, the cells as above, ``estimate, std_error, lower,
-        upper``. Count-of-counts:
+        ``level, region``, the cells as above, ``estimate, variance,
+        std_error, lower, upper``. Count-of-counts:
         ``level, region, size, groups``. Unattributed: ``rank, estimate,
         variance, std_error, lower, upper``.
     """
@@ -383,6 +429,9 @@ def release_table(result: Any, confidence: float = 0.95) -> pd.DataFrame:
                 bins = pd.arrays.IntervalArray(tidy.pop(dim.column).array)
                 tidy.insert(where, f"{dim.column}_high", np.asarray(bins.right))
                 tidy.insert(where, f"{dim.column}_low", np.asarray(bins.left))
+        # The exact variance of every estimate (the region's GLS variance, as Histogram tables give it),
+        # next to its square root; rows are in the order of ``counts``, as ``to_frame`` lays them out.
+        tidy.insert(list(tidy.columns).index("std_error"), "variance", result.variance.to_numpy())
         bounds = result.confidence_interval(confidence).reset_index(drop=True)
         return pd.concat([tidy, bounds], axis=1)
     if isinstance(result, Histogram):

@@ -453,8 +453,8 @@ epsilon = 1.0
                           env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert done.returncode == 0, done.stderr
     table = pd.read_csv(tmp_path / "released" / "age_by_county.csv")
-    assert list(table.columns) == ["level", "region", "age_low", "age_high", "estimate", "std_error", "lower",
-                                   "upper"]
+    assert list(table.columns) == ["level", "region", "age_low", "age_high", "estimate", "variance", "std_error",
+                                   "lower", "upper"]
     assert len(table) == 11 * 3 and (table["estimate"] >= 0).all()
     county = table[table["level"] == "county"].merge(HIER, left_on="region", right_on="county")
     by_state = county.groupby(["state", "age_low"])["estimate"].sum()

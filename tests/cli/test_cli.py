@@ -232,7 +232,8 @@ def test_rho_release_under_an_epsilon_budget_is_a_spec_error(workdir):
                                           "rho = 0.3\n[[release]]\nname = \"income\"")
     d = _spec(workdir, "rho_in_pure", spec)
     done = run("release", str(d / "spec.toml"))
-    assert done.returncode == 2 and "'state_age' asks for rho" in done.stderr and "nothing was read" in done.stderr
+    assert done.returncode == 2 and "'state_age' asks for rho" in done.stderr and "nothing was charged" in done.stderr
+    assert "method='dpcube' supports the 'pure' measure only" in done.stderr  # the rehearsal's, in the same run
     both = SPEC.format(fmt="csv").replace("epsilon = 0.3\n[[release]]\nname = \"income\"",
                                           "epsilon = 0.3\nrho = 0.1\n[[release]]\nname = \"income\"")
     (d / "spec.toml").write_text(both)
@@ -327,7 +328,8 @@ epsilon = 0.2
     done = run("release", str(d / "spec.toml"))
     assert done.returncode == 2
     assert "strictly increasing" in done.stderr and "'eta'" in done.stderr and "range=" in done.stderr
-    assert "missing.csv" not in done.stderr  # validation came first
+    # Every stage runs in the same preflight (issue 29 item 7): the missing input is reported too, nothing read.
+    assert "missing.csv' not found" in done.stderr and "(4 problem(s)); nothing was read or charged" in done.stderr
     check = run("release", "--check", str(d / "spec.toml"))
     assert check.returncode == 2
 
@@ -643,6 +645,35 @@ def test_a_headerless_csv_prints_no_data_row(tmp_path):
     assert "['age']" in only and "3 field(s)" in only and "x37" not in only and "123456" not in only
     assert _entries(tmp_path / "ledger.sqlite") == []
 
+
+
+@pytest.mark.parametrize("form", ["malformed first line", "malformed header", "parquet"])
+def test_a_malformed_input_prints_no_byte_of_its_private_lines(tmp_path, form):
+    """Issue 30 item 2: the header is read from the first line alone, and no reader's text is ever printed."""
+    from pandas_dp.cli.preflight import preflight, read_header
+    from pandas_dp.cli.spec import SpecError, load_spec
+
+    private = ['"Zebulon Quixote,987654321', "Yolanda Xerxes,55511122,extra,fields"]
+    header = {"malformed header": '"age,income'}.get(form, "age,income")
+    name = "persons.parquet" if form == "parquet" else "persons.csv"
+    (tmp_path / name).write_text("\n".join([header, *private, "52,98765"]) + "\n")
+    spec_text = SMALL_SPEC.replace('path = "persons.csv"', f'path = "{name}"')
+    (tmp_path / "spec.toml").write_text(spec_text)
+    pdp.Ledger.create(tmp_path / "ledger.sqlite")
+    spec = load_spec(tmp_path / "spec.toml")
+    if form == "malformed first line":  # the header is public and intact: the preflight passes, nothing is read
+        assert read_header(spec) == ["age", "income"]
+        preflight(spec)
+        return
+    with pytest.raises(SpecError) as err:
+        preflight(spec)
+    text = str(err.value)
+    for piece in ("Zebulon", "Quixote", "987654321", "Yolanda", "Xerxes", "55511122", "extra", "98765", "row 1",
+                  "line 2"):
+        assert piece not in text, (piece, text)
+    assert "'age'" in text  # the spec's names, and the file's path: the public facts
+    assert str(tmp_path / name) in text
+    assert _entries(tmp_path / "ledger.sqlite") == []
 
 SMALL_SPEC = """
 seed = 5

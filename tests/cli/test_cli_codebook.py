@@ -69,7 +69,7 @@ def test_columns_without_categories_get_the_python_advice_and_the_codebook_value
     folder = _folder(tmp_path, persons, _release("sex", '"sex"') + _release("states", '"state"'), codebook=codebook)
     done = run("release", "--check", str(folder / "spec.toml"))
     assert done.returncode == 2 and "Traceback" not in done.stderr
-    assert "(2 problem(s)); nothing was read or charged" in done.stderr
+    assert "(2 problem(s)); only the input's header (its column names) was read, and nothing was charged" in done.stderr
     # The library's own words (tests/test_messages.py), then their form in the spec.
     for phrase in ("'sex'", "categories=[...]", "never derives the domain from the data",
                    "In the spec's [[release]] table: column 'sex': add categories = [\"label\", ...]"):
@@ -87,12 +87,12 @@ def test_a_category_the_codebook_does_not_list_is_reported_by_check(tmp_path, pe
     folder = _folder(tmp_path, persons, _release("states", '"state"', f"categories = {cats}\n") + grid)
     done = run("release", "--check", str(folder / "spec.toml"))
     assert done.returncode == 2 and "Traceback" not in done.stderr
-    assert "(2 problem(s)); nothing was read or charged" in done.stderr
+    assert "(2 problem(s)); only the input's header (its column names) was read, and nothing was charged" in done.stderr
     assert ("[[release]] 'states': categories 'Casadia' (did you mean 'Cascadia'?), 'Atlantis' of column 'state' "
             "match no value of the codebook 'codebook.csv', which lists 5 for it") in done.stderr
     assert "[[release]] 'grid': categories 'X' of column 'sex' match no value" in done.stderr
     _nothing_written(folder)
-    # A real run does the same preflight: refused before anything is read or charged.
+    # A real run does the same preflight: refused before any row is read or anything charged.
     assert run("release", str(folder / "spec.toml")).returncode == 2
     _nothing_written(folder)
 
@@ -146,3 +146,59 @@ def test_the_release_says_nothing_about_categories_absent_from_the_data(tmp_path
         outputs.append((done.stdout.replace(str(folder), "<dir>"), done.stderr))
     assert outputs[0] == outputs[1]
 
+
+
+def test_one_preflight_reports_every_problem_of_every_stage_and_release(tmp_path, persons):
+    """Issue 29 item 7: a codebook typo, a bins typo and a column typo in two releases, all in one run."""
+    from pandas_dp.cli.run import run_release
+    from pandas_dp.cli.spec import SpecError
+
+    cats = '["Avalon", "Borealis", "Casadia", "Dunmore", "Estoria"]'
+    folder = _folder(tmp_path, persons, _release("states", '"state"', f"categories = {cats}\n")
+                     + _release("ages", '"agee"', "bins = [0, 50, 30]\ncolour = 1\n")
+                     + _release("incomes", '"income"', "bins = [0, 50000, 600000]\n"))
+    for check_only in (True, False):
+        with pytest.raises(SpecError) as caught:
+            run_release(folder / "spec.toml", check_only=check_only)
+        problems = caught.value.problems
+        assert caught.value.read == "header" and len(problems) == 4, problems
+        unknown, bins, codebook, column = problems  # the stages in order: spec, rehearsal, codebook, header
+        assert unknown.startswith("[[release]] 'ages': unknown key 'colour'")
+        assert bins.startswith("[[release]] 'ages': DomainError:") and "strictly increasing" in bins
+        assert codebook.startswith("[[release]] 'states': categories 'Casadia' (did you mean 'Cascadia'?)")
+        assert column.startswith("[[release]] 'ages': columns ['agee'] not in the input")
+        assert "Fix 'columns' in the spec" in column and "of the spec's columns it holds ['income', 'state']" in column
+        _nothing_written(folder)
+
+
+def test_a_column_typo_names_its_release_and_key_and_a_spelling_the_spec_declares(tmp_path, persons):
+    from pandas_dp.cli.preflight import header_problems
+    from pandas_dp.cli.spec import load_spec
+
+    by_state = ('[[release]]\nname = "by_state"\nmethod = "identity"\ncolumns = "age"\nbins = [0, 50, 100]\n'
+                'by = "stat"\nby_categories = ["Avalon"]\nprivacy_unit = "pid"\nmax_rows = 2\nepsilon = 0.2\n')
+    folder = _folder(tmp_path, persons, _release("states", '"state"', 'categories = ["Avalon"]\n') + by_state,
+                     codebook=None)
+    spec = load_spec(folder / "spec.toml")
+    by, unit = header_problems(spec, ["age", "state", "x"])
+    assert by.startswith("[[release]] 'by_state': by ['stat'] not in the input") and "did you mean 'state'?" in by
+    assert unit.startswith("[[release]] 'by_state': privacy_unit ['pid'] not in the input") and "'x'" not in unit
+    assert header_problems(spec, ["age", "state", "stat", "pid"]) == []
+
+
+def test_a_spec_whose_budget_is_broken_still_gets_its_releases_and_header_checked(tmp_path, persons):
+    from pandas_dp.cli.run import run_release
+    from pandas_dp.cli.spec import SpecError
+
+    folder = _folder(tmp_path, persons, _release("ages", '"agee"', "bins = [0, 50, 100]\n")
+                     + _release("sexes", '"sex"'), codebook=None)
+    spec = folder / "spec.toml"
+    spec.write_text(spec.read_text().replace("epsilon = 1.0\n", "", 1))  # [budget] has no total
+    with pytest.raises(SpecError) as caught:
+        run_release(spec, check_only=True)
+    budget, advice, column = caught.value.problems
+    assert budget.startswith("[budget]: give exactly one of 'epsilon'")
+    assert advice.startswith("[[release]] 'sexes': DomainError") and "add categories" in advice
+    assert column.startswith("[[release]] 'ages': columns ['agee'] not in the input")
+    assert "did you mean 'age'" not in column  # 'age' is no column of the spec: the header's names are not shown
+    _nothing_written(folder)

@@ -26,6 +26,7 @@ from pandas_dp.domain.grid import CategoryDomain, Grid
 from pandas_dp.domain.labels import factorize, value_classes
 from pandas_dp.errors import DataSourceError, DomainError
 import pandas_dp.engines.pandas.counts as pandas_engine
+from pandas_dp.engines.dask.sources import readable
 
 __all__ = ["bin_counts", "merge_by_id", "compute_private", "partitions", "check_known_categories", "tree_sum", "sum_arrays",
            "share", "group_counts", "dask_module", "SPLIT_EVERY"]
@@ -158,8 +159,13 @@ def compute_private(task: Any) -> Any:
 
 
 def partitions(collection: Any) -> list[Any]:
-    """The Delayed partitions of a Dask collection (graph optimised), guarded like :func:`compute_private`."""
-    return _guarded(lambda: collection.to_delayed(optimize_graph=True))
+    """The Delayed partitions of a Dask collection (graph optimised), guarded like :func:`compute_private`.
+
+    Every CSV read in the collection's graph reads its numeric columns as text and converts them
+    value by value (:func:`pandas_dp.engines.dask.sources.readable`): a private token in a numeric
+    column is out of domain, dropped, instead of making the graph fail.
+    """
+    return _guarded(lambda: readable(collection).to_delayed(optimize_graph=True))
 
 
 def _guarded(step: Callable[[], Any]) -> Any:
