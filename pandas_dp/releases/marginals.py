@@ -23,10 +23,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
+import pandas as pd
+
 from pandas_dp._utils.rational import safe_repr
 from pandas_dp.algorithms.marginals.counting import sum_down
 from pandas_dp.algorithms.marginals.measure import measure_marginals
-from pandas_dp.algorithms.marginals.plan import plan_residuals
+from pandas_dp.algorithms.marginals.plan import Objective, plan_residuals
 from pandas_dp.algorithms.marginals.reconstruct import reconstruct
 from pandas_dp.algorithms.marginals.workload import make_workload
 from pandas_dp.domain.grid import MAX_CELLS, Grid, make_grid
@@ -60,7 +63,11 @@ def _workload_columns(frame: Any, workload: Any) -> tuple[list[Any], list[tuple[
         if not table:
             raise ParameterError(f"A table of the 'workload' parameter is empty: every table names at least one "
                                  f"column. {hint}")
-        tables.append(tuple(check_columns(frame, list(table), name="workload")))
+        checked = tuple(check_columns(frame, list(table), name="workload"))
+        if any({(type(c), c) for c in t} == {(type(c), c) for c in checked} for t in tables):
+            raise ParameterError(f"The 'workload' parameter repeats the table {safe_repr(checked)} (its columns in "
+                                 f"some order). Pass each table once.")
+        tables.append(checked)
     attrs: list[Any] = []
     seen: set[tuple[type, Any]] = set()
     for table in tables:
@@ -103,6 +110,21 @@ def _dimensions(frame: Any, attrs: list[Any], bins: Any, categories: Any) -> lis
     return dims
 
 
+def _weights(weights: Any, tables: int) -> list[Any] | None:
+    """The ``weights`` argument as a list of one value per table (each checked by the plan), or None."""
+    if weights is None:
+        return None
+    if not isinstance(weights, (list, tuple, np.ndarray, pd.Series)):
+        raise ParameterError(f"The 'weights' parameter must be a list of positive numbers, one per workload table "
+                             f"({tables}). Got {safe_repr(weights)}.")
+    values = list(np.asarray(weights, dtype=object).ravel()) if isinstance(weights, (np.ndarray, pd.Series)) \
+        else list(weights)
+    if len(values) != tables:
+        raise ParameterError(f"The 'weights' parameter must give one positive weight per workload table ({tables}). "
+                             f"Got {len(values)}: {safe_repr(values)}.")
+    return values
+
+
 def marginals(frame: Any, workload: Any, *, bins: Any = None, categories: Any = None, epsilon: Any = None,
               rho: Any = None, weights: Any = None, loss: Any = "sum", privacy_unit: Any = None,
               max_rows: Any = None, rng: Any = None) -> MarginalTables:
@@ -110,7 +132,7 @@ def marginals(frame: Any, workload: Any, *, bins: Any = None, categories: Any = 
     attrs, tables = _workload_columns(frame, workload)
     privacy = privacy_loss(epsilon, rho)
     check_measure(privacy, frozenset({"pure", "zcdp"}), "marginals")
-    objective = check_choice(loss, "loss", ("sum", "max"))
+    objective: Objective = "max" if check_choice(loss, "loss", ("sum", "max")) == "max" else "sum"
     generator = check_rng(rng)
     unit = PrivacyUnit.gather(privacy_unit, max_rows).bounds(frame.columns, reserved=tuple(attrs))
     if unit is not None and unit.auto:
@@ -127,7 +149,8 @@ def marginals(frame: Any, workload: Any, *, bins: Any = None, categories: Any = 
                           f"{MAX_CELLS:,} (2**26), as every measured cell gets its own noisy count. Use coarser "
                           f"bins or fewer columns per table.")
     sensitivity = UNIT if unit is None else unit.histogram_sensitivity()
-    plan = plan_residuals(work, loss=privacy, objective=objective, weights=weights, sensitivity=sensitivity)
+    plan = plan_residuals(work, loss=privacy, objective=objective, weights=_weights(weights, len(work.tables)),
+                          sensitivity=sensitivity)
     names = [[str(c) for c in t] for t in tables]
     ledger_params: dict[str, Any] = {"workload": names, "shape": [d.size for d in dims], "loss": objective,
                                      "weights": [str(w) for w in plan.weights],
