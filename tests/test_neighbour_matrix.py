@@ -247,7 +247,7 @@ def test_the_matrix_is_derived_from_the_registry():
                if "max_rows" in ENTRIES[e].arguments)
     # The CLI's release kinds are the registry's too.
     assert set(cli_keys()) <= {k.split(":")[1] for k in KINDS if k.startswith("histogram:")} | {
-        "count_of_counts", "unattributed"}
+        "count_of_counts", "unattributed", "marginals"}
 
 
 # -- the CLI, from CSV ----------------------------------------------------------------------------------------
@@ -259,7 +259,7 @@ def _cli_spec(scheme: str, hierarchy: str) -> str:
             "max_cells": 'privacy_unit = "pid"\nmax_cells = 2\nmax_rows_per_cell = 1',
             "group": 'privacy_unit = "group"'}[scheme]
     for method, keys in sorted(cli_keys().items()):
-        if scheme in ("max_rows", "max_cells") and "max_rows" not in keys:
+        if scheme in ("max_rows", "max_cells") and scheme not in keys:
             continue
         if scheme == "group" and ("max_rows" in keys or "privacy_unit" not in keys):
             continue
@@ -268,6 +268,9 @@ def _cli_spec(scheme: str, hierarchy: str) -> str:
                     f'max_size = 6')
         elif method == "unattributed":
             body = 'group = "hh"'
+        elif method == "marginals":
+            body = ('workload = [["age", "state"], ["state", "county"]]\nbins = {age = [0, 30, 60, 90]}\n'
+                    'categories = {state = ["A", "B"], county = ["A-0", "A-1", "B-0"]}')
         elif method in ("agrid", "ugrid"):
             body = 'columns = ["age", "income"]\nbins = {age = [0, 30, 60, 90], income = [0, 500, 1000]}'
         else:

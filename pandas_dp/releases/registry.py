@@ -203,4 +203,5 @@ def cli_keys() -> dict[str, set[str]]:
     assert coc.knobs is not None, "count_of_counts declares its own knobs"
     keys["count_of_counts"] = set(coc.arguments) | (set(coc.knobs.names) - {"method", "progress"}) | {"estimator"}
     keys["unattributed"] = set(ENTRIES["unattributed_histogram"].arguments)
+    keys["marginals"] = set(ENTRIES["marginals"].arguments)
     return keys
