@@ -406,9 +406,8 @@ def release_table(result: Any, confidence: float = 0.95) -> pd.DataFrame:
             part.insert(0, "table", " x ".join(map(str, columns)))
             parts.append(part)
         tidy = pd.concat(parts, ignore_index=True)
-        cells = [c for c in tidy.columns if c not in ("table", "estimate", "variance", "std_error", "lower",
-                                                      "upper")]
-        return tidy[["table", *cells, "estimate", "variance", "std_error", "lower", "upper"]]
+        numbers = ["estimate", "variance", "std_error", "lower", "upper"]
+        return tidy[["table", *(c for c in tidy.columns if c != "table" and c not in numbers), *numbers]]
     if isinstance(result, GeographyHistogram):
         tidy = result.to_frame()
         for dim in result.domain.dims:

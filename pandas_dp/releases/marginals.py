@@ -20,6 +20,7 @@ that sensitivity.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from typing import Any
 
@@ -29,16 +30,16 @@ import pandas as pd
 from pandas_dp._utils.rational import safe_repr
 from pandas_dp.algorithms.marginals.counting import sum_down
 from pandas_dp.algorithms.marginals.measure import measure_marginals
-from pandas_dp.algorithms.marginals.plan import Objective, plan_residuals
+from pandas_dp.algorithms.marginals.plan import Objective, ResidualPlan, plan_residuals
 from pandas_dp.algorithms.marginals.reconstruct import reconstruct
-from pandas_dp.algorithms.marginals.workload import make_workload
+from pandas_dp.algorithms.marginals.workload import Workload, make_workload
 from pandas_dp.domain.grid import MAX_CELLS, Grid, make_grid
 from pandas_dp.errors import DomainError, ParameterError
 from pandas_dp.noise.words import release_key
-from pandas_dp.privacy.loss import UNIT
+from pandas_dp.privacy.loss import UNIT, PrivacyLoss, Sensitivity
 from pandas_dp.releases.params import PrivacyUnit, check_choice, check_columns, check_rng
 from pandas_dp.releases.pipeline import Release, check_measure, privacy_loss, run
-from pandas_dp.results.marginals import MarginalTables
+from pandas_dp.results.marginals import MarginalDetail, MarginalTables
 
 __all__ = ["marginals", "MAX_SUBSETS"]
 
@@ -125,6 +126,12 @@ def _weights(weights: Any, tables: int) -> list[Any] | None:
     return values
 
 
+@functools.lru_cache(maxsize=32)
+def _cached_plan(work: Workload, privacy: PrivacyLoss, objective: Objective, sensitivity: Sensitivity) -> ResidualPlan:
+    """The plan of an unweighted workload: public inputs only, so the same inputs reuse one solve."""
+    return plan_residuals(work, loss=privacy, objective=objective, sensitivity=sensitivity)
+
+
 def marginals(frame: Any, workload: Any, *, bins: Any = None, categories: Any = None, epsilon: Any = None,
               rho: Any = None, weights: Any = None, loss: Any = "sum", privacy_unit: Any = None,
               max_rows: Any = None, rng: Any = None) -> MarginalTables:
@@ -149,8 +156,11 @@ def marginals(frame: Any, workload: Any, *, bins: Any = None, categories: Any = 
                           f"{MAX_CELLS:,} (2**26), as every measured cell gets its own noisy count. Use coarser "
                           f"bins or fewer columns per table.")
     sensitivity = UNIT if unit is None else unit.histogram_sensitivity()
-    plan = plan_residuals(work, loss=privacy, objective=objective, weights=_weights(weights, len(work.tables)),
-                          sensitivity=sensitivity)
+    checked = _weights(weights, len(work.tables))
+    if checked is None:
+        plan = _cached_plan(work, privacy, objective, sensitivity)
+    else:
+        plan = plan_residuals(work, loss=privacy, objective=objective, weights=checked, sensitivity=sensitivity)
     names = [[str(c) for c in t] for t in tables]
     ledger_params: dict[str, Any] = {"workload": names, "shape": [d.size for d in dims], "loss": objective,
                                      "weights": [str(w) for w in plan.weights],
@@ -169,7 +179,7 @@ def marginals(frame: Any, workload: Any, *, bins: Any = None, categories: Any = 
         return MarginalTables(workload=tuple(tables), domain=grid, epsilon=privacy.pure_epsilon,
                               method="residual_planner", params=params,
                               post_processing=("GLS reconstruction (consistent tables)",), loss=privacy,
-                              noise=widest, detail=estimates)
+                              noise=widest, detail=MarginalDetail.of(estimates))
 
     if unit is None:
         count = lambda engine: engine.marginal_counts(frame, dims, work)  # noqa: E731

@@ -29,10 +29,39 @@ from pandas_dp.errors import ParameterError
 from pandas_dp.results._base import FrozenRelease, MeasureView
 from pandas_dp.results._checks import check_axes, find_label
 from pandas_dp.results._format import guarantee_text, html_params
-from pandas_dp.results.frozen import stored_fields
+from pandas_dp.results.frozen import FrozenDict, Released, freeze, lock_in_place, stored_fields
 from pandas_dp.results.histogram import Histogram, as_series, constant_cells
 
-__all__ = ["MarginalTables", "MarginalHistogram"]
+__all__ = ["MarginalTables", "MarginalHistogram", "MarginalDetail"]
+
+
+@dataclass(frozen=True)
+class MarginalDetail(MarginalEstimates, Released):
+    """The algorithm's output held by a :class:`MarginalTables`: read-only, shared (never cloned) on access.
+
+    The same attributes and methods as
+    :class:`~pandas_dp.algorithms.marginals.reconstruct.MarginalEstimates` (``plan``, ``components``,
+    ``residual_variances``, ``marginal(attrs)``, ``variance(attrs)``, ``total()``); its arrays are
+    read-only and its plan frozen, so it is handed out as is.
+    """
+
+    @classmethod
+    def of(cls, estimates: MarginalEstimates) -> MarginalDetail:
+        """Hold ``estimates`` read-only (their arrays locked in place, the plan's mappings frozen)."""
+        plan = estimates.plan
+        if not isinstance(plan.workload.index, FrozenDict):
+            freeze(plan)   # in place, once: a plan may be shared by releases of the same public inputs
+        return cls(plan=plan, components=tuple(lock_in_place(np.asarray(c)) for c in estimates.components),
+                   residual_variances=lock_in_place(np.asarray(estimates.residual_variances)))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_held, (self.plan, self.components, self.residual_variances))
+
+
+def _held(plan: Any, components: tuple[np.ndarray, ...], residual_variances: np.ndarray) -> MarginalDetail:
+    """Unpickling: the arrays come back writeable, so they are copied read-only again."""
+    return MarginalDetail.of(MarginalEstimates(plan, tuple(np.array(c) for c in components),
+                                               np.array(residual_variances)))
 
 
 def _box_variance(subset_variances: tuple[float, ...], lengths: list[int], sizes: list[int]) -> float:
@@ -103,8 +132,10 @@ class MarginalHistogram(Histogram):
         return _table(np.ascontiguousarray(est), grid, sub, self)
 
 
-def _table(values: np.ndarray, grid: Grid, subset_variances: tuple[float, ...], like: Any) -> MarginalHistogram:
-    cell = _box_variance(subset_variances, [1] * grid.ndim, list(grid.shape))
+def _table(values: np.ndarray, grid: Grid, subset_variances: tuple[float, ...], like: Any,
+           cell: float | None = None) -> MarginalHistogram:
+    if cell is None:
+        cell = _box_variance(subset_variances, [1] * grid.ndim, list(grid.shape))
     return MarginalHistogram(
         counts=as_series(values, grid, "estimate"), variance=as_series(constant_cells(cell, grid), grid, "variance"),
         epsilon=like.epsilon, method=like.method, params={**like.params, "table": list(grid.columns)},
@@ -136,8 +167,9 @@ class MarginalTables(FrozenRelease, MeasureView):
         The whole loss of the release (``PureDP`` or ``ZCDP``).
     noise : Noise
         The noise with the widest tails among those drawn (for the intervals of the tables).
-    detail : MarginalEstimates
-        The algorithm's output: the plan, the estimated residual components and their variances.
+    detail : MarginalDetail
+        The algorithm's output: the plan, the estimated residual components and their variances
+        (:class:`~pandas_dp.algorithms.marginals.reconstruct.MarginalEstimates`, read-only).
 
     Notes
     -----
@@ -166,14 +198,14 @@ class MarginalTables(FrozenRelease, MeasureView):
     post_processing: tuple[str, ...] = ()
     loss: Any = field(default=None, compare=False)
     noise: Any = field(default=None, compare=False)
-    detail: MarginalEstimates | None = field(default=None, compare=False)
+    detail: MarginalDetail | None = field(default=None, compare=False)
 
     @property
     def columns(self) -> tuple[Any, ...]:
         """Every column of the workload (the attributes), in order of first appearance."""
         return self.domain.columns
 
-    def _detail(self) -> MarginalEstimates:
+    def _detail(self) -> MarginalDetail:
         if self.detail is None:
             raise ParameterError("This MarginalTables has no estimates (built without its detail).")
         return self.detail
@@ -218,7 +250,7 @@ class MarginalTables(FrozenRelease, MeasureView):
                                                                         if m >> b & 1))]])
                        for m in range(1 << len(attrs)))
         grid = Grid(tuple(self.domain.dims[k] for k in attrs))
-        return _table(np.ascontiguousarray(values), grid, subset, self)
+        return _table(np.ascontiguousarray(values), grid, subset, self, detail.variance(attrs))
 
     def tables(self) -> list[MarginalHistogram]:
         """Every workload table, in the workload's order."""
