@@ -564,9 +564,6 @@ def _zoo() -> dict[str, Any]:
                                                    max_rows=4, epsilon=1.0, rng=rng)
     with pdp.budget(rho=10):
         zoo["zcdp_tree"] = persons.dp.hierarchical_histogram("age", bins=16, range=(0, 96), rho=0.5, rng=rng)
-        zoo["marginals"] = persons.dp.marginals([("age", "sex"), ("sex", "state")], bins={"age": [0, 18, 65, 120]},
-                                                categories={"sex": ["F", "M"], "state": "dtype"}, rho=0.5, rng=rng)
-    zoo["marginal_table"] = zoo["marginals"].table(("age", "sex"))
     return zoo
 
 

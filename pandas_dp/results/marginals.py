@@ -51,11 +51,18 @@ class MarginalDetail(MarginalEstimates, Released):
         plan = estimates.plan
         if not isinstance(plan.workload.index, FrozenDict):
             freeze(plan)   # in place, once: a plan may be shared by releases of the same public inputs
-        return cls(plan=plan, components=tuple(lock_in_place(np.asarray(c)) for c in estimates.components),
-                   residual_variances=lock_in_place(np.asarray(estimates.residual_variances)))
+        return cls(plan=plan, components=tuple(_read_only(c) for c in estimates.components),
+                   residual_variances=_read_only(estimates.residual_variances))
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (_held, (self.plan, self.components, self.residual_variances))
+
+
+def _read_only(values: Any) -> np.ndarray:
+    """A read-only view of a private copy of ``values``: the view cannot be made writeable again."""
+    owner = np.array(values, dtype=np.float64, copy=True)
+    lock_in_place(owner)
+    return owner.view()
 
 
 def _held(plan: Any, components: tuple[np.ndarray, ...], residual_variances: np.ndarray) -> MarginalDetail:
@@ -271,6 +278,16 @@ class MarginalTables(FrozenRelease, MeasureView):
                 body[name] = frame[name].to_numpy()
             parts.append(body)
         return pd.concat(parts, ignore_index=True)
+
+    @property
+    def counts(self) -> pd.Series:
+        """The estimates of every workload table, indexed like :meth:`to_frame` (a new Series)."""
+        return self.to_frame()["estimate"]
+
+    @property
+    def variance(self) -> pd.Series:
+        """The variance of every estimate of :attr:`counts` (a new Series)."""
+        return self.to_frame()["variance"]
 
     def total_variance(self) -> float:
         """The plan's loss ``"sum"`` at the noise drawn: the weighted sum of every workload cell's variance."""

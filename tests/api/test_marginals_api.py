@@ -201,6 +201,19 @@ def test_the_result_reads_and_pickles():
     assert (interval["lower"] < t.table(("age", "sex")).counts).all()
 
 
+def test_plot_draws_every_small_table_side_by_side():
+    plt = pytest.importorskip("matplotlib.pyplot")
+    with pdp.budget(epsilon=1.0):
+        t = _release(D, epsilon=1.0, workload=[("age", "sex"), ("state",)])
+    axes = t.plot()
+    try:
+        assert axes.shape == (1, 2) and [a.get_xlabel() for a in axes.ravel()] == ["sex", "state"]
+        one = t.plot(columns="age")
+        assert one.get_xlabel().startswith("age") and "ε = 1" in one.get_title()
+    finally:
+        plt.close("all")
+
+
 def test_a_privacy_unit_keeps_at_most_max_rows_and_scales_the_noise():
     # Every unit has 5 rows; with max_rows=2 each keeps 2 (at random): the total is 2 per unit.
     frame = pd.DataFrame({"pid": np.repeat(np.arange(40), 5), "sex": np.tile(["F", "M", "F", "M", "F"], 40),
