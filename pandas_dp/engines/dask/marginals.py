@@ -17,6 +17,7 @@ its units and counts: the same rows are kept as on the pandas engine.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -35,14 +36,22 @@ from pandas_dp.privacy.units import UnitBounds
 __all__ = ["marginal_counts", "DaskCodedMarginalRows", "coded_marginal_rows"]
 
 
+@dataclass(frozen=True)
+class _Public:
+    """The public inputs every partition needs, shared as one object (a distributed scheduler scatters a
+    tuple item by item)."""
+
+    dims: tuple[Grid, ...]
+    workload: Workload
+
+
 def _columns(dims: Sequence[Grid]) -> list[Any]:
     return [dim.columns[0] for dim in dims]
 
 
-def _partition_tables(part: pd.DataFrame, public: tuple[tuple[Grid, ...], Workload]) -> dict[Marginal, np.ndarray]:
+def _partition_tables(part: pd.DataFrame, public: _Public) -> dict[Marginal, np.ndarray]:
     """Exact counts of every maximal marginal of one pandas partition (runs on a worker)."""
-    dims, workload = public
-    return pandas_counts(part, dims, workload)
+    return pandas_counts(part, public.dims, public.workload)
 
 
 def marginal_counts(frame: Any, dims: Sequence[Grid], workload: Workload) -> dict[Marginal, np.ndarray]:
@@ -51,14 +60,14 @@ def marginal_counts(frame: Any, dims: Sequence[Grid], workload: Workload) -> dic
     for dim in dims:
         check_known_categories(frame, dim)
     parts = partitions(frame[_columns(dims)])
-    shared = share((tuple(dims), workload))
+    shared = share(_Public(tuple(dims), workload))
     count = dask.delayed(_partition_tables, pure=True)
     total = tree_sum([count(p, shared) for p in parts], combine=add_tables)
     return {a: np.asarray(t, dtype=np.int64) for a, t in compute_private(total).items()}
 
 
-def _code_partition(part: pd.DataFrame, dims: Sequence[Grid], column: Any, offset: int) -> pd.DataFrame:
-    codes = attribute_codes(part, dims)
+def _code_partition(part: pd.DataFrame, public: _Public, column: Any, offset: int) -> pd.DataFrame:
+    codes = attribute_codes(part, public.dims)
     out = {f"c{i}": c for i, c in enumerate(codes)}
     out["unit"] = unit_hashes(part[column])
     out["pos"] = np.arange(offset, offset + len(part), dtype=np.uint64)
@@ -85,7 +94,7 @@ class DaskCodedMarginalRows:
         for dim in dims:
             check_known_categories(frame, dim)
         self.workload = workload
-        shared = share(tuple(dims))
+        shared = share(_Public(tuple(dims), workload))
         code = dask.delayed(_code_partition, pure=True)
         read = [*_columns(dims), bounds.column]  # the unit is never a released column (unit_bounds' reserved)
         meta = pd.DataFrame({**{f"c{i}": np.array([], dtype=np.int64) for i in range(len(dims))},
