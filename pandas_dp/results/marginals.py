@@ -307,6 +307,10 @@ class MarginalTables(FrozenRelease, MeasureView):
                          "measured": noise is not None, "loss_share": float(share),
                          plan.loss.parameter: float(part.amount),
                          "noise": described.get("noise"),
+                         # the scale of the noise on one cell: sigma (discrete Gaussian) or t (discrete Laplace)
+                         "noise_scale": (float("nan") if noise is None else
+                                         math.sqrt(float(noise.sigma2)) if hasattr(noise, "sigma2") else
+                                         float(getattr(noise, "scale"))),
                          "noise_variance": float("nan") if noise is None else float(noise.variance()),
                          "residual_variance": float(self._detail().residual_variances[k]),
                          "share_of_total_variance": float(shares[k])})

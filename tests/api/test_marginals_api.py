@@ -193,6 +193,9 @@ def test_the_result_reads_and_pickles():
     assert plan["measured"].any() and plan["loss_share"].sum() == pytest.approx(1.0)
     assert plan["share_of_total_variance"].sum() == pytest.approx(1.0)
     assert set(plan["marginal"]) == {(), ("age",), ("sex",), ("state",), *WORKLOAD}
+    measured = plan[plan["measured"]]
+    # zCDP: each measured marginal's sigma**2 = 1 / (2 rho_A), rho_A its part of rho = 0.5
+    np.testing.assert_allclose(measured["noise_scale"] ** 2, 1 / (2 * measured["rho"]), rtol=1e-9)
     assert pickle.loads(pickle.dumps(t)) == t
     with pytest.raises(AttributeError):
         t.workload = ()  # type: ignore[misc]
