@@ -66,6 +66,11 @@ def every_result() -> dict[str, Any]:
             "range_frame": persons.dp.range_query("income", [(0, 24_000), (24_000, 96_000)], **income,
                                                   epsilon=1.0, rng=rng),
         }
+    with pdp.budget(epsilon=1.0):
+        out["marginals"] = persons.dp.marginals([("age", "sex"), ("sex", "state")],
+                                                bins={"age": range(0, 101, 20)},
+                                                categories={"sex": ["F", "M"], "state": "dtype"}, epsilon=1.0,
+                                                rng=rng)
     out["range_answer"] = out["hierarchical"].range_query(8_000, 96_000)
     return out
 
@@ -96,6 +101,13 @@ def answers(result: Any, *, pictures: bool = False) -> dict[str, Any]:
     out: dict[str, Any] = {"repr": repr(result), "html": result._repr_html_(), "params": dict(result.params),
                            "epsilon": result.epsilon, "method": result.method,
                            "post_processing": result.post_processing}
+    if isinstance(result, pdp.MarginalTables):
+        out.update({"frame": result.to_frame(), "plan": result.plan, "total_variance": result.total_variance(),
+                    "workload": result.workload, "columns": result.columns})
+        out["table"] = result.table(result.workload[0]).to_frame()   # a table is a Histogram (tested as one)
+        if pictures:
+            out["plot"] = _png(result.plot(columns=("age", "sex")))
+        return out
     if isinstance(result, pdp.CountOfCounts):
         out["frame"] = result.to_frame()
         for level in result.levels:

@@ -163,6 +163,8 @@ KINDS = {
     "histogram": lambda f, e, rng: f.dp.histogram("age", bins=10, range=(0, 100), epsilon=e, rng=rng),
     "hierarchical_histogram": lambda f, e, rng: f.dp.hierarchical_histogram("age", bins=10, range=(0, 100),
                                                                             epsilon=e, rng=rng),
+    "marginals": lambda f, e, rng: f.dp.marginals([("age", "hh"), ("hh",)], bins={"age": [0, 18, 65, 100]},
+                                                  categories={"hh": list(range(20))}, epsilon=e, rng=rng),
 }
 
 

@@ -168,11 +168,15 @@ WEIGHTS = [[1, 2], [1, 2, 3], [1], [0, 1], [-1, 2], [math.nan, 1], [math.inf, 1]
            np.array([1.0, 2.0]), pd.Series([1, 2]), [Fraction(1, 3), Decimal("0.5")], [Decimal("sNaN"), 1],
            [np.timedelta64(1), 1], [True, False], [[1], [2]]]
 UNITS = ["g", "s", "v", "group", "person", "missing", ["g"], ("g", "s"), None]
+WORKLOADS = [[("v", "w")], [("v",), ("w", "s")], [("v", "v")], [()], [], (), "v", ["v"], [["v", "w"]], [("missing",)],
+             [("v", Hostile())], [(HostileStr("v"),)], [HostileIterable()], [("v",), None], {("v",): 1},
+             [("v", "w", "s", "g", "st", "co")], [("v",)] * 3, np.array([["v", "w"]]), [Unhashable()]]
 
 #: Hostile values for every kind of argument (each kind also gets the values every argument gets).
 KINDS: dict[str, list[Any]] = {"amount": AMOUNTS, "label": LABELS, "domain": DOMAINS, "flag": FLAGS, "rng": RNGS,
                                "choice": CHOICES, "knob": NUMBERS + CHOICES + FLAGS, "table": TABLES,
-                               "weights": WEIGHTS + NUMBERS, "unit": UNITS + LABELS}
+                               "weights": WEIGHTS + NUMBERS, "unit": UNITS + LABELS,
+                               "workload": WORKLOADS + LABELS}
 #: The kind of every argument of every entry and of every histogram method's knob.
 ARGUMENT_KINDS = {
     "columns": "label", "column": "label", "group": "label", "location": "label",
@@ -182,6 +186,8 @@ ARGUMENT_KINDS = {
     # privacy units (main: units.py) and tables by geography (main: releases/geography.py)
     "privacy_unit": "unit", "max_rows": "knob", "max_cells": "knob", "max_rows_per_cell": "knob",
     "by": "label", "by_categories": "domain", "level_weights": "weights", "integer": "flag",
+    # table sets (releases/marginals.py)
+    "workload": "workload", "weights": "weights", "loss": "choice",
 }
 
 
@@ -241,6 +247,8 @@ BASE: dict[str, dict[str, Any]] = {
     "count_of_counts": {"group": "g", "location": ["st", "co"], "groups": GROUPS, "epsilon": 0.5,
                         "progress": False},
     "unattributed_histogram": {"group": "g", "epsilon": 0.5},
+    "marginals": {"workload": [("v", "w"), ("w", "s")], "bins": {"v": [0, 5, 10]},
+                  "categories": {"w": [0, 1, 2, 3], "s": ["a", "b"]}, "epsilon": 0.5},
 }
 
 
@@ -256,6 +264,8 @@ VARIANTS: dict[str, list[dict[str, Any]]] = {
     "range_query": [{**BASE["range_query"], "privacy_unit": "g", "max_cells": 2, "max_rows_per_cell": 3}],
     "unattributed_histogram": [{**BASE["unattributed_histogram"], "privacy_unit": "s", "max_rows": 30}],
     "count_of_counts": [{**BASE["count_of_counts"], "privacy_unit": "group", "max_size": 16}],
+    "marginals": [{**BASE["marginals"], "privacy_unit": "g", "max_rows": 3},
+                  {**BASE["marginals"], "weights": [1, 2], "loss": "max"}],
 }
 
 
@@ -578,6 +588,8 @@ def _valid_arguments(result: Any, method: str) -> dict[str, Any]:
         return {"low": 0.0, "high": 1.0} if edges is None else {"low": float(edges[0]), "high": float(edges[-1])}
     if method == "cell_box_query":
         return {"lower": [0] * result.domain.ndim, "upper": [1] * result.domain.ndim}
+    if isinstance(result, pdp.MarginalTables):
+        return {"columns": ("age", "sex")} if method == "table" else {}
     if method in ("at", "unattributed", "totals", "table", "histogram"):
         return {"level": result.levels[-1]}
     if method == "emd":

@@ -84,6 +84,8 @@ CALLS: dict[str, dict[str, Any]] = {
     "count_of_counts": dict(group="hh", location=["state", "county"], hierarchy=HIERARCHY, max_size=6,
                             progress=False),
     "unattributed_histogram": dict(group="hh"),
+    "marginals": dict(workload=[("age", "state"), ("state", "county")], bins={"age": [0, 30, 60, 90]},
+                      categories={"state": ["A", "B"], "county": ["A-0", "A-1", "B-0"]}),
 }
 #: The generic call of a histogram-like release kind that has no entry in CALLS.
 GENERIC = dict(columns=["age", "state"], bins={"age": [0, 30, 60, 90]},
@@ -110,8 +112,8 @@ KINDS = _kinds()
 
 def _schemes(entry: str) -> list[str]:
     args = ENTRIES[entry].arguments
-    if "max_rows" in args:
-        return ["none", "max_rows", "max_cells"]
+    if "max_rows" in args:  # marginals take a row bound only
+        return ["none", "max_rows", "max_cells"] if "max_cells" in args else ["none", "max_rows"]
     if "privacy_unit" in args:
         return ["none", "group"]
     return ["none"]
@@ -241,10 +243,11 @@ def test_the_matrix_is_derived_from_the_registry():
     entries = {entry for entry, _ in KINDS.values()}
     assert entries == set(ENTRIES)
     assert {k.split(":")[1] for k in KINDS if k.startswith("histogram:")} == set(histogram_methods())
-    assert all(len(_schemes(e)) == 3 for e in ENTRIES if "max_rows" in ENTRIES[e].arguments)
+    assert all(len(_schemes(e)) == 2 + ("max_cells" in ENTRIES[e].arguments) for e in ENTRIES
+               if "max_rows" in ENTRIES[e].arguments)
     # The CLI's release kinds are the registry's too.
     assert set(cli_keys()) <= {k.split(":")[1] for k in KINDS if k.startswith("histogram:")} | {
-        "count_of_counts", "unattributed"}
+        "count_of_counts", "unattributed", "marginals"}
 
 
 # -- the CLI, from CSV ----------------------------------------------------------------------------------------
@@ -256,7 +259,7 @@ def _cli_spec(scheme: str, hierarchy: str) -> str:
             "max_cells": 'privacy_unit = "pid"\nmax_cells = 2\nmax_rows_per_cell = 1',
             "group": 'privacy_unit = "group"'}[scheme]
     for method, keys in sorted(cli_keys().items()):
-        if scheme in ("max_rows", "max_cells") and "max_rows" not in keys:
+        if scheme in ("max_rows", "max_cells") and scheme not in keys:
             continue
         if scheme == "group" and ("max_rows" in keys or "privacy_unit" not in keys):
             continue
@@ -265,6 +268,9 @@ def _cli_spec(scheme: str, hierarchy: str) -> str:
                     f'max_size = 6')
         elif method == "unattributed":
             body = 'group = "hh"'
+        elif method == "marginals":
+            body = ('workload = [["age", "state"], ["state", "county"]]\nbins = {age = [0, 30, 60, 90]}\n'
+                    'categories = {state = ["A", "B"], county = ["A-0", "A-1", "B-0"]}')
         elif method in ("agrid", "ugrid"):
             body = 'columns = ["age", "income"]\nbins = {age = [0, 30, 60, 90], income = [0, 500, 1000]}'
         else:

@@ -57,6 +57,8 @@ def _text_columns(r: "Release") -> set[str]:
         return set(cols)
     released = r.args.get("columns")
     released = [released] if isinstance(released, str) else list(released or [])
+    if r.method == "marginals":
+        released = list(dict.fromkeys(c for table in r.args["workload"] for c in table))
     # every column read but not released is a label: the by= region columns and the privacy unit's identifier
     labels = {c for c in cols if c not in released}
     cats = r.args.get("categories")
@@ -104,6 +106,8 @@ def call_release(frame: pd.DataFrame, r: "Release", rng: np.random.Generator | N
         return frame.dp.count_of_counts(a.pop("group"), a.pop("location"), rng=rng, progress=False, **a)
     if r.method == "unattributed":
         return frame.dp.unattributed_histogram(a.pop("group"), rng=rng, **a)
+    if r.method == "marginals":
+        return frame.dp.marginals(a.pop("workload"), rng=rng, **a)
     columns = a.pop("columns")
     if isinstance(a.get("hierarchy"), Path):   # tables by geography: the public region table
         a["hierarchy"] = read_public_table(a["hierarchy"])

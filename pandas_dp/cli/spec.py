@@ -42,6 +42,14 @@ Example spec::
     epsilon = 0.5
 
     [[release]]
+    name = "tables"
+    method = "marginals"             # consistent cross-tabulations (one tidy table of every table)
+    workload = [["age", "sex"], ["sex", "state"]]
+    bins = {age = [0, 18, 65, 120]}
+    categories = {sex = ["F", "M"], state = ["Avalon", "Borealis"]}
+    rho = 0.25                       # in a rho budget; epsilon = 0.5 in an epsilon budget
+
+    [[release]]
     name = "households"
     method = "count_of_counts"
     group = "household_id"
@@ -73,7 +81,7 @@ else:  # pragma: no cover - Python 3.10
 
 from pandas_dp.releases.registry import cli_keys
 from pandas_dp.domain.grid import BinDomain
-from pandas_dp.results import CountOfCounts, GeographyHistogram, Histogram
+from pandas_dp.results import CountOfCounts, GeographyHistogram, Histogram, MarginalTables
 
 __all__ = ["SpecError", "ReleaseError", "Spec", "Release", "load_spec", "parse_spec", "release_table"]
 
@@ -85,7 +93,7 @@ _COMMON = {"name", "method", "epsilon", "rho"}
 #: Allowed keys of a [[release]] table per method, read from the release registry (every histogram
 #: method with its knobs, count_of_counts, unattributed), so a new method or knob is written once.
 _KEYS = cli_keys()
-_REQUIRED = {"count_of_counts": ("group", "location"), "unattributed": ("group",)}
+_REQUIRED = {"count_of_counts": ("group", "location"), "unattributed": ("group",), "marginals": ("workload",)}
 _FORMATS = ("csv", "parquet")
 _READ = {"nothing": "nothing was read or charged",
          "header": "only the input's header (its column names) was read, and nothing was charged",
@@ -133,6 +141,8 @@ class Release:
         extra = [unit] if isinstance(unit, str) else []
         if self.method == "unattributed":
             return list(dict.fromkeys([self.args["group"], *extra]))
+        if self.method == "marginals":
+            return list(dict.fromkeys([*(c for table in self.args["workload"] for c in table), *extra]))
         cols = self.args.get("columns")
         cols = [cols] if isinstance(cols, str) else list(cols or [])
         by = self.args.get("by")  # tables by geography: the region columns are read too
@@ -257,12 +267,22 @@ def _release(i: int, entry: Any, problems: list[str]) -> Release | None:
             shape = "a column name" if key == "group" else "a column name or a non-empty list of column names"
             problems.append(f"{where}: {key!r} must be {shape}; got {value!r}.")
             labels_ok = False
+    if "workload" in entry:
+        tables = entry["workload"]
+        if not (isinstance(tables, list) and tables and all(
+                isinstance(t, list) and t and all(isinstance(c, str) and c for c in t) for t in tables)):
+            problems.append(f"{where}: 'workload' must be a non-empty list of tables, each a non-empty list of "
+                            f"column names, e.g. workload = [[\"age\", \"sex\"], [\"sex\", \"state\"]]; got "
+                            f"{tables!r}.")
+            labels_ok = False
     if not isinstance(name, str) or not name or any(c in name for c in "/\\\x00") or name in (".", ".."):
         problems.append(f"{where}: 'name' must be a non-empty string usable as a file name; got {name!r}.")
     if loss is None or not labels_ok:
         return None
     # Unknown keys are reported above and left out, so the later stages check the release without them.
     args = {k: v for k, v in entry.items() if k not in _COMMON and k in _KEYS[method]}
+    if method == "marginals" and "workload" in args:
+        args["workload"] = [tuple(t) for t in args["workload"]]
     return Release(str(name), method, loss, args)
 
 
@@ -404,7 +424,7 @@ def release_table(result: Any, confidence: float = 0.95) -> pd.DataFrame:
 
     Parameters
     ----------
-    result : Histogram, CountOfCounts or UnattributedHistogram
+    result : Histogram, MarginalTables, CountOfCounts or UnattributedHistogram
     confidence : float
         Coverage of the ``lower``/``upper`` columns (the release's own interval rule).
 
@@ -416,11 +436,24 @@ def release_table(result: Any, confidence: float = 0.95) -> pd.DataFrame:
         ``variance``, ``std_error``, ``lower``, ``upper``. Tables by geography:
         ``level, region``, the cells as above, ``estimate, variance,
         std_error, lower, upper``. Count-of-counts:
-        ``level, region, size, groups``. Unattributed: ``rank, estimate,
+        ``level, region, size, groups``. Table sets: ``table`` (``"age x sex"``), every
+        column's cell as for a histogram (empty where the table does not have it), then
+        ``estimate, variance, std_error, lower, upper``. Unattributed: ``rank, estimate,
         variance, std_error, lower, upper``.
     """
     if isinstance(result, CountOfCounts):
         return result.to_frame().reset_index(drop=True)
+    if isinstance(result, MarginalTables):
+        # One tidy table: the table's columns joined by " x ", then every column's cell (empty where a
+        # table does not have it), then the numbers of that cell, table after table.
+        parts = []
+        for columns in result.workload:
+            part = release_table(result.table(columns), confidence)
+            part.insert(0, "table", " x ".join(map(str, columns)))
+            parts.append(part)
+        tidy = pd.concat(parts, ignore_index=True)
+        numbers = ["estimate", "variance", "std_error", "lower", "upper"]
+        return tidy[["table", *(c for c in tidy.columns if c != "table" and c not in numbers), *numbers]]
     if isinstance(result, GeographyHistogram):
         tidy = result.to_frame()
         for dim in result.domain.dims:

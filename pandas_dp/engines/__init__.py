@@ -15,11 +15,13 @@ results never see an engine.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Callable, Protocol
 
 import numpy as np
 import pandas as pd
 
+from pandas_dp.algorithms.marginals.workload import Marginal, Workload
 from pandas_dp.domain.grid import Grid
 from pandas_dp.domain.regions import RegionTree
 from pandas_dp.engines.pandas import PANDAS_ENGINE
@@ -27,7 +29,7 @@ from pandas_dp.engines.pandas.groups import GroupTables
 from pandas_dp.errors import ParameterError
 from pandas_dp.privacy.units import UnitBounds
 
-__all__ = ["Engine", "CodedRows", "engine_for", "register_engine"]
+__all__ = ["Engine", "CodedRows", "CodedMarginalRows", "engine_for", "register_engine"]
 
 
 class CodedRows(Protocol):
@@ -38,6 +40,13 @@ class CodedRows(Protocol):
 
     def contributions(self) -> np.ndarray:
         """Units per step of rows in the domain (for ``max_rows="auto"``)."""
+
+
+class CodedMarginalRows(Protocol):
+    """Private rows coded by attribute and privacy unit, for a table set; never leaves the release."""
+
+    def marginals(self, bounds: UnitBounds, key: bytes) -> dict[Marginal, np.ndarray]:
+        """Exact counts of every maximal marginal after bounding every unit's contribution."""
 
 
 class Engine(Protocol):
@@ -72,6 +81,13 @@ class Engine(Protocol):
 
     def coded_region_rows(self, frame: Any, tree: RegionTree, grid: Grid, bounds: UnitBounds) -> CodedRows:
         """The rows coded by (leaf region, cell) and privacy unit, for contribution bounding."""
+
+    def marginal_counts(self, frame: Any, dims: Sequence[Grid], workload: Workload) -> dict[Marginal, np.ndarray]:
+        """Exact int64 counts of every maximal marginal of ``workload``'s closure (one-column grids ``dims``)."""
+
+    def coded_marginal_rows(self, frame: Any, dims: Sequence[Grid], workload: Workload,
+                            bounds: UnitBounds) -> CodedMarginalRows:
+        """The rows coded by attribute and privacy unit, for a table set with contribution bounding."""
 
 
 _REGISTRY: dict[type, Callable[[], Engine]] = {}

@@ -28,6 +28,7 @@ from pandas_dp.releases.count_of_counts import COUNT_OF_COUNTS_PARAMS, count_of_
 from pandas_dp.releases.geography import GEOGRAPHY_METHODS, GEOGRAPHY_PARAMS
 from pandas_dp.releases.hierarchical import TREE_PARAMS, hierarchical_histogram, range_query
 from pandas_dp.releases.histogram import METHODS, histogram
+from pandas_dp.releases.marginals import marginals
 from pandas_dp.releases.params import (KEYWORD, POSITIONAL, REQUIRED, UNIT_PARAMS, VAR_KEYWORD, Flag, Options, Param,
                                        ParamTable)
 from pandas_dp.releases.unattributed import unattributed_histogram
@@ -111,6 +112,17 @@ RANGE_QUERY_PARAMS = ParamTable("range_query", (
 COUNT_OF_COUNTS_ENTRY_PARAMS = ParamTable("count_of_counts", (
     _arg("group", REQUIRED, POSITIONAL), _arg("location", REQUIRED, POSITIONAL), *LOSS_PARAMS, _arg("groups"),
     _arg("hierarchy"), *COUNT_OF_COUNTS_PARAMS, RNG, _arg("privacy_unit"), _arg("level_weights")))
+MARGINALS_PARAMS = ParamTable("marginals", (
+    _arg("workload", REQUIRED, POSITIONAL), _arg("bins"), _arg("categories"), *LOSS_PARAMS, _arg("weights"),
+    _arg("loss", "sum"),
+    # The privacy unit with a row bound only (no cells scheme, no "auto"): checked by the release itself.
+    Param("privacy_unit", None, None, type="column label, optional", doc="""
+        The column identifying each person (customer, household): neighbouring frames then
+        differ by all the rows of one unit. Default: one row is one unit."""),
+    Param("max_rows", None, None, type="int, optional", doc="""
+        With ``privacy_unit``: keep at most this many rows per unit in the domain, chosen at
+        random (a public bound); every table's noise is calibrated to it."""),
+    RNG))
 UNATTRIBUTED_PARAMS = ParamTable("unattributed_histogram", (
     _arg("group", REQUIRED, POSITIONAL), *LOSS_PARAMS, _arg("groups"), RNG, *UNIT_PARAMS))
 
@@ -173,6 +185,7 @@ ENTRIES: dict[str, Entry] = {e.name: e for e in (
     Entry("range_query", range_query, "column", True, RANGE_QUERY_PARAMS),
     Entry("count_of_counts", count_of_counts, "group", False, COUNT_OF_COUNTS_ENTRY_PARAMS, COUNT_OF_COUNTS_PARAMS),
     Entry("unattributed_histogram", unattributed_histogram, "group", True, UNATTRIBUTED_PARAMS),
+    Entry("marginals", marginals, "workload", False, MARGINALS_PARAMS),
 )}
 
 
@@ -190,4 +203,5 @@ def cli_keys() -> dict[str, set[str]]:
     assert coc.knobs is not None, "count_of_counts declares its own knobs"
     keys["count_of_counts"] = set(coc.arguments) | (set(coc.knobs.names) - {"method", "progress"}) | {"estimator"}
     keys["unattributed"] = set(ENTRIES["unattributed_histogram"].arguments)
+    keys["marginals"] = set(ENTRIES["marginals"].arguments)
     return keys

@@ -240,7 +240,7 @@ class Histogram(FrozenRelease, EstimatesView, MeasureView):
         need the release's covariance, which the result does not hold, so they refuse with that reason.
         """
         dims = self.domain.dims
-        if type(self)._range_stats is not Histogram._range_stats or not self.variance_exact:
+        if not self._boxes_exact():
             raise DomainError(f"range_query over boxes needs cells with independent noise (method='identity'); "
                               f"this release ({self.method!r}) combines cells, so a box's variance needs its "
                               f"covariance. Release the grid with method='identity' for box queries.")
@@ -272,11 +272,19 @@ class Histogram(FrozenRelease, EstimatesView, MeasureView):
         shape = tuple(d.size for d in dims)
         box = tuple(slices)
         est = float(self.counts.to_numpy(dtype=np.float64).reshape(shape)[box].sum())
-        var = float(self.variance.to_numpy(dtype=np.float64).reshape(shape)[box].sum())
+        var = self._box_variance(box)
         cells = int(np.prod([sl.stop - sl.start for sl in slices]))
         noise, per_cell = self._cells_noise()
         return RangeAnswer(tuple(edges_low), tuple(edges_high), est, math.sqrt(var), self.variance_exact,
                            noise, int(per_cell) * cells)
+
+    def _boxes_exact(self) -> bool:
+        """Whether boxes and sums over columns get exact variances (independent cells, or a subclass's own)."""
+        return type(self)._range_stats is Histogram._range_stats and self.variance_exact
+
+    def _box_variance(self, box: tuple[slice, ...]) -> float:
+        """Exact variance of the sum of the cells of ``box`` (independent cells: the sum of theirs)."""
+        return float(self.variance.to_numpy(dtype=np.float64).reshape(self.domain.shape)[box].sum())
 
     def marginal(self, columns: Any) -> "Histogram":
         """The release summed over the other columns: a histogram of ``columns`` (free post-processing).

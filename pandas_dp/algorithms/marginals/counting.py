@@ -25,7 +25,7 @@ import numpy as np
 
 from pandas_dp.algorithms.marginals.workload import Marginal, Workload
 
-__all__ = ["closure_marginals", "combined_codes"]
+__all__ = ["closure_marginals", "combined_codes", "sum_down"]
 
 #: Rows per chunk: a chunk of every column and its combined codes stay in the CPU cache.
 _CHUNK = 1 << 16
@@ -149,13 +149,35 @@ def closure_marginals(codes: Sequence[np.ndarray], workload: Workload, *,
             total += np.bincount(combined, minlength=cells + extra)
     available: dict[Marginal, np.ndarray] = {
         top: total[:workload.cells(top)].reshape(workload.shape(top)) for top, total in zip(tops, totals)}
-    # Sum down, largest sets first, each from an available set one attribute larger (cells, not rows).
+    summed = sum_down(available, workload)
+    return {a: summed[a] for a in wanted}
+
+
+def sum_down(tables: dict[Marginal, np.ndarray], workload: Workload) -> dict[Marginal, np.ndarray]:
+    """Every closure marginal reachable from ``tables`` by summing over attributes (cells, not rows).
+
+    Largest sets first, each from an available set one attribute larger. With ``tables`` holding
+    every maximal marginal (an engine's one pass, e.g. summed over partitions), the result holds
+    the whole closure. Exact: int64 sums of int64 counts.
+
+    Examples
+    --------
+    >>> from pandas_dp.algorithms.marginals.workload import make_workload
+    >>> w = make_workload([2, 3], [(0, 1)])
+    >>> out = sum_down({(0, 1): np.array([[1, 0, 2], [0, 4, 0]])}, w)
+    >>> out[(0,)].tolist(), out[(1,)].tolist(), int(out[()])
+    ([3, 4], [1, 4, 2], 7)
+    """
+    closure = set(workload.closure)
+    attributes = workload.attributes
+    available = dict(tables)
     for a in sorted(closure, key=len, reverse=True):
         if a in available:
             continue
-        source = next((b for b in up(a) if b in available), None)
+        ups = (tuple(sorted(a + (i,))) for i in attributes if i not in a)
+        source = next((b for b in ups if b in closure and b in available), None)
         if source is None:
             continue
         axis = next(k for k, i in enumerate(source) if i not in a)
         available[a] = available[source].sum(axis=axis, dtype=np.int64)
-    return {a: available[a] for a in wanted}
+    return available

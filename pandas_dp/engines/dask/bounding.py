@@ -85,8 +85,11 @@ def _contributions(part: pd.DataFrame) -> np.ndarray:
                                   unit_codes(part["unit"].to_numpy(dtype=np.uint64)))
 
 
-def shuffled(frame: Any, columns: list[Any], code: Any) -> Any:
-    """The frame's rows coded by ``code(partition, offset)`` (global positions), shuffled by unit."""
+def shuffled(frame: Any, columns: list[Any], code: Any, meta: pd.DataFrame | None = None) -> Any:
+    """The frame's rows coded by ``code(partition, offset)`` (global positions), shuffled by unit.
+
+    ``meta``: the coded frame's empty form (default: ``cell``, ``unit``, ``pos``).
+    """
     dask = dask_module()
     import dask.dataframe as dd
 
@@ -95,7 +98,8 @@ def shuffled(frame: Any, columns: list[Any], code: Any) -> Any:
         *[dask.delayed(_length, pure=True)(p) for p in parts]))
     offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
     coded = [code(p, int(o)) for p, o in zip(parts, offsets)]
-    return dd.from_delayed(coded, meta=_META.astype({"cell": np.int64}), verify_meta=False).shuffle(on="unit")
+    empty = _META.astype({"cell": np.int64}) if meta is None else meta
+    return dd.from_delayed(coded, meta=empty, verify_meta=False).shuffle(on="unit")
 
 
 class DaskCodedRows:

@@ -8,14 +8,16 @@ and :mod:`.bounding`, which stay importable for tests and benchmarks.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from pandas_dp.algorithms.marginals.workload import Marginal, Workload
 from pandas_dp.domain.grid import Grid
 from pandas_dp.domain.regions import RegionTree
-from pandas_dp.engines.pandas import bounding, counts, groups, region_counts
+from pandas_dp.engines.pandas import bounding, counts, groups, region_counts, marginals
 from pandas_dp.privacy.units import UnitBounds
 
 __all__ = ["PandasEngine", "PANDAS_ENGINE"]
@@ -48,6 +50,13 @@ class PandasEngine:
     def coded_region_rows(self, frame: pd.DataFrame, tree: RegionTree, grid: Grid,
                           bounds: UnitBounds) -> bounding.CodedRows:
         return region_counts.coded_region_rows(frame, tree, grid, bounds)
+
+    def marginal_counts(self, frame: Any, dims: Sequence[Grid], workload: Workload) -> dict[Marginal, np.ndarray]:
+        return marginals.marginal_counts(frame, dims, workload)
+
+    def coded_marginal_rows(self, frame: Any, dims: Sequence[Grid], workload: Workload,
+                            bounds: UnitBounds) -> marginals.CodedMarginalRows:
+        return marginals.coded_marginal_rows(frame, dims, workload, bounds)
 
     def __repr__(self) -> str:
         return "PandasEngine()"
