@@ -51,6 +51,9 @@ def _kinds() -> dict[str, dict[str, Any]]:
             kinds[method] = dict(group="hh", location=["state", "county"], hierarchy=HIERARCHY, max_size=4)
         elif method == "unattributed":
             kinds[method] = dict(group="hh")
+        elif method == "marginals":
+            kinds[method] = dict(workload=[("age", "state"), ("state", "county")], bins={"age": [0, 30, 60, 90]},
+                                 categories={"state": ["A", "B"], "county": ["A-0", "A-1", "B-0"]})
         else:
             kinds[method] = dict(columns="age", bins=[0, 30, 60, 90])
             if method in GEOGRAPHY_METHODS:
