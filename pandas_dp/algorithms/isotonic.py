@@ -14,7 +14,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import isotonic_regression as _scipy_pav
 
 __all__ = ["IsotonicFit", "isotonic_regression", "segmented_isotonic_regression"]
 
@@ -147,7 +146,9 @@ def segmented_isotonic_regression(
         spread = float(y.max() - y.min()) + 1.0
         shifted = shifted + np.repeat(np.arange(starts.size, dtype=np.float64) * spread, seg_len)
     w = None if weights is None else np.asarray(weights, dtype=np.float64)
-    pav = _scipy_pav(shifted, weights=w, increasing=True)
+    from scipy.optimize import isotonic_regression  # scipy.optimize takes 0.5 s to import: only when fitting
+
+    pav = isotonic_regression(shifted, weights=w, increasing=True)
     del shifted
     # Pools never span segments, so every segment start is already a block start.
     blocks = np.asarray(pav.blocks, dtype=np.int64)

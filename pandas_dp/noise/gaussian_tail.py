@@ -53,7 +53,6 @@ from decimal import ROUND_CEILING, ROUND_FLOOR, ROUND_HALF_EVEN, Context, Decima
 from fractions import Fraction
 from functools import lru_cache
 
-from scipy.special import ndtri
 
 __all__ = ["certified_quantile", "tail_bounds"]
 
@@ -248,6 +247,8 @@ def certified_quantile(s: Fraction, q: Fraction) -> int:
     ``m >= 1`` found with ``lo(G(m)) >= q`` (then ``P(Z <= -m) = G(m) >= q``), else 0
     (``P(Z <= 0) > 1/2``). The search starts at the continuous normal quantile.
     """
+    from scipy.special import ndtri  # a starting guess only; imported on first use (scipy.special: 0.2 s)
+
     tail = _tail(s)
     sigma = math.sqrt(s)
     if q > Fraction(1, 2):

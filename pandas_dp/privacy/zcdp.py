@@ -25,7 +25,6 @@ import math
 from decimal import ROUND_CEILING, ROUND_FLOOR, ROUND_HALF_EVEN, Context, Decimal
 from fractions import Fraction
 
-from scipy.optimize import brentq
 
 from pandas_dp._utils.rational import to_fraction
 from pandas_dp.errors import ParameterError
@@ -144,6 +143,8 @@ def zcdp_epsilon(rho: Fraction | float | int, delta: float) -> float:
     candidates = [Fraction(v_max)]
     if v_max > 0:
         try:
+            from scipy.optimize import brentq  # imported when a conversion needs it (0.5 s)
+
             v = brentq(lambda x: rf * x * x + math.log1p(x) - log_inv, 0.0, v_max, xtol=1e-300, rtol=1e-15,
                        maxiter=500)
             if v > 0:
