@@ -26,8 +26,6 @@ The default suite runs the pandas cells of one scheme per kind (a few seconds); 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any, Callable
 
@@ -287,8 +285,9 @@ def _cli_run(folder: Path, frame_csv: str, spec: str) -> tuple[int, dict[str, by
     HIERARCHY.to_csv(folder / "hierarchy.csv", index=False)
     (folder / "spec.toml").write_text(spec)
     pdp.Ledger.create(folder / "ledger.sqlite")
-    done = subprocess.run([sys.executable, "-m", "pandas_dp", "release", str(folder / "spec.toml")],
-                          capture_output=True, text=True, timeout=600)
+    from _cli import run  # python -m pandas_dp (in-process by default: tests/_cli.py)
+
+    done = run("release", str(folder / "spec.toml"), cwd=Path.cwd())
     out = {f.name: f.read_bytes() for f in sorted((folder / "released").glob("*")) if f.name != "manifest.json"}
     return done.returncode, out
 

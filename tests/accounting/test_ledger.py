@@ -448,8 +448,9 @@ def test_nested_budgets_on_two_files_all_or_nothing(tmp_path):
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "pandas_dp", "ledger", *args], capture_output=True, text=True,
-                          timeout=120, cwd=Path(__file__).resolve().parents[2])
+    from _cli import run  # python -m pandas_dp (in-process by default: tests/_cli.py)
+
+    return run("ledger", *args)
 
 
 def test_ledger_init_verify_show(tmp_path):

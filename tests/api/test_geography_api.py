@@ -12,16 +12,13 @@
 * the boundary rule: odd, unknown or misplaced regions are out of domain
   (same outcome, no warning, byte-identical seeded release), and public
   inputs fail loudly before any charge;
-* the CLI key (``by``, a ``hierarchy`` file) as a subprocess.
+* the CLI key (``by``, a ``hierarchy`` file), as ``python -m pandas_dp`` runs it (tests/_cli.py).
 """
 
 from __future__ import annotations
 
 import json
-import os
 import pickle
-import subprocess
-import sys
 from fractions import Fraction
 from pathlib import Path
 
@@ -448,9 +445,9 @@ level_weights = {national = 1, state = 1, county = 2}
 integer = true
 epsilon = 1.0
 """)
-    done = subprocess.run([sys.executable, "-m", "pandas_dp", "release", str(tmp_path / "spec.toml")],
-                          capture_output=True, text=True, timeout=300, cwd=ROOT,
-                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    from _cli import run  # python -m pandas_dp (in-process by default: tests/_cli.py)
+
+    done = run("release", str(tmp_path / "spec.toml"))
     assert done.returncode == 0, done.stderr
     table = pd.read_csv(tmp_path / "released" / "age_by_county.csv")
     assert list(table.columns) == ["level", "region", "age_low", "age_high", "estimate", "variance", "std_error",
@@ -464,7 +461,5 @@ epsilon = 1.0
     assert manifest["releases"][0]["parameters"]["level_shares"] == ["1/4", "1/4", "1/2"]
     bad = (tmp_path / "spec.toml").read_text().replace('"regions.csv"', '"missing.csv"')
     (tmp_path / "bad.toml").write_text(bad)
-    refused = subprocess.run([sys.executable, "-m", "pandas_dp", "release", str(tmp_path / "bad.toml")],
-                             capture_output=True, text=True, timeout=300, cwd=ROOT,
-                             env={**os.environ, "PYTHONPATH": str(ROOT)})
+    refused = run("release", str(tmp_path / "bad.toml"))
     assert refused.returncode == 2 and "missing.csv" in refused.stderr

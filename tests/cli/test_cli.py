@@ -1,4 +1,4 @@
-"""The command line, run as a subprocess the way users run it.
+"""The command line, run the way users run it (``python -m pandas_dp``; in-process by default, tests/_cli.py).
 
 ``release`` is tested item by item of its contract: exact amounts (epsilon and
 rho), a full preflight that writes nothing, the reservation of the whole spec,
@@ -26,13 +26,11 @@ import pandas as pd
 import pytest
 
 import pandas_dp as pdp
+from _cli import run
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "pandas_dp", *args], capture_output=True, text=True, timeout=300,
-                          cwd=cwd or ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
 
 
 def test_demo_prints_every_release_and_spends_the_whole_budget():

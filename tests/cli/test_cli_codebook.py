@@ -9,10 +9,7 @@ release itself says nothing about which categories occur in the data.
 
 from __future__ import annotations
 
-import os
 import sqlite3
-import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
@@ -20,15 +17,13 @@ import pytest
 
 import pandas_dp as pdp
 from pandas_dp.data import load_persons
+from _cli import run
 
 ROOT = Path(__file__).resolve().parents[2]
 STATES = ["Avalon", "Borealis", "Cascadia", "Dunmore", "Estoria"]
 CODEBOOK = "column,value\n" + "".join(f"state,{s}\n" for s in STATES) + "sex,F\nsex,M\nhousehold_id,1\n"
 
 
-def run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "pandas_dp", *args], capture_output=True, text=True, timeout=300,
-                          cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
 
 
 @pytest.fixture(scope="module")
