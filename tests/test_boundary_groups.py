@@ -431,7 +431,7 @@ def test_assert_dp_count_of_counts(row) -> None:
     # The claim is tested at confidence 0.999: a correct epsilon=1 mechanism fails with probability
     # <= 0.001 whatever the number of runs; 300 runs per side keep this fast (one level of regions).
     assert_dp(_coc_mechanism("hc", "groups", ["county"]), PERSONS, with_row(PERSONS, row), epsilon=1.0,
-              trials=300, rng=11, statistic=_coc_statistic)
+              trials=200, rng=11, statistic=_coc_statistic)
 
 
 @pytest.mark.slow
@@ -458,7 +458,7 @@ def test_assert_dp_count_of_counts_adversaries_slow(mode, kind) -> None:
 def test_assert_dp_unattributed(value) -> None:
     edges = pd.DataFrame({"src": [1, 1, 2, 3, 3, 3]})
     mech = lambda df, rng: df.dp.unattributed_histogram("src", epsilon=1.0, groups=[1, 2, 3], rng=rng)  # noqa: E731
-    assert_dp(mech, edges, with_row(edges, {"src": value}), epsilon=1.0, trials=300, rng=2)
+    assert_dp(mech, edges, with_row(edges, {"src": value}), epsilon=1.0, trials=200, rng=2)
 
 
 # -- count-of-counts with the group as the unit: a household spread over leaves (issue 24, item 1) ----------

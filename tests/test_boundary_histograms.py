@@ -164,12 +164,12 @@ def test_assert_dp_on_an_adversarial_neighbour():
 
     d_prime = with_row(BASE, {"age": "n/a"})            # out of domain: the releases are identical in law
     report = assert_dp(lambda f, rng: f.dp.histogram("age", bins=16, range=(0, 96), epsilon=1.0, rng=rng),
-                       BASE, d_prime, epsilon=1.0, trials=400, rng=3)
+                       BASE, d_prime, epsilon=1.0, trials=250, rng=3)
     assert report.passed and report.charged_per_run == 1.0
     d_in = with_row(BASE, {"age": 7})                   # a valid extra person: one cell moves by one
     report = assert_dp(lambda f, rng: f.dp.hierarchical_histogram("age", bins=16, range=(0, 96), epsilon=1.0,
                                                                   branching=2, rng=rng),
-                       BASE, d_in, epsilon=1.0, trials=400, rng=4)
+                       BASE, d_in, epsilon=1.0, trials=250, rng=4)
     assert report.passed
 
 

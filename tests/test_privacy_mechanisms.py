@@ -50,7 +50,7 @@ EDGES = list(range(9))  # 8 public bins: a binary tree has 3 noised levels
 D = pd.DataFrame({"x": [0, 1, 1, 2, 3, 3, 3, 5]})
 CASES = {n.name: n for n in neighbours(D, "x", bins=EDGES)}
 QUICK = CASES["add to largest cell"]
-QUICK_TRIALS = 300
+QUICK_TRIALS = 200
 #: The slow matrices (tests/_slow.py: PANDAS_DP_SLOW_DEPTH=full for every level and neighbour).
 SLOW_EPSILONS = slow_levels(EPSILONS)          # the quick run tests both epsilons on its neighbour
 SLOW_RHOS = slow_levels(RHOS, quick=QUICK_RHO)  # the quick run tests QUICK_RHO
@@ -183,7 +183,7 @@ def test_histogram_methods_are_dp_on_every_neighbour(name, epsilon, case):
 @pytest.mark.parametrize("name", list(GAUSSIAN_MECHANISMS))
 def test_gaussian_histogram_methods_meet_their_epsilon_delta(name):
     make, statistic = GAUSSIAN_MECHANISMS[name]
-    check_gaussian(make(loss_kw(QUICK_RHO, "rho")), D, QUICK, QUICK_RHO, 150, seed=21, statistic=statistic)
+    check_gaussian(make(loss_kw(QUICK_RHO, "rho")), D, QUICK, QUICK_RHO, 100, seed=21, statistic=statistic)
 
 
 @pytest.mark.slow
@@ -334,7 +334,7 @@ def test_count_of_counts_pipeline_matches_public_method(budget, privacy):
 
 @pytest.mark.parametrize("variant,epsilon", _quick(COC_VARIANTS))
 def test_count_of_counts_is_dp(variant, epsilon):
-    trials = 300 if variant == "naive estimated groups" else 800  # NNLS of the group totals: ~10 ms a run
+    trials = 200 if variant == "naive estimated groups" else 500  # NNLS of the group totals: ~10 ms a run
     report = assert_dp(coc_pipeline(epsilon, **COC_VARIANTS[variant]), PERSONS, COC_QUICK, epsilon=epsilon,
                        trials=trials, rng=14)
     assert report.passed
@@ -343,7 +343,7 @@ def test_count_of_counts_is_dp(variant, epsilon):
 @pytest.mark.parametrize("variant", list(COC_GAUSSIAN_VARIANTS))
 def test_gaussian_count_of_counts(variant):
     # hc, hg (sensitivity 1) and naive (L2 sensitivity sqrt 2), with and without public Groups
-    trials = 300 if "estimated groups" in variant else 400
+    trials = 150 if "estimated groups" in variant else 250
     check_gaussian(coc_pipeline(loss_kw(QUICK_RHO, "rho"), **COC_GAUSSIAN_VARIANTS[variant]), PERSONS, COC_QUICK,
                    QUICK_RHO, trials, seed=25, charges=False)
 

@@ -411,7 +411,7 @@ D1_NEIGHBOUR = D1 + np.eye(8, dtype=np.int64)[3]
 
 def test_dawa_1d_passes_assert_dp():
     report = assert_dp(lambda c, rng: dawa(c, loss=EPS1, rng=rng).estimates, D1, D1_NEIGHBOUR,
-                       epsilon=1.0, trials=1200, rng=1)
+                       epsilon=1.0, trials=600, rng=1)
     assert report.passed
 
 
@@ -420,7 +420,7 @@ def test_dawa_2d_passes_assert_dp():
     neighbour = d2.copy()
     neighbour[1, 1] += 1
     report = assert_dp(lambda c, rng: dawa(c, loss=EPS1, workload="identity", rng=rng).estimates.ravel(),
-                       d2, neighbour, epsilon=1.0, trials=1000, rng=2)
+                       d2, neighbour, epsilon=1.0, trials=500, rng=2)
     assert report.passed
 
 

@@ -31,7 +31,7 @@ RANGE_TRUTH = np.array([CUM[b] - CUM[a] for a, b in RANGES])
 
 #: Releases per case (the floor below scales with it, so a correct interval fails with the same small
 #: probability at any n; more releases find smaller shortfalls: 1200 with PANDAS_DP_SLOW_DEPTH=full).
-N_RELEASES = 1200 if FULL else 300
+N_RELEASES = 1200 if FULL else 200
 
 
 def _floor(n: int) -> float:
