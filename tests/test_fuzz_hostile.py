@@ -37,6 +37,8 @@ import pandas_dp as pdp
 from pandas_dp.privacy.loss import loss_from
 from pandas_dp.releases.registry import ENTRIES, histogram_methods
 
+from _slow import FULL as SLOW_FULL
+
 matplotlib = pytest.importorskip("matplotlib")
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -603,7 +605,8 @@ RESULT_VALUES = st.one_of(*[_pick(v) for v in KINDS.values()], _pick(EVERYWHERE)
                           st.builds(_generator), st.builds(lambda: plt.figure()))
 
 
-@pytest.mark.parametrize("examples", SPEEDS[:1] + [pytest.param(1500, id="many", marks=pytest.mark.slow)])
+@pytest.mark.parametrize("examples", SPEEDS[:1] + [pytest.param(1500 if SLOW_FULL else 750, id="many",
+                                                                 marks=pytest.mark.slow)])
 def test_hostile_arguments_of_every_result_method(examples):
     zoo = _zoo()
     cases = _method_cases()

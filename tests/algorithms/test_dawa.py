@@ -462,7 +462,7 @@ def test_dawa_passes_assert_dp_more_cases(ratio, pair):
         b[2, 1] += 1
         mech = lambda c, rng: dawa(c, loss=EPS1, ratio=ratio, rng=rng).estimates.ravel()  # noqa: E731
     eps = 0.5 if pair == "spike" else 1.0
-    assert assert_dp(mech, a, b, epsilon=eps, trials=6000 if SLOW_FULL else 1500, rng=11).passed
+    assert assert_dp(mech, a, b, epsilon=eps, trials=6000 if SLOW_FULL else 1000, rng=11).passed
 
 
 def _per_interval_calibration(counts: np.ndarray, rng: np.random.Generator) -> np.ndarray:

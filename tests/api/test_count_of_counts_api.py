@@ -271,7 +271,7 @@ def test_statistical_dp_remove_one_person(method: str) -> None:
         codes = (f["level"] == "county") * (1 + (f["region"] == "b")) * 4 + f["size"].clip(upper=3)
         return np.bincount(codes.to_numpy(dtype=np.int64), weights=f["groups"], minlength=12)
 
-    assert_dp(mech, persons, neighbour, epsilon=1.0, trials=SLOW_TRIALS * 2, rng=0, statistic=statistic)
+    assert_dp(mech, persons, neighbour, epsilon=1.0, trials=SLOW_TRIALS, rng=0, statistic=statistic)
 
 
 def test_max_size_above_the_limit_is_refused_before_the_charge():

@@ -32,7 +32,7 @@ import pandas_dp as pdp
 from pandas_dp.errors import DomainError, NoActiveBudgetError, ParameterError, SchemaError
 from pandas_dp.testing import adversarial_values, assert_dp, assert_same_outcome, with_row
 
-from _slow import SLOW_TRIALS
+from _slow import FULL, SLOW_TRIALS
 
 ROOT = Path(__file__).resolve().parents[2]
 HIER = pd.DataFrame({"state": ["B", "A", "A", "C", "B", "C", "C"],
@@ -175,8 +175,9 @@ def test_assert_dp_at_the_claimed_epsilon():
 
 @pytest.mark.slow
 @pytest.mark.parametrize("row", [{"state": "B", "county": "b1", "sex": "M"},     # a person added to a leaf
-                                 {"state": "B", "county": "a1", "sex": "F"}],    # a county under the wrong state
-                         ids=["valid person", "misplaced county"])
+                                 {"state": "B", "county": "a1", "sex": "F"}][:2 if FULL else 1],  # wrong state
+                         ids=["valid person", "misplaced county"][:2 if FULL else 1])  # (out of domain: identical
+#                                                      outputs, test_odd_regions_are_out_of_domain)
 @pytest.mark.parametrize("kw", [dict(epsilon=1.0), dict(epsilon=1.0, integer=True),
                                 dict(epsilon=1.0, level_weights=[0, 1, 3]), dict(epsilon=0.5, nonnegative=True)],
                          ids=["gls", "integer", "weights", "nonnegative"])

@@ -234,9 +234,15 @@ SLOW_PAIRS = [(scheme, case) for scheme in SCHEMES for case in sorted(NEIGHBOURS
               if FULL or (scheme == QUICK_SCHEME) != (case == QUICK_CASE)]
 
 
+#: (method, scheme, neighbour) of the slow run: the pairs above taken in turn by the methods at CI depth (every
+#: pair is tested on some methods), every method with every pair at full depth.
+SLOW_TRIPLES = ([(m, *pair) for m in sorted(histogram_methods()) for pair in SLOW_PAIRS] if FULL else
+                [(m, *SLOW_PAIRS[k % len(SLOW_PAIRS)]) for k, m in enumerate(sorted(histogram_methods()))])
+assert FULL or len(histogram_methods()) >= len(SLOW_PAIRS)  # so every pair is tested
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("scheme,case", SLOW_PAIRS)
-@pytest.mark.parametrize("method", sorted(histogram_methods()))
+@pytest.mark.parametrize("method,scheme,case", SLOW_TRIPLES)
 def test_every_method_is_dp_for_whole_units_on_every_neighbour(method, scheme, case):
     mech = lambda df, rng: method_release(df, method, rng=rng, **SCHEMES[scheme])   # noqa: E731
     report = assert_dp(mech, BASE, NEIGHBOURS[case], epsilon=1.0, trials=SLOW_TRIALS, rng=6)
