@@ -31,7 +31,7 @@ import pandas_dp.engines.pandas.groups as pandas_groups
 from pandas_dp.domain.regions import region_tree
 from pandas_dp.testing import assert_dp
 
-from _slow import FULL, SLOW_TRIALS, quick_levels
+from _slow import FULL, QUICK_TRIALS, SLOW_TRIALS, quick_levels
 
 LEVELS = ["state", "county"]
 SETTINGS = dict(deadline=None, derandomize=True,
@@ -431,7 +431,7 @@ def test_assert_dp_count_of_counts(row) -> None:
     # The claim is tested at confidence 0.999: a correct epsilon=1 mechanism fails with probability
     # <= 0.001 whatever the number of runs; 300 runs per side keep this fast (one level of regions).
     assert_dp(_coc_mechanism("hc", "groups", ["county"]), PERSONS, with_row(PERSONS, row), epsilon=1.0,
-              trials=200, rng=11, statistic=_coc_statistic)
+              trials=QUICK_TRIALS, rng=11, statistic=_coc_statistic)
 
 
 @pytest.mark.slow
@@ -465,7 +465,7 @@ def test_assert_dp_count_of_counts_adversaries_slow(mode, kind) -> None:
 def test_assert_dp_unattributed(value) -> None:
     edges = pd.DataFrame({"src": [1, 1, 2, 3, 3, 3]})
     mech = lambda df, rng: df.dp.unattributed_histogram("src", epsilon=1.0, groups=[1, 2, 3], rng=rng)  # noqa: E731
-    assert_dp(mech, edges, with_row(edges, {"src": value}), epsilon=1.0, trials=200, rng=2)
+    assert_dp(mech, edges, with_row(edges, {"src": value}), epsilon=1.0, trials=QUICK_TRIALS, rng=2)
 
 
 # -- count-of-counts with the group as the unit: a household spread over leaves (issue 24, item 1) ----------

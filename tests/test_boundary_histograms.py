@@ -44,6 +44,7 @@ from hypothesis import strategies as st  # noqa: E402
 from pandas_dp.releases.registry import histogram_methods  # noqa: E402
 from test_conformance import two_dimensional_only  # noqa: E402
 from pandas_dp.testing import adversarial_values, assert_same_outcome, with_row  # noqa: E402
+from _slow import FULL, QUICK_TRIALS  # noqa: E402
 
 STATES = ["CA", "NY", "TX"]
 BASE = pd.DataFrame({"age": np.arange(40, dtype=np.int64) % 90, "income": np.linspace(0, 9e4, 40),
@@ -84,7 +85,7 @@ def _dask_engine():
 
 @pytest.mark.parametrize("engine", ["pandas", "dask"])
 @pytest.mark.parametrize("name", sorted(CALLS))
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=12 if FULL else 5, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(value=adversarial_values(known=STATES), column=st.sampled_from(["age", "income", "state"]))
 def test_an_odd_private_row_changes_nothing_observable(engine, name, value, column):
     dask = pytest.importorskip("dask") if engine == "dask" else None
@@ -164,12 +165,12 @@ def test_assert_dp_on_an_adversarial_neighbour():
 
     d_prime = with_row(BASE, {"age": "n/a"})            # out of domain: the releases are identical in law
     report = assert_dp(lambda f, rng: f.dp.histogram("age", bins=16, range=(0, 96), epsilon=1.0, rng=rng),
-                       BASE, d_prime, epsilon=1.0, trials=250, rng=3)
+                       BASE, d_prime, epsilon=1.0, trials=QUICK_TRIALS, rng=3)
     assert report.passed and report.charged_per_run == 1.0
     d_in = with_row(BASE, {"age": 7})                   # a valid extra person: one cell moves by one
     report = assert_dp(lambda f, rng: f.dp.hierarchical_histogram("age", bins=16, range=(0, 96), epsilon=1.0,
                                                                   branching=2, rng=rng),
-                       BASE, d_in, epsilon=1.0, trials=250, rng=4)
+                       BASE, d_in, epsilon=1.0, trials=QUICK_TRIALS, rng=4)
     assert report.passed
 
 

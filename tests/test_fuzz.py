@@ -27,7 +27,7 @@ from pandas_dp._utils.rational import to_fraction
 from _slow import FULL as SLOW_FULL
 
 CASES: Counter[str] = Counter()  # examples run per method (reported by test_report_case_counts)
-FUZZ = settings(max_examples=250 if SLOW_FULL else 120, deadline=None, derandomize=True,
+FUZZ = settings(max_examples=250 if SLOW_FULL else 60, deadline=None, derandomize=True,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 TOTAL = 50  # budget of every example; epsilons above it must raise BudgetExceededError
 

@@ -39,7 +39,7 @@ from pandas_dp.releases.count_of_counts import estimate_count_of_counts, plan_co
 from pandas_dp.releases.histogram import METHODS
 from pandas_dp.testing import assert_dp, neighbours
 
-from _slow import FULL, SLOW_TRIALS, quick_levels, slow_cases, slow_levels
+from _slow import FULL, QUICK_TRIALS, SLOW_TRIALS, quick_levels, slow_cases, slow_levels
 
 EPSILONS = [0.5, 1.0]
 RHOS = [0.125, 0.5]     # epsilon**2 / 2 of EPSILONS: the zCDP these pure releases imply
@@ -50,7 +50,6 @@ EDGES = list(range(9))  # 8 public bins: a binary tree has 3 noised levels
 D = pd.DataFrame({"x": [0, 1, 1, 2, 3, 3, 3, 5]})
 CASES = {n.name: n for n in neighbours(D, "x", bins=EDGES)}
 QUICK = CASES["add to largest cell"]
-QUICK_TRIALS = 200
 #: The slow matrices (tests/_slow.py: PANDAS_DP_SLOW_DEPTH=full for every level and neighbour).
 SLOW_EPSILONS = slow_levels(EPSILONS)          # the quick run tests both epsilons on its neighbour
 SLOW_RHOS = slow_levels(RHOS, quick=QUICK_RHO)  # the quick run tests QUICK_RHO
@@ -231,7 +230,7 @@ def test_unattributed_histogram_is_dp_on_every_neighbour(epsilon, public, case):
 @pytest.mark.parametrize("public", [True, False], ids=["public groups", "estimated groups"])
 def test_gaussian_unattributed_histogram(public):
     check_gaussian(unattributed(loss_kw(QUICK_RHO, "rho"), public), EDGES_FRAME,
-                   UNATTR_CASES["add entity: largest group grows to 5"], QUICK_RHO, 200, seed=23,
+                   UNATTR_CASES["add entity: largest group grows to 5"], QUICK_RHO, QUICK_TRIALS, seed=23,
                    statistic=sorted_padded)
 
 
@@ -334,7 +333,7 @@ def test_count_of_counts_pipeline_matches_public_method(budget, privacy):
 
 @pytest.mark.parametrize("variant,epsilon", _quick(COC_VARIANTS))
 def test_count_of_counts_is_dp(variant, epsilon):
-    trials = 200 if variant == "naive estimated groups" else 500  # NNLS of the group totals: ~10 ms a run
+    trials = QUICK_TRIALS if variant == "naive estimated groups" else 2 * QUICK_TRIALS  # NNLS: ~10 ms a run
     report = assert_dp(coc_pipeline(epsilon, **COC_VARIANTS[variant]), PERSONS, COC_QUICK, epsilon=epsilon,
                        trials=trials, rng=14)
     assert report.passed
@@ -343,7 +342,7 @@ def test_count_of_counts_is_dp(variant, epsilon):
 @pytest.mark.parametrize("variant", list(COC_GAUSSIAN_VARIANTS))
 def test_gaussian_count_of_counts(variant):
     # hc, hg (sensitivity 1) and naive (L2 sensitivity sqrt 2), with and without public Groups
-    trials = 150 if "estimated groups" in variant else 250
+    trials = QUICK_TRIALS if "estimated groups" in variant else 2 * QUICK_TRIALS
     check_gaussian(coc_pipeline(loss_kw(QUICK_RHO, "rho"), **COC_GAUSSIAN_VARIANTS[variant]), PERSONS, COC_QUICK,
                    QUICK_RHO, trials, seed=25, charges=False)
 
@@ -510,7 +509,7 @@ GAUSSIAN_GRID_MECHANISMS = {
 
 def test_gaussian_2d_tree():
     make, statistic = GAUSSIAN_GRID_MECHANISMS["hierarchical"]
-    check_gaussian(make(QUICK_RHO), D2, CASES2["add to largest cell"], QUICK_RHO, 200, seed=30, statistic=statistic)
+    check_gaussian(make(QUICK_RHO), D2, CASES2["add to largest cell"], QUICK_RHO, QUICK_TRIALS, seed=30, statistic=statistic)
 
 
 @pytest.mark.slow

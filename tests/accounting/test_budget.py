@@ -192,6 +192,7 @@ def _process_worker(path: str, n: int, queue: mp.Queue) -> None:
     queue.put(ok)
 
 
+@pytest.mark.slow  # a kill/concurrency test with real processes: the slow step runs it
 def test_two_processes_sharing_a_ledger_cannot_overspend(tmp_path):
     path = str(tmp_path / "shared.sqlite")
     pdp.Ledger.create(path)

@@ -62,6 +62,7 @@ pdp.Ledger.create(sys.argv[1])
 """
 
 
+@pytest.mark.slow  # a kill/concurrency test with real processes: the slow step runs it
 def test_a_create_killed_midway_leaves_the_path_free(tmp_path):
     path = tmp_path / "l.sqlite"
     subprocess.run([sys.executable, "-c", KILLED_CREATE, str(path)], check=True, timeout=120, cwd=ROOT)

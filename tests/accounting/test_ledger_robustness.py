@@ -137,6 +137,7 @@ def _kill_rounds(backend: Backend, tmp_path: Path, rounds: int, seed: int) -> No
     assert len(returned_all) > 4 * rounds  # the kills did land among many releases
 
 
+@pytest.mark.slow  # a kill/concurrency test with real processes: the slow step runs it
 def test_sigkill_once_loses_no_charge(backend, tmp_path):
     _kill_rounds(backend, tmp_path, rounds=1, seed=20261123)
 
@@ -146,6 +147,7 @@ def test_sigkill_at_random_points_loses_no_charge(backend, tmp_path):
     _kill_rounds(backend, tmp_path, rounds=8, seed=20261122)
 
 
+@pytest.mark.slow  # a kill/concurrency test with real processes: the slow step runs it
 def test_two_processes_never_overspend_together(backend, tmp_path):
     ledger, name, total, eps = backend.create(), "shared", "1", "1/50"
     go = tmp_path / "go"
@@ -167,6 +169,7 @@ def test_two_processes_never_overspend_together(backend, tmp_path):
         b.spend(Fraction(eps), method="probe")
 
 
+@pytest.mark.slow  # a kill/concurrency test with real processes: the slow step runs it
 def test_concurrent_charging_with_a_kill(backend, tmp_path):
     ledger, name, total, eps = backend.create(), "mixed", "1", "1/40"
     go = tmp_path / "go"

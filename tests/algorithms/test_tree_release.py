@@ -37,8 +37,9 @@ def test_average_variance_is_paper_times_discrete_ratio(n, b, consistent, paper)
     assert rel.average_range_variance() == pytest.approx(paper * ratio, abs=0.005 * ratio)
 
 
-@pytest.mark.parametrize("n,b,consistent,trials", [(16, 2, True, 3000), (16, 2, False, 3000),
-                                                   (64, 8, True, 1500)])
+@pytest.mark.parametrize("n,b,consistent,trials", [(16, 2, True, 3000),   # the other two in the slow step
+                                                   pytest.param(16, 2, False, 3000, marks=pytest.mark.slow),
+                                                   pytest.param(64, 8, True, 1500, marks=pytest.mark.slow)])
 def test_monte_carlo_confirms_exact_average_variance(n, b, consistent, trials) -> None:
     rng = np.random.default_rng(2024)
     x = rng.integers(0, 20, size=n)

@@ -32,7 +32,7 @@ import pandas_dp as pdp
 from pandas_dp.errors import DomainError, NoActiveBudgetError, ParameterError, SchemaError
 from pandas_dp.testing import adversarial_values, assert_dp, assert_same_outcome, with_row
 
-from _slow import FULL, SLOW_TRIALS
+from _slow import FULL, QUICK_TRIALS, SLOW_TRIALS
 
 ROOT = Path(__file__).resolve().parents[2]
 HIER = pd.DataFrame({"state": ["B", "A", "A", "C", "B", "C", "C"],
@@ -169,7 +169,8 @@ def test_assert_dp_at_the_claimed_epsilon():
     # tested; at confidence 0.999 a correct mechanism fails with probability <= 0.001 whatever the number
     # of runs (300 per side keep this fast; the slow variants below run SLOW_TRIALS, tests/_slow.py).
     row = {"state": "A", "county": "a1", "sex": "F"}
-    report = assert_dp(small_mechanism(epsilon=1.0), SMALL, with_row(SMALL, row), epsilon=1.0, trials=200, rng=7)
+    report = assert_dp(small_mechanism(epsilon=1.0), SMALL, with_row(SMALL, row), epsilon=1.0, trials=QUICK_TRIALS,
+                       rng=7)
     assert report.charged_per_run == 1.0
 
 

@@ -25,7 +25,7 @@ from pandas_dp.releases.registry import histogram_methods
 from pandas_dp.testing import assert_dp, assert_same_outcome, with_row
 from pandas_dp.privacy.units import AUTO_STEPS, unit_bounds
 
-from _slow import FULL, SLOW_TRIALS
+from _slow import FULL, QUICK_TRIALS, SLOW_TRIALS
 
 RNG = np.random.default_rng(7)
 RIDES = pd.DataFrame({"rider": RNG.integers(0, 60, 600), "hour": RNG.integers(0, 24, 600),
@@ -221,7 +221,8 @@ def method_release(frame, method, **kw):
 @pytest.mark.parametrize("method", sorted(histogram_methods()))
 def test_every_method_is_dp_for_whole_units(method):
     mech = lambda df, rng: method_release(df, method, max_rows=3, rng=rng)   # noqa: E731
-    report = assert_dp(mech, BASE, NEIGHBOURS["unit with 40 rows in one cell"], epsilon=1.0, trials=150, rng=5)
+    report = assert_dp(mech, BASE, NEIGHBOURS["unit with 40 rows in one cell"], epsilon=1.0, trials=QUICK_TRIALS,
+                       rng=5)
     assert report.passed and report.charged_per_run == 1.0
 
 
@@ -311,7 +312,7 @@ def test_unattributed_histograms_bound_units(groups, scheme):
     bound = scheme.get("max_rows") or scheme["max_cells"] * scheme["max_rows_per_cell"]
     assert a.params["noise_scale"] == str(Fraction(bound) / (Fraction(9, 10) if groups is None else 1))
     heavy = pd.concat([EDGES, pd.DataFrame({"user": 99, "page": np.arange(30) % 20})], ignore_index=True)
-    report = assert_dp(call, EDGES, heavy, epsilon=1.0, trials=300, rng=8,
+    report = assert_dp(call, EDGES, heavy, epsilon=1.0, trials=QUICK_TRIALS, rng=8,
                        statistic=lambda r: np.concatenate([np.zeros(40), r.counts.to_numpy(float)])[-40:])
     assert report.passed
 
@@ -404,7 +405,7 @@ def test_geography_with_units_is_dp_for_whole_units():
     heavy = pd.concat([base, pd.DataFrame({"rider": 77, "hour": 3, "fare": 1.0, "state": "A", "county": "a1"},
                                           index=range(40))], ignore_index=True)
     mech = lambda df, rng: by_region(df, max_rows=3, rng=rng)   # noqa: E731
-    report = assert_dp(mech, base, heavy, epsilon=1.0, trials=200, rng=5)
+    report = assert_dp(mech, base, heavy, epsilon=1.0, trials=QUICK_TRIALS, rng=5)
     assert report.passed and report.charged_per_run == 1.0
 
 

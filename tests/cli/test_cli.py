@@ -383,6 +383,7 @@ def test_a_failure_after_a_charge_exits_1_and_keeps_the_manifest_complete_false(
     assert kinds == ["reserve", "charge", "charge", "close", "return"]
 
 
+@pytest.mark.slow  # a kill/concurrency test with real processes: the slow step runs it
 def test_two_concurrent_runs_cannot_both_half_finish(workdir):
     spec = SPEC.format(fmt="csv")
     d = _spec(workdir, "race", spec)
@@ -399,6 +400,7 @@ def test_two_concurrent_runs_cannot_both_half_finish(workdir):
     assert [(d / out).exists() for out in ("released", "released2")].count(True) == 1
 
 
+@pytest.mark.slow  # a kill/concurrency test with real processes: the slow step runs it
 def test_manifest_is_valid_after_a_kill_midway(workdir):
     spec = SPEC.format(fmt="csv")
     d = _spec(workdir, "killed", spec)

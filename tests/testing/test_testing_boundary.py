@@ -199,14 +199,14 @@ def test_noise_dependent_lengths_pass():
         noisy = int(np.histogram(df["x"], bins=EDGES)[0][3] + discrete_laplace(noise_scale(1, 1.0), 1, rng=rng)[0])
         return np.full(int(np.clip(noisy, 1, 6)), float(noisy))
 
-    report = assert_dp(mech, D, D_NEIGHBOUR, epsilon=1.0, trials=1500, rng=1)
+    report = assert_dp(mech, D, D_NEIGHBOUR, epsilon=1.0, trials=800, rng=1)
     assert report.passed and len(report.outcomes) > 1
     assert any(e.kind == "boundary" for e in report.events)
 
 
 def test_well_behaved_mechanism_has_one_outcome_and_no_boundary_events():
-    report = assert_dp(release, D, D_NEIGHBOUR, epsilon=1.0, trials=400, rng=0)
-    assert report.passed and len(report.outcomes) == 1 and report.outcomes[0][1:] == (400, 400)
+    report = assert_dp(release, D, D_NEIGHBOUR, epsilon=1.0, trials=150, rng=0)
+    assert report.passed and len(report.outcomes) == 1 and report.outcomes[0][1:] == (150, 150)
     assert all(e.kind == "output" for e in report.events)
     assert report.outcomes[0][0].startswith("returns a Histogram (counts.index: 5 labels")
 
