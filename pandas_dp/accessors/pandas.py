@@ -379,7 +379,7 @@ class DPAccessorBase:
         return self._release("marginals", locals())
 
     def hierarchical_histogram(self, columns: Any, *, bins: Any = None, range: Any = None,
-                               categories: Any = None, epsilon: float | None = None, rho: float | None = None,
+                               categories: Any = None, other: Any = None, epsilon: float | None = None, rho: float | None = None,
                                branching: int | str = "auto", budget_split: BudgetSplit = "uniform",
                                include_root: bool = False, consistent: bool = True, integer: bool = False,
                                nonnegative: bool = False, rng: Any = None, privacy_unit: Any = None,
@@ -392,8 +392,9 @@ class DPAccessorBase:
         ----------
         columns : str or list of str
             Column(s) to count; several columns give a d-dim grid with fan-out ``b**d`` per node.
-        bins, range, categories
-            The public domain, as for :meth:`histogram`.
+        bins, range, categories, other
+            The public domain, as for :meth:`histogram` (``other``: a last cell for the values outside
+            a list of categories).
         epsilon : float
             Privacy loss charged once to the active budget, split across the tree levels.
         rho : float

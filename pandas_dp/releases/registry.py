@@ -44,7 +44,7 @@ def _arg(name: str, default: Any = None, kind: Any = KEYWORD) -> Param:
 
 #: Shared arguments, declared once.
 DOMAIN_PARAMS = (_arg("bins"), _arg("range"), _arg("categories"))
-#: The other cell of label domains (``histogram``, ``marginals``): after ``categories``.
+#: The other cell of label domains (``histogram``, ``hierarchical_histogram``, ``marginals``): after ``categories``.
 OTHER = _arg("other")
 LOSS_PARAMS = (_arg("epsilon"), _arg("rho"))
 RNG = _arg("rng")
@@ -106,7 +106,7 @@ HISTOGRAM_PARAMS = ParamTable("histogram", (
     _arg("columns", REQUIRED, POSITIONAL), *DOMAIN_PARAMS, OTHER, *LOSS_PARAMS, _method_param("identity"), RNG,
     NONNEGATIVE, *UNIT_PARAMS, *GEOGRAPHY_PARAMS, METHOD_PARAMS))
 HIERARCHICAL_PARAMS = ParamTable("hierarchical_histogram", (
-    _arg("columns", REQUIRED, POSITIONAL), *DOMAIN_PARAMS, *LOSS_PARAMS, *TREE_PARAMS, NONNEGATIVE, RNG,
+    _arg("columns", REQUIRED, POSITIONAL), *DOMAIN_PARAMS, OTHER, *LOSS_PARAMS, *TREE_PARAMS, NONNEGATIVE, RNG,
     *UNIT_PARAMS))
 RANGE_QUERY_PARAMS = ParamTable("range_query", (
     _arg("column", REQUIRED, POSITIONAL), _arg("ranges", REQUIRED, POSITIONAL), *DOMAIN_PARAMS, *LOSS_PARAMS,

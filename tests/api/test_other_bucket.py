@@ -240,3 +240,16 @@ def test_make_grid_other_domains_code_like_their_cells():
     grid = make_grid(frame, ["p", "s"], categories={"p": CATS, "s": ["F", "M"]}, other="O")
     codes = grid.codes([pd.Series(["a", "zz", None, "c"], dtype=object), pd.Series(["M", "F", "F", "?"])])
     assert codes.tolist() == [1, 3 * 3 + 0, -1, 2 * 3 + 2]
+
+
+def test_hierarchical_histograms_and_privacy_units_take_other():
+    frame = pd.DataFrame({"p": ["a", "zz", "b", "zz", None, "c"], "who": [1, 1, 2, 3, 3, 4]})
+    with pdp.budget(epsilon=4 * EXACT):
+        tree = frame.dp.hierarchical_histogram("p", categories=CATS, other="Other", epsilon=EXACT,
+                                               rng=np.random.default_rng(0))
+        units = frame.dp.histogram("p", categories=CATS, other="Other", privacy_unit="who", max_rows=1,
+                                   epsilon=EXACT, rng=np.random.default_rng(0))
+    assert list(tree.counts.index) == [*CATS, "Other"] and np.round(tree.counts.to_numpy()).tolist() == [1, 1, 1, 2]
+    # One row kept per unit (at random): units 1 and 3 have one row in "a"/"zz" and "zz"/None.
+    assert list(units.counts.index) == [*CATS, "Other"] and units.counts.sum() == 4
+    assert units.counts["b"] == 1 and units.counts["c"] == 1
