@@ -32,6 +32,8 @@ from pandas_dp.domain.binning import ChunkBuffers, EvenIntegers
 from pandas_dp.domain.cached import DerivedCache
 from pandas_dp.domain.edges import MAX_CELLS
 from pandas_dp.domain.labels import value_classes
+
+_BOOL, _NUMBER = 1, 2  # classes of pandas_dp.domain.labels.value_classes
 from pandas_dp._utils.public import safe_repr
 from pandas_dp.errors import DomainError, ParameterError
 
@@ -150,20 +152,50 @@ class CategoryDomain(DerivedCache):
         return found
 
     def _lookup(self, values: Any) -> np.ndarray:
-        """``labels.get_indexer(values)`` (the public list) that never raises or warns on a value."""
+        """``labels.get_indexer(values)`` (the public list) that never raises or warns on a value.
+
+        A boolean never matches a number, nor a number a boolean, whatever the column's dtype: in an
+        ``object`` column Python says ``True == 1``, in a ``bool`` column pandas does not, and one
+        stray row turns the one into the other (a neighbour would move every ``True`` row).
+        """
         labels = self.labels
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             try:
-                return np.asarray(labels.get_indexer(pd.Index(values)), dtype=np.int64)
+                found = np.asarray(labels.get_indexer(pd.Index(values)), dtype=np.int64)
             except Exception:  # noqa: BLE001 - a private value's own __hash__/__eq__ may raise anything
                 # An unhashable value (a list, a dict...) in an object column: it matches no label.
                 arr = np.asarray(pd.Series(values, dtype=object).to_numpy(), dtype=object)
                 ok = np.frompyfunc(_hashable, 1, 1)(arr).astype(bool) if arr.size else np.zeros(0, bool)
-                out = np.full(arr.size, -1, dtype=np.int64)
+                found = np.full(arr.size, -1, dtype=np.int64)
                 if ok.any():
-                    out[ok] = labels.get_indexer(pd.Index(arr[ok], dtype=object))
-                return out
+                    found[ok] = labels.get_indexer(pd.Index(arr[ok], dtype=object))
+                values = arr
+        return self._same_kind(values, found)
+
+    @cached_property
+    def _label_classes(self) -> np.ndarray:
+        return value_classes(self.labels)
+
+    def _same_kind(self, values: Any, found: np.ndarray) -> np.ndarray:
+        """``found`` with every match of a boolean to a non-boolean (either way) undone (-1)."""
+        label_classes = self._label_classes
+        if not (label_classes == _BOOL).any() and not (label_classes == _NUMBER).any():
+            return found
+        hit = found >= 0
+        if not hit.any():
+            return found
+        dtype = getattr(values, "dtype", None)
+        if dtype is not None and dtype != object and not isinstance(dtype, pd.CategoricalDtype) \
+                and (label_classes != _BOOL).all() and not pd.api.types.is_bool_dtype(dtype):
+            return found  # a typed column without booleans against labels without booleans
+        classes = value_classes(values)
+        matched = label_classes[np.maximum(found, 0)]
+        wrong = hit & (classes != matched) & ((classes == _BOOL) | (matched == _BOOL))
+        if wrong.any():
+            found = found.copy()
+            found[wrong] = -1
+        return found
 
     def align(self, low: Any, high: Any) -> tuple[int, int]:
         raise DomainError(

@@ -253,3 +253,17 @@ def test_hierarchical_histograms_and_privacy_units_take_other():
     # One row kept per unit (at random): units 1 and 3 have one row in "a"/"zz" and "zz"/None.
     assert list(units.counts.index) == [*CATS, "Other"] and units.counts.sum() == 4
     assert units.counts["b"] == 1 and units.counts["c"] == 1
+
+
+@pytest.mark.parametrize("other", [None, "Other"])
+def test_a_boolean_never_matches_a_number_whatever_the_dtype(other):
+    # One string row turns a bool column into an object one, where Python says True == 1: before, every True
+    # row then moved into the label 1 (a neighbour changing 50 counts). Booleans now never match numbers.
+    flags = pd.DataFrame({"v": [True] * 50 + [False] * 5})
+    grown = pd.DataFrame({"v": pd.Series([True] * 50 + [False] * 5 + ["x"], dtype=object)})
+    numbers = pd.DataFrame({"v": pd.Series([1] * 50 + ["x"], dtype=object)})
+    a, _ = _release(flags, "v", categories=[0, 1], other=other)
+    b, _ = _release(grown, "v", categories=[0, 1], other=other)
+    assert np.abs(b.counts.to_numpy() - a.counts.to_numpy()).sum() == (0 if other is None else 1)
+    n, _ = _release(numbers, "v", categories=[False, True], other=other)
+    assert n.counts.iloc[:2].tolist() == [0, 0]
