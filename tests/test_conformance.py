@@ -142,6 +142,28 @@ def test_rows_outside_domain_change_nothing(ages, engine, method, kwargs):
     np.testing.assert_array_equal(a.counts.to_numpy(), b.counts.to_numpy())
 
 
+@pytest.mark.parametrize("method,kwargs", METHODS)
+def test_an_other_cell_on_a_label_domain(ages, method, kwargs):
+    """``other=``: one more cell, last, that a row with an unseen label lands in; the same cells and charge."""
+    two_d = two_dimensional_only(method, kwargs)
+    cols = ["age", "state"] if two_d else "state"
+    listed = BINS_2D["categories"]["state"][:7] if two_d else ["CA", "NY"]
+    domain = dict(bins={"age": 8}, range={"age": (0, 128)}, categories={"state": listed}) if two_d \
+        else dict(categories=listed)
+    unseen = pd.concat([ages, pd.DataFrame({"age": [5], "income": [0.0], "state": ["rare-label"]})],
+                       ignore_index=True)
+    seen = []
+    for frame in (ages, unseen):
+        with pdp.budget(1.0) as b:
+            h = frame.dp.histogram(cols, **domain, other="Other", epsilon=0.5, method=method,
+                                   rng=np.random.default_rng(0), **kwargs)
+        labels = h.counts.index.get_level_values("state") if two_d else h.counts.index
+        assert list(pd.unique(np.asarray(labels))) == [*listed, "Other"]
+        assert len(h.counts) == (64 if two_d else 3)
+        seen.append((tuple(h.counts.index), b.spent, len(b.ledger)))
+    assert seen[0] == seen[1] and seen[0][1:] == (0.5, 1)
+
+
 # ------------------------------------------------------------------ the other release kinds
 
 def _groups_frame() -> pd.DataFrame:

@@ -112,12 +112,14 @@ def run_release(call: Callable[[], Any], epsilon: Any, method: str) -> None:
        method=st.sampled_from(["identity", "hierarchical", "ahp", "dpcube", "auto", "identity", "bogus", None]),
        nonnegative=st.sampled_from([False, True, False, 1, "yes"]),
        knobs=st.sampled_from([{}, {}, {}, {"branching": 2}, {"eta": -1}, {"epsilon_split": 1.5}, {"bogus": 1},
-                              {"threshold": math.nan}, {"clustering": "optimal"}]))
-def test_fuzz_histogram(df, columns, domain, epsilon, method, nonnegative, knobs):
+                              {"threshold": math.nan}, {"clustering": "optimal"}]),
+       other=st.sampled_from([None, None, None, "Other", "a", "x", 5, {"c": "O"}, {"v": "O"}, {"nope": "O"}, ["O"],
+                              math.nan]))
+def test_fuzz_histogram(df, columns, domain, epsilon, method, nonnegative, knobs, other):
     bins, rng_, categories = domain
-    run_release(lambda: df.dp.histogram(columns, bins=bins, range=rng_, categories=categories, epsilon=epsilon,
-                                        method=method, nonnegative=nonnegative, rng=np.random.default_rng(0),
-                                        **knobs), epsilon, "histogram")
+    run_release(lambda: df.dp.histogram(columns, bins=bins, range=rng_, categories=categories, other=other,
+                                        epsilon=epsilon, method=method, nonnegative=nonnegative,
+                                        rng=np.random.default_rng(0), **knobs), epsilon, "histogram")
 
 
 @FUZZ

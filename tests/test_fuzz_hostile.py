@@ -190,6 +190,8 @@ ARGUMENT_KINDS = {
     "by": "label", "by_categories": "domain", "level_weights": "weights", "integer": "flag",
     # table sets (releases/marginals.py)
     "workload": "workload", "weights": "weights", "loss": "choice",
+    # the other cell of label domains (domain/categories.py)
+    "other": "label",
 }
 
 
@@ -260,6 +262,7 @@ HIERARCHY = GROUPS[["st", "co"]].drop_duplicates()
 VARIANTS: dict[str, list[dict[str, Any]]] = {
     "histogram": [{**BASE["histogram"], "by": ["st", "co"], "hierarchy": HIERARCHY, "level_weights": [1, 2, 3]},
                   {**BASE["histogram"], "by": "st", "by_categories": ["A", "B"], "integer": True},
+                  {"columns": "s", "categories": ["a", "b"], "other": "Other", "epsilon": 0.5},
                   {**BASE["histogram"], "privacy_unit": "g", "max_rows": 3},
                   {**BASE["histogram"], "privacy_unit": "g", "max_cells": 2, "max_rows_per_cell": 3}],
     "hierarchical_histogram": [{**BASE["hierarchical_histogram"], "privacy_unit": "g", "max_rows": 3}],

@@ -51,7 +51,7 @@ class DPAccessorBase:
         return ENTRIES[name].call(self._frame(), arguments)
 
     def histogram(self, columns: Any, *, bins: Any = None, range: Any = None, categories: Any = None,
-                  epsilon: float | None = None, rho: float | None = None,
+                  other: Any = None, epsilon: float | None = None, rho: float | None = None,
                   method: HistogramMethodName = "identity", rng: Any = None,
                   nonnegative: bool = False, privacy_unit: Any = None, max_rows: int | str | None = None,
                   max_cells: int | None = None, max_rows_per_cell: int | None = None,
@@ -80,6 +80,14 @@ class DPAccessorBase:
             the dtype was built from a public codebook
             (``pd.CategoricalDtype(codebook)``), never after
             ``astype("category")``, which builds them from the data.
+        other : label or dict, optional
+            With ``categories``: the label of one more cell, last, counting every
+            value outside the list (unknown labels, values of another type);
+            missing values are still dropped. One label applies to every column
+            with categories; a dict keyed by column (``{"product": "Other"}``)
+            picks columns. The cell is there whether or not a row falls in it,
+            and a row still counts in exactly one cell (same noise). Not on
+            ``by`` columns: rows outside the geography stay dropped.
         epsilon : float
             Privacy loss (pure DP) charged to the active budget. Pass exactly
             one of ``epsilon`` and ``rho``.
@@ -296,7 +304,8 @@ class DPAccessorBase:
         """
         return self._release("unattributed_histogram", locals())
 
-    def marginals(self, workload: Any, *, bins: Any = None, categories: Any = None, epsilon: float | None = None,
+    def marginals(self, workload: Any, *, bins: Any = None, categories: Any = None, other: Any = None,
+                  epsilon: float | None = None,
                   rho: float | None = None, weights: Any = None, loss: Literal["sum", "max"] = "sum",
                   privacy_unit: Any = None, max_rows: int | None = None, rng: Any = None) -> MarginalTables:
         """Release a set of cross-tabulations at once: one optimal measurement, consistent tables, exact errors.
@@ -319,6 +328,10 @@ class DPAccessorBase:
             Public labels of the other columns, keyed by column: ``{"sex": ["F", "M"]}``
             (``"dtype"``: a Categorical column's own codebook). Every column of the workload
             needs one of the two; the domain is never read from the data.
+        other : label or dict, optional
+            An other cell (last) for columns with categories, counting every value outside
+            their list, as for :meth:`histogram`: one label for every such column, or a dict
+            keyed by column (``{"product": "Other"}``).
         epsilon : float
             Privacy loss (pure DP, discrete Laplace noise) charged once for every table.
         rho : float
@@ -366,7 +379,7 @@ class DPAccessorBase:
         return self._release("marginals", locals())
 
     def hierarchical_histogram(self, columns: Any, *, bins: Any = None, range: Any = None,
-                               categories: Any = None, epsilon: float | None = None, rho: float | None = None,
+                               categories: Any = None, other: Any = None, epsilon: float | None = None, rho: float | None = None,
                                branching: int | str = "auto", budget_split: BudgetSplit = "uniform",
                                include_root: bool = False, consistent: bool = True, integer: bool = False,
                                nonnegative: bool = False, rng: Any = None, privacy_unit: Any = None,
@@ -379,8 +392,9 @@ class DPAccessorBase:
         ----------
         columns : str or list of str
             Column(s) to count; several columns give a d-dim grid with fan-out ``b**d`` per node.
-        bins, range, categories
-            The public domain, as for :meth:`histogram`.
+        bins, range, categories, other
+            The public domain, as for :meth:`histogram` (``other``: a last cell for the values outside
+            a list of categories).
         epsilon : float
             Privacy loss charged once to the active budget, split across the tree levels.
         rho : float

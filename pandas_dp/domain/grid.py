@@ -37,7 +37,7 @@ import pandas as pd
 
 from pandas_dp.domain.binning import CHUNK_ROWS, ChunkBuffers, Coder, coder_for_edges
 from pandas_dp.domain.cached import DerivedCache
-from pandas_dp.domain.categories import CategoryDomain, category_dimension
+from pandas_dp.domain.categories import CategoryDomain, category_dimension, with_other
 from pandas_dp.domain.edges import MAX_CELLS, parse_bins
 from pandas_dp.domain.numeric_values import numeric_values
 from pandas_dp.domain.timevalues import NAT, convert_unit, datetime_keys, timedelta_keys
@@ -393,8 +393,37 @@ def _bin_dimension(column: str, bins: Any, rng: Any) -> BinDomain:
     return BinDomain(column, edges, even)
 
 
+def other_labels(other: Any, columns: Sequence[str], labelled: Sequence[bool]) -> list[Any]:
+    """Spread ``other=`` over the columns: a dict keyed by label column, or one label for every label column.
+
+    ``labelled[i]`` says whether column ``i`` has a list of categories. Raises ParameterError (public
+    input, before any charge) for a dict naming an unknown or binned column, a list, or an ``other``
+    with no label column to apply to.
+    """
+    if other is None:
+        return [None] * len(columns)
+    if isinstance(other, dict):
+        unknown = [k for k in other if k not in columns]
+        if unknown:
+            raise ParameterError(f"The 'other' dict names columns {safe_repr(unknown)} that are not among the "
+                                 f"released columns {list(columns)}.")
+        binned = [c for c, has in zip(columns, labelled) if not has and other.get(c) is not None]
+        if binned:
+            raise ParameterError(f"The 'other' dict names columns {binned} that have bins, not categories: an other "
+                                 f"cell goes next to a public list of labels. Drop them from other= (values outside "
+                                 f"numeric bins are dropped) or pass categories=[...] for them.")
+        return [other.get(c) for c in columns]
+    if isinstance(other, (list, tuple, set, pd.Index, np.ndarray, pd.Series)):
+        raise ParameterError(f"The 'other' parameter must be one label (for every label column) or a dict keyed by "
+                             f"column, e.g. other={{'product': 'Other'}}. Got {safe_repr(other)}.")
+    if not any(labelled):
+        raise ParameterError(f"The 'other' parameter needs a public categories=[...] list: the other cell counts the "
+                             f"values outside it. Columns {list(columns)} have bins. Drop other= or pass categories=.")
+    return [other if has else None for has in labelled]
+
+
 def make_grid(frame: pd.DataFrame, columns: Sequence[str], *, bins: Any = None, range: Any = None,
-              categories: Any = None) -> Grid:
+              categories: Any = None, other: Any = None) -> Grid:
     """Build the public domain of a release from the caller's arguments (never from the data).
 
     Parameters
@@ -410,6 +439,10 @@ def make_grid(frame: pd.DataFrame, columns: Sequence[str], *, bins: Any = None, 
         Timedeltas), a sequence of edges (numbers, Timestamps, Timedeltas), a
         pandas frequency string such as ``"M"`` (with a ``range`` of dates), or an
         ``IntervalIndex`` (see :mod:`pandas_dp.domain.edges`).
+    other : label or dict, optional
+        The label of an other cell, added last to a label dimension, counting every present
+        value outside its list (:func:`~pandas_dp.domain.categories.with_other`): one label for
+        every column with categories, or a dict keyed by column.
 
     Raises
     ------
@@ -448,6 +481,9 @@ def make_grid(frame: pd.DataFrame, columns: Sequence[str], *, bins: Any = None, 
                 f"(categories='dtype' uses a Categorical column's own categories, when its dtype was built "
                 f"from a public codebook). The library never derives the domain from the data."
             )
+    labelled = [isinstance(d, CategoryDomain) for d in dims]
+    dims = [d if o is None else with_other(d, o)  # type: ignore[arg-type]
+            for d, o in zip(dims, other_labels(other, columns, labelled))]
     grid = Grid(tuple(dims))
     if grid.size > MAX_CELLS:
         raise DomainError(

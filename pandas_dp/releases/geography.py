@@ -301,6 +301,7 @@ def _wrap(rel: Any, plan: GeographyPlan, loss: PrivacyLoss, method: str, params:
 
 
 def histogram_by_region(frame: Any, columns: Any, *, bins: Any = None, range: Any = None, categories: Any = None,
+                        other: Any = None,
                         epsilon: Any = None, rho: Any = None, method: str = "identity", rng: Any = None,
                         nonnegative: bool = False, by: Any = None, hierarchy: pd.DataFrame | None = None,
                         by_categories: Any = None, level_weights: Any = None, integer: bool | None = None,
@@ -336,7 +337,7 @@ def histogram_by_region(frame: Any, columns: Any, *, bins: Any = None, range: An
                              f"{list(RESERVED_NAMES)}; rename them (df.rename(columns=...)) first.")
     tree = geography_tree(frame.columns, by, hierarchy=hierarchy, by_categories=by_categories)
     unit = unit_arguments.bounds(frame.columns, reserved=(*cols, *tree.located))
-    grid = make_grid(frame, cols, bins=bins, range=range, categories=categories)
+    grid = make_grid(frame, cols, bins=bins, range=range, categories=categories, other=other)
 
     def planned(bounds: UnitBounds | None, share: PrivacyLoss) -> GeographyPlan:
         per_row = share if bounds is None else bounds.per_row_loss(share)

@@ -146,7 +146,7 @@ register_method(HistogramMethod("hierarchical", TREE_PARAMS, _plan, _release, me
 
 
 def hierarchical_histogram(frame: pd.DataFrame, columns: Any, *, bins: Any = None, range: Any = None,
-                           categories: Any = None, epsilon: Any = None, rho: Any = None,
+                           categories: Any = None, other: Any = None, epsilon: Any = None, rho: Any = None,
                            branching: int | str = "auto", budget_split: BudgetSplit = "uniform",
                            include_root: bool = False, consistent: bool = True, integer: bool = False,
                            nonnegative: bool = False, rng: Any = None, privacy_unit: Any = None,
@@ -159,7 +159,7 @@ def hierarchical_histogram(frame: pd.DataFrame, columns: Any, *, bins: Any = Non
     knobs = {"branching": branching, "budget_split": budget_split, "include_root": include_root,
              "consistent": consistent, "integer": integer}
     unit = PrivacyUnit.gather(privacy_unit, max_rows, max_cells, max_rows_per_cell)
-    return flat_histogram(frame, columns, bins=bins, range=range, categories=categories,  # type: ignore[return-value]
+    return flat_histogram(frame, columns, bins=bins, range=range, categories=categories, other=other,  # type: ignore[return-value]
                           epsilon=epsilon, rho=rho, method="hierarchical", rng=rng, nonnegative=nonnegative,
                           unit=unit, knobs=knobs)
 

@@ -214,7 +214,7 @@ def choose_max_rows(contributions: np.ndarray, noise: Noise, rng: Any) -> int:
 
 
 def histogram(frame: pd.DataFrame, columns: Any, *, bins: Any = None, range: Any = None,
-              categories: Any = None, epsilon: Any = None, rho: Any = None, method: MethodName = "identity",
+              categories: Any = None, other: Any = None, epsilon: Any = None, rho: Any = None, method: MethodName = "identity",
               rng: Any = None, nonnegative: bool = False, privacy_unit: Any = None, max_rows: Any = None,
               max_cells: Any = None, max_rows_per_cell: Any = None, by: Any = None, hierarchy: Any = None,
               by_categories: Any = None, level_weights: Any = None, integer: bool | None = None,
@@ -228,19 +228,21 @@ def histogram(frame: pd.DataFrame, columns: Any, *, bins: Any = None, range: Any
     if by is not None or hierarchy is not None or by_categories is not None or level_weights is not None:
         from pandas_dp.releases.geography import histogram_by_region  # local: cycle (geography uses this module)
 
-        return histogram_by_region(frame, columns, bins=bins, range=range, categories=categories, epsilon=epsilon,
+        return histogram_by_region(frame, columns, bins=bins, range=range, categories=categories, other=other,
+                                   epsilon=epsilon,
                                    rho=rho, method=method, rng=rng, nonnegative=nonnegative, by=by,
                                    hierarchy=hierarchy, by_categories=by_categories, level_weights=level_weights,
                                    integer=integer, unit_arguments=unit, **method_params)
     if integer is not None:
         method_params["integer"] = integer  # a knob of method="hierarchical"
-    return flat_histogram(frame, columns, bins=bins, range=range, categories=categories, epsilon=epsilon, rho=rho,
+    return flat_histogram(frame, columns, bins=bins, range=range, categories=categories, other=other,
+                          epsilon=epsilon, rho=rho,
                           method=method, rng=rng, nonnegative=nonnegative, unit=unit, knobs=method_params)
 
 
 def flat_histogram(frame: pd.DataFrame, columns: Any, *, bins: Any, range: Any, categories: Any, epsilon: Any,
                    rho: Any, method: Any, rng: Any, nonnegative: Any, unit: UnitArguments,
-                   knobs: dict[str, Any]) -> Histogram:
+                   knobs: dict[str, Any], other: Any = None) -> Histogram:
     """``histogram`` without ``by=``: check the public inputs in order, plan the method, run the pipeline."""
     cols = check_columns(frame, columns)
     loss = privacy_loss(epsilon, rho)
@@ -248,7 +250,7 @@ def flat_histogram(frame: pd.DataFrame, columns: Any, *, bins: Any, range: Any, 
     nonneg = check_flag(nonnegative, "nonnegative")
     name = method_named(method)
     bounds = unit.bounds(frame.columns, reserved=tuple(cols))
-    grid = make_grid(frame, cols, bins=bins, range=range, categories=categories)
+    grid = make_grid(frame, cols, bins=bins, range=range, categories=categories, other=other)
     planned = plan_method(name, grid, loss if bounds is None or not bounds.auto else loss - loss.part(AUTO_SHARE),
                           knobs, bounds)
     return histogram_release(frame, cols, grid, loss, planned, rng=generator, nonnegative=nonneg, unit=bounds,

@@ -33,7 +33,7 @@ from pandas_dp.algorithms.marginals.measure import measure_marginals
 from pandas_dp.algorithms.marginals.plan import Objective, ResidualPlan, plan_residuals
 from pandas_dp.algorithms.marginals.reconstruct import reconstruct
 from pandas_dp.algorithms.marginals.workload import Workload, make_workload
-from pandas_dp.domain.grid import MAX_CELLS, Grid, make_grid
+from pandas_dp.domain.grid import MAX_CELLS, Grid, make_grid, other_labels
 from pandas_dp.errors import DomainError, ParameterError
 from pandas_dp.noise.words import release_key
 from pandas_dp.privacy.loss import UNIT, PrivacyLoss, Sensitivity
@@ -98,16 +98,17 @@ def _dimension_specs(value: Any, name: str, attrs: list[Any]) -> Mapping[Any, An
     return value
 
 
-def _dimensions(frame: Any, attrs: list[Any], bins: Any, categories: Any) -> list[Grid]:
+def _dimensions(frame: Any, attrs: list[Any], bins: Any, categories: Any, other: Any = None) -> list[Grid]:
     """One public one-column grid per attribute (``histogram``'s domain rules, from the arguments only)."""
     bins_of = _dimension_specs(bins, "bins", attrs)
     cats_of = _dimension_specs(categories, "categories", attrs)
+    other_of = dict(zip(attrs, other_labels(other, attrs, [cats_of.get(c) is not None for c in attrs])))
     dims = []
     for c in attrs:
         b = bins_of.get(c)
         k = cats_of.get(c)
         dims.append(make_grid(frame, [c], bins=None if b is None else {c: b},
-                              categories=None if k is None else {c: k}))
+                              categories=None if k is None else {c: k}, other=other_of[c]))
     return dims
 
 
@@ -132,7 +133,8 @@ def _cached_plan(work: Workload, privacy: PrivacyLoss, objective: Objective, sen
     return plan_residuals(work, loss=privacy, objective=objective, sensitivity=sensitivity)
 
 
-def marginals(frame: Any, workload: Any, *, bins: Any = None, categories: Any = None, epsilon: Any = None,
+def marginals(frame: Any, workload: Any, *, bins: Any = None, categories: Any = None, other: Any = None,
+              epsilon: Any = None,
               rho: Any = None, weights: Any = None, loss: Any = "sum", privacy_unit: Any = None,
               max_rows: Any = None, rng: Any = None) -> MarginalTables:
     """Release a workload of consistent cross-tabulations (see ``DataFrame.dp.marginals``)."""
@@ -147,7 +149,7 @@ def marginals(frame: Any, workload: Any, *, bins: Any = None, categories: Any = 
     if sum(1 << len(t) for t in tables) > MAX_SUBSETS:
         raise DomainError(f"The workload's tables have too many sub-tables to measure (the sum of 2**columns over "
                           f"its tables is above {MAX_SUBSETS:,}). Use tables of fewer columns.")
-    dims = _dimensions(frame, attrs, bins, categories)
+    dims = _dimensions(frame, attrs, bins, categories, other)
     position = {(type(c), c): i for i, c in enumerate(attrs)}
     work = make_workload([d.size for d in dims], [[position[(type(c), c)] for c in t] for t in tables])
     cells = sum(work.cells(a) for a in work.closure)

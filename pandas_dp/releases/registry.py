@@ -44,12 +44,14 @@ def _arg(name: str, default: Any = None, kind: Any = KEYWORD) -> Param:
 
 #: Shared arguments, declared once.
 DOMAIN_PARAMS = (_arg("bins"), _arg("range"), _arg("categories"))
+#: The other cell of label domains (``histogram``, ``hierarchical_histogram``, ``marginals``): after ``categories``.
+OTHER = _arg("other")
 LOSS_PARAMS = (_arg("epsilon"), _arg("rho"))
 RNG = _arg("rng")
 NONNEGATIVE = Param("nonnegative", Flag(), False, "clip negative estimates at 0 (post-processing)")
 
 #: The arguments of a histogram-like release that the command line accepts besides its method's knobs.
-HISTOGRAM_ARGUMENTS = ("columns", *(p.name for p in DOMAIN_PARAMS), NONNEGATIVE.name, *(p.name for p in UNIT_PARAMS))
+HISTOGRAM_ARGUMENTS = ("columns", *(p.name for p in DOMAIN_PARAMS), OTHER.name, NONNEGATIVE.name, *(p.name for p in UNIT_PARAMS))
 
 
 def _methods(extra: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -101,10 +103,10 @@ _RANGE_AUTO = {"auto": "a hierarchical histogram with the best branching when it
                        "variance beats the flat histogram's, else the flat one (the default)"}
 
 HISTOGRAM_PARAMS = ParamTable("histogram", (
-    _arg("columns", REQUIRED, POSITIONAL), *DOMAIN_PARAMS, *LOSS_PARAMS, _method_param("identity"), RNG,
+    _arg("columns", REQUIRED, POSITIONAL), *DOMAIN_PARAMS, OTHER, *LOSS_PARAMS, _method_param("identity"), RNG,
     NONNEGATIVE, *UNIT_PARAMS, *GEOGRAPHY_PARAMS, METHOD_PARAMS))
 HIERARCHICAL_PARAMS = ParamTable("hierarchical_histogram", (
-    _arg("columns", REQUIRED, POSITIONAL), *DOMAIN_PARAMS, *LOSS_PARAMS, *TREE_PARAMS, NONNEGATIVE, RNG,
+    _arg("columns", REQUIRED, POSITIONAL), *DOMAIN_PARAMS, OTHER, *LOSS_PARAMS, *TREE_PARAMS, NONNEGATIVE, RNG,
     *UNIT_PARAMS))
 RANGE_QUERY_PARAMS = ParamTable("range_query", (
     _arg("column", REQUIRED, POSITIONAL), _arg("ranges", REQUIRED, POSITIONAL), *DOMAIN_PARAMS, *LOSS_PARAMS,
@@ -113,7 +115,7 @@ COUNT_OF_COUNTS_ENTRY_PARAMS = ParamTable("count_of_counts", (
     _arg("group", REQUIRED, POSITIONAL), _arg("location", REQUIRED, POSITIONAL), *LOSS_PARAMS, _arg("groups"),
     _arg("hierarchy"), *COUNT_OF_COUNTS_PARAMS, RNG, _arg("privacy_unit"), _arg("level_weights")))
 MARGINALS_PARAMS = ParamTable("marginals", (
-    _arg("workload", REQUIRED, POSITIONAL), _arg("bins"), _arg("categories"), *LOSS_PARAMS, _arg("weights"),
+    _arg("workload", REQUIRED, POSITIONAL), _arg("bins"), _arg("categories"), OTHER, *LOSS_PARAMS, _arg("weights"),
     _arg("loss", "sum"),
     # The privacy unit with a row bound only (no cells scheme, no "auto"): checked by the release itself.
     Param("privacy_unit", None, None, type="column label, optional", doc="""

@@ -59,7 +59,7 @@ def check_known_categories(frame: Any, grid: Grid) -> None:
         if not isinstance(dtype, pd.CategoricalDtype):
             continue
         known = not (len(dtype.categories) == 1 and str(dtype.categories[0]) == placeholder)
-        if not known and list(map(str, dim.categories)) == [placeholder]:
+        if not known and list(map(str, dim.labels)) == [placeholder]:
             raise DomainError(
                 f"Column {dim.column!r} of the Dask frame is Categorical with unknown categories, so its dtype "
                 f"holds no public domain. Pass categories=[...] with every possible label (public knowledge). "
