@@ -1,0 +1,243 @@
+"""``PublishedTables``: a table set made publishable: non-negative (or non-negative integer) and consistent.
+
+Built from a :class:`~pandas_dp.results.marginals.MarginalTables` by post-processing only
+(``tables.nonnegative()``, ``tables.integer()``, or ``df.dp.marginals(..., nonnegative=True)`` /
+``integer=True``): no private data is read and no budget is spent. Every table is read from one
+non-negative joint over the union of the workload's columns
+(:mod:`pandas_dp.algorithms.marginals.nonnegative`, then :mod:`pandas_dp.algorithms.marginals.sample`
+for integers), so a table summed over some of its columns is the smaller table exactly and all
+share one total.
+
+The unconstrained GLS tables stay attached (``unconstrained``): their variances are exact for
+*them*, not for the published tables (clipping and rounding add a bias that depends on the
+unknown counts), so :meth:`PublishedTables.to_frame` shows them as ``unconstrained_estimate`` and
+``unconstrained_variance``, a reference, and :meth:`PublishedTables.error` reports how far the
+published tables moved from them.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+import numpy as np
+import pandas as pd
+
+from pandas_dp._utils.public import safe_repr
+from pandas_dp.algorithms.marginals.nonnegative import table_of
+from pandas_dp.algorithms.marginals.nonnegative import project_nonnegative
+from pandas_dp.algorithms.marginals.sample import fit_model, integer_joint, sample_joint
+from pandas_dp.domain.grid import Grid
+from pandas_dp.errors import ParameterError
+from pandas_dp.results._base import FrozenRelease, MeasureView
+from pandas_dp.results._checks import find_label
+from pandas_dp.results.frozen import stored_fields
+
+__all__ = ["PublishedTables", "publish"]
+
+
+@stored_fields
+@dataclass(frozen=True, repr=False, eq=False)
+class PublishedTables(FrozenRelease, MeasureView):
+    """Non-negative (``kind="nonnegative"``) or non-negative integer (``kind="integer"``) consistent tables.
+
+    Attributes
+    ----------
+    workload : tuple of tuple
+        The tables asked for, as tuples of column labels.
+    domain : Grid
+        The public domain of every column of the workload.
+    kind : str
+        ``"nonnegative"`` or ``"integer"``.
+    joint : ndarray
+        The published joint over the union of the workload's columns (axes in ``domain`` order):
+        every table is its sum over the other columns. Float64 on a dyadic grid (``"nonnegative"``)
+        or int64 (``"integer"``).
+    nonnegative_joint : ndarray
+        The non-negative joint the integers were rounded from (the ``joint`` itself for
+        ``"nonnegative"``).
+    unconstrained : MarginalTables
+        The release these tables were computed from (exact variances of the unconstrained tables).
+    params : Mapping
+        How the tables were computed (solver steps and tolerance, the model's fit).
+    epsilon, loss :
+        The privacy loss of the release (nothing more was spent).
+    """
+
+    workload: tuple[tuple[Any, ...], ...]
+    domain: Grid = field(compare=False)
+    kind: str
+    joint: np.ndarray
+    nonnegative_joint: np.ndarray = field(compare=False)
+    unconstrained: Any = field(compare=False)
+    params: Mapping[str, Any] = field(default_factory=dict)
+    epsilon: float | None = None
+    loss: Any = field(default=None, compare=False)
+
+    @property
+    def columns(self) -> tuple[Any, ...]:
+        """Every column of the workload, in order of first appearance."""
+        return self.domain.columns
+
+    @property
+    def total(self) -> float:
+        """The one total every table shares (an integer for ``kind="integer"``)."""
+        joint = np.asarray(self.joint)
+        return int(joint.sum()) if joint.dtype.kind == "i" else math.fsum(joint.ravel().tolist())
+
+    def _axes(self, columns: Any) -> list[int]:
+        names = list(self.columns)
+        wanted = list(columns) if isinstance(columns, (tuple, list)) else [columns]
+        wanted = [str.__str__(c) if isinstance(c, str) else c for c in wanted]
+        found = [find_label(c, names) for c in wanted]
+        if not wanted or any(k is None for k in found) or len(set(found)) != len(found):
+            raise ParameterError(f"table() takes one or more distinct columns of this release {names}, e.g. "
+                                 f"table({tuple(self.workload[0])!r}). Got {safe_repr(columns)}.")
+        axes = [int(k) for k in found if k is not None]
+        self.unconstrained._detail().plan.workload.check(tuple(sorted(axes)))
+        return axes
+
+    @staticmethod
+    def _values(joint: np.ndarray, axes: list[int]) -> np.ndarray:
+        order = sorted(axes)
+        values = table_of(np.asarray(joint), order)
+        return np.ascontiguousarray(np.transpose(values, [order.index(k) for k in axes]))
+
+    def table(self, columns: Any) -> pd.Series:
+        """The published table of ``columns`` (a workload table or any sub-table of one), a Series on the
+        cells (a ``MultiIndex`` for two or more columns) named ``estimate``."""
+        axes = self._axes(columns)
+        grid = Grid(tuple(self.domain.dims[k] for k in axes))
+        return pd.Series(self._values(self.joint, axes).ravel(), index=grid.index, name="estimate")
+
+    def tables(self) -> list[pd.Series]:
+        """Every workload table, in the workload's order."""
+        return [self.table(t) for t in self.workload]
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per cell of every workload table: ``table``, one column per attribute, ``estimate`` (the
+        published value), ``unconstrained_estimate`` and ``unconstrained_variance`` (the GLS table's value
+        and its exact variance: a reference, not the published value's error), and for integers
+        ``nonnegative_estimate`` (the value before rounding)."""
+        base = self.unconstrained.to_frame()
+        estimates = np.concatenate([self._values(self.joint, self._axes(t)).ravel() for t in self.workload])
+        out = base.drop(columns=["estimate", "variance", "std_error"])
+        out["estimate"] = estimates
+        out["unconstrained_estimate"] = base["estimate"].to_numpy()
+        out["unconstrained_variance"] = base["variance"].to_numpy()
+        if self.kind == "integer":
+            out["nonnegative_estimate"] = np.concatenate(
+                [self._values(self.nonnegative_joint, self._axes(t)).ravel() for t in self.workload])
+        return out
+
+    def error(self) -> pd.DataFrame:
+        """How far every workload table moved, one row per table: ``cells``, ``rmse_vs_unconstrained`` and
+        ``max_abs_vs_unconstrained`` (published against the GLS table), and for integers
+        ``rmse_vs_nonnegative`` and ``max_abs_vs_nonnegative`` (the rounding's extra error)."""
+        frame = self.to_frame()
+        rows = []
+        for cols in self.workload:
+            part = frame[frame["table"].map(lambda t, c=tuple(cols): t == c)]
+            row: dict[str, Any] = {"table": tuple(cols), "cells": len(part)}
+            refs = [("unconstrained", part["unconstrained_estimate"])]
+            if self.kind == "integer":
+                refs.append(("nonnegative", part["nonnegative_estimate"]))
+            for name, ref in refs:
+                diff = part["estimate"].to_numpy(dtype=np.float64) - ref.to_numpy(dtype=np.float64)
+                row[f"rmse_vs_{name}"] = float(np.sqrt(np.mean(diff * diff)))
+                row[f"max_abs_vs_{name}"] = float(np.max(np.abs(diff)))
+            rows.append(row)
+        return pd.DataFrame(rows)
+
+    def sample(self, n: Any = None, rng: Any = None) -> pd.DataFrame:
+        """Synthetic person records whose tables agree with these tables (post-processing, free).
+
+        The model is the maximum-entropy joint with the published tables (iterative proportional
+        fitting over the union domain; :mod:`pandas_dp.algorithms.marginals.sample`), or the
+        published joint itself when one table holds every column or the tables are integers.
+        ``n`` records are drawn by systematic sampling: every joint cell gets the floor or the
+        ceiling of its expected count ``n q``, so with ``n`` the published total a cell of the
+        integer tables is matched exactly, and of non-negative tables to within the model's fit
+        (IPF to ``1e-9`` of the total) plus the rounding of the cells it sums (each joint cell
+        within 1 of ``n q``; a cell of a table on the first columns, a run of joint cells, too).
+
+        Parameters
+        ----------
+        n : int, optional
+            Number of records (default: the published total, rounded).
+        rng : numpy.random.Generator, optional
+            The one uniform draw of the systematic sample and the order of the records (default: a
+            fresh OS-seeded generator).
+
+        Returns
+        -------
+        DataFrame
+            One row per record, one categorical column per workload column, labelled as the
+            tables' cells are, in random order.
+        """
+        total = self.total
+        if n is None:
+            n = int(round(total))
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
+            raise ParameterError(f"sample(n=) takes a non-negative integer number of records, or None for the "
+                                 f"published total. Got {safe_repr(n)}.")
+        if rng is not None and not isinstance(rng, np.random.Generator):
+            raise ParameterError(f"sample(rng=) takes a numpy.random.Generator or None (the draws are "
+                                 f"post-processing of released values). Got {safe_repr(rng)}.")
+        generator = rng if rng is not None else np.random.default_rng()
+        counts = sample_joint(self._model(), int(n), generator)
+        cells = np.repeat(np.arange(counts.size), counts.ravel())
+        cells = cells[generator.permutation(cells.size)]
+        codes = np.unravel_index(cells, counts.shape)
+        return pd.DataFrame({dim.column: pd.Categorical.from_codes(code, categories=dim.index)
+                             for dim, code in zip(self.domain.dims, codes)})
+
+    def _model(self) -> np.ndarray:
+        if self.kind == "integer":
+            return np.asarray(self.joint, dtype=np.float64)
+        axes = [tuple(sorted(self._axes(t))) for t in self.workload]
+        targets = [table_of(np.asarray(self.joint), t) for t in axes]
+        return fit_model(self.domain.shape, axes, targets).joint
+
+    def __repr__(self) -> str:
+        err = self.error()
+        return (f"PublishedTables(kind={self.kind!r}, total={self.total}, tables={len(self.workload)}, "
+                f"columns={list(self.columns)})\n{err.to_string(index=False)}")
+
+    def _repr_html_(self) -> str:
+        return (f"<div><strong>PublishedTables</strong> — {html.escape(self.kind)}, total {self.total}, "
+                f"{len(self.workload)} tables over {html.escape(str(list(self.columns)))}"
+                f"{self.error().to_html(index=False)}</div>")
+
+
+def publish(reference: Any, kind: str) -> PublishedTables:
+    """The ``kind`` (``"nonnegative"`` or ``"integer"``) tables of a ``MarginalTables`` (post-processing).
+
+    Non-negative: the projection of :func:`~pandas_dp.algorithms.marginals.nonnegative.project_nonnegative`
+    on the workload's tables, each weighted by one over its exact cell variance. Integer: that
+    joint's record model (:func:`~pandas_dp.algorithms.marginals.sample.fit_model`) scaled to the
+    rounded total and controlled-rounded (:func:`~pandas_dp.algorithms.marginals.sample.integer_joint`).
+    """
+    if kind not in ("nonnegative", "integer"):
+        raise ParameterError(f"kind must be 'nonnegative' or 'integer'; got {safe_repr(kind)}.")
+    detail = reference._detail()
+    axes = [tuple(sorted(reference._attributes(t))) for t in reference.workload]
+    targets = [np.asarray(detail.marginal(list(a)), dtype=np.float64) for a in axes]
+    weights = [1.0 / max(float(detail.variance(list(a))), 1e-300) for a in axes]
+    fit = project_nonnegative(reference.domain.shape, axes, targets, weights)
+    params: dict[str, Any] = {"method": "weighted least squares onto the tables of a non-negative joint",
+                              "weights": "1 / cell variance of each workload table",
+                              "solver_iterations": fit.iterations, "solver_step": fit.step, "grid": fit.grid}
+    joint = fit.joint
+    if kind == "integer":
+        published = [table_of(fit.joint, a) for a in axes]
+        model = fit_model(reference.domain.shape, axes, published)
+        total = int(round(math.fsum(fit.joint.ravel().tolist())))
+        joint = integer_joint(model.joint, total)
+        params.update({"rounding": "controlled rounding of the record model's joint (largest remainder)",
+                       "model_sweeps": model.sweeps, "model_error": model.error})
+    return PublishedTables(workload=reference.workload, domain=reference.domain, kind=kind, joint=joint,
+                           nonnegative_joint=fit.joint, unconstrained=reference, params=params,
+                           epsilon=reference.epsilon, loss=reference.loss)
