@@ -60,8 +60,13 @@ class PublishedTables(FrozenRelease, MeasureView):
         ``"nonnegative"``).
     unconstrained : MarginalTables
         The release these tables were computed from (exact variances of the unconstrained tables).
+    method : str
+        The release's method (``"residual_planner"``).
     params : Mapping
-        How the tables were computed (solver steps and tolerance, the model's fit).
+        The release's parameters, with ``"publish"``: how these tables were computed (solver
+        steps and last step, the joint's grid, the record model's fit).
+    post_processing : tuple of str
+        The steps after the noise (the GLS reconstruction, the projection, the rounding).
     epsilon, loss :
         The privacy loss of the release (nothing more was spent).
     """
@@ -72,7 +77,9 @@ class PublishedTables(FrozenRelease, MeasureView):
     joint: np.ndarray
     nonnegative_joint: np.ndarray = field(compare=False)
     unconstrained: Any = field(compare=False)
+    method: str = "residual_planner"
     params: Mapping[str, Any] = field(default_factory=dict)
+    post_processing: tuple[str, ...] = ()
     epsilon: float | None = None
     loss: Any = field(default=None, compare=False)
 
@@ -227,6 +234,7 @@ def publish(reference: Any, kind: str) -> PublishedTables:
     targets = [np.asarray(detail.marginal(list(a)), dtype=np.float64) for a in axes]
     weights = [1.0 / max(float(detail.variance(list(a))), 1e-300) for a in axes]
     fit = project_nonnegative(reference.domain.shape, axes, targets, weights)
+    steps = ("non-negative weighted least squares over the tables of one joint (consistent)",)
     params: dict[str, Any] = {"method": "weighted least squares onto the tables of a non-negative joint",
                               "weights": "1 / cell variance of each workload table",
                               "solver_iterations": fit.iterations, "solver_step": fit.step, "grid": fit.grid}
@@ -238,6 +246,9 @@ def publish(reference: Any, kind: str) -> PublishedTables:
         joint = integer_joint(model.joint, total)
         params.update({"rounding": "controlled rounding of the record model's joint (largest remainder)",
                        "model_sweeps": model.sweeps, "model_error": model.error})
+        steps += ("controlled rounding of the maximum-entropy (IPF) joint to integers",)
     return PublishedTables(workload=reference.workload, domain=reference.domain, kind=kind, joint=joint,
-                           nonnegative_joint=fit.joint, unconstrained=reference, params=params,
+                           nonnegative_joint=fit.joint, unconstrained=reference, method=reference.method,
+                           params={**reference.params, "publish": {"kind": kind, **params}},
+                           post_processing=(*reference.post_processing, *steps),
                            epsilon=reference.epsilon, loss=reference.loss)
