@@ -206,7 +206,7 @@ class PublishedTables(FrozenRelease, MeasureView):
             return np.asarray(self.joint, dtype=np.float64)
         axes = [tuple(sorted(self._axes(t))) for t in self.workload]
         targets = [table_of(np.asarray(self.joint), t) for t in axes]
-        return fit_model(self.domain.shape, axes, targets).joint
+        return fit_model(self.domain.shape, axes, targets, support=np.asarray(self.nonnegative_joint) > 0).joint
 
     def __repr__(self) -> str:
         err = self.error()
@@ -241,7 +241,7 @@ def publish(reference: Any, kind: str) -> PublishedTables:
     joint = fit.joint
     if kind == "integer":
         published = [table_of(fit.joint, a) for a in axes]
-        model = fit_model(reference.domain.shape, axes, published)
+        model = fit_model(reference.domain.shape, axes, published, support=fit.joint > 0)
         total = int(round(math.fsum(fit.joint.ravel().tolist())))
         joint = integer_joint(model.joint, total)
         params.update({"rounding": "controlled rounding of the record model's joint (largest remainder)",

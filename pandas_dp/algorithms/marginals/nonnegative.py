@@ -180,5 +180,5 @@ def project_nonnegative(shape: Sequence[int], tables: Sequence[Sequence[int]], t
             y_point = new + ((momentum - 1.0) / nxt) * (new - x)
             momentum = nxt
         x = new
-    joint, grid = dyadic_round(x, total)
+    joint, grid = dyadic_round(x, _total(x))
     return NonnegativeFit(joint=joint, grid=grid, iterations=it, step=step)

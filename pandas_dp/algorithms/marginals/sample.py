@@ -2,10 +2,15 @@
 
 The model of the records is a joint distribution over the union domain whose tables are the
 published non-negative tables: the maximum-entropy one, fitted by iterative proportional fitting
-(IPF, [1], [2]) from the uniform joint. IPF visits the tables in turn and scales the joint so that
+(IPF, [1], [2]) from the uniform joint on a support: the cells under no 0 of any table (a cell under a
+0 is 0 in every fit) and, for published tables, the cells where the projection's joint is above 0.
+A fit then exists on that support with every cell of it above 0 (the projection's joint), so IPF
+converges to the joint of largest entropy on it, geometrically; from the uniform start on every
+cell it would only approach the zeros that the tables force jointly (a cycle of tables on the edge
+of what non-negative joints can give), and slowly. IPF visits the tables in turn and scales the joint so that
 its table matches the target (``q <- q * y_t / M_t q``, cells where ``M_t q`` is 0 left at 0). The
-targets are the tables of one non-negative joint, so a fit exists and IPF converges to the joint of
-largest entropy among those that fit (no interaction beyond the tables' is invented). It stops when
+fitted joint invents no interaction beyond the tables' (for two tables without a shared column, it is
+their product over the total). It stops when
 every table is within ``tol`` times the total, or after ``max_iter`` sweeps (the fit reached is
 kept; its error is reported). Only IEEE multiplications and divisions and fixed-order numpy sums:
 the same tables give the same model on every CPU. When one table holds every column, the model is
@@ -70,8 +75,9 @@ def _error(joint: np.ndarray, tables: Sequence[tuple[int, ...]], targets: Sequen
 
 
 def fit_model(shape: Sequence[int], tables: Sequence[Sequence[int]], targets: Sequence[np.ndarray], *,
-              tol: float = 1e-9, max_iter: int = 2_000) -> RecordModel:
-    """The maximum-entropy joint whose tables are ``targets`` (IPF); see the module notes."""
+              support: np.ndarray | None = None, tol: float = 1e-9, max_iter: int = 2_000) -> RecordModel:
+    """The maximum-entropy joint whose tables are ``targets`` (IPF), on ``support`` (a boolean joint: the
+    cells allowed above 0; default all); see the module notes."""
     shape = tuple(int(s) for s in shape)
     n = check_joint(shape)
     axes = [tuple(int(a) for a in t) for t in tables]
@@ -81,7 +87,13 @@ def fit_model(shape: Sequence[int], tables: Sequence[Sequence[int]], targets: Se
         joint = ys[full].copy()
         return RecordModel(joint=joint, error=_error(joint, axes, ys), sweeps=0)
     total = max(0.0, _total(ys[0]))
-    joint = np.full(shape, total / n)
+    # Start on the support every fit must have: a cell under a 0 of any table is 0 in every non-negative
+    # fit. (From the uniform start IPF would only approach those zeros, sublinearly.)
+    support = np.ones(shape, dtype=bool) if support is None else np.asarray(support, dtype=bool).reshape(shape)
+    for t, y in zip(axes, ys):
+        support = support & _spread(y > 0, t, len(shape))
+    cells = int(np.count_nonzero(support))
+    joint = np.where(support, total / max(cells, 1), 0.0)
     limit = tol * max(1.0, total)
     sweeps = 0
     error = _error(joint, axes, ys)
