@@ -267,7 +267,8 @@ VARIANTS: dict[str, list[dict[str, Any]]] = {
     "unattributed_histogram": [{**BASE["unattributed_histogram"], "privacy_unit": "s", "max_rows": 30}],
     "count_of_counts": [{**BASE["count_of_counts"], "privacy_unit": "group", "max_size": 16}],
     "marginals": [{**BASE["marginals"], "privacy_unit": "g", "max_rows": 3},
-                  {**BASE["marginals"], "weights": [1, 2], "loss": "max"}],
+                  {**BASE["marginals"], "weights": [1, 2], "loss": "max"},
+                  {**BASE["marginals"], "integer": True}],
 }
 
 

@@ -172,6 +172,7 @@ def test_a_whole_privacy_unit_more_gives_the_same_outcome():
                         pd.concat([D, unit], ignore_index=True), budget={"rho": 1.0})
 
 
+@pytest.mark.slow
 def test_the_dask_accessor_takes_the_options():
     dd = pytest.importorskip("dask.dataframe")
     with pdp.budget(rho=1.0):
