@@ -234,7 +234,7 @@ def publish(reference: Any, kind: str) -> PublishedTables:
     targets = [np.asarray(detail.marginal(list(a)), dtype=np.float64) for a in axes]
     weights = [1.0 / max(float(detail.variance(list(a))), 1e-300) for a in axes]
     fit = project_nonnegative(reference.domain.shape, axes, targets, weights)
-    steps = ("non-negative weighted least squares over the tables of one joint (consistent)",)
+    steps: tuple[str, ...] = ("non-negative weighted least squares over the tables of one joint (consistent)",)
     params: dict[str, Any] = {"method": "weighted least squares onto the tables of a non-negative joint",
                               "weights": "1 / cell variance of each workload table",
                               "solver_iterations": fit.iterations, "solver_step": fit.step, "grid": fit.grid}
