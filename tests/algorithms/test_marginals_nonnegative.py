@@ -128,6 +128,17 @@ def test_integer_joint_rounds_every_cell_down_or_up_and_keeps_the_total():
     assert np.array_equal(integer_joint(ints, int(ints.sum())), ints)       # integers come back unchanged
 
 
+def test_integer_joint_keeps_the_leading_table_within_one():
+    rng = np.random.default_rng(8)
+    joint = rng.uniform(0.0, 3.0, size=(4, 3, 5))
+    total = int(round(joint.sum()))
+    out = integer_joint(joint, total, first=(2, 0))
+    scaled = joint * total / joint.sum()
+    assert out.sum() == total and np.all((out == np.floor(scaled)) | (out == np.ceil(scaled)))
+    for axes in ((0, 2), (2,)):   # the leading table and its prefix
+        assert np.abs(table_of(out, axes) - table_of(scaled, axes)).max() < 1
+
+
 def test_systematic_sample_gives_floor_or_ceiling_of_the_expected_counts():
     rng = np.random.default_rng(7)
     joint = rng.uniform(0.0, 1.0, size=(5, 4))

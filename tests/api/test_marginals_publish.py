@@ -64,10 +64,11 @@ def test_nonnegative_tables_are_consistent_exactly_and_close_to_the_unconstraine
     assert "non-negative" in p.post_processing[-1] and p.params["publish"]["kind"] == "nonnegative"
 
 
-def test_a_nonnegative_unconstrained_release_is_kept():
+@pytest.mark.parametrize("rho", [5.0, 100.0])   # 100: cell variances near 1e-15, weighed at the floor
+def test_a_nonnegative_unconstrained_release_is_kept(rho):
     big = _frame(3000, seed=2)
-    with pdp.budget(rho=10.0):
-        t = _release(big, rho=5.0)
+    with pdp.budget(rho=100.0):
+        t = _release(big, rho=rho)
     assert (t.to_frame()["estimate"] > 5).all()
     p = t.nonnegative()
     assert p.error()["max_abs_vs_unconstrained"].max() < 1e-6
