@@ -144,6 +144,12 @@ class PublishedTables(FrozenRelease, MeasureView):
                 [self._values(self.nonnegative_joint, self._axes(t)).ravel() for t in self.workload])
         return out
 
+    @property
+    def counts(self) -> pd.Series:
+        """The published value of every cell of every workload table, indexed like :meth:`to_frame` (a new
+        Series)."""
+        return self.to_frame()["estimate"]
+
     def error(self) -> pd.DataFrame:
         """How far every workload table moved, one row per table: ``cells``, ``rmse_vs_unconstrained`` and
         ``max_abs_vs_unconstrained`` (published against the GLS table), and for integers

@@ -138,6 +138,17 @@ def test_the_result_reads_pickles_and_compares():
         p = _release(integer=True)
     back = pickle.loads(pickle.dumps(p))
     assert back == p
+    with pytest.raises(ValueError):            # the published joint is read-only and stays so
+        p.joint[...] = 0
+    with pytest.raises(ValueError):
+        p.joint.flags.writeable = True
+    with pytest.raises(TypeError, match="read-only"):
+        p.params["publish"] = None
+    with pytest.raises(AttributeError):
+        p.kind = "nonnegative"
+    counts = p.counts
+    counts[:] = -1
+    assert (p.counts >= 0).all()
     pd.testing.assert_frame_equal(back.to_frame(), p.to_frame())
     assert "PublishedTables(kind='integer'" in repr(p) and "rmse_vs_nonnegative" in p._repr_html_()
     with pytest.raises(pdp.ParameterError, match="not in the workload"):
