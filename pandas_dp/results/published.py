@@ -74,6 +74,19 @@ class PublishedTables(FrozenRelease, MeasureView):
         The steps after the noise (the GLS reconstruction, the projection, the rounding).
     epsilon, loss :
         The privacy loss of the release (nothing more was spent).
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd, pandas_dp as pdp
+    >>> df = pd.DataFrame({"a": np.arange(30) % 3, "b": np.arange(30) % 2})
+    >>> with pdp.budget(rho=1.0):
+    ...     t = df.dp.marginals([("a", "b")], categories={"a": [0, 1, 2], "b": [0, 1]}, rho=1.0,
+    ...                         integer=True, rng=np.random.default_rng(0))
+    >>> ab = t.table(("a", "b"))
+    >>> bool((ab >= 0).all()), ab.dtype == np.int64, int(ab.sum()) == t.total
+    (True, True, True)
+    >>> bool((ab.groupby(level="a").sum().to_numpy() == t.table("a").to_numpy()).all())
+    True
     """
 
     workload: tuple[tuple[Any, ...], ...]

@@ -33,7 +33,8 @@ def _brute_force(shape, tables, targets, weights):
     return [table_of(x, t) for t in tables]
 
 
-@pytest.mark.parametrize("shape,tables", [CYCLE, ((2, 3), [(0, 1), (0,)]), ((2, 2, 2, 2), [(0, 1), (1, 2), (2, 3), (0, 3)])])
+@pytest.mark.parametrize("shape,tables", [CYCLE, ((2, 3), [(0, 1), (0,)]),
+                                          ((2, 2, 2, 2), [(0, 1), (1, 2), (2, 3), (0, 3)])])
 def test_projection_equals_brute_force_constrained_least_squares(shape, tables):
     rng = np.random.default_rng(11)
     for _ in range(4):
