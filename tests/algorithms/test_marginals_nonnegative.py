@@ -151,3 +151,24 @@ def test_systematic_sample_gives_floor_or_ceiling_of_the_expected_counts():
     assert np.array_equal(counts, sample_joint(joint, 137, np.random.default_rng(0)))
     ints = np.array([[2.0, 0.0], [1.0, 5.0]])
     assert np.array_equal(sample_joint(ints, 8, np.random.default_rng(1)), ints)   # integers: exactly
+
+
+@settings(max_examples=25, deadline=None)
+@given(sizes=st.lists(st.integers(1, 4), min_size=1, max_size=3), seed=st.integers(0, 2**32 - 1),
+       scale=st.floats(0.01, 50.0), n=st.integers(0, 300))
+def test_integer_and_sample_invariants(sizes, seed, scale, n):
+    rng = np.random.default_rng(seed)
+    joint = rng.exponential(scale, size=tuple(sizes)) * (rng.random(tuple(sizes)) < 0.7)
+    total = int(round(joint.sum()))
+    first = tuple(rng.permutation(len(sizes))[: rng.integers(1, len(sizes) + 1)])
+    out = integer_joint(joint, total, first=first)
+    assert out.dtype == np.int64 and out.min() >= 0 and out.sum() == total
+    if joint.sum() > 0:
+        scaled = joint * total / joint.sum()
+        assert np.all((out == np.floor(scaled)) | (out == np.ceil(scaled)))
+        lead = tuple(sorted(first))
+        assert np.abs(table_of(out, lead) - table_of(scaled, lead)).max() < 1 + 1e-9
+    counts = sample_joint(joint, n, rng)
+    assert counts.min() >= 0 and counts.sum() == n
+    if joint.sum() > 0:
+        assert np.all(counts[joint == 0] == 0)        # no record in a cell the model rules out

@@ -142,7 +142,8 @@ def sample_joint(joint: np.ndarray, n: int, rng: np.random.Generator) -> np.ndar
     mass = _total(flat)
     p = flat / mass if mass > 0 else np.full(flat.size, 1.0 / flat.size)
     running = np.cumsum(p * n)
-    running[-1] = n
+    # exactly n from the last cell the model allows on (no record lands in a cell of probability 0)
+    running[int(np.flatnonzero(p > 0)[-1]):] = n
     u = rng.random()
     ends = np.floor(running + u)
     counts = np.diff(np.concatenate([[np.floor(u)], ends]))
