@@ -64,11 +64,10 @@ def test_nonnegative_tables_are_consistent_exactly_and_close_to_the_unconstraine
     assert "non-negative" in p.post_processing[-1] and p.params["publish"]["kind"] == "nonnegative"
 
 
-@pytest.mark.parametrize("rho", [5.0, 100.0])   # 100: cell variances near 1e-15, weighed at the floor
-def test_a_nonnegative_unconstrained_release_is_kept(rho):
+def test_a_nonnegative_unconstrained_release_is_kept():
     big = _frame(3000, seed=2)
     with pdp.budget(rho=100.0):
-        t = _release(big, rho=rho)
+        t = _release(big, rho=100.0)   # cell variances near 1e-15: every table weighed at the floor
     assert (t.to_frame()["estimate"] > 5).all()
     p = t.nonnegative()
     assert p.error()["max_abs_vs_unconstrained"].max() < 1e-6
@@ -160,7 +159,7 @@ def test_the_result_reads_pickles_and_compares():
 
 
 @pytest.mark.parametrize("kwargs", [{"nonnegative": "yes"}, {"integer": 1}, {"nonnegative": None},
-                                    {"integer": True, "categories": {**CATS, "b": list(range(500_000))}}],
+                                    {"integer": True, "categories": {c: list(range(200)) for c in "abc"}}],
                          ids=["nonnegative a string", "integer a number", "nonnegative None", "joint too big"])
 def test_the_options_are_public_inputs_checked_before_any_charge(kwargs):
     with pdp.budget(rho=1.0) as b:
