@@ -158,8 +158,8 @@ def marginals(frame: Any, workload: Any, *, bins: Any = None, categories: Any = 
     if sum(1 << len(t) for t in tables) > MAX_SUBSETS:
         raise DomainError(f"The workload's tables have too many sub-tables to measure (the sum of 2**columns over "
                           f"its tables is above {MAX_SUBSETS:,}). Use tables of fewer columns.")
-    publish = "integer" if check_flag(integer, "integer", "marginals") else \
-        "nonnegative" if check_flag(nonnegative, "nonnegative", "marginals") else None
+    nonneg, whole = check_flag(nonnegative, "nonnegative", "marginals"), check_flag(integer, "integer", "marginals")
+    publish = "integer" if whole else "nonnegative" if nonneg else None
     dims = _dimensions(frame, attrs, bins, categories)
     if publish is not None:
         check_joint([d.size for d in dims], f"marginals({publish}=True)")

@@ -159,8 +159,10 @@ def test_the_result_reads_pickles_and_compares():
 
 
 @pytest.mark.parametrize("kwargs", [{"nonnegative": "yes"}, {"integer": 1}, {"nonnegative": None},
+                                    {"integer": True, "nonnegative": "no"},
                                     {"integer": True, "categories": {c: list(range(200)) for c in "abc"}}],
-                         ids=["nonnegative a string", "integer a number", "nonnegative None", "joint too big"])
+                         ids=["nonnegative a string", "integer a number", "nonnegative None",
+                              "integer with a bad nonnegative", "joint too big"])
 def test_the_options_are_public_inputs_checked_before_any_charge(kwargs):
     with pdp.budget(rho=1.0) as b:
         with pytest.raises(pdp.PandasDPError):
