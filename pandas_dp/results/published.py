@@ -27,20 +27,15 @@ import pandas as pd
 
 from pandas_dp._utils.public import safe_repr
 from pandas_dp.algorithms.marginals.nonnegative import table_of
-from pandas_dp.algorithms.marginals.nonnegative import project_nonnegative
-from pandas_dp.algorithms.marginals.sample import fit_model, integer_joint, sample_joint
+from pandas_dp.algorithms.marginals.publish import publish_tables
+from pandas_dp.algorithms.marginals.sample import fit_model, sample_joint
 from pandas_dp.domain.grid import Grid
 from pandas_dp.errors import ParameterError
 from pandas_dp.results._base import FrozenRelease, MeasureView
 from pandas_dp.results._checks import find_label
 from pandas_dp.results.frozen import stored_fields
 
-__all__ = ["PublishedTables", "publish", "VARIANCE_FLOOR", "MAX_WEIGHT_RATIO"]
-
-#: The smallest cell variance the projection weighs a table by (counts**2: a standard error of 0.1 count)
-#: and the largest ratio between two tables' weights.
-VARIANCE_FLOOR = 1e-2
-MAX_WEIGHT_RATIO = 1e3
+__all__ = ["PublishedTables", "publish"]
 
 
 @stored_fields
@@ -244,42 +239,18 @@ class PublishedTables(FrozenRelease, MeasureView):
 
 
 def publish(reference: Any, kind: str) -> PublishedTables:
-    """The ``kind`` (``"nonnegative"`` or ``"integer"``) tables of a ``MarginalTables`` (post-processing).
-
-    Non-negative: the projection of :func:`~pandas_dp.algorithms.marginals.nonnegative.project_nonnegative`
-    on the workload's tables, each weighted by one over its exact cell variance, floored at
-    :data:`VARIANCE_FLOOR` and at the largest over :data:`MAX_WEIGHT_RATIO`. Integer: that
-    joint's record model (:func:`~pandas_dp.algorithms.marginals.sample.fit_model`) scaled to the
-    rounded total and controlled-rounded (:func:`~pandas_dp.algorithms.marginals.sample.integer_joint`).
-    """
+    """The ``kind`` (``"nonnegative"`` or ``"integer"``) tables of a ``MarginalTables`` (post-processing):
+    :func:`~pandas_dp.algorithms.marginals.publish.publish_tables` on its workload tables and their
+    exact cell variances."""
     if kind not in ("nonnegative", "integer"):
         raise ParameterError(f"kind must be 'nonnegative' or 'integer'; got {safe_repr(kind)}.")
     detail = reference._detail()
     axes = [tuple(sorted(reference._attributes(t))) for t in reference.workload]
-    targets = [np.asarray(detail.marginal(list(a)), dtype=np.float64) for a in axes]
-    variances = [float(detail.variance(list(a))) for a in axes]
-    # A table measured to a hundredth of a count is as good as exact for the weighting, and a bounded
-    # spread of the weights (at most 1000 to 1) bounds the problem's conditioning, hence the steps.
-    floor = max(VARIANCE_FLOOR, max(variances) / MAX_WEIGHT_RATIO)
-    weights = [1.0 / max(v, floor) for v in variances]
-    fit = project_nonnegative(reference.domain.shape, axes, targets, weights)
-    steps: tuple[str, ...] = ("non-negative weighted least squares over the tables of one joint (consistent)",)
-    params: dict[str, Any] = {"method": "weighted least squares onto the tables of a non-negative joint",
-                              "weights": "1 / cell variance of each workload table (floored)",
-                              "table_weights": weights,
-                              "solver_iterations": fit.iterations, "solver_step": fit.step, "grid": fit.grid}
-    joint = fit.joint
-    if kind == "integer":
-        published = [table_of(fit.joint, a) for a in axes]
-        model = fit_model(reference.domain.shape, axes, published, support=fit.joint > 0)
-        total = int(round(math.fsum(fit.joint.ravel().tolist())))
-        largest = max(axes, key=lambda a: (math.prod(reference.domain.shape[k] for k in a), -axes.index(a)))
-        joint = integer_joint(model.joint, total, first=largest)
-        params.update({"rounding": "controlled rounding of the record model's joint (largest remainder)",
-                       "model_sweeps": model.sweeps, "model_error": model.error})
-        steps += ("controlled rounding of the maximum-entropy (IPF) joint to integers",)
-    return PublishedTables(workload=reference.workload, domain=reference.domain, kind=kind, joint=joint,
-                           nonnegative_joint=fit.joint, unconstrained=reference, method=reference.method,
-                           params={**reference.params, "publish": {"kind": kind, **params}},
-                           post_processing=(*reference.post_processing, *steps),
+    done = publish_tables(reference.domain.shape, axes,
+                          [np.asarray(detail.marginal(list(a)), dtype=np.float64) for a in axes],
+                          [float(detail.variance(list(a))) for a in axes], integer=kind == "integer")
+    return PublishedTables(workload=reference.workload, domain=reference.domain, kind=kind, joint=done.joint,
+                           nonnegative_joint=done.nonnegative_joint, unconstrained=reference, method=reference.method,
+                           params={**reference.params, "publish": {"kind": kind, **done.params}},
+                           post_processing=(*reference.post_processing, *done.steps),
                            epsilon=reference.epsilon, loss=reference.loss)

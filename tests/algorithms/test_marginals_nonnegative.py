@@ -172,3 +172,20 @@ def test_integer_and_sample_invariants(sizes, seed, scale, n):
     assert counts.min() >= 0 and counts.sum() == n
     if joint.sum() > 0:
         assert np.all(counts[joint == 0] == 0)        # no record in a cell the model rules out
+
+
+def test_publish_tables_weighs_by_floored_variances_and_rounds_from_the_projection():
+    from pandas_dp.algorithms.marginals.publish import MAX_WEIGHT_RATIO, publish_tables, table_weights
+
+    assert table_weights([4.0, 1e-9, 2.0]) == [0.25, 1 / 1e-2, 0.5]           # floored at 0.01
+    assert table_weights([1e4, 1.0])[1] == 1 / (1e4 / MAX_WEIGHT_RATIO)       # spread at most 1000 to 1
+    rng = np.random.default_rng(9)
+    shape, tables = CYCLE
+    targets = [rng.normal(2.0, 3.0, size=[shape[a] for a in t]) for t in tables]
+    variances = [9.0, 4.0, 1.0]
+    flat = publish_tables(shape, tables, targets, variances)
+    same = project_nonnegative(shape, tables, targets, table_weights(variances)).joint
+    assert flat.joint.tobytes() == same.tobytes()
+    whole = publish_tables(shape, tables, targets, variances, integer=True)
+    assert whole.nonnegative_joint.tobytes() == same.tobytes() and whole.joint.dtype == np.int64
+    assert whole.joint.sum() == round(float(same.sum())) and len(whole.steps) == 2
