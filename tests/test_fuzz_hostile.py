@@ -270,7 +270,8 @@ VARIANTS: dict[str, list[dict[str, Any]]] = {
     "unattributed_histogram": [{**BASE["unattributed_histogram"], "privacy_unit": "s", "max_rows": 30}],
     "count_of_counts": [{**BASE["count_of_counts"], "privacy_unit": "group", "max_size": 16}],
     "marginals": [{**BASE["marginals"], "privacy_unit": "g", "max_rows": 3},
-                  {**BASE["marginals"], "weights": [1, 2], "loss": "max"}],
+                  {**BASE["marginals"], "weights": [1, 2], "loss": "max"},
+                  {**BASE["marginals"], "integer": True}],
 }
 
 
@@ -558,6 +559,7 @@ def _zoo() -> dict[str, Any]:
     from pandas_dp.data import load_persons
 
     zoo = {k: v for k, v in results_zoo.every_result().items() if not isinstance(v, pd.DataFrame)}
+    zoo["published"] = zoo["marginals"].integer()   # post-processing of a table set: no budget
     persons, rng = load_persons(), np.random.default_rng(1)
     hierarchy = persons[["state", "county"]].drop_duplicates()
     with pdp.budget(epsilon=10):
@@ -593,7 +595,7 @@ def _valid_arguments(result: Any, method: str) -> dict[str, Any]:
         return {"low": 0.0, "high": 1.0} if edges is None else {"low": float(edges[0]), "high": float(edges[-1])}
     if method == "cell_box_query":
         return {"lower": [0] * result.domain.ndim, "upper": [1] * result.domain.ndim}
-    if isinstance(result, pdp.MarginalTables):
+    if isinstance(result, (pdp.MarginalTables, pdp.PublishedTables)):
         return {"columns": ("age", "sex")} if method == "table" else {}
     if method in ("at", "unattributed", "totals", "table", "histogram"):
         return {"level": result.levels[-1]}

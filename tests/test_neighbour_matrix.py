@@ -102,6 +102,8 @@ def _kinds() -> dict[str, tuple[str, dict[str, Any]]]:
                                                                   hierarchy=HIERARCHY, **AGE))
         else:
             kinds[name] = (name, dict(CALLS.get(name, GENERIC)))
+    # published table sets: the projection, the record model and the rounding behind integer=True
+    kinds["marginals:integer"] = ("marginals", dict(CALLS["marginals"], integer=True))
     return kinds
 
 

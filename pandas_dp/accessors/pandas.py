@@ -29,6 +29,7 @@ from pandas_dp.results.count_of_counts import CountOfCounts
 from pandas_dp.results.geography import GeographyHistogram
 from pandas_dp.results.histogram import Histogram
 from pandas_dp.results.marginals import MarginalTables
+from pandas_dp.results.published import PublishedTables
 from pandas_dp.results.unattributed import UnattributedHistogram
 
 __all__ = ["DPAccessorBase", "DataFrameDPAccessor", "SeriesDPAccessor"]
@@ -307,7 +308,8 @@ class DPAccessorBase:
     def marginals(self, workload: Any, *, bins: Any = None, categories: Any = None, other: Any = None,
                   epsilon: float | None = None,
                   rho: float | None = None, weights: Any = None, loss: Literal["sum", "max"] = "sum",
-                  privacy_unit: Any = None, max_rows: int | None = None, rng: Any = None) -> MarginalTables:
+                  privacy_unit: Any = None, max_rows: int | None = None, rng: Any = None,
+                  nonnegative: bool = False, integer: bool = False) -> MarginalTables | PublishedTables:
         """Release a set of cross-tabulations at once: one optimal measurement, consistent tables, exact errors.
 
         ResidualPlanner (Xiao, He, Zhang, Kifer, NeurIPS 2023): every marginal of the workload's
@@ -344,12 +346,16 @@ class DPAccessorBase:
         {privacy_unit max_rows}
         rng : numpy.random.Generator, optional
             Reproducible experiments only; ``None`` uses secure randomness.
+        {nonnegative integer}
 
         Returns
         -------
-        MarginalTables
+        MarginalTables or PublishedTables
             ``table(columns)`` for any workload table or sub-table of one (a ``Histogram``),
-            ``to_frame()`` over every table, ``plan``, ``total_variance()``, ``plot()``.
+            ``to_frame()`` over every table, ``plan``, ``total_variance()``, ``plot()``,
+            ``nonnegative()``, ``integer()``, ``sample()``. With ``nonnegative=True`` or
+            ``integer=True``: a ``PublishedTables`` (``table``, ``to_frame``, ``error()``,
+            ``sample()``), the same as ``.nonnegative()`` / ``.integer()`` of the release.
 
         Raises
         ------

@@ -27,8 +27,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from pandas_dp._utils.checks import check_flag
 from pandas_dp._utils.rational import safe_repr
 from pandas_dp.algorithms.marginals.counting import sum_down
+from pandas_dp.algorithms.marginals.nonnegative import check_joint
 from pandas_dp.algorithms.marginals.measure import measure_marginals
 from pandas_dp.algorithms.marginals.plan import Objective, ResidualPlan, plan_residuals
 from pandas_dp.algorithms.marginals.reconstruct import reconstruct
@@ -40,6 +42,8 @@ from pandas_dp.privacy.loss import UNIT, PrivacyLoss, Sensitivity
 from pandas_dp.releases.params import PrivacyUnit, check_choice, check_columns, check_rng
 from pandas_dp.releases.pipeline import Release, check_measure, privacy_loss, run
 from pandas_dp.results.marginals import MarginalDetail, MarginalTables
+from pandas_dp.results.published import PublishedTables
+from pandas_dp.results.published import publish as published
 
 __all__ = ["marginals", "MAX_SUBSETS"]
 
@@ -136,8 +140,15 @@ def _cached_plan(work: Workload, privacy: PrivacyLoss, objective: Objective, sen
 def marginals(frame: Any, workload: Any, *, bins: Any = None, categories: Any = None, other: Any = None,
               epsilon: Any = None,
               rho: Any = None, weights: Any = None, loss: Any = "sum", privacy_unit: Any = None,
-              max_rows: Any = None, rng: Any = None) -> MarginalTables:
-    """Release a workload of consistent cross-tabulations (see ``DataFrame.dp.marginals``)."""
+              max_rows: Any = None, rng: Any = None, nonnegative: Any = False,
+              integer: Any = False) -> MarginalTables | PublishedTables:
+    """Release a workload of consistent cross-tabulations (see ``DataFrame.dp.marginals``).
+
+    ``nonnegative=True`` / ``integer=True`` return the release's
+    :meth:`~pandas_dp.results.marginals.MarginalTables.nonnegative` /
+    :meth:`~pandas_dp.results.marginals.MarginalTables.integer` tables (post-processing); the
+    union domain's size is checked against the projection's cap before anything is read.
+    """
     attrs, tables = _workload_columns(frame, workload)
     privacy = privacy_loss(epsilon, rho)
     check_measure(privacy, frozenset({"pure", "zcdp"}), "marginals")
@@ -149,7 +160,11 @@ def marginals(frame: Any, workload: Any, *, bins: Any = None, categories: Any = 
     if sum(1 << len(t) for t in tables) > MAX_SUBSETS:
         raise DomainError(f"The workload's tables have too many sub-tables to measure (the sum of 2**columns over "
                           f"its tables is above {MAX_SUBSETS:,}). Use tables of fewer columns.")
+    nonneg, whole = check_flag(nonnegative, "nonnegative", "marginals"), check_flag(integer, "integer", "marginals")
+    publish = "integer" if whole else "nonnegative" if nonneg else None
     dims = _dimensions(frame, attrs, bins, categories, other)
+    if publish is not None:
+        check_joint([d.size for d in dims], f"marginals({publish}=True)")
     position = {(type(c), c): i for i, c in enumerate(attrs)}
     work = make_workload([d.size for d in dims], [[position[(type(c), c)] for c in t] for t in tables])
     cells = sum(work.cells(a) for a in work.closure)
@@ -172,16 +187,17 @@ def marginals(frame: Any, workload: Any, *, bins: Any = None, categories: Any = 
     widest = max(measured, key=lambda n: n.tail_factor(0.95))
     grid = Grid(tuple(d.dims[0] for d in dims))
 
-    def mechanism(exact: Any) -> MarginalTables:
+    def mechanism(exact: Any) -> MarginalTables | PublishedTables:
         maximal = exact if unit is None else exact.marginals(unit, release_key(generator))
         noisy = measure_marginals(sum_down(maximal, work), plan, rng=generator)
         estimates = reconstruct(noisy)
         params = {**ledger_params, "sensitivity": sensitivity.describe(), "plan": plan.describe(),
                   "total_variance": plan.total_variance()}
-        return MarginalTables(workload=tuple(tables), domain=grid, epsilon=privacy.pure_epsilon,
-                              method="residual_planner", params=params,
-                              post_processing=("GLS reconstruction (consistent tables)",), loss=privacy,
-                              noise=widest, detail=MarginalDetail.of(estimates))
+        result = MarginalTables(workload=tuple(tables), domain=grid, epsilon=privacy.pure_epsilon,
+                                method="residual_planner", params=params,
+                                post_processing=("GLS reconstruction (consistent tables)",), loss=privacy,
+                                noise=widest, detail=MarginalDetail.of(estimates))
+        return result if publish is None else published(result, publish)
 
     if unit is None:
         count = lambda engine: engine.marginal_counts(frame, dims, work)  # noqa: E731

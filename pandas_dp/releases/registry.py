@@ -124,7 +124,14 @@ MARGINALS_PARAMS = ParamTable("marginals", (
     Param("max_rows", None, None, type="int, optional", doc="""
         With ``privacy_unit``: keep at most this many rows per unit in the domain, chosen at
         random (a public bound); every table's noise is calibrated to it."""),
-    RNG))
+    RNG,
+    Param("nonnegative", Flag(), False, "non-negative consistent tables (post-processing)", type="bool", doc="""
+        Return non-negative tables that stay consistent (a ``PublishedTables``): the weighted
+        least-squares tables of a non-negative joint (post-processing)."""),
+    Param("integer", Flag(), False, "non-negative integer consistent tables (post-processing)", type="bool",
+          doc="""
+        Return non-negative integer tables that stay consistent (a ``PublishedTables``; implies
+        ``nonnegative``), with the rounding's extra error in ``error()`` (post-processing).""")))
 UNATTRIBUTED_PARAMS = ParamTable("unattributed_histogram", (
     _arg("group", REQUIRED, POSITIONAL), *LOSS_PARAMS, _arg("groups"), RNG, *UNIT_PARAMS))
 

@@ -263,6 +263,25 @@ class MarginalTables(FrozenRelease, MeasureView):
         """Every workload table, in the workload's order."""
         return [self.table(t) for t in self.workload]
 
+    def nonnegative(self) -> Any:
+        """These tables made non-negative and kept consistent (post-processing, free): a
+        :class:`~pandas_dp.results.published.PublishedTables` (the weighted least-squares tables of a
+        non-negative joint; see :mod:`pandas_dp.algorithms.marginals.nonnegative`)."""
+        from pandas_dp.results.published import publish
+        return publish(self, "nonnegative")
+
+    def integer(self) -> Any:
+        """These tables as consistent non-negative integers (post-processing, free): a
+        :class:`~pandas_dp.results.published.PublishedTables` with the rounding's extra error in its
+        ``error()``."""
+        from pandas_dp.results.published import publish
+        return publish(self, "integer")
+
+    def sample(self, n: Any = None, rng: Any = None) -> pd.DataFrame:
+        """Synthetic person records whose tables agree with :meth:`nonnegative` (post-processing, free); see
+        :meth:`~pandas_dp.results.published.PublishedTables.sample`."""
+        return self.nonnegative().sample(n=n, rng=rng)
+
     def to_frame(self) -> pd.DataFrame:
         """One row per cell of every workload table: ``table``, one column per attribute, ``estimate``,
         ``variance``, ``std_error`` (an attribute not in a row's table is missing)."""

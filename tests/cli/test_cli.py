@@ -797,3 +797,24 @@ def test_marginals_release_from_csv_writes_one_tidy_table_of_consistent_tables(w
     refused = run("release", str(bad / "spec.toml"))
     assert refused.returncode == 2 and "'workload' must be a non-empty list of tables" in refused.stderr
     assert _charges(bad / "ledger.sqlite") == 0
+
+
+@pytest.mark.slow
+def test_marginals_integer_from_csv_writes_the_published_tables_next_to_the_unconstrained_ones(workdir):
+    d = _spec(workdir, "marginals_integer", MARGINALS_SPEC + "integer = true\n")
+    done = run("release", str(d / "spec.toml"))
+    assert done.returncode == 0, done.stderr
+    manifest = json.loads((d / "released" / "manifest.json").read_text())
+    assert manifest["releases"][0]["spec"]["integer"] is True
+    assert "controlled rounding" in manifest["releases"][0]["post_processing"][-1]
+    tidy = pd.read_csv(d / "released" / "tables.csv")
+    assert list(tidy.columns) == ["table", "age_low", "age_high", "sex", "state", "estimate",
+                                  "unconstrained_estimate", "unconstrained_variance", "unconstrained_std_error"]
+    assert tidy["estimate"].dtype.kind == "i" and (tidy["estimate"] >= 0).all()
+    by_sex = [t.groupby("sex")["estimate"].sum() for _, t in tidy.groupby("table")]
+    pd.testing.assert_series_equal(by_sex[0], by_sex[1], check_exact=True)   # integers agree exactly
+    assert _charges(d / "ledger.sqlite") == 1
+    bad = _spec(workdir, "marginals_integer_bad", MARGINALS_SPEC + "integer = \"yes\"\n")
+    refused = run("release", str(bad / "spec.toml"))
+    assert refused.returncode == 2 and "integer" in refused.stderr
+    assert _charges(bad / "ledger.sqlite") == 0
