@@ -134,8 +134,10 @@ def _labels_and_codes(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     return np.asarray(uniques), np.asarray(codes, dtype=np.int64)
 
 
-def _count_labels(frame: pd.DataFrame, column: Any, bounds: UnitBounds | None, key: bytes) -> tuple[np.ndarray, np.ndarray]:
+def _count_labels(frame: Any, column: Any, bounds: UnitBounds | None, key: bytes) -> tuple[np.ndarray, np.ndarray]:
     """Exact counts of every present label (after bounding each unit's contribution)."""
+    if not isinstance(frame, pd.DataFrame):
+        return _count_partitions(frame, column)
     labels, codes = _labels_and_codes(frame[column])
     if bounds is None:
         counts = np.bincount(codes[codes >= 0], minlength=labels.size).astype(np.int64)
@@ -145,6 +147,22 @@ def _count_labels(frame: pd.DataFrame, column: Any, bounds: UnitBounds | None, k
     units, hashes = units_of(frame[bounds.column], hashes=bounds.scheme == "cells")
     coded = CodedRows(codes, units, hashes, labels.size)
     return labels, np.asarray(coded.counts(bounds, key), dtype=np.int64)
+
+
+def _partition_counts(part: pd.Series) -> pd.DataFrame:
+    labels, codes = _labels_and_codes(part)
+    counts = np.bincount(codes[codes >= 0], minlength=labels.size).astype(np.int64)
+    return pd.DataFrame({"label": pd.Series(labels, dtype=object), "n": counts})
+
+
+def _count_partitions(frame: Any, column: Any) -> tuple[np.ndarray, np.ndarray]:
+    """A Dask frame's label counts: one counting pass per partition, the partial counts merged by label."""
+    meta = pd.DataFrame({"label": pd.Series([], dtype=object), "n": pd.Series([], dtype=np.int64)})
+    merged = frame[column].map_partitions(_partition_counts, meta=meta).compute()
+    labels, codes = _labels_and_codes(merged["label"].infer_objects())
+    ok = codes >= 0
+    counts = np.bincount(codes[ok], weights=merged["n"].to_numpy()[ok], minlength=labels.size)
+    return labels, np.rint(counts).astype(np.int64)
 
 
 def public_order(labels: np.ndarray) -> np.ndarray:
@@ -165,9 +183,6 @@ def discover_histogram(frame: Any, columns: Any, *, epsilon: Any, rho: Any, delt
     cols = check_columns(frame, columns)
     if len(cols) != 1:
         raise ParameterError(f"{what} releases one column at a time. Got {len(cols)} columns; pass one column.")
-    if not isinstance(frame, pd.DataFrame):
-        raise ParameterError(f"{what} runs on pandas DataFrames only for now; call .compute() on the Dask frame "
-                             f"first, or pass a public categories= list.")
     loss = privacy_loss(epsilon, rho)
     if delta is None:
         raise ParameterError(f"{what} needs delta= (approximate DP): a label present in one frame and absent in "
@@ -178,6 +193,9 @@ def discover_histogram(frame: Any, columns: Any, *, epsilon: Any, rho: Any, delt
     generator = check_rng(rng)
     nonneg = check_flag(nonnegative, "nonnegative")
     bounds = unit.bounds(frame.columns, reserved=tuple(cols))
+    if bounds is not None and not isinstance(frame, pd.DataFrame):
+        raise ParameterError(f"{what} with a privacy unit runs on pandas DataFrames only for now; on a Dask frame "
+                             f"drop privacy_unit= (one row is one unit) or call .compute() first.")
     if bounds is not None and bounds.auto:
         raise ParameterError(f"{what} needs a fixed public bound: pass max_rows=k or max_cells= with "
                              f"max_rows_per_cell=, not max_rows='auto'.")
