@@ -251,3 +251,44 @@ def test_dask_counts_per_partition_and_releases_what_pandas_releases():
             dd.from_pandas(frame, npartitions=2).dp.histogram("w", categories="discover", epsilon=1, delta=1e-6,
                                                              privacy_unit="u", max_rows=2)
     assert b.spent_exact == 0
+
+
+def _discover(df: pd.DataFrame, rng) -> object:
+    return df.dp.histogram("w", categories="discover", epsilon=1, delta=1e-4, rng=rng)
+
+
+RARE_D = pd.DataFrame({"w": ["a"] * 25 + ["b"] * 12})
+RARE_D_PRIME = pd.DataFrame({"w": ["a"] * 25 + ["b"] * 12 + ["rare"]})
+
+
+@pytest.mark.slow
+def test_assert_dp_passes_discovery_on_neighbours_that_add_a_rare_label():
+    # The outcome (which labels, hence the index) is part of what assert_dp compares: the rare label's
+    # appearance is an event of probability <= delta on one side and 0 on the other.
+    from pandas_dp.testing import assert_dp
+
+    assert_dp(_discover, RARE_D, RARE_D_PRIME, epsilon=1.0, delta=1e-4, trials=800, events=4, rng=0,
+              budget={"epsilon": 10**9, "delta": 0.5})
+
+
+@pytest.mark.slow
+def test_assert_dp_catches_a_threshold_that_leaves_out_the_mass_at_it():
+    # A mechanism with the OpenDP #2922 error, run with a large delta so the difference shows: the release
+    # passes its own (epsilon, delta) claim; a twin whose tail left out the mass at the threshold (the smallest
+    # T with P(Z > T - 1) <= delta, one lower) under-reports delta and fails it.
+    from pandas_dp.testing import DPTestFailure, assert_dp
+
+    delta = Fraction(1, 10)
+    noise = DiscreteLaplace(Fraction(1))
+    t = discovery_threshold(noise, delta)
+
+    def release(df: pd.DataFrame, rng, n: int, threshold: int) -> np.ndarray:
+        counts = df["w"].value_counts().reindex(["a", "b", "rare"], fill_value=0).to_numpy()
+        noisy = counts[None, :] + noise.sample((n, 3), rng)
+        return np.where((counts[None, :] > 0) & (noisy >= threshold), noisy, -1)  # absent labels have no count
+
+    assert_dp(lambda df, rng, n: release(df, rng, n, t), RARE_D, RARE_D_PRIME, epsilon=1.0, delta=float(delta),
+              trials=40_000, vectorized=True, rng=1, budget=None)
+    with pytest.raises(DPTestFailure):
+        assert_dp(lambda df, rng, n: release(df, rng, n, t - 1), RARE_D, RARE_D_PRIME, epsilon=1.0,
+                  delta=float(delta), trials=40_000, vectorized=True, rng=1, budget=None)
