@@ -186,6 +186,11 @@ class Budget:
             return
         with self._store.read() as txn:
             main, companion = txn.budget(self.name), txn.budget(self._delta_name)
+            guarded = txn.guarded
+        if self._delta and guarded:
+            raise ParameterError(f"The guarded PostgreSQL ledger {self._store.display} holds no deltas yet (its "
+                                 f"server functions know the pure and zCDP measures only). Open the budget without "
+                                 f"delta=, or keep approximate-DP releases on an unguarded ledger.")
         where = f"The ledger {self._store.display} already holds a budget named {self.name!r}"
         if companion is not None and not self._delta:
             raise ParameterError(f"{where} with delta={companion.total}; reopen it with the same delta= to resume "

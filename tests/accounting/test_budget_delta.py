@@ -111,3 +111,17 @@ def test_a_ledger_budget_without_delta_opens_and_charges_as_before(backend):  # 
     again = pdp.budget(epsilon=1, ledger=location, name="old")
     assert again.delta == 0 and again.delta_spent_exact == 0 and again.spent_exact == F(1, 4)
     assert [r.name for r in pdp.Ledger.open(location).budgets().itertuples()] == ["old"]
+
+
+def test_a_guarded_postgresql_ledger_refuses_a_budget_with_delta_plainly(postgres_server):
+    import uuid
+
+    import _postgres_server
+
+    url = _postgres_server.new_database(postgres_server, f"g{uuid.uuid4().hex[:12]}")
+    pdp.Ledger.create(url, roles=True)
+    with pytest.raises(pdp.ParameterError, match="guarded PostgreSQL ledger .* holds no deltas yet"):
+        pdp.budget(epsilon=1, delta=1e-6, ledger=url, name="d")
+    with pdp.budget(epsilon=1, ledger=url, name="d") as b:  # without delta it works as before
+        b.spend(0.5, method="t")
+    assert b.spent_exact == F(1, 2)
