@@ -382,13 +382,16 @@ class Budget:
         pure budget, ``rho`` for a zCDP budget) and holds the amount charged to
         this budget in its measure. A reservation shows as a ``reserve`` row and,
         when it closes, a ``return`` row with the negative unused part, so the
-        column always sums to ``spent``.
+        column always sums to ``spent``. A budget with delta has a ``delta`` column too: the delta
+        of each charge (0 for releases that spend none), from its companion budget's entries
+        (written in the charge's transaction, with the same time).
         """
         store = self._open()
         with store.read() as txn:
             meta = read_meta(store, txn)
             row = txn.budget(self.name)
             rows = list(txn.entries(self.name))
+            deltas = list(txn.entries(self._delta_name)) if self._delta else []
         if row is None:
             raise damaged(store, f"the budget {self.name!r} disappeared")
         try:
@@ -400,6 +403,9 @@ class Budget:
                               "method": full["method"], "columns": full["columns"],
                               self._total.parameter: full["amount"], "params": full["params"],
                               "status": full["status"], "measure": full["measure"]})
+        if self._delta:
+            by_time = {e.time: float(Fraction(e.amount)) for e in deltas}
+            frame["delta"] = [by_time.get(e.time, 0.0) for e in rows]
         return frame.reset_index(drop=True)
 
     def verify(self) -> None:

@@ -32,6 +32,7 @@ def test_ten_deltas_of_a_tenth_fill_the_budget_exactly_and_the_next_is_refused()
         assert b.spent_exact == 5 and len(b.ledger) == 10  # the epsilon part was not charged either
         b.spend(PureDP(F(1, 2)), method="pure")  # a pure release still runs: it spends no delta
     assert b.delta_spent_exact == F(1, 10**6) and b.spent_exact == F(11, 2)
+    assert b.ledger["delta"].tolist() == [1e-7] * 10 + [0.0]
     assert "delta=1e-06" in repr(b) and "delta_spent=1e-06" in repr(b)
 
 
@@ -103,8 +104,9 @@ def test_delta_round_trips_through_the_ledger_and_is_sealed_in_its_chain(backend
         pdp.Ledger.open(location).verify()
 
 
-def test_a_ledger_budget_without_delta_opens_and_charges_as_before(backend):  # noqa: F811
-    location = backend.create()
+def test_a_ledger_budget_without_delta_opens_and_charges_as_before(tmp_path):
+    location = str(tmp_path / "old.sqlite")
+    pdp.Ledger.create(location)
     with pdp.budget(epsilon=1, ledger=location, name="old") as b:
         b.spend(0.25, method="t")
     forget_connections()
@@ -113,6 +115,7 @@ def test_a_ledger_budget_without_delta_opens_and_charges_as_before(backend):  # 
     assert [r.name for r in pdp.Ledger.open(location).budgets().itertuples()] == ["old"]
 
 
+@pytest.mark.slow
 def test_a_guarded_postgresql_ledger_refuses_a_budget_with_delta_plainly(postgres_server):
     import uuid
 
