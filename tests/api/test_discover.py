@@ -321,3 +321,53 @@ def test_released_labels_are_present_sorted_above_a_data_independent_threshold(w
     except TypeError:
         pass
     assert released == order
+
+
+from pandas_dp.testing import adversarial_values, assert_same_outcome, with_row  # noqa: E402
+
+BOUNDARY_BASE = pd.DataFrame({"w": ["x", "y", "z", "x"] * 10, "u": np.arange(40) % 7})
+BOUNDARY_BUDGET = {"epsilon": 10**6, "delta": 0.5}
+
+
+def _boundary_call(frame):
+    return frame.dp.histogram("w", categories="discover", epsilon=1, delta=1e-9, privacy_unit=None,
+                              rng=np.random.default_rng(2))
+
+
+def _boundary(engine: str, value) -> None:
+    d_prime = with_row(BOUNDARY_BASE, {"w": value})
+    if engine == "dask":
+        dask = pytest.importorskip("dask")
+        dd = pytest.importorskip("dask.dataframe")
+        to = lambda f: dd.from_pandas(f, npartitions=2)  # noqa: E731
+        try:
+            to(d_prime).compute()
+        except Exception:  # noqa: BLE001 - Dask itself cannot hold D' (tested by the boundary suite)
+            return
+        context = dask.config.set(scheduler="sync")
+    else:
+        to = lambda f: f  # noqa: E731
+        context = warnings.catch_warnings()
+    with context:
+        a, _ = assert_same_outcome(_boundary_call, to(BOUNDARY_BASE), to(d_prime), budget=BOUNDARY_BUDGET)
+        assert a.kind == "returned" and not a.warnings, a.describe(full=True)
+        assert_same_outcome(_boundary_call, to(BOUNDARY_BASE), to(d_prime), budget=None)
+
+
+class _HashRaises:
+    def __hash__(self):
+        raise RuntimeError("private")
+
+
+@pytest.mark.parametrize("value", ["new-label", [1, 2], None, float("nan"), b"x", _HashRaises(), 7])
+def test_an_odd_or_new_private_label_changes_nothing_observable(value):
+    # A new label of one row passes the threshold with probability <= 1e-9: the index stays the same.
+    _boundary("pandas", value)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("engine", ["pandas", "dask"])
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow], database=None)
+@given(value=adversarial_values(known=["x", "y", "z"]))
+def test_any_adversarial_private_label_changes_nothing_observable(engine, value):
+    _boundary(engine, value)
