@@ -337,8 +337,8 @@ class Budget:
             With a budget delta ``d`` (approximate DP), the parts add: a pure budget
             is (epsilon, d)-DP, so the statement holds for any ``delta >= d``; a zCDP
             budget is d-approximately rho-zCDP, hence (epsilon(rho, delta - d), delta)-DP
-            (Bun and Steinke 2016, Lemma 8.8; deltas of sequential releases add,
-            Lemma 8.3).
+            (Bun and Steinke 2016, Section 8 "approximate zCDP"; deltas of sequential releases add
+            there too).
 
         Examples
         --------

@@ -43,14 +43,14 @@ Approximate DP
 Either measure may carry a ``delta`` (an exact rational in ``[0, 1)``, 0 by
 default): ``PureDP(epsilon, delta)`` is (epsilon, delta)-DP and
 ``ZCDP(rho, delta)`` is delta-approximate rho-zCDP (Bun and Steinke 2016,
-Definition 8.1). Every release with a delta here is approximate *by
+Section 8). Every release with a delta here is approximate *by
 conditioning*: on an event of probability at least ``1 - delta`` its output
 is pure epsilon-DP (rho-zCDP) with respect to its neighbour, which is both
 (epsilon, delta)-DP and, by Proposition 1.4 of Bun and Steinke applied to
 the conditional distributions, delta-approximate ``epsilon**2 / 2``-zCDP: a
 pure release with delta is charged ``(epsilon**2 / 2, delta)`` in a zCDP
 budget. Sequential composition adds both parts (Bun and Steinke 2016,
-Lemma 8.3 for zCDP; basic composition for (epsilon, delta)-DP).
+Section 8 for zCDP; basic composition for (epsilon, delta)-DP).
 """
 
 from __future__ import annotations
@@ -435,10 +435,6 @@ class PrivacyLoss(ABC):
         """This loss with the approximate part ``delta`` (exact)."""
         return self._with(self.amount, Fraction(delta))
 
-    def pure_part(self) -> "PrivacyLoss":
-        """This loss without its delta."""
-        return self._with(self.amount, Fraction(0))
-
     @abstractmethod
     def for_unit_sensitivity(self, sensitivity: Sensitivity) -> "PrivacyLoss":
         """The loss at which sensitivity-1 noise satisfies this loss for a query of ``sensitivity``.
@@ -497,7 +493,7 @@ class PureDP(PrivacyLoss):
         return self.amount
 
     def for_unit_sensitivity(self, sensitivity: Sensitivity) -> "PureDP":
-        return PureDP(self.amount / sensitivity.l1, self.delta)
+        return PureDP(self.amount / sensitivity.l1)  # group privacy: a delta does not carry over as is
 
     def epsilon_delta(self, delta: float) -> float:
         """Pure epsilon-DP is (epsilon, delta)-DP for every delta: the epsilon itself.
@@ -556,14 +552,14 @@ class ZCDP(PrivacyLoss):
         return self.amount
 
     def for_unit_sensitivity(self, sensitivity: Sensitivity) -> "ZCDP":
-        return ZCDP(self.amount / sensitivity.l2_squared, self.delta)
+        return ZCDP(self.amount / sensitivity.l2_squared)  # group privacy: a delta does not carry over as is
 
     def epsilon_delta(self, delta: float) -> float:
         """The tight conversion of Canonne, Kamath and Steinke (2020, Corollary 13), rounded up.
 
         With a delta of its own (delta-approximate rho-zCDP), ``delta`` is the statement's total:
         rho is converted at ``delta - self.delta`` and the two deltas add (Bun and Steinke 2016,
-        Lemma 8.8: delta'-approximate rho-zCDP gives (epsilon(rho, d), delta' + d)-DP).
+        Section 8: delta'-approximate rho-zCDP gives (epsilon(rho, d), delta' + d)-DP).
         """
         if not self.delta:
             return 0.0 if self.amount == 0 else zcdp_epsilon(self.amount, delta)

@@ -27,7 +27,7 @@ probability at least ``1 - c P(Z >= T - r)``, ``M(x)`` conditioned on ``E`` and
 Ntoulas 2009, "Releasing search queries and clicks privately", for the
 Laplace threshold; Wilson, Zhang, Lam, Desfontaines, Simmons-Marengo, Gipson
 2020, "Differentially private SQL with bounded user contribution", Section 3,
-for bounded contributions; Bun and Steinke 2016, Definition 8.1, for the
+for bounded contributions; Bun and Steinke 2016, Section 8, for the
 approximate zCDP). ``T`` is the smallest integer with
 ``c P(Z >= T - r) <= delta``:
 
