@@ -128,3 +128,19 @@ def test_a_guarded_postgresql_ledger_refuses_a_budget_with_delta_plainly(postgre
     with pdp.budget(epsilon=1, ledger=url, name="d") as b:  # without delta it works as before
         b.spend(0.5, method="t")
     assert b.spent_exact == F(1, 2)
+
+
+def test_nested_budgets_on_two_ledgers_each_record_the_delta(tmp_path):
+    outer_at, inner_at = str(tmp_path / "outer.sqlite"), str(tmp_path / "inner.sqlite")
+    for location in (outer_at, inner_at):
+        pdp.Ledger.create(location)
+    outer = pdp.budget(epsilon=2, delta=F(1, 10**5), ledger=outer_at, name="org")
+    inner = pdp.budget(epsilon=1, delta=F(1, 10**6), ledger=inner_at, name="team")
+    with outer, inner:
+        inner.spend(PureDP(F(1, 4), F(1, 10**7)), method="t")
+        with pytest.raises(pdp.BudgetExceededError, match="delta"):
+            inner.spend(PureDP(F(1, 4), F(1, 10**6)), method="t")  # the inner delta is too small: nothing anywhere
+    assert outer.delta_spent_exact == inner.delta_spent_exact == F(1, 10**7)
+    assert outer.spent_exact == inner.spent_exact == F(1, 4)
+    for location in (outer_at, inner_at):
+        assert pdp.Ledger.open(location).verify().entries == 2
