@@ -40,7 +40,7 @@ import pandas as pd
 
 from pandas_dp._utils.rational import safe_repr
 from pandas_dp.errors import BudgetError, LedgerError, NoActiveBudgetError, ParameterError
-from pandas_dp.accounting.ledger.internal import (NO_BLIND_RESTORE, ChainError, Charge, MemoryStore, Posting, Store, check_remaining,
+from pandas_dp.accounting.ledger.internal import (DELTA_SUFFIX, NO_BLIND_RESTORE, ChainError, Charge, MemoryStore, Posting, Store, check_remaining,
                                                    columns_text, damaged, entries_frame, entry_text, new_meta, open_budget,
                                                    open_store, params_text, read_meta, record, store_for, verify_budget,
                                                    verify_budget_chain)
@@ -48,8 +48,7 @@ from pandas_dp.privacy.loss import PrivacyLoss, check_delta, loss_from
 
 __all__ = ["Budget", "Reservation", "Charge", "budget", "active_budget", "ACTIVE_BUDGETS", "DELTA_SUFFIX"]
 
-#: Suffix of the companion budget that holds a budget's delta (reserved in budget names).
-DELTA_SUFFIX = "#delta"
+
 
 #: The active budgets of this context, outermost first (the testing tools run their calls detached from it).
 ACTIVE_BUDGETS: ContextVar[tuple["Budget", ...]] = ContextVar("pandas_dp_active_budgets", default=())
@@ -448,10 +447,12 @@ class Budget:
                         f"{b._total.parameter}={float(b._total.amount)!r}, delta=1e-6), or use a release that "
                         f"needs no delta.")
                 chain.append(b)
+                # A reservation's delta is charged outright (never returned): a "charge" entry.
                 postings.append(Posting(
-                    budget=b._delta_name, label=b._label(), kind=kind, amount=asked.delta, parameter="delta",
+                    budget=b._delta_name, label=b._label(), kind="charge", amount=asked.delta, parameter="delta",
                     requested=json.dumps(asked.describe(), sort_keys=True), requested_text="", method=method_text,
-                    columns=columns_entry, params=params_entry, status=status, genesis=b._delta_genesis))
+                    columns=columns_entry, params=params_entry, status="charged" if kind == "reserve" else status,
+                    genesis=b._delta_genesis))
         return asked, chain, postings
 
     def check(self, loss: PrivacyLoss | float | Fraction) -> None:
@@ -534,16 +535,13 @@ class Budget:
         0.25
         """
         asked = _as_loss(loss)
-        if asked.delta:
-            raise ParameterError("A reservation holds no delta yet: reserve the loss without delta and run the "
-                                 "releases that need a delta in the budget itself.")
         name = f"{self.name or 'budget'}/reservation-{os.urandom(6).hex()}"
         asked, chain, postings = self._plan(asked, "reserve", method, columns, dict(params or {}, reservation=name),
                                             "reserved")
         own = asked.charged_as(self.measure)
         ids, _ = record(chain, postings, reservation=(self, name, own))
-        funding = tuple((b, p.amount, i) for b, p, (i, _) in zip(chain, postings, ids))
-        return Reservation(self, name, own, funding)
+        funding = tuple((b, p.amount, i) for b, p, (i, _) in zip(chain, postings, ids) if p.kind == "reserve")
+        return Reservation(self, name, own._with(own.amount, Fraction(0)), funding, delta=own.delta)
 
     def __repr__(self) -> str:
         name = f" name={self.name!r}" if self.name else ""

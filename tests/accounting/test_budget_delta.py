@@ -75,12 +75,29 @@ def test_a_bad_budget_delta_is_refused(bad):
         pdp.budget(epsilon=1, delta=bad)
 
 
-def test_a_reservation_refuses_a_delta_and_the_companion_name_is_reserved():
-    b = pdp.budget(epsilon=1, delta=1e-6)
-    with pytest.raises(pdp.ParameterError, match="reservation holds no delta"):
-        b.reserve(PureDP(F(1, 4), F(1, 10**7)))
+def test_the_companion_name_is_reserved():
     with pytest.raises(pdp.ParameterError, match="may not end with '#delta'"):
         pdp.budget(epsilon=1, name="x#delta")
+
+
+def test_a_reservation_prepays_its_delta_outright_and_its_releases_spend_it(tmp_path):
+    location = str(tmp_path / "r.sqlite")
+    pdp.Ledger.create(location)
+    b = pdp.budget(epsilon=1, delta=F(1, 10**6), ledger=location, name="run")
+    with b.reserve(PureDP(F(1, 2), F(4, 10**7))) as plan:
+        assert plan.delta_exact == F(4, 10**7) and b.delta_spent_exact == F(4, 10**7)
+        plan.spend(PureDP(F(1, 8), F(3, 10**7)), method="inside")
+        with pytest.raises(pdp.BudgetExceededError, match=r"delta=2e-07.*remaining=1e-07"):
+            plan.spend(PureDP(F(1, 8), F(2, 10**7)), method="inside")
+        with pytest.raises(pdp.BudgetExceededError):
+            b.spend(PureDP(F(1, 8), F(7, 10**7)), method="outside")  # 6e-7 left outside
+        assert plan.delta_spent_exact == F(3, 10**7)
+    # The unused epsilon goes back; the delta stays spent (it is never returned).
+    assert b.spent_exact == F(1, 8) and b.delta_spent_exact == F(4, 10**7)
+    pdp.Ledger.open(location).verify()
+    with pytest.raises(pdp.ParameterError, match="has no delta"):
+        with pdp.budget(epsilon=1).reserve(0.5) as no_delta:
+            no_delta.spend(PureDP(F(1, 8), F(1, 10**7)), method="inside")
 
 
 def test_delta_round_trips_through_the_ledger_and_is_sealed_in_its_chain(backend):  # noqa: F811
@@ -144,3 +161,18 @@ def test_nested_budgets_on_two_ledgers_each_record_the_delta(tmp_path):
     assert outer.spent_exact == inner.spent_exact == F(1, 4)
     for location in (outer_at, inner_at):
         assert pdp.Ledger.open(location).verify().entries == 2
+
+
+def test_a_reopened_reservation_keeps_its_delta(tmp_path):
+    from pandas_dp.accounting.budget import Reservation
+
+    location = str(tmp_path / "r.sqlite")
+    pdp.Ledger.create(location)
+    b = pdp.budget(rho=1, delta=F(1, 10**6), ledger=location, name="run")
+    plan = b.reserve(ZCDP(F(1, 2), F(5, 10**7)))  # a process that dies holding it
+    forget_connections()
+    again = Reservation.reopen(pdp.budget(rho=1, delta=F(1, 10**6), ledger=location, name="run"), plan.name)
+    with again:
+        again.spend(ZCDP(F(1, 4), F(5, 10**7)), method="resumed")
+    assert again.delta_spent_exact == F(5, 10**7) and b.delta_spent_exact == F(5, 10**7) and b.spent_exact == F(1, 4)
+    assert pdp.Ledger.open(location).verify().entries == 6  # reserve, its delta, the charge and its delta, close, return
