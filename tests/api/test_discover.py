@@ -267,7 +267,7 @@ def test_assert_dp_passes_discovery_on_neighbours_that_add_a_rare_label():
     # appearance is an event of probability <= delta on one side and 0 on the other.
     from pandas_dp.testing import assert_dp
 
-    assert_dp(_discover, RARE_D, RARE_D_PRIME, epsilon=1.0, delta=1e-4, trials=800, events=4, rng=0,
+    assert_dp(_discover, RARE_D, RARE_D_PRIME, epsilon=1.0, delta=1e-4, trials=600, events=4, rng=0,
               budget={"epsilon": 10**9, "delta": 0.5})
 
 
