@@ -134,18 +134,27 @@ def _labels_and_codes(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     return np.asarray(uniques), np.asarray(codes, dtype=np.int64)
 
 
-def _count_labels(frame: Any, column: Any, bounds: UnitBounds | None, key: bytes) -> tuple[np.ndarray, np.ndarray]:
-    """Exact counts of every present label (after bounding each unit's contribution)."""
-    if not isinstance(frame, pd.DataFrame):
-        return _count_partitions(frame, column)
-    labels, codes = _labels_and_codes(frame[column])
-    if bounds is None:
-        counts = np.bincount(codes[codes >= 0], minlength=labels.size).astype(np.int64)
-        return labels, counts
-    from pandas_dp.engines.pandas.bounding import CodedRows, units_of  # the pandas engine's unit bounding
+def _count_labels(frame: Any, column: Any, bounds: UnitBounds | None, key: bytes,
+                  engine: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Exact counts of every present label (after bounding each unit's contribution).
 
-    units, hashes = units_of(frame[bounds.column], hashes=bounds.scheme == "cells")
-    coded = CodedRows(codes, units, hashes, labels.size)
+    Without a unit: one counting pass (per partition on Dask, merged). With a unit: the present
+    labels, put in their public order, become an internal domain (never shown) on which the
+    engine codes and bounds the rows as for any histogram, so both engines give the same counts
+    for the same key.
+    """
+    pandas = isinstance(frame, pd.DataFrame)
+    if bounds is None:
+        if not pandas:
+            return _count_partitions(frame, column)
+        labels, codes = _labels_and_codes(frame[column])
+        return labels, np.bincount(codes[codes >= 0], minlength=labels.size).astype(np.int64)
+    labels = _labels_and_codes(frame[column])[0] if pandas else _count_partitions(frame, column)[0]
+    labels = labels[public_order(labels)]
+    if labels.size == 0:
+        return labels, np.zeros(0, dtype=np.int64)
+    domain = CategoryDomain(column, pd.Index(labels, dtype=labels.dtype, tupleize_cols=False))
+    coded = engine.coded_rows(frame, Grid((domain,)), bounds)
     return labels, np.asarray(coded.counts(bounds, key), dtype=np.int64)
 
 
@@ -193,9 +202,6 @@ def discover_histogram(frame: Any, columns: Any, *, epsilon: Any, rho: Any, delt
     generator = check_rng(rng)
     nonneg = check_flag(nonnegative, "nonnegative")
     bounds = unit.bounds(frame.columns, reserved=tuple(cols))
-    if bounds is not None and not isinstance(frame, pd.DataFrame):
-        raise ParameterError(f"{what} with a privacy unit runs on pandas DataFrames only for now; on a Dask frame "
-                             f"drop privacy_unit= (one row is one unit) or call .compute() first.")
     if bounds is not None and bounds.auto:
         raise ParameterError(f"{what} needs a fixed public bound: pass max_rows=k or max_cells= with "
                              f"max_rows_per_cell=, not max_rows='auto'.")
@@ -211,7 +217,7 @@ def discover_histogram(frame: Any, columns: Any, *, epsilon: Any, rho: Any, delt
 
     def count(engine: Any) -> tuple[np.ndarray, np.ndarray, bytes]:
         key = release_key(generator) if bounds is not None else b""
-        labels, counts = _count_labels(frame, column, bounds, key)
+        labels, counts = _count_labels(frame, column, bounds, key, engine)
         return labels, counts, key
 
     def mechanism(exact: tuple[np.ndarray, np.ndarray, bytes]) -> Histogram:
