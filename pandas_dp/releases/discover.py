@@ -45,6 +45,11 @@ is released only with the probability its noise reaches ``T``; the result's
 natural sort order (a function of the released labels alone, never of the
 private rows' order).
 
+Engines: without a unit, the labels are counted in one pass (per partition on Dask, the partial
+counts merged by label); with a unit, the present labels in their public order become an internal
+domain (never shown) on which the engine bounds every unit as for a histogram, so pandas and Dask
+give the same release for the same seed.
+
 The single-partition optimal mechanism of Desfontaines, Voss, Gipson and
 Mandayam (PoPETS 2022) and the adaptive weighting of MAD/MAD2R (Chen et al.,
 ICML 2025) are not implemented here.
@@ -233,7 +238,7 @@ def discover_histogram(frame: Any, columns: Any, *, epsilon: Any, rho: Any, delt
             np.maximum(kept, 0, out=kept)
             post += ("clip at 0",)
         grid = Grid((CategoryDomain(column, pd.Index(kept_labels, dtype=kept_labels.dtype if kept_labels.size
-                                                     else object)),))
+                                                     else object, tupleize_cols=False)),))
         described = noise.describe()
         return Histogram(
             counts=as_series(kept, grid, "estimate", owned=True),
