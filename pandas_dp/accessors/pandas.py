@@ -53,6 +53,7 @@ class DPAccessorBase:
 
     def histogram(self, columns: Any, *, bins: Any = None, range: Any = None, categories: Any = None,
                   other: Any = None, epsilon: float | None = None, rho: float | None = None,
+                  delta: float | None = None,
                   method: HistogramMethodName = "identity", rng: Any = None,
                   nonnegative: bool = False, privacy_unit: Any = None, max_rows: int | str | None = None,
                   max_cells: int | None = None, max_rows_per_cell: int | None = None,
@@ -75,12 +76,17 @@ class DPAccessorBase:
             See the dates guide (docs/guide/dates.md).
         range : (low, high), optional
             Public bounds for ``bins=int``; never derived from the data.
-        categories : list of labels or "dtype", optional
+        categories : list of labels, "dtype" or "discover", optional
             The public list of every possible label of a column. ``"dtype"``
             uses a pandas ``Categorical`` column's own categories: only when
             the dtype was built from a public codebook
             (``pd.CategoricalDtype(codebook)``), never after
             ``astype("category")``, which builds them from the data.
+            ``"discover"`` (one column, needs ``delta``): no codebook; every
+            label present is counted with noise and only the labels whose noisy
+            count reaches a calibrated threshold are released, in their natural
+            sort order (``result.params["threshold"]``; labels with true counts
+            below about it may be missing). See the guide's "Unknown labels".
         other : label or dict, optional
             With ``categories``: the label of one more cell, last, counting every
             value outside the list (unknown labels, values of another type);
@@ -94,6 +100,9 @@ class DPAccessorBase:
             one of ``epsilon`` and ``rho``.
         rho : float
             Privacy loss in zero-concentrated DP, where the method supports it.
+        delta : float, optional
+            Only with ``categories="discover"``: the approximate part, ``0 < delta < 1``,
+            charged to the budget's delta (open it with ``pandas_dp.budget(..., delta=...)``).
         {method}
         rng : numpy.random.Generator, optional
             Only for reproducible experiments; the default ``None`` draws from a

@@ -1,7 +1,8 @@
 """Privacy budget: context manager, exact accounting in one measure, and an optional durable ledger.
 
 A :class:`Budget` is made active with ``with pandas_dp.budget(epsilon=...)``
-(pure DP) or ``with pandas_dp.budget(rho=...)`` (zCDP). Every release charges
+(pure DP) or ``with pandas_dp.budget(rho=...)`` (zCDP), either with an
+approximate part ``delta=...``. Every release charges
 the innermost active budget and every budget enclosing it (sequential
 composition). Amounts are exact rationals, so ten charges of ``0.1`` fill a
 budget of ``1.0`` exactly.
@@ -16,6 +17,14 @@ Every budget keeps its records in a ledger store (:mod:`pandas_dp.accounting.led
 in memory by default, or in a ledger file or PostgreSQL database created with
 :meth:`pandas_dp.Ledger.create`. A charge is checked and recorded in one
 transaction per store *before* any noise is drawn.
+
+A budget with ``delta`` keeps the approximate part in a companion budget of
+the same ledger, named ``"<name>#delta"`` with measure ``"delta"`` and the
+exact total delta: every charge with a delta appends an entry to it in the
+same transaction as the main entry, so delta is checked, recorded exactly and
+sealed in the same hash chains (budget list, entries, ledger head) as every
+other amount. A ledger written before deltas existed has no companion
+budgets: its budgets have delta 0 and open and verify as before.
 """
 
 from __future__ import annotations
@@ -31,13 +40,15 @@ import pandas as pd
 
 from pandas_dp._utils.rational import safe_repr
 from pandas_dp.errors import BudgetError, LedgerError, NoActiveBudgetError, ParameterError
-from pandas_dp.accounting.ledger.internal import (NO_BLIND_RESTORE, ChainError, Charge, MemoryStore, Posting, Store, check_remaining,
+from pandas_dp.accounting.ledger.internal import (DELTA_SUFFIX, NO_BLIND_RESTORE, ChainError, Charge, MemoryStore, Posting, Store, check_remaining,
                                                    columns_text, damaged, entries_frame, entry_text, new_meta, open_budget,
                                                    open_store, params_text, read_meta, record, store_for, verify_budget,
                                                    verify_budget_chain)
-from pandas_dp.privacy.loss import PrivacyLoss, loss_from
+from pandas_dp.privacy.loss import PrivacyLoss, check_delta, loss_from
 
-__all__ = ["Budget", "Reservation", "Charge", "budget", "active_budget", "ACTIVE_BUDGETS"]
+__all__ = ["Budget", "Reservation", "Charge", "budget", "active_budget", "ACTIVE_BUDGETS", "DELTA_SUFFIX"]
+
+
 
 #: The active budgets of this context, outermost first (the testing tools run their calls detached from it).
 ACTIVE_BUDGETS: ContextVar[tuple["Budget", ...]] = ContextVar("pandas_dp_active_budgets", default=())
@@ -51,10 +62,11 @@ def _as_loss(loss: object, *, what: str = "loss") -> PrivacyLoss:
     """A release's loss: a :class:`PrivacyLoss`, or a plain positive number read as a pure epsilon."""
     if isinstance(loss, PrivacyLoss):
         amount = getattr(loss, "amount", None)
+        delta = getattr(loss, "delta", Fraction(0))
         if isinstance(amount, int) and not isinstance(amount, bool):
             amount = Fraction(amount)
-            loss = type(loss)(amount)  # type: ignore[call-arg]
-        if not isinstance(amount, Fraction) or amount <= 0:
+            loss = type(loss)(amount, delta)  # type: ignore[call-arg]
+        if not isinstance(amount, Fraction) or amount <= 0 or not isinstance(delta, Fraction) or not 0 <= delta < 1:
             raise ParameterError(f"The '{what}' must be a positive privacy loss with an exact amount. Got "
                                  f"{safe_repr(loss)}.")
         return loss
@@ -75,6 +87,9 @@ def _check_name(name: object, *, with_ledger: bool) -> str:
     if bad or len(name) > 200 or (with_ledger and not name.strip()):
         raise ParameterError(f"The 'name' parameter of budget must be a non-empty, printable string of at most 200 "
                              f"characters. Got {name[:60]!r}.")
+    if name.endswith(DELTA_SUFFIX):
+        raise ParameterError(f"The 'name' parameter of budget may not end with {DELTA_SUFFIX!r} (reserved for the "
+                             f"companion budget that holds a budget's delta). Got {name[:60]!r}.")
     return name
 
 
@@ -91,6 +106,10 @@ class Budget:
     epsilon, rho : float, int, Fraction or Decimal
         Exactly one: the total pure-DP epsilon, or the total zCDP rho. Read
         exactly (0.1 is 1/10).
+    delta : float, Fraction or Decimal, optional
+        The approximate part, strictly between 0 and 1: ``(epsilon, delta)``-DP,
+        or delta-approximate rho-zCDP. Releases that need a delta (such as
+        ``histogram(categories="discover")``) spend from it; others spend none.
     ledger : str, path, postgresql:// URL or Ledger, optional
         An existing ledger (see :meth:`pandas_dp.Ledger.create`) that records every
         charge durably. Reopening the same ledger with the same ``name`` resumes
@@ -115,14 +134,18 @@ class Budget:
 
     _barrier = False  # a Reservation is prepaid: charges inside it stop there
     _genesis = ""     # the ledger row's genesis once _open has read it ("" before: nothing to compare)
+    _delta = Fraction(0)  # the total delta (0: no companion budget)
+    _delta_genesis = ""
 
-    def __init__(self, epsilon: Any = None, *, rho: Any = None, ledger: Any = None, name: str | None = None) -> None:
+    def __init__(self, epsilon: Any = None, *, rho: Any = None, delta: Any = None, ledger: Any = None,
+                 name: str | None = None) -> None:
         if (epsilon is None) == (rho is None):
             given = ", ".join(f"{k}={safe_repr(v)}" for k, v in (("epsilon", epsilon), ("rho", rho)) if v is not None)
             raise ParameterError(f"Pass exactly one of epsilon= (a pure-DP budget) or rho= (a zCDP budget) to "
                                  f"budget. Got {given or 'neither'}. For example pandas_dp.budget(epsilon=1.0).")
         self._total = loss_from(epsilon=epsilon) if rho is None else loss_from(rho=rho)
         self.name = _check_name(name, with_ledger=ledger is not None)
+        self._delta = Fraction(0) if delta is None else check_delta(delta, what="budget")
         if ledger is None:
             self._store: Store = MemoryStore()
             self._store.create(new_meta())
@@ -137,6 +160,7 @@ class Budget:
     def _open(self) -> Store:
         """Open (and fully verify) this budget's chain once per process; create its row when missing."""
         if not self._opened:
+            self._open_delta()
             row = open_budget(self._store, self.name, self.measure, self._total.amount, self._total.parameter,
                               parent=self._parent_name(), create=not self._barrier)
             if self._genesis and row.genesis != self._genesis:
@@ -150,6 +174,32 @@ class Budget:
 
     def _parent_name(self) -> str | None:
         return None
+
+    @property
+    def _delta_name(self) -> str:
+        return self.name + DELTA_SUFFIX
+
+    def _open_delta(self) -> None:
+        """Check the companion delta budget against this budget's delta; create it when new."""
+        if self._barrier:
+            return
+        with self._store.read() as txn:
+            main, companion = txn.budget(self.name), txn.budget(self._delta_name)
+            guarded = txn.guarded
+        if self._delta and guarded:
+            raise ParameterError(f"The guarded PostgreSQL ledger {self._store.display} holds no deltas yet (its "
+                                 f"server functions know the pure and zCDP measures only). Open the budget without "
+                                 f"delta=, or keep approximate-DP releases on an unguarded ledger.")
+        where = f"The ledger {self._store.display} already holds a budget named {self.name!r}"
+        if companion is not None and not self._delta:
+            raise ParameterError(f"{where} with delta={companion.total}; reopen it with the same delta= to resume "
+                                 f"it, or pass a new name=.")
+        if self._delta and main is not None and companion is None:
+            raise ParameterError(f"{where} without a delta; reopen it without delta= to resume it, or pass a new "
+                                 f"name= for a budget with delta.")
+        if self._delta:
+            row = open_budget(self._store, self._delta_name, "delta", self._delta, "delta")
+            self._delta_genesis = row.genesis
 
     # -- pickling ----------------------------------------------------------------------------------------
     def __getstate__(self) -> dict[str, Any]:
@@ -227,13 +277,49 @@ class Budget:
             raise _MeasureError("This is a pure-DP budget: it has no total rho. Read b.epsilon (or b.total).")
         return float(self._total.amount)
 
+    @property
+    def delta(self) -> float:
+        """Total delta of the budget (0.0 for a budget without one)."""
+        return float(self._delta)
+
+    @property
+    def delta_exact(self) -> Fraction:
+        """Total delta of the budget, exact."""
+        return self._delta
+
+    @property
+    def delta_spent_exact(self) -> Fraction:
+        """Exact delta spent so far (including charges by other processes on the ledger)."""
+        if not self._delta:
+            return Fraction(0)
+        store = self._open()
+        probe = Posting(budget=self._delta_name, label=self._label(), kind="charge", amount=Fraction(0),
+                        parameter="delta", requested="{}", requested_text="", method="", columns="", params="{}",
+                        status="charged", genesis=self._delta_genesis)
+        with store.read() as txn:
+            meta = read_meta(store, txn)
+            state = check_remaining(store, txn, meta["ledger_id"], [probe], lock=False)
+        return state[self._delta_name][1]
+
+    @property
+    def delta_spent(self) -> float:
+        """Delta spent so far (float)."""
+        return float(self.delta_spent_exact)
+
+    @property
+    def delta_remaining(self) -> float:
+        """Delta left (float)."""
+        return float(self._delta - self.delta_spent_exact)
+
     def epsilon_delta(self, delta: float, *, spent: bool = False) -> float:
         """The (epsilon, delta)-DP guarantee of this budget's total (or of what it has spent).
 
         Parameters
         ----------
         delta : float
-            The delta of the statement, ``0 < delta < 1``.
+            The delta of the statement, ``0 < delta < 1``. For a budget with a delta of
+            its own, the statement's total: it must exceed that delta (a zCDP budget's rho
+            is converted at the difference).
         spent : bool
             Convert the amount spent so far instead of the total.
 
@@ -247,6 +333,12 @@ class Budget:
             ``rho + 2 sqrt(rho log(1/delta))`` is looser). For a pure budget: its
             epsilon (pure epsilon-DP is (epsilon, delta)-DP for every delta).
 
+            With a budget delta ``d`` (approximate DP), the parts add: a pure budget
+            is (epsilon, d)-DP, so the statement holds for any ``delta >= d``; a zCDP
+            budget is d-approximately rho-zCDP, hence (epsilon(rho, delta - d), delta)-DP
+            (Bun and Steinke 2016, Section 8 "approximate zCDP"; deltas of sequential releases add
+            there too).
+
         Examples
         --------
         >>> import pandas_dp as pdp
@@ -254,7 +346,8 @@ class Budget:
         5.222
         """
         amount = self.spent_exact if spent else self._total.amount
-        return self._total.part(amount / self._total.amount).epsilon_delta(delta)
+        approx = self.delta_spent_exact if spent else self._delta
+        return self._total._with(amount, approx).epsilon_delta(delta)
 
     @property
     def spent_exact(self) -> Fraction:
@@ -288,13 +381,16 @@ class Budget:
         pure budget, ``rho`` for a zCDP budget) and holds the amount charged to
         this budget in its measure. A reservation shows as a ``reserve`` row and,
         when it closes, a ``return`` row with the negative unused part, so the
-        column always sums to ``spent``.
+        column always sums to ``spent``. A budget with delta has a ``delta`` column too: the delta
+        of each charge (0 for releases that spend none), from its companion budget's entries
+        (written in the charge's transaction, with the same time).
         """
         store = self._open()
         with store.read() as txn:
             meta = read_meta(store, txn)
             row = txn.budget(self.name)
             rows = list(txn.entries(self.name))
+            deltas = list(txn.entries(self._delta_name)) if self._delta else []
         if row is None:
             raise damaged(store, f"the budget {self.name!r} disappeared")
         try:
@@ -306,6 +402,9 @@ class Budget:
                               "method": full["method"], "columns": full["columns"],
                               self._total.parameter: full["amount"], "params": full["params"],
                               "status": full["status"], "measure": full["measure"]})
+        if self._delta:
+            by_time = {e.time: float(Fraction(e.amount)) for e in deltas}
+            frame["delta"] = [by_time.get(e.time, 0.0) for e in rows]
         return frame.reset_index(drop=True)
 
     def verify(self) -> None:
@@ -339,6 +438,21 @@ class Budget:
         chain = self._chain()
         postings = [b._posting(asked, asked.charged_as(b.measure), kind=kind, method=method_text,
                                columns=columns_entry, params=params_entry, status=status) for b in chain]
+        if asked.delta:
+            for b in list(chain):
+                if not b._delta:
+                    raise ParameterError(
+                        f"This release needs delta={float(asked.delta)!r} (approximate DP) but {b._label()} has no "
+                        f"delta, so nothing was charged. Open the budget with one, e.g. pandas_dp.budget("
+                        f"{b._total.parameter}={float(b._total.amount)!r}, delta=1e-6), or use a release that "
+                        f"needs no delta.")
+                chain.append(b)
+                # A reservation's delta is charged outright (never returned): a "charge" entry.
+                postings.append(Posting(
+                    budget=b._delta_name, label=b._label(), kind="charge", amount=asked.delta, parameter="delta",
+                    requested=json.dumps(asked.describe(), sort_keys=True), requested_text="", method=method_text,
+                    columns=columns_entry, params=params_entry, status="charged" if kind == "reserve" else status,
+                    genesis=b._delta_genesis))
         return asked, chain, postings
 
     def check(self, loss: PrivacyLoss | float | Fraction) -> None:
@@ -426,20 +540,24 @@ class Budget:
                                             "reserved")
         own = asked.charged_as(self.measure)
         ids, _ = record(chain, postings, reservation=(self, name, own))
-        funding = tuple((b, p.amount, i) for b, p, (i, _) in zip(chain, postings, ids))
-        return Reservation(self, name, own, funding)
+        funding = tuple((b, p.amount, i) for b, p, (i, _) in zip(chain, postings, ids) if p.kind == "reserve")
+        return Reservation(self, name, own._with(own.amount, Fraction(0)), funding, delta=own.delta)
 
     def __repr__(self) -> str:
         name = f" name={self.name!r}" if self.name else ""
         p = self._total.parameter
         try:
             state = f" spent={self.spent!r} remaining={self.remaining!r}"
+            if self._delta:
+                state += f" delta_spent={self.delta_spent!r} delta_remaining={self.delta_remaining!r}"
         except LedgerError:
             state = " (ledger unreadable)"
-        return f"<Budget{name} {p}={float(self._total.amount)!r}{state}>"
+        total = f" delta={float(self._delta)!r}" if self._delta else ""
+        return f"<Budget{name} {p}={float(self._total.amount)!r}{total}{state}>"
 
 
-def budget(epsilon: Any = None, *, rho: Any = None, ledger: Any = None, name: str | None = None) -> Budget:
+def budget(epsilon: Any = None, *, rho: Any = None, delta: Any = None, ledger: Any = None,
+           name: str | None = None) -> Budget:
     """Open a privacy budget; use it as ``with pandas_dp.budget(epsilon=1.0) as b:``.
 
     Parameters
@@ -448,6 +566,10 @@ def budget(epsilon: Any = None, *, rho: Any = None, ledger: Any = None, name: st
         Total pure-DP loss allowed inside the block (exact rational accounting).
     rho : float, int, Fraction or Decimal, optional
         Total zCDP loss instead (exactly one of ``epsilon`` and ``rho``).
+    delta : float, Fraction or Decimal, optional
+        The approximate part, ``0 < delta < 1`` (read exactly): ``(epsilon, delta)``-DP or
+        delta-approximate rho-zCDP. Only releases that need it (``categories="discover"``)
+        spend delta; a release needing delta in a budget without it is refused before any charge.
     ledger : str, path, postgresql:// URL or Ledger, optional
         An existing ledger (create it once with :meth:`pandas_dp.Ledger.create`)
         that durably records every charge before its noise is drawn.
@@ -477,7 +599,7 @@ def budget(epsilon: Any = None, *, rho: Any = None, ledger: Any = None, name: st
     >>> pdp.budget(rho=0.5).measure
     'zcdp'
     """
-    return Budget(epsilon, rho=rho, ledger=ledger, name=name)
+    return Budget(epsilon, rho=rho, delta=delta, ledger=ledger, name=name)
 
 
 def active_budget() -> Budget:

@@ -9,7 +9,8 @@ from typing import Any, Mapping, Sequence
 
 from pandas_dp.accounting.budget import Budget
 from pandas_dp.errors import BudgetError
-from pandas_dp.accounting.ledger.internal import Charge, Txn, check_remaining, loss_of, post, read_meta, transact
+from pandas_dp.accounting.ledger.internal import (DELTA_SUFFIX, Charge, Txn, check_remaining, loss_of, post, read_meta,
+                                                   transact)
 from pandas_dp.privacy.loss import PrivacyLoss
 
 __all__ = ["Reservation"]
@@ -22,14 +23,18 @@ class Reservation(Budget):
     with its own entry (``Charge.ledger_id``) in the ledger of the budget it was
     reserved from. :meth:`close` (called when the ``with`` block ends) records
     the close and returns the unused part to every budget that paid for it, in
-    one transaction per ledger.
+    one transaction per ledger. A reserved delta is charged outright to the
+    budget's delta when reserving (never returned) and held in the
+    reservation's own companion budget (``"<name>#delta"``), which its
+    releases spend.
     """
 
     _barrier = True
 
     def __init__(self, owner: Budget, name: str, total: PrivacyLoss,
-                 funding: tuple[tuple[Budget, Fraction, int], ...]) -> None:
+                 funding: tuple[tuple[Budget, Fraction, int], ...], *, delta: Fraction = Fraction(0)) -> None:
         self._total = total
+        self._delta = delta  # charged outright to the owner's delta when reserved; never returned
         self.name = name
         self._store = owner._store
         self._durable = owner._durable
@@ -93,6 +98,7 @@ class Reservation(Budget):
         with store.read() as txn:
             read_meta(store, txn)
             row = txn.budget(name)
+            companion = txn.budget(name + DELTA_SUFFIX)
             reserve = [e for e in txn.entries(owner.name) if e.kind == "reserve" and _names(e.params) == name]
             last = txn.last_entry(name)
         if row is None or row.parent != owner.name or len(reserve) != 1:
@@ -100,7 +106,8 @@ class Reservation(Budget):
         if last is not None and last.kind == "close":
             raise BudgetError(f"The reservation {name!r} is closed: its run finished or was cancelled.")
         total = loss_of(row.measure, Fraction(row.total))
-        made = cls(owner, name, total, ((owner, Fraction(reserve[0].amount), reserve[0].id),))
+        made = cls(owner, name, total, ((owner, Fraction(reserve[0].amount), reserve[0].id),),
+                   delta=Fraction(companion.total) if companion is not None else Fraction(0))
         made._opened = False
         made._open()  # verify its chain now
         return made

@@ -97,6 +97,8 @@ def call_release(frame: pd.DataFrame, r: "Release", rng: np.random.Generator | N
     """Run one release through the ``.dp`` accessor (``epsilon=`` or ``rho=`` as the spec says)."""
     a = dict(r.args)
     a[r.loss.parameter] = r.loss.amount
+    if r.loss.delta:
+        a["delta"] = r.loss.delta
     if r.method == "count_of_counts":
         for key in ("groups", "hierarchy"):
             if isinstance(a.get(key), Path):
@@ -131,7 +133,7 @@ def rehearse(spec: "Spec", frame: pd.DataFrame, codebook: dict[str, list[str]] |
         tables = ("groups", "hierarchy") if r.method == "count_of_counts" else ("hierarchy",)
         if any(isinstance(r.args.get(key), str) for key in tables):  # a public table not found: reported
             continue
-        own: dict[str, Any] = {r.loss.parameter: r.loss.amount}
+        own: dict[str, Any] = {r.loss.parameter: r.loss.amount, "delta": r.loss.delta or None}
         try:
             with pdp.budget(**own):
                 call_release(frame, r, np.random.default_rng(0))

@@ -45,8 +45,10 @@ def _reserve(spec: Spec) -> Any:
     """Open the budget and reserve the spec's total (SpecError when it cannot: nothing charged)."""
     asked = spec.asked()
     try:
-        budget = pdp.budget(**{spec.total.parameter: spec.total.amount}, ledger=spec.ledger, name=spec.budget_name)
-        return budget, budget.reserve(loss_of(spec.total.measure, asked), method="release spec",
+        budget = pdp.budget(**{spec.total.parameter: spec.total.amount}, delta=spec.total.delta or None,
+                            ledger=spec.ledger, name=spec.budget_name)
+        return budget, budget.reserve(loss_of(spec.total.measure, asked).with_delta(spec.asked_delta()),
+                                      method="release spec",
                                       params={"spec": str(spec.path), "releases": [r.name for r in spec.releases]})
     except BudgetExceededError as err:
         raise SpecError(spec.path, [f"The budget cannot cover the whole spec any more (another run may be using "
@@ -98,7 +100,8 @@ def _find_run(spec: Spec) -> tuple[Any, Any, dict[str, Any] | None]:
     """The budget, the reopened reservation and the manifest of this spec's killed run (SpecError otherwise)."""
     manifest = _manifest_of(spec)
     try:
-        budget = pdp.budget(**{spec.total.parameter: spec.total.amount}, ledger=spec.ledger, name=spec.budget_name)
+        budget = pdp.budget(**{spec.total.parameter: spec.total.amount}, delta=spec.total.delta or None,
+                            ledger=spec.ledger, name=spec.budget_name)
         if manifest is not None:
             recorded = manifest.get("budget")
             if not isinstance(recorded, dict):
@@ -244,6 +247,9 @@ def execute(spec: Spec, *, resume: bool = False) -> int:
                                "reservation_entry": plan.reserved_entry},
                     "seeded": spec.seed is not None, "complete": len(entries) == len(spec.releases),
                     "resumed": resumed, "releases": entries, "lost": lost}
+        if spec.total.delta:
+            funds: dict[str, Any] = manifest["budget"]  # type: ignore[assignment]
+            funds.update(delta=float(spec.total.delta), delta_spent=budget.delta_spent)
         text = json.dumps(manifest, indent=2)
         write_atomic(manifest_path, lambda p: Path(p).write_text(text, encoding="utf-8"))
 

@@ -72,7 +72,7 @@ import numpy as np
 import pandas as pd
 
 from pandas_dp.errors import PandasDPError, ParameterError
-from pandas_dp.privacy.loss import PrivacyLoss, loss_from
+from pandas_dp.privacy.loss import PrivacyLoss, check_delta, loss_from
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -86,10 +86,10 @@ from pandas_dp.results import CountOfCounts, GeographyHistogram, Histogram, Marg
 __all__ = ["SpecError", "ReleaseError", "Spec", "Release", "load_spec", "parse_spec", "release_table"]
 
 _TOP = {"budget", "input", "output", "release", "seed"}
-_BUDGET = {"epsilon", "rho", "ledger", "name"}
+_BUDGET = {"epsilon", "rho", "delta", "ledger", "name"}
 _INPUT = {"path", "format", "codebook"}
 _OUTPUT = {"dir", "format", "confidence"}
-_COMMON = {"name", "method", "epsilon", "rho"}
+_COMMON = {"name", "method", "epsilon", "rho", "delta"}
 #: Allowed keys of a [[release]] table per method, read from the release registry (every histogram
 #: method with its knobs, count_of_counts, unattributed), so a new method or knob is written once.
 _KEYS = cli_keys()
@@ -198,6 +198,10 @@ class Spec:
         """What the releases cost together in the budget's measure (exact)."""
         return sum((r.loss.charged_as(self.total.measure).amount for r in self.releases), Fraction(0))
 
+    def asked_delta(self) -> Fraction:
+        """The releases' deltas together (exact; 0 when none needs one)."""
+        return sum((r.loss.delta for r in self.releases), Fraction(0))
+
 
 def _fmt_of(path: Path, given: Any, what: str, problems: list[str]) -> str:
     fmt = given if given is not None else ("parquet" if path.suffix.lower() in (".parquet", ".pq") else "csv")
@@ -251,6 +255,12 @@ def _release(i: int, entry: Any, problems: list[str]) -> Release | None:
         loss = None
     else:
         loss = _amount(entry, where, problems, "epsilon = 0.5")
+    if "delta" in entry and loss is not None:
+        try:
+            loss = loss.with_delta(check_delta(entry["delta"], what=where))
+        except ParameterError as err:
+            problems.append(str(err))
+            loss = None
     labels_ok = True
     for req in _REQUIRED.get(method, ("columns",)):
         if req not in entry:
@@ -328,6 +338,12 @@ def parse_spec(path: str | Path) -> tuple[Spec | None, list[str]]:
     inp = _table(raw, "input", _INPUT, problems)
     out = _table(raw, "output", _OUTPUT, problems)
     total = _amount(bud, "[budget]", problems, "epsilon = 1.0 (the total privacy loss of this run)")
+    if "delta" in bud and total is not None:
+        try:
+            total = total.with_delta(check_delta(bud["delta"], what="[budget]"))
+        except ParameterError as err:
+            problems.append(str(err))
+            total = None
     unchecked: set[str] = set() if total is not None else {"ledger"}
     ledger_given = bud.get("ledger")
     ledger: Path | str = ""
@@ -397,6 +413,11 @@ def parse_spec(path: str | Path) -> tuple[Spec | None, list[str]]:
             problems.append(f"The releases ask for {total.parameter} = {float(asked):g} in total, above the budget "
                             f"{total.parameter} = {float(total.amount):g}. Lower their amounts or raise the "
                             f"[budget] total.")
+        deltas = sum((r.loss.delta for r in releases), Fraction(0))
+        if deltas > total.delta:
+            problems.append(f"The releases ask for delta = {float(deltas):g} in total, above the budget's delta = "
+                            f"{float(total.delta):g}. Give [budget] delta (at least {float(deltas):g}) or lower "
+                            f"the releases' delta.")
     for r in releases:
         for key in ("groups", "hierarchy"):
             value = r.args.get(key)

@@ -37,6 +37,20 @@ to a query of L2 sensitivity ``L2`` is ``rho``-zCDP (Canonne, Kamath, Steinke
 (Bun and Steinke 2016, Proposition 1.4), which is what it costs under a zCDP
 budget; a zCDP release implies no pure guarantee and is refused by an
 epsilon budget.
+
+Approximate DP
+--------------
+Either measure may carry a ``delta`` (an exact rational in ``[0, 1)``, 0 by
+default): ``PureDP(epsilon, delta)`` is (epsilon, delta)-DP and
+``ZCDP(rho, delta)`` is delta-approximate rho-zCDP (Bun and Steinke 2016,
+Section 8). Every release with a delta here is approximate *by
+conditioning*: on an event of probability at least ``1 - delta`` its output
+is pure epsilon-DP (rho-zCDP) with respect to its neighbour, which is both
+(epsilon, delta)-DP and, by Proposition 1.4 of Bun and Steinke applied to
+the conditional distributions, delta-approximate ``epsilon**2 / 2``-zCDP: a
+pure release with delta is charged ``(epsilon**2 / 2, delta)`` in a zCDP
+budget. Sequential composition adds both parts (Bun and Steinke 2016,
+Section 8 for zCDP; basic composition for (epsilon, delta)-DP).
 """
 
 from __future__ import annotations
@@ -59,7 +73,7 @@ from pandas_dp.noise.laplace import (add_in_chunks, discrete_laplace, discrete_l
 from pandas_dp.privacy.zcdp import zcdp_epsilon
 
 __all__ = ["Sensitivity", "PrivacyLoss", "PureDP", "ZCDP", "Noise", "DiscreteLaplace", "DiscreteGaussian", "pure", "zcdp",
-           "loss_from", "MAX_NOISE_SCALE", "MAX_GAUSSIAN_SIGMA2", "SHARE_GRID"]
+           "loss_from", "check_delta", "MAX_NOISE_SCALE", "MAX_GAUSSIAN_SIGMA2", "SHARE_GRID"]
 
 #: Smallest variance a noise reports: a huge loss makes the exact variance underflow to 0 in floating
 #: point (the discrete Laplace variance ``2p/(1-p)^2``, ``p = exp(-1/t)``, beyond epsilon ~745), which would
@@ -283,8 +297,9 @@ class DiscreteGaussian(Noise):
 class PrivacyLoss(ABC):
     """A privacy loss of one measure: exact amount, exact arithmetic, noise calibration.
 
-    Subclasses are frozen dataclasses with one field, ``amount`` (a positive
-    or zero :class:`~fractions.Fraction`).
+    Subclasses are frozen dataclasses with the fields ``amount`` (a positive
+    or zero :class:`~fractions.Fraction`) and ``delta`` (the approximate part,
+    an exact rational, 0 for a pure or plain zCDP loss).
     """
 
     #: ``"pure"`` or ``"zcdp"``: what the ledger records.
@@ -294,6 +309,10 @@ class PrivacyLoss(ABC):
     #: Smallest positive amount a release may ask for (its noise would overflow the sampler below it).
     minimum: ClassVar[Fraction]
     amount: Fraction
+    delta: Fraction
+
+    def _with(self, amount: Fraction, delta: Fraction) -> "PrivacyLoss":
+        return type(self)(amount, delta)  # type: ignore[call-arg]
 
     # -- exact arithmetic (same measure only) --------------------------------
     def _same(self, other: object) -> "PrivacyLoss":
@@ -302,10 +321,12 @@ class PrivacyLoss(ABC):
         return other
 
     def __add__(self, other: "PrivacyLoss") -> "PrivacyLoss":
-        return type(self)(self.amount + self._same(other).amount)  # type: ignore[call-arg]
+        other = self._same(other)
+        return self._with(self.amount + other.amount, self.delta + other.delta)
 
     def __sub__(self, other: "PrivacyLoss") -> "PrivacyLoss":
-        return type(self)(self.amount - self._same(other).amount)  # type: ignore[call-arg]
+        other = self._same(other)
+        return self._with(self.amount - other.amount, self.delta - other.delta)
 
     def __lt__(self, other: "PrivacyLoss") -> bool:
         return self.amount < self._same(other).amount
@@ -321,11 +342,11 @@ class PrivacyLoss(ABC):
 
     def zero(self) -> "PrivacyLoss":
         """The zero loss of this measure."""
-        return type(self)(Fraction(0))  # type: ignore[call-arg]
+        return self._with(Fraction(0), Fraction(0))
 
     def part(self, share: Fraction | int) -> "PrivacyLoss":
-        """The exact part ``share * amount`` (``share`` a rational in ``[0, 1]``)."""
-        return type(self)(self.amount * Fraction(share))  # type: ignore[call-arg]
+        """The exact part ``share * amount`` (and ``share * delta``; ``share`` a rational in ``[0, 1]``)."""
+        return self._with(self.amount * Fraction(share), self.delta * Fraction(share))
 
     def phases(self, share: float | Fraction) -> tuple["PrivacyLoss", "PrivacyLoss"]:
         """Two sequential phases: ``share`` of this loss, and exactly the rest.
@@ -404,8 +425,15 @@ class PrivacyLoss(ABC):
         """
 
     def describe(self) -> dict[str, Any]:
-        """JSON-friendly record: ``{"measure": ..., parameter: exact text}``."""
-        return {"measure": self.measure, self.parameter: _text(self.amount)}
+        """JSON-friendly record: ``{"measure": ..., parameter: exact text}`` (and ``"delta"`` when not 0)."""
+        out = {"measure": self.measure, self.parameter: _text(self.amount)}
+        if self.delta:
+            out["delta"] = _text(self.delta)
+        return out
+
+    def with_delta(self, delta: Fraction) -> "PrivacyLoss":
+        """This loss with the approximate part ``delta`` (exact)."""
+        return self._with(self.amount, Fraction(delta))
 
     @abstractmethod
     def for_unit_sensitivity(self, sensitivity: Sensitivity) -> "PrivacyLoss":
@@ -429,11 +457,13 @@ class PrivacyLoss(ABC):
 
     def __str__(self) -> str:
         """``rho=0.5 (zCDP)`` or ``epsilon=1/3``: the exact amount as a person writes it."""
-        return f"{self.parameter}={exact_text(self.amount)}" + (" (zCDP)" if self.measure == "zcdp" else "")
+        delta = f", delta={exact_text(self.delta)}" if self.delta else ""
+        return f"{self.parameter}={exact_text(self.amount)}{delta}" + (" (zCDP)" if self.measure == "zcdp" else "")
 
     def __repr__(self) -> str:
         """``ZCDP(rho=0.5)``, ``PureDP(epsilon=1/3)``: exact, without ``Fraction(...)``."""
-        return f"{type(self).__name__}({self.parameter}={exact_text(self.amount)})"
+        delta = f", delta={exact_text(self.delta)}" if self.delta else ""
+        return f"{type(self).__name__}({self.parameter}={exact_text(self.amount)}{delta})"
 
 
 @dataclass(frozen=True, eq=True, repr=False)
@@ -450,6 +480,7 @@ class PureDP(PrivacyLoss):
     """
 
     amount: Fraction
+    delta: Fraction = Fraction(0)
     measure: ClassVar[str] = "pure"
     parameter: ClassVar[str] = "epsilon"
     minimum: ClassVar[Fraction] = Fraction(1, 2**40)
@@ -462,11 +493,16 @@ class PureDP(PrivacyLoss):
         return self.amount
 
     def for_unit_sensitivity(self, sensitivity: Sensitivity) -> "PureDP":
-        return PureDP(self.amount / sensitivity.l1)
+        return PureDP(self.amount / sensitivity.l1)  # group privacy: a delta does not carry over as is
 
     def epsilon_delta(self, delta: float) -> float:
-        """Pure epsilon-DP is (epsilon, delta)-DP for every delta: the epsilon itself."""
+        """Pure epsilon-DP is (epsilon, delta)-DP for every delta: the epsilon itself.
+
+        With a delta of its own, the statement holds for every ``delta`` at least that delta
+        (ParameterError below it).
+        """
         zcdp_epsilon(Fraction(1), delta)  # the same checks of delta
+        _rest_of(self, delta)
         return float(self.amount)
 
     def planning_variance(self, share: float = 1.0, sensitivity: Sensitivity = UNIT) -> float:
@@ -484,7 +520,8 @@ class PureDP(PrivacyLoss):
 
     def _implies(self, measure: str) -> PrivacyLoss | None:
         # Pure epsilon-DP implies (epsilon**2 / 2)-zCDP (Bun and Steinke 2016, Proposition 1.4).
-        return ZCDP(self.amount * self.amount / 2) if measure == ZCDP.measure else None
+        # With a delta: the conditional pure guarantee implies the conditional zCDP one (module notes).
+        return ZCDP(self.amount * self.amount / 2, self.delta) if measure == ZCDP.measure else None
 
 
 @dataclass(frozen=True, eq=True, repr=False)
@@ -502,6 +539,7 @@ class ZCDP(PrivacyLoss):
     """
 
     amount: Fraction
+    delta: Fraction = Fraction(0)
     measure: ClassVar[str] = "zcdp"
     parameter: ClassVar[str] = "rho"
     minimum: ClassVar[Fraction] = Fraction(1, 2**80)
@@ -514,11 +552,20 @@ class ZCDP(PrivacyLoss):
         return self.amount
 
     def for_unit_sensitivity(self, sensitivity: Sensitivity) -> "ZCDP":
-        return ZCDP(self.amount / sensitivity.l2_squared)
+        return ZCDP(self.amount / sensitivity.l2_squared)  # group privacy: a delta does not carry over as is
 
     def epsilon_delta(self, delta: float) -> float:
-        """The tight conversion of Canonne, Kamath and Steinke (2020, Corollary 13), rounded up."""
-        return 0.0 if self.amount == 0 else zcdp_epsilon(self.amount, delta)
+        """The tight conversion of Canonne, Kamath and Steinke (2020, Corollary 13), rounded up.
+
+        With a delta of its own (delta-approximate rho-zCDP), ``delta`` is the statement's total:
+        rho is converted at ``delta - self.delta`` and the two deltas add (Bun and Steinke 2016,
+        Section 8: delta'-approximate rho-zCDP gives (epsilon(rho, d), delta' + d)-DP).
+        """
+        if not self.delta:
+            return 0.0 if self.amount == 0 else zcdp_epsilon(self.amount, delta)
+        zcdp_epsilon(Fraction(1), delta)  # the same checks of delta
+        rest = _rest_of(self, delta)
+        return 0.0 if self.amount == 0 else zcdp_epsilon(self.amount, rest)
 
     def planning_variance(self, share: float = 1.0, sensitivity: Sensitivity = UNIT) -> float:
         """Gaussian variance ``L2**2 / (2 rho share)`` (0 when it underflows)."""
@@ -532,6 +579,20 @@ class ZCDP(PrivacyLoss):
                 f"The 'rho' parameter is too small for {what}: its share {float(self.amount):.3g} needs a "
                 f"noise standard deviation above 2**50. Pass a larger rho or change the split.")
         return DiscreteGaussian(sensitivity.l2_squared / (2 * self.amount))
+
+
+def _rest_of(loss: PrivacyLoss, delta: float) -> float:
+    """``delta - loss.delta`` as a float rounded down (a smaller delta gives a larger, safe epsilon)."""
+    if not loss.delta:
+        return float(delta)
+    rest = to_fraction(delta, name="delta") - loss.delta
+    if rest < 0 or (rest == 0 and loss.measure == "zcdp" and loss.amount > 0):
+        raise ParameterError(
+            f"The 'delta' of an (epsilon, delta) statement must be above the delta already spent "
+            f"({float(loss.delta)!r}){' (the rho part needs a share of it)' if loss.measure == 'zcdp' else ''}. "
+            f"Got {safe_repr(delta)}.")
+    value = float(rest)
+    return math.nextafter(value, 0.0) if Fraction(value) > rest else value
 
 
 _MEASURES: dict[str, type[PrivacyLoss]] = {"epsilon": PureDP, "rho": ZCDP}
@@ -566,6 +627,25 @@ def loss_from(*, epsilon: Any = None, **others: Any) -> PrivacyLoss:
             f"The '{key}' parameter is too small: got {safe_repr(value)}, the minimum is {float(cls.minimum):.1e}; "
             f"noise that large would hide every count. Pass a larger {key}.")
     return cls(amount)  # type: ignore[call-arg]
+
+
+def check_delta(value: Any, *, what: str = "this release") -> Fraction:
+    """The ``delta=`` of a release or budget, read exactly: a number strictly between 0 and 1.
+
+    Raises
+    ------
+    ParameterError
+        When ``value`` is not a finite number in ``(0, 1)``.
+    """
+    try:
+        delta = to_fraction(value, name="delta")
+    except ParameterError:
+        delta = None
+    if delta is None or not 0 < delta < 1:
+        raise ParameterError(f"The 'delta' parameter of {what} must be a number strictly between 0 and 1 (the "
+                             f"probability the pure guarantee may fail; e.g. delta=1e-6, well below 1 / rows). "
+                             f"Got {safe_repr(value)}.")
+    return delta
 
 
 def pure(epsilon: Any) -> PureDP:

@@ -214,17 +214,35 @@ def choose_max_rows(contributions: np.ndarray, noise: Noise, rng: Any) -> int:
 
 
 def histogram(frame: pd.DataFrame, columns: Any, *, bins: Any = None, range: Any = None,
-              categories: Any = None, other: Any = None, epsilon: Any = None, rho: Any = None, method: MethodName = "identity",
-              rng: Any = None, nonnegative: bool = False, privacy_unit: Any = None, max_rows: Any = None,
-              max_cells: Any = None, max_rows_per_cell: Any = None, by: Any = None, hierarchy: Any = None,
-              by_categories: Any = None, level_weights: Any = None, integer: bool | None = None,
-              **method_params: Any) -> Histogram | GeographyHistogram:
+              categories: Any = None, other: Any = None, epsilon: Any = None, rho: Any = None, delta: Any = None,
+              method: MethodName = "identity", rng: Any = None, nonnegative: bool = False, privacy_unit: Any = None,
+              max_rows: Any = None, max_cells: Any = None, max_rows_per_cell: Any = None, by: Any = None,
+              hierarchy: Any = None, by_categories: Any = None, level_weights: Any = None,
+              integer: bool | None = None, **method_params: Any) -> Histogram | GeographyHistogram:
     """Release a DP histogram of ``frame[columns]`` over a public domain (see ``DataFrame.dp.histogram``).
 
     With ``by=`` (and its public regions), one consistent histogram per region
-    (:func:`pandas_dp.releases.geography.histogram_by_region`).
+    (:func:`pandas_dp.releases.geography.histogram_by_region`). With ``categories="discover"``
+    (and ``delta=``), the labels whose noisy count passes a threshold
+    (:func:`pandas_dp.releases.discover.discover_histogram`).
     """
     unit = PrivacyUnit.gather(privacy_unit, max_rows, max_cells, max_rows_per_cell)
+    if isinstance(categories, str) and str.__str__(categories) == "discover":
+        from pandas_dp.releases.discover import discover_histogram  # local: discover imports the pipeline only
+
+        extra = {"bins": bins, "range": range, "by": by, "hierarchy": hierarchy, "by_categories": by_categories,
+                 "level_weights": level_weights, "integer": integer, "other": other}
+        given = sorted(k for k, v in extra.items() if v is not None) + sorted(method_params)
+        if given or method != "identity":
+            named = given or ["method"]
+            raise ParameterError(f"histogram(categories='discover') takes no {', '.join(named)}= (it releases one "
+                                 f"column's labels with the identity mechanism). Drop {named[0]}=.")
+        return discover_histogram(frame, columns, epsilon=epsilon, rho=rho, delta=delta, rng=rng,
+                                  nonnegative=nonnegative, unit=unit)
+    if delta is not None:
+        raise ParameterError("The 'delta' parameter is used only by histogram(categories='discover') (key "
+                             "discovery needs approximate DP); a histogram over public categories or bins is pure "
+                             "or zCDP. Drop delta=.")
     if by is not None or hierarchy is not None or by_categories is not None or level_weights is not None:
         from pandas_dp.releases.geography import histogram_by_region  # local: cycle (geography uses this module)
 

@@ -103,8 +103,8 @@ _RANGE_AUTO = {"auto": "a hierarchical histogram with the best branching when it
                        "variance beats the flat histogram's, else the flat one (the default)"}
 
 HISTOGRAM_PARAMS = ParamTable("histogram", (
-    _arg("columns", REQUIRED, POSITIONAL), *DOMAIN_PARAMS, OTHER, *LOSS_PARAMS, _method_param("identity"), RNG,
-    NONNEGATIVE, *UNIT_PARAMS, *GEOGRAPHY_PARAMS, METHOD_PARAMS))
+    _arg("columns", REQUIRED, POSITIONAL), *DOMAIN_PARAMS, OTHER, *LOSS_PARAMS, _arg("delta"),
+    _method_param("identity"), RNG, NONNEGATIVE, *UNIT_PARAMS, *GEOGRAPHY_PARAMS, METHOD_PARAMS))
 HIERARCHICAL_PARAMS = ParamTable("hierarchical_histogram", (
     _arg("columns", REQUIRED, POSITIONAL), *DOMAIN_PARAMS, OTHER, *LOSS_PARAMS, *TREE_PARAMS, NONNEGATIVE, RNG,
     *UNIT_PARAMS))

@@ -20,9 +20,11 @@ if TYPE_CHECKING:
     from pandas_dp.accounting.budget import Budget
     from pandas_dp.privacy.loss import PrivacyLoss
 
-__all__ = ["Charge", "record", "entry_text", "columns_text", "params_text", "STATUSES"]
+__all__ = ["Charge", "record", "entry_text", "columns_text", "params_text", "STATUSES", "DELTA_SUFFIX"]
 
 STATUSES = ("ok", "failed")
+#: Suffix of the companion budget that holds a budget's (or a reservation's) delta.
+DELTA_SUFFIX = "#delta"
 
 
 def entry_text(value: object, what: str, *, limit: int = 2000) -> str:
@@ -137,6 +139,8 @@ def record(chain: list["Budget"], postings: list[Posting],
                 txn.lock_budget_list()
                 budgets = budget_list(owner._store, txn, meta)
                 add_budget(owner._store, txn, meta, budgets, name, own.measure, own.amount, owner.name)
+                if own.delta:  # the reservation's delta, charged outright to the owner's companion above
+                    add_budget(owner._store, txn, meta, budgets, name + DELTA_SUFFIX, "delta", own.delta, None)
         written = txns[stores[0].key].written_head
         head[:] = [head_text(written[1], written[2]) if written is not None and stores[0].durable else ""]
         return [ids[i] for i in range(len(chain))]

@@ -18,13 +18,13 @@ The user-facing ledger API is :mod:`pandas_dp.accounting.ledger` (``Ledger``, ``
 
 from __future__ import annotations
 
-from pandas_dp.accounting.ledger._charge import Charge, columns_text, entry_text, params_text, record
+from pandas_dp.accounting.ledger._charge import DELTA_SUFFIX, Charge, columns_text, entry_text, params_text, record
 from pandas_dp.accounting.ledger._ledger import entries_frame, open_store, store_for
 from pandas_dp.accounting.ledger._ops import (NO_BLIND_RESTORE, Posting, check_remaining, damaged, loss_of, new_meta, open_budget, post,
                                               read_meta, transact, verify_budget)
 from pandas_dp.accounting.ledger._records import ChainError, verify_budget_chain
 from pandas_dp.accounting.ledger._store import MemoryStore, Store, Txn
 
-__all__ = ["NO_BLIND_RESTORE", "Charge", "columns_text", "entry_text", "params_text", "record", "entries_frame", "open_store", "store_for",
+__all__ = ["NO_BLIND_RESTORE", "DELTA_SUFFIX", "Charge", "columns_text", "entry_text", "params_text", "record", "entries_frame", "open_store", "store_for",
            "Posting", "check_remaining", "damaged", "loss_of", "new_meta", "open_budget", "post", "read_meta",
            "transact", "verify_budget", "ChainError", "verify_budget_chain", "MemoryStore", "Store", "Txn"]

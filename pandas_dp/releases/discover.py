@@ -1,0 +1,259 @@
+"""``histogram(column, categories="discover")``: private key discovery by noisy-count thresholding.
+
+Analysts count free text, product codes or places for which no public codebook
+exists. The release counts every label present in the column, adds exact
+integer noise to every count, and releases only the labels whose noisy count
+reaches a threshold ``T``; the noisy counts of those labels are the estimates.
+
+Mechanism and its delta
+-----------------------
+One privacy unit touches at most ``c`` labels with at most ``r`` rows each
+(no privacy unit: ``c = r = 1``; ``max_rows=k``: ``c = r = k``). The counts of
+all labels present get noise calibrated to the pure part of the loss for that
+sensitivity (:meth:`UnitBounds.histogram_sensitivity`): discrete Laplace of
+scale ``c r / epsilon`` under ``epsilon=``, discrete Gaussian of
+``sigma**2 = c r**2 / (2 rho)`` under ``rho=``. A label is released when its
+noisy count is ``>= T`` (the mass exactly at ``T`` is released).
+
+Let ``x`` hold one unit more than its neighbour ``x'``. Labels present in both
+are a pure (zCDP) Gaussian or Laplace release of counts that differ by the
+sensitivity, thresholded (post-processing). The unit's labels absent from
+``x'`` (at most ``c``, each with a true count ``n <= r``) appear in ``M(x)``
+only when ``n + Z >= T``: on the event ``E`` that none of them passes, of
+probability at least ``1 - c P(Z >= T - r)``, ``M(x)`` conditioned on ``E`` and
+``M(x')`` are epsilon-DP (rho-zCDP) neighbours, so the release is
+``(epsilon, delta)``-DP (delta-approximately rho-zCDP) with
+``delta = c P(Z >= T - r)`` (union bound; Korolova, Kenthapadi, Mishra,
+Ntoulas 2009, "Releasing search queries and clicks privately", for the
+Laplace threshold; Wilson, Zhang, Lam, Desfontaines, Simmons-Marengo, Gipson
+2020, "Differentially private SQL with bounded user contribution", Section 3,
+for bounded contributions; Bun and Steinke 2016, Section 8, for the
+approximate zCDP). ``T`` is the smallest integer with
+``c P(Z >= T - r) <= delta``:
+
+    ``T = r + 1 + q``, ``q`` the exact ``1 - delta / c`` quantile of the noise
+
+(:meth:`Noise.quantile`: the smallest ``q`` with ``P(Z <= q) >= 1 - delta / c``,
+exact for discrete Laplace, certified and never below for the discrete
+Gaussian), so ``P(Z >= T - r) = P(Z > q) <= delta / c``: the tail *includes*
+the mass at the threshold (the error of OpenDP issue #2922 was to leave it
+out). The charge is ``(epsilon, delta)`` or ``(rho, delta)`` in full.
+
+Which labels may be missing: a label whose true count is near ``T`` or below
+is released only with the probability its noise reaches ``T``; the result's
+``params["missing"]`` says so. The output lists the released labels in their
+natural sort order (a function of the released labels alone, never of the
+private rows' order).
+
+Engines: without a unit, the labels are counted in one pass (per partition on Dask, the partial
+counts merged by label); with a unit, the present labels in their public order become an internal
+domain (never shown) on which the engine bounds every unit as for a histogram, so pandas and Dask
+give the same release for the same seed.
+
+The single-partition optimal mechanism of Desfontaines, Voss, Gipson and
+Mandayam (PoPETS 2022) and the adaptive weighting of MAD/MAD2R (Chen et al.,
+ICML 2025) are not implemented here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from pandas_dp.domain.categories import CategoryDomain
+from pandas_dp.domain.grid import Grid
+from pandas_dp.errors import ParameterError
+from pandas_dp.noise.words import release_key
+from pandas_dp.privacy.loss import UNIT, Noise, Sensitivity, check_delta
+from pandas_dp.privacy.units import UnitArguments, UnitBounds
+from pandas_dp.releases.params import check_columns, check_flag, check_rng
+from pandas_dp.releases.pipeline import Release, privacy_loss, run
+from pandas_dp.results.histogram import Histogram, as_series, constant_cells
+
+__all__ = ["DISCOVER", "discover_histogram", "discovery_threshold", "unit_shape"]
+
+#: The ``categories=`` value that asks for key discovery.
+DISCOVER = "discover"
+
+
+def unit_shape(bounds: UnitBounds | None) -> tuple[int, int, Sensitivity]:
+    """``(c, r, sensitivity)``: labels a unit touches, rows per label, and the counts' sensitivity."""
+    if bounds is None:
+        return 1, 1, UNIT
+    if bounds.scheme == "cells":
+        c, r = int(bounds.max_cells), int(bounds.max_rows_per_cell)  # type: ignore[arg-type]
+    else:
+        c = r = bounds.row_bound
+    return c, r, bounds.histogram_sensitivity()
+
+
+def discovery_threshold(noise: Noise, delta: Fraction, cells: int = 1, per_cell: int = 1) -> int:
+    """Smallest integer ``T`` with ``cells * P(Z >= T - per_cell) <= delta`` for the noise ``Z``.
+
+    ``T = per_cell + 1 + q`` with ``q`` the exact ``1 - delta / cells`` quantile of the noise
+    (never below the true quantile), so the tail at ``T - per_cell`` includes the mass at ``T``.
+
+    Examples
+    --------
+    >>> from fractions import Fraction
+    >>> from pandas_dp.privacy.loss import DiscreteLaplace
+    >>> discovery_threshold(DiscreteLaplace(Fraction(1)), Fraction(1, 10**6))
+    15
+    """
+    q = noise.quantile(1 - Fraction(delta) / int(cells))
+    return int(per_cell) + 1 + int(q)
+
+
+def _hashable(value: Any) -> bool:
+    """Whether a private value can be a label (hashable, and its hash does not raise)."""
+    if not isinstance(value, Hashable):
+        return False
+    try:
+        hash(value)
+    except Exception:  # noqa: BLE001 - a private value's __hash__ may raise anything
+        return False
+    return True
+
+
+def _labels_and_codes(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """``(labels, codes)``: the distinct present labels and every row's position among them (-1: dropped).
+
+    Missing values, unhashable values and values whose hashing raises are out of domain: dropped,
+    uncounted, silently (the boundary rule).
+    """
+    try:
+        codes, uniques = pd.factorize(values, use_na_sentinel=True)
+    except Exception:  # noqa: BLE001 - a private value's own __hash__/__eq__ may raise anything
+        arr = np.asarray(pd.Series(values, dtype=object).to_numpy(), dtype=object)
+        ok = np.frompyfunc(_hashable, 1, 1)(arr).astype(bool) if arr.size else np.zeros(0, bool)
+        codes = np.full(arr.size, -1, dtype=np.int64)
+        try:
+            sub, uniques = pd.factorize(pd.Series(arr[ok], dtype=object), use_na_sentinel=True)
+        except Exception:  # noqa: BLE001 - equality that raises between hashable values: count nothing
+            return np.array([], dtype=object), codes
+        codes[ok] = sub
+    return np.asarray(uniques), np.asarray(codes, dtype=np.int64)
+
+
+def _count_labels(frame: Any, column: Any, bounds: UnitBounds | None, key: bytes,
+                  engine: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Exact counts of every present label (after bounding each unit's contribution).
+
+    Without a unit: one counting pass (per partition on Dask, merged). With a unit: the present
+    labels, put in their public order, become an internal domain (never shown) on which the
+    engine codes and bounds the rows as for any histogram, so both engines give the same counts
+    for the same key.
+    """
+    pandas = isinstance(frame, pd.DataFrame)
+    if bounds is None:
+        if not pandas:
+            return _count_partitions(frame, column)
+        labels, codes = _labels_and_codes(frame[column])
+        return labels, np.bincount(codes[codes >= 0], minlength=labels.size).astype(np.int64)
+    labels = _labels_and_codes(frame[column])[0] if pandas else _count_partitions(frame, column)[0]
+    labels = labels[public_order(labels)]
+    if labels.size == 0:
+        return labels, np.zeros(0, dtype=np.int64)
+    domain = CategoryDomain(column, pd.Index(labels, dtype=labels.dtype, tupleize_cols=False))
+    coded = engine.coded_rows(frame, Grid((domain,)), bounds)
+    return labels, np.asarray(coded.counts(bounds, key), dtype=np.int64)
+
+
+def _partition_counts(part: pd.Series) -> pd.DataFrame:
+    labels, codes = _labels_and_codes(part)
+    counts = np.bincount(codes[codes >= 0], minlength=labels.size).astype(np.int64)
+    return pd.DataFrame({"label": pd.Series(labels, dtype=object), "n": counts})
+
+
+def _count_partitions(frame: Any, column: Any) -> tuple[np.ndarray, np.ndarray]:
+    """A Dask frame's label counts: one counting pass per partition, the partial counts merged by label."""
+    meta = pd.DataFrame({"label": pd.Series([], dtype=object), "n": pd.Series([], dtype=np.int64)})
+    merged = frame[column].map_partitions(_partition_counts, meta=meta).compute()
+    labels, codes = _labels_and_codes(merged["label"].infer_objects())
+    ok = codes >= 0
+    counts = np.bincount(codes[ok], weights=merged["n"].to_numpy()[ok], minlength=labels.size)
+    return labels, np.rint(counts).astype(np.int64)
+
+
+def public_order(labels: np.ndarray) -> np.ndarray:
+    """Positions that sort released labels by a public rule: natural order, or by (type, text) when mixed."""
+    if labels.size == 0:
+        return np.arange(0)
+    try:
+        return np.asarray(pd.Index(labels).argsort(), dtype=np.int64)
+    except Exception:  # noqa: BLE001 - labels of types that do not compare (strings and numbers)
+        keys = [(type(v).__name__, str(v)) for v in labels.tolist()]
+        return np.asarray(sorted(range(len(keys)), key=keys.__getitem__), dtype=np.int64)
+
+
+def discover_histogram(frame: Any, columns: Any, *, epsilon: Any, rho: Any, delta: Any, rng: Any,
+                       nonnegative: Any, unit: UnitArguments, budget: Any = None) -> Histogram:
+    """Release the labels of one column whose noisy count passes the threshold (public inputs checked first)."""
+    what = "histogram(categories='discover')"
+    cols = check_columns(frame, columns)
+    if len(cols) != 1:
+        raise ParameterError(f"{what} releases one column at a time. Got {len(cols)} columns; pass one column.")
+    loss = privacy_loss(epsilon, rho)
+    if delta is None:
+        raise ParameterError(f"{what} needs delta= (approximate DP): a label present in one frame and absent in "
+                             f"its neighbour can only be hidden with probability 1 - delta. Pass e.g. "
+                             f"delta=1e-6, and open the budget with a delta: pandas_dp.budget(epsilon=..., "
+                             f"delta=...).")
+    d = check_delta(delta, what=what)
+    generator = check_rng(rng)
+    nonneg = check_flag(nonnegative, "nonnegative")
+    bounds = unit.bounds(frame.columns, reserved=tuple(cols))
+    if bounds is not None and bounds.auto:
+        raise ParameterError(f"{what} needs a fixed public bound: pass max_rows=k or max_cells= with "
+                             f"max_rows_per_cell=, not max_rows='auto'.")
+    c, r, sensitivity = unit_shape(bounds)
+    noise = loss.noise(sensitivity, what=what)
+    threshold = discovery_threshold(noise, d, c, r)
+    full = loss.with_delta(d)
+    column = cols[0]
+    params: dict[str, Any] = {"categories": DISCOVER, "delta": str(d), "threshold": threshold,
+                              "nonnegative": nonneg, "labels_per_unit": c, "rows_per_label": r}
+    if bounds is not None:
+        params.update(bounds.describe())
+
+    def count(engine: Any) -> tuple[np.ndarray, np.ndarray, bytes]:
+        key = release_key(generator) if bounds is not None else b""
+        labels, counts = _count_labels(frame, column, bounds, key, engine)
+        return labels, counts, key
+
+    def mechanism(exact: tuple[np.ndarray, np.ndarray, bytes]) -> Histogram:
+        labels, counts, _ = exact
+        noisy = noise.add(counts, generator)
+        keep = noisy >= threshold
+        kept_labels, kept = labels[keep], noisy[keep]
+        order = public_order(kept_labels)
+        kept_labels, kept = kept_labels[order], np.ascontiguousarray(kept[order])
+        del labels, counts, noisy
+        post: tuple[str, ...] = (f"released labels with noisy count >= {threshold}",)
+        if nonneg:
+            np.maximum(kept, 0, out=kept)
+            post += ("clip at 0",)
+        grid = Grid((CategoryDomain(column, pd.Index(kept_labels, dtype=kept_labels.dtype if kept_labels.size
+                                                     else object, tupleize_cols=False)),))
+        described = noise.describe()
+        return Histogram(
+            counts=as_series(kept, grid, "estimate", owned=True),
+            variance=as_series(constant_cells(noise.variance(), grid), grid, "variance"),
+            epsilon=loss.pure_epsilon,
+            method="discover",
+            params={"noise": described.pop("noise"), "sensitivity": sensitivity.describe(), **described,
+                    **params, "released": int(kept.size),
+                    "missing": (f"labels whose true count is below about {threshold} (the threshold) may be missing; "
+                                f"a label is released only when its noisy count reaches {threshold}")},
+            domain=grid,
+            post_processing=post,
+            variance_exact=False,
+            loss=full, noise=noise, single_draw=False,
+        )
+
+    return run(frame, Release(loss=full, method="histogram:discover", columns=cols, params=params, count=count,
+                              mechanism=mechanism, budget=budget))
