@@ -66,6 +66,7 @@ import pandas as pd
 
 from pandas_dp.domain.categories import CategoryDomain
 from pandas_dp.domain.grid import Grid
+from pandas_dp.domain.labels import value_classes
 from pandas_dp.errors import ParameterError
 from pandas_dp.noise.words import release_key
 from pandas_dp.privacy.loss import UNIT, Noise, Sensitivity, check_delta
@@ -119,12 +120,11 @@ def _hashable(value: Any) -> bool:
     return True
 
 
-def _labels_and_codes(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
-    """``(labels, codes)``: the distinct present labels and every row's position among them (-1: dropped).
+_BOOL_CLASS, _NUMBER_CLASS = 1, 2  # pandas_dp.domain.labels: -1 missing, 0 not plain, 1 boolean, 2 number, 3 string, 4 other
 
-    Missing values, unhashable values and values whose hashing raises are out of domain: dropped,
-    uncounted, silently (the boundary rule).
-    """
+
+def _factorize_plain(values: Any) -> tuple[np.ndarray, np.ndarray]:
+    """``pd.factorize`` with every hostile value dropped (a private ``__hash__``/``__eq__`` may raise)."""
     try:
         codes, uniques = pd.factorize(values, use_na_sentinel=True)
     except Exception:  # noqa: BLE001 - a private value's own __hash__/__eq__ may raise anything
@@ -137,6 +137,71 @@ def _labels_and_codes(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
             return np.array([], dtype=object), codes
         codes[ok] = sub
     return np.asarray(uniques), np.asarray(codes, dtype=np.int64)
+
+
+def _canonical_numbers(labels: np.ndarray) -> np.ndarray:
+    """One spelling per number, whatever the rows: whole numbers as ``int``, other floats as ``float``.
+
+    Equal numbers of different types (``1``, ``1.0``, ``np.int8(1)``, ``Fraction(1, 2)`` and
+    ``0.5``) form one label, and which of them came first in the rows must not show; nor may the
+    column's dtype, which one odd row can change (an ``int64`` column with one float becomes
+    ``float64``). A number a float does not hold exactly (``Decimal("0.1")``, integers past
+    2**53) keeps its own spelling; the map is one-to-one, as equal canonical forms would mean
+    equal numbers.
+    """
+    as_float = pd.to_numeric(pd.Series(labels, dtype=object), errors="coerce").to_numpy(dtype=float)
+    try:
+        exact = np.asarray(np.equal(labels, as_float.astype(object)), dtype=bool)
+    except Exception:  # noqa: BLE001 - a number type whose comparison raises: keep every spelling
+        return labels
+    exact &= np.isfinite(as_float)
+    whole = exact & (np.floor(as_float) == as_float) & (np.abs(as_float) < 2.0**53)
+    out = labels.copy()
+    floats = exact & ~whole
+    out[floats] = as_float[floats].tolist()
+    out[whole] = as_float[whole].astype(np.int64).tolist()
+    return out
+
+
+def _labels_and_codes(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """``(labels, codes)``: the distinct present labels and every row's position among them (-1: dropped).
+
+    Values are one label when pandas finds them equal and they are of the same class (numbers,
+    strings, other), and numbers get one canonical spelling (:func:`_canonical_numbers`), so the
+    labels shown never depend on the order of the rows or on the dtype one odd row can give a
+    column. Booleans count as the numbers 1 and 0 (as pandas' ``value_counts`` counts an object
+    column): a pandas index cannot hold both ``True`` and ``1``, and keeping them apart only when
+    both occur would let the rows decide how labels are shown. Missing values,
+    non-scalar values and values whose hashing raises are out of domain: dropped, uncounted,
+    silently (the boundary rule).
+    """
+    classes = value_classes(values)
+    classes[classes == _BOOL_CLASS] = _NUMBER_CLASS  # booleans are the numbers 1 and 0 here (see above)
+    codes = np.full(len(values), -1, dtype=np.int64)
+    parts: list[np.ndarray] = []
+    offset = 0
+    present = classes > 0
+    single = np.unique(classes[present])
+    if single.size == 1 and present.all():  # one class, nothing missing: no selection needed
+        masks = [(int(single[0]), None)]
+    else:
+        masks = [(int(c), classes == c) for c in single]
+    for cls, mask in masks:  # at most four classes
+        sub = values if mask is None else pd.Series(np.asarray(values.to_numpy(dtype=object))[mask], dtype=object)
+        if mask is not None and values.dtype != object:
+            sub = sub.infer_objects()
+        labels, sub_codes = _factorize_plain(sub)
+        if cls == _NUMBER_CLASS:
+            labels = _canonical_numbers(np.asarray(labels, dtype=object))
+        shifted = np.where(sub_codes >= 0, sub_codes + offset, -1)
+        if mask is None:
+            codes = shifted
+        else:
+            codes[mask] = shifted
+        parts.append(np.asarray(labels, dtype=object))
+        offset += len(labels)
+    labels_all = np.concatenate(parts) if parts else np.array([], dtype=object)
+    return labels_all, codes
 
 
 def _count_labels(frame: Any, column: Any, bounds: UnitBounds | None, key: bytes,

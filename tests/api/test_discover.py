@@ -132,6 +132,30 @@ def test_mixed_label_types_and_hostile_private_values_never_raise():
     assert h.counts.sum() >= 100
 
 
+def test_the_labels_shown_depend_on_neither_row_order_nor_dtype():
+    # 1 and 1.0 are one label (pandas finds them equal): which came first, and whether one odd row made the
+    # column float64 or object, must not show. Booleans are the numbers 1 and 0 (a pandas index cannot hold
+    # both True and 1), whatever the dtype.
+    frames = [pd.DataFrame({"w": [1] * 60 + [1.0] * 60 + [2] * 60}),
+              pd.DataFrame({"w": [1.0] * 60 + [1] * 60 + [2.0] * 60}),
+              pd.DataFrame({"w": pd.Series([1.0] * 120 + [2.0] * 60, dtype=float)}),
+              pd.DataFrame({"w": pd.Series([1] * 120 + [2] * 60, dtype=np.int64)})]
+    shown = []
+    for frame in frames:
+        with pdp.budget(epsilon=2, delta=1e-5):
+            h = frame.dp.histogram("w", categories="discover", epsilon=2, delta=1e-6, rng=np.random.default_rng(0))
+        shown.append([(type(v), v) for v in h.counts.index])
+    assert shown[0] == shown[1] == shown[2] == shown[3] == [(int, 1), (int, 2)]
+    mixed = pd.DataFrame({"w": pd.Series([True] * 60 + [1] * 60 + [0.5] * 60, dtype=object)})
+    with pdp.budget(epsilon=2, delta=1e-5):
+        h = mixed.dp.histogram("w", categories="discover", epsilon=2, delta=1e-6, rng=np.random.default_rng(0))
+    assert sorted(map(repr, h.counts.index)) == ["0.5", "1"] and h.counts.loc[1] > 90   # 120 rows
+    flags = pd.DataFrame({"w": [True] * 120 + [False] * 60})
+    with pdp.budget(epsilon=2, delta=1e-5):
+        h = flags.dp.histogram("w", categories="discover", epsilon=2, delta=1e-6, rng=np.random.default_rng(0))
+    assert [(type(v), v) for v in h.counts.index] == [(int, 0), (int, 1)]
+
+
 def _outcome(frame: pd.DataFrame, **kw):
     """Everything a caller observes of a discovery release but its noisy output."""
     b = pdp.budget(epsilon=2, delta=1e-5)
