@@ -202,6 +202,8 @@ def test_auto_says_when_its_choice_biases_sums():
         ident = POINTS.dp.histogram(["lat", "lon"], **DOMAIN, method="identity", epsilon=0.5,
                                     rng=np.random.default_rng(0))
     assert auto.params["auto_nonnegative"] and auto.params["auto_workload"] == "ranges"
-    assert "biased upwards" in auto.params["auto_note"] and "biased upwards" in repr(auto)
+    assert "are biased" in auto.params["auto_note"] and "are biased" in repr(auto)
     assert "method='identity'" in auto.to_frame().attrs["note"]
     assert "note" not in ident.to_frame().attrs
+    box = auto.range_query((44.825, -93.35), (44.9, -93.2))   # answered, and says the sum is biased
+    assert box.note.startswith("biased") and not box.exact_std_error
