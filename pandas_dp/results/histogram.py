@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 import html
 import math
@@ -22,7 +22,44 @@ from pandas_dp.results.frozen import SeriesOnIndex, lock_in_place, stored_fields
 from pandas_dp.results._sampling import grid_rows
 from pandas_dp.results._plot import plot_grid
 
-__all__ = ["Histogram", "RangeAnswer"]
+__all__ = ["Histogram", "RangeAnswer", "box_bounds"]
+
+
+def box_bounds(domain: Grid, low: Any, high: Any, scalar: Callable[[], Any]
+               ) -> tuple[tuple[slice, ...], tuple[Any, ...], tuple[Any, ...]]:
+    """Checked bounds of a box ``[low[k], high[k])`` in data units on a d-D grid (bin edges per column).
+
+    Returns the cell slices per dimension and the edges they start and end at. ``scalar()`` raises the
+    release's 1-D error when ``low``/``high`` are scalars. Public arguments only: errors are
+    :class:`ParameterError` (shape) and :class:`DomainError` (not bin edges, outside the domain).
+    """
+    dims = domain.dims
+    text = isinstance(low, (str, bytes)) or isinstance(high, (str, bytes))
+    if not text and (not isinstance(low, Iterable) or not isinstance(high, Iterable)):
+        scalar()  # scalar bounds on a d-D release: the 1-D form's DomainError, naming the box form
+    try:
+        lows, highs = ([], []) if text else (list(low), list(high))
+    except Exception:  # noqa: BLE001 - a public argument whose iteration raises: the documented error below
+        lows = highs = []
+    if text or len(lows) != len(dims) or len(highs) != len(dims):
+        raise ParameterError(f"range_query over a {len(dims)}-D release takes low and high with one bound per "
+                             f"column {list(domain.columns)}: e.g. range_query((44.8, -93.4), (45.0, "
+                             f"-93.1)). Got low={safe_repr(low)}, high={safe_repr(high)}.")
+    slices, edges_low, edges_high = [], [], []
+    for dim, a, b in zip(dims, lows, highs):
+        if not isinstance(dim, BinDomain):
+            dim.align(None, None)  # raises the categorical explanation
+        bins = cast(BinDomain, dim)
+        if bins.kind == "number":
+            a, b = (None if isinstance(v, (str, bytes)) else float_array(v) for v in (a, b))
+            if a is None or b is None or a.ndim != 0 or b.ndim != 0:
+                raise ParameterError(f"Box bounds on column {bins.column!r} must be numbers (bin edges). "
+                                     f"Got low={safe_repr(low)}, high={safe_repr(high)}.")
+        i, j = bins.align(a, b)
+        slices.append(slice(int(i[0]), int(j[0])))
+        edges_low.append(bins.edge_value(int(i[0])))
+        edges_high.append(bins.edge_value(int(j[0])))
+    return tuple(slices), tuple(edges_low), tuple(edges_high)
 
 
 #: What a range or box answer of a release clipped at 0 says about its sum.
@@ -272,33 +309,7 @@ class Histogram(FrozenRelease, EstimatesView, MeasureView):
 
     def _box_bounds(self, low: Any, high: Any) -> tuple[tuple[slice, ...], tuple[Any, ...], tuple[Any, ...]]:
         """Checked box bounds in data units: the cell slices per dimension and the edges they start and end at."""
-        dims = self.domain.dims
-        text = isinstance(low, (str, bytes)) or isinstance(high, (str, bytes))
-        if not text and (not isinstance(low, Iterable) or not isinstance(high, Iterable)):
-            self._bin_domain()  # scalar bounds on a d-D release: the 1-D form's DomainError, naming the box form
-        try:
-            lows, highs = ([], []) if text else (list(low), list(high))
-        except Exception:  # noqa: BLE001 - a public argument whose iteration raises: the documented error below
-            lows = highs = []
-        if text or len(lows) != len(dims) or len(highs) != len(dims):
-            raise ParameterError(f"range_query over a {len(dims)}-D release takes low and high with one bound per "
-                                 f"column {list(self.domain.columns)}: e.g. range_query((44.8, -93.4), (45.0, "
-                                 f"-93.1)). Got low={safe_repr(low)}, high={safe_repr(high)}.")
-        slices, edges_low, edges_high = [], [], []
-        for dim, a, b in zip(dims, lows, highs):
-            if not isinstance(dim, BinDomain):
-                dim.align(None, None)  # raises the categorical explanation
-            bins = cast(BinDomain, dim)
-            if bins.kind == "number":
-                a, b = (None if isinstance(v, (str, bytes)) else float_array(v) for v in (a, b))
-                if a is None or b is None or a.ndim != 0 or b.ndim != 0:
-                    raise ParameterError(f"Box bounds on column {bins.column!r} must be numbers (bin edges). "
-                                         f"Got low={safe_repr(low)}, high={safe_repr(high)}.")
-            i, j = bins.align(a, b)
-            slices.append(slice(int(i[0]), int(j[0])))
-            edges_low.append(bins.edge_value(int(i[0])))
-            edges_high.append(bins.edge_value(int(j[0])))
-        return tuple(slices), tuple(edges_low), tuple(edges_high)
+        return box_bounds(self.domain, low, high, self._bin_domain)
 
     def _boxes_exact(self) -> bool:
         """Whether boxes and sums over columns get exact variances (independent cells, or a subclass's own)."""

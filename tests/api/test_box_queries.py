@@ -207,3 +207,23 @@ def test_auto_says_when_its_choice_biases_sums():
     assert "note" not in ident.to_frame().attrs
     box = auto.range_query((44.825, -93.35), (44.9, -93.2))   # answered, and says the sum is biased
     assert box.note.startswith("biased") and not box.exact_std_error
+
+
+def test_tables_by_region_answer_boxes_in_every_region():
+    """A 2-D table per precinct: the box in each region sums that region's cells, variance m P (exact, GLS)."""
+    rng = np.random.default_rng(2)
+    frame = POINTS.assign(pct=rng.choice(["p1", "p2", "p3"], len(POINTS)))
+    with pdp.budget(epsilon=1.0):
+        g = frame.dp.histogram(["lat", "lon"], bins=[4, 4], range=[(44.8, 45.0), (-93.4, -93.0)], by="pct",
+                               by_categories=["p1", "p2", "p3"], epsilon=1.0, rng=np.random.default_rng(0))
+    table = g.range_query((44.85, -93.3), (44.95, -93.1))
+    assert table["region"].tolist() == ["national", "p1", "p2", "p3"]
+    for _, row in table.iterrows():
+        cells = g.at(row["level"], row["region"]).to_numpy().reshape(4, 4)[1:3, 1:3]
+        variance = g.variance.to_numpy()[g.counts.index.get_locs([row["level"], row["region"]])][0]
+        assert row["estimate"] == pytest.approx(cells.sum()) and row["std_error"] ** 2 == pytest.approx(4 * variance)
+        assert row["low"] == (44.85, -93.3) and row["lower"] <= row["estimate"] <= row["upper"]
+    one = g.range_query((44.85, -93.3), (44.95, -93.1), level="pct", region="p2")
+    assert one.estimate == table["estimate"][2] and one.terms == 4
+    with pytest.raises(pdp.DomainError):
+        g.range_query((44.86, -93.3), (44.95, -93.1))
