@@ -188,6 +188,7 @@ ARGUMENT_KINDS = {
     # privacy units (main: units.py) and tables by geography (main: releases/geography.py)
     "privacy_unit": "unit", "max_rows": "knob", "max_cells": "knob", "max_rows_per_cell": "knob",
     "by": "label", "by_categories": "domain", "level_weights": "weights", "integer": "flag",
+    "report_dropped": "knob",
     # table sets (releases/marginals.py)
     "workload": "workload", "weights": "weights", "loss": "choice",
 }
@@ -261,6 +262,7 @@ VARIANTS: dict[str, list[dict[str, Any]]] = {
     "histogram": [{**BASE["histogram"], "by": ["st", "co"], "hierarchy": HIERARCHY, "level_weights": [1, 2, 3]},
                   {**BASE["histogram"], "by": "st", "by_categories": ["A", "B"], "integer": True},
                   {**BASE["histogram"], "privacy_unit": "g", "max_rows": 3},
+                  {**BASE["histogram"], "privacy_unit": "g", "max_rows": 3, "report_dropped": 0.1},
                   {**BASE["histogram"], "privacy_unit": "g", "max_cells": 2, "max_rows_per_cell": 3}],
     "hierarchical_histogram": [{**BASE["hierarchical_histogram"], "privacy_unit": "g", "max_rows": 3}],
     "range_query": [{**BASE["range_query"], "privacy_unit": "g", "max_cells": 2, "max_rows_per_cell": 3}],
