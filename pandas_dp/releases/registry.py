@@ -207,6 +207,9 @@ def cli_keys() -> dict[str, set[str]]:
     keys = {name: set(HISTOGRAM_ARGUMENTS) | set(table.names) for name, table in histogram_methods().items()}
     for name in GEOGRAPHY_METHODS:  # tables by geography: by=, hierarchy= (a file), level_weights=, integer=
         keys[name] |= {p.name for p in GEOGRAPHY_PARAMS}
+    for name in keys:  # histogram(report_dropped=); the CLI's "hierarchical" calls hierarchical_histogram
+        if name != "hierarchical":
+            keys[name].add(REPORT_DROPPED.name)
     coc = ENTRIES["count_of_counts"]
     assert coc.knobs is not None, "count_of_counts declares its own knobs"
     keys["count_of_counts"] = set(coc.arguments) | (set(coc.knobs.names) - {"method", "progress"}) | {"estimator"}
