@@ -188,6 +188,7 @@ ARGUMENT_KINDS = {
     # privacy units (main: units.py) and tables by geography (main: releases/geography.py)
     "privacy_unit": "unit", "max_rows": "knob", "max_cells": "knob", "max_rows_per_cell": "knob",
     "by": "label", "by_categories": "domain", "level_weights": "weights", "integer": "flag",
+    "report_dropped": "knob",
     # table sets (releases/marginals.py)
     "workload": "workload", "weights": "weights", "loss": "choice",
     # the other cell of label domains (domain/categories.py)
@@ -264,6 +265,7 @@ VARIANTS: dict[str, list[dict[str, Any]]] = {
                   {**BASE["histogram"], "by": "st", "by_categories": ["A", "B"], "integer": True},
                   {"columns": "s", "categories": ["a", "b"], "other": "Other", "epsilon": 0.5},
                   {**BASE["histogram"], "privacy_unit": "g", "max_rows": 3},
+                  {**BASE["histogram"], "privacy_unit": "g", "max_rows": 3, "report_dropped": 0.1},
                   {**BASE["histogram"], "privacy_unit": "g", "max_cells": 2, "max_rows_per_cell": 3}],
     "hierarchical_histogram": [{**BASE["hierarchical_histogram"], "privacy_unit": "g", "max_rows": 3}],
     "range_query": [{**BASE["range_query"], "privacy_unit": "g", "max_cells": 2, "max_rows_per_cell": 3}],

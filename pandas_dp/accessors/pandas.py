@@ -57,6 +57,7 @@ class DPAccessorBase:
                   method: HistogramMethodName = "identity", rng: Any = None,
                   nonnegative: bool = False, privacy_unit: Any = None, max_rows: int | str | None = None,
                   max_cells: int | None = None, max_rows_per_cell: int | None = None,
+                  report_dropped: float | None = None,
                   by: str | list[str] | None = None, hierarchy: pd.DataFrame | None = None,
                   by_categories: Any = None, level_weights: Any = None, integer: bool | None = None,
                   **method_params: Any) -> Histogram | GeographyHistogram:
@@ -110,7 +111,7 @@ class DPAccessorBase:
         nonnegative : bool
             Clip negative estimates at 0 (post-processing; error bars become noise-only).
             With ``by=``: non-negative tables that stay consistent (top-down projection).
-        {privacy_unit max_rows max_cells max_rows_per_cell}
+        {privacy_unit max_rows max_cells max_rows_per_cell report_dropped}
         by : str or list of str, optional
             Geography columns of the frame, coarse to fine (``["state", "county"]``):
             release one histogram for every region of every level, from ``"national"``

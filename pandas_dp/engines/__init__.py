@@ -41,6 +41,9 @@ class CodedRows(Protocol):
     def contributions(self) -> np.ndarray:
         """Units per step of rows in the domain (for ``max_rows="auto"``)."""
 
+    def kept_and_dropped(self, k: int) -> np.ndarray:
+        """``[rows kept, rows dropped]`` by ``max_rows=k``, each unit's dropped rows capped at ``k`` (``report_dropped``)."""
+
 
 class CodedMarginalRows(Protocol):
     """Private rows coded by attribute and privacy unit, for a table set; never leaves the release."""

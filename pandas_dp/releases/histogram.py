@@ -19,11 +19,13 @@ from typing import Any, Callable, Literal, Mapping
 import numpy as np
 import pandas as pd
 
-from pandas_dp._utils.rational import safe_repr
+from fractions import Fraction
+
+from pandas_dp._utils.rational import safe_repr, to_fraction
 from pandas_dp.domain.grid import Grid, make_grid
 from pandas_dp.errors import ParameterError
 from pandas_dp.noise.words import release_key
-from pandas_dp.privacy.loss import UNIT, Noise, PrivacyLoss
+from pandas_dp.privacy.loss import UNIT, Noise, PrivacyLoss, Sensitivity
 from pandas_dp.results.geography import GeographyHistogram
 from pandas_dp.privacy.units import AUTO_MAX_ROWS, AUTO_QUANTILE, AUTO_SHARE, AUTO_STEPS, UnitArguments, UnitBounds
 from pandas_dp.results.histogram import Histogram, as_series, constant_cells
@@ -134,7 +136,7 @@ def clip_at_zero(values: np.ndarray) -> np.ndarray:
 
 def histogram_release(frame: Any, cols: list[Any], grid: Grid, loss: PrivacyLoss, planned: Planned, *,
                       rng: Any, nonnegative: bool, budget: Any = None, unit: UnitBounds | None = None,
-                      knobs: Mapping[str, Any] | None = None) -> Histogram:
+                      knobs: Mapping[str, Any] | None = None, report_dropped: Fraction | None = None) -> Histogram:
     """Run a planned histogram method through the pipeline (count the grid, charge, release).
 
     With a privacy unit the engine codes the rows by cell and unit, and the mechanism bounds every
@@ -156,20 +158,25 @@ def histogram_release(frame: Any, cols: list[Any], grid: Grid, loss: PrivacyLoss
 
     def mechanism(coded: Any) -> Histogram:
         key = release_key(rng)
-        chosen, rest, final = unit, loss, planned
+        chosen, final = unit, planned
+        rest = histogram_loss(loss, unit, report_dropped)
         if unit.auto:
-            part = loss.part(AUTO_SHARE)
-            rest = loss - part
-            chosen = unit.with_max_rows(choose_max_rows(coded.contributions(), part.noise(), rng))
+            chosen = unit.with_max_rows(choose_max_rows(coded.contributions(), loss.part(AUTO_SHARE).noise(), rng))
             final = plan_method(planned.method, grid, rest, knobs or {}, chosen)
+        dropped: dict[str, Any] = {}
+        if report_dropped is not None:   # sequential composition: its share is part of the one charge
+            dropped = {"report_dropped": str(report_dropped),
+                       **estimate_dropped(coded.kept_and_dropped(chosen.row_bound), chosen.row_bound,
+                                          loss.part(report_dropped), rng)}
         result = METHODS[final.method].release(coded.counts(chosen, key), grid, final, rng=rng,
                                                nonnegative=nonnegative, loss=rest)
         return replace(result, epsilon=loss.pure_epsilon, loss=loss,
                        params={**result.params, **used_sensitivity(result.params, chosen, grid), **chosen.describe(),
-                               "unit_sensitivity": chosen.histogram_sensitivity().describe()})
+                               "unit_sensitivity": chosen.histogram_sensitivity().describe(), **dropped})
 
+    extra = {} if report_dropped is None else {"report_dropped": str(report_dropped)}
     return run(frame, Release(
-        loss=loss, method=label, columns=cols, params={**ledger_params, **unit.describe()},
+        loss=loss, method=label, columns=cols, params={**ledger_params, **unit.describe(), **extra},
         count=lambda engine: engine.coded_rows(frame, grid, unit), mechanism=mechanism, budget=budget))
 
 
@@ -216,7 +223,8 @@ def choose_max_rows(contributions: np.ndarray, noise: Noise, rng: Any) -> int:
 def histogram(frame: pd.DataFrame, columns: Any, *, bins: Any = None, range: Any = None,
               categories: Any = None, other: Any = None, epsilon: Any = None, rho: Any = None, delta: Any = None,
               method: MethodName = "identity", rng: Any = None, nonnegative: bool = False, privacy_unit: Any = None,
-              max_rows: Any = None, max_cells: Any = None, max_rows_per_cell: Any = None, by: Any = None,
+              max_rows: Any = None, max_cells: Any = None, max_rows_per_cell: Any = None, report_dropped: Any = None,
+              by: Any = None,
               hierarchy: Any = None, by_categories: Any = None, level_weights: Any = None,
               integer: bool | None = None, **method_params: Any) -> Histogram | GeographyHistogram:
     """Release a DP histogram of ``frame[columns]`` over a public domain (see ``DataFrame.dp.histogram``).
@@ -231,7 +239,7 @@ def histogram(frame: pd.DataFrame, columns: Any, *, bins: Any = None, range: Any
         from pandas_dp.releases.discover import discover_histogram  # local: discover imports the pipeline only
 
         extra = {"bins": bins, "range": range, "by": by, "hierarchy": hierarchy, "by_categories": by_categories,
-                 "level_weights": level_weights, "integer": integer, "other": other}
+                 "level_weights": level_weights, "integer": integer, "other": other, "report_dropped": report_dropped}
         given = sorted(k for k, v in extra.items() if v is not None) + sorted(method_params)
         if given or method != "identity":
             named = given or ["method"]
@@ -244,6 +252,9 @@ def histogram(frame: pd.DataFrame, columns: Any, *, bins: Any = None, range: Any
                              "discovery needs approximate DP); a histogram over public categories or bins is pure "
                              "or zCDP. Drop delta=.")
     if by is not None or hierarchy is not None or by_categories is not None or level_weights is not None:
+        if report_dropped is not None:
+            raise ParameterError("report_dropped= estimates the rows max_rows dropped for a histogram without by=; "
+                                 "release the table without by= to get it, or drop report_dropped=.")
         from pandas_dp.releases.geography import histogram_by_region  # local: cycle (geography uses this module)
 
         return histogram_by_region(frame, columns, bins=bins, range=range, categories=categories, other=other,
@@ -254,13 +265,13 @@ def histogram(frame: pd.DataFrame, columns: Any, *, bins: Any = None, range: Any
     if integer is not None:
         method_params["integer"] = integer  # a knob of method="hierarchical"
     return flat_histogram(frame, columns, bins=bins, range=range, categories=categories, other=other,
-                          epsilon=epsilon, rho=rho,
-                          method=method, rng=rng, nonnegative=nonnegative, unit=unit, knobs=method_params)
+                          epsilon=epsilon, rho=rho, method=method, rng=rng, nonnegative=nonnegative, unit=unit,
+                          knobs=method_params, report_dropped=report_dropped)
 
 
 def flat_histogram(frame: pd.DataFrame, columns: Any, *, bins: Any, range: Any, categories: Any, epsilon: Any,
                    rho: Any, method: Any, rng: Any, nonnegative: Any, unit: UnitArguments,
-                   knobs: dict[str, Any], other: Any = None) -> Histogram:
+                   knobs: dict[str, Any], other: Any = None, report_dropped: Any = None) -> Histogram:
     """``histogram`` without ``by=``: check the public inputs in order, plan the method, run the pipeline."""
     cols = check_columns(frame, columns)
     loss = privacy_loss(epsilon, rho)
@@ -268,11 +279,78 @@ def flat_histogram(frame: pd.DataFrame, columns: Any, *, bins: Any, range: Any, 
     nonneg = check_flag(nonnegative, "nonnegative")
     name = method_named(method)
     bounds = unit.bounds(frame.columns, reserved=tuple(cols))
+    dropped = check_report_dropped(report_dropped, bounds, loss)
     grid = make_grid(frame, cols, bins=bins, range=range, categories=categories, other=other)
-    planned = plan_method(name, grid, loss if bounds is None or not bounds.auto else loss - loss.part(AUTO_SHARE),
-                          knobs, bounds)
+    planned = plan_method(name, grid, histogram_loss(loss, bounds, dropped), knobs, bounds)
     return histogram_release(frame, cols, grid, loss, planned, rng=generator, nonnegative=nonneg, unit=bounds,
-                             knobs=knobs)
+                             knobs=knobs, report_dropped=dropped)
+
+
+#: Confidence level of the interval of ``report_dropped``'s share.
+DROPPED_LEVEL = 0.95
+
+
+def check_report_dropped(value: Any, bounds: UnitBounds | None, loss: PrivacyLoss) -> Fraction | None:
+    """The checked share of the loss ``report_dropped=`` spends (public; before any charge), or None.
+
+    It needs a privacy unit bounded by ``max_rows`` (a number or ``"auto"``), a share in ``(0, 1/2]``,
+    and a loss whose share buys the noise of the largest bound it may meet (``AUTO_MAX_ROWS`` for auto).
+    """
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float, Fraction)) and \
+            not (hasattr(value, "dtype") and getattr(value, "ndim", 1) == 0):
+        raise ParameterError(f"The 'report_dropped' parameter must be a share of the loss in (0, 0.5], e.g. "
+                             f"report_dropped=0.05 (5% of epsilon estimates the rows max_rows dropped). "
+                             f"Got {safe_repr(value)}.")
+    share = to_fraction(value, name="report_dropped")
+    if not 0 < share <= Fraction(1, 2):
+        raise ParameterError(f"The 'report_dropped' parameter must be a share of the loss in (0, 0.5], e.g. "
+                             f"report_dropped=0.05. Got {safe_repr(value)}.")
+    if bounds is None or bounds.scheme != "rows":
+        raise ParameterError("report_dropped= estimates the rows a privacy unit's max_rows bound dropped: pass "
+                             "privacy_unit= with max_rows= (a number or 'auto'), or drop report_dropped=.")
+    k = AUTO_MAX_ROWS if bounds.auto else bounds.row_bound
+    loss.part(share).noise(dropped_sensitivity(k), what="report_dropped's share")   # too small: refused now
+    return share
+
+
+def dropped_sensitivity(k: int) -> Sensitivity:
+    """Sensitivity of ``[rows kept, rows dropped (capped at k per unit)]``: one unit moves it by ``(a, b)``,
+    ``a, b <= k``: ``L1 = 2k``, ``L2**2 = 2k**2``."""
+    return Sensitivity(Fraction(2 * k), Fraction(2 * k * k))
+
+
+def histogram_loss(loss: PrivacyLoss, bounds: UnitBounds | None, dropped: Fraction | None) -> PrivacyLoss:
+    """What the histogram itself runs at: the loss less ``max_rows="auto"``'s and ``report_dropped``'s shares."""
+    rest = loss
+    if bounds is not None and bounds.auto:
+        rest = rest - loss.part(AUTO_SHARE)
+    if dropped is not None:
+        rest = rest - loss.part(dropped)
+    return rest
+
+
+def estimate_dropped(kept_dropped: np.ndarray, k: int, part: PrivacyLoss, rng: Any) -> dict[str, Any]:
+    """Noise ``[kept, dropped]`` with ``part`` and turn it into the share of rows dropped, with an interval.
+
+    The share is ``D / (K + D)`` (``D`` capped at ``k`` rows per unit: a lower bound when units have more
+    than ``2k`` rows). Each noisy count is within ``r`` of its value with probability ``1 - (1 - c)/2``
+    (``r`` the noise's exact quantile at that level), so by the union bound
+    ``[(D - r)+ / ((D - r)+ + K + r), (D + r) / (D + r + (K - r)+)]`` covers the share with probability
+    at least ``c`` (:data:`DROPPED_LEVEL`). Post-processing of the noisy pair only.
+    """
+    noise = part.noise(dropped_sensitivity(k), what="report_dropped's share")
+    kept, drop = (float(v) for v in noise.add(np.asarray(kept_dropped, dtype=np.int64), rng))
+    r = float(noise.sum_radius(1, 1 - (1 - DROPPED_LEVEL) / 2))
+    def share(d: float, kk: float) -> float:
+        d, kk = max(d, 0.0), max(kk, 0.0)
+        return min(d / (d + kk), 1.0) if d + kk > 0 else 0.0
+    estimate = share(drop, kept)
+    low = share(drop - r, kept + r)
+    high = 1.0 if kept - r <= 0 else share(drop + r, kept - r)
+    return {"dropped_share": estimate, "dropped_interval": [min(low, estimate), max(high, estimate)],
+            "dropped_interval_level": DROPPED_LEVEL, "dropped_noisy": [kept, drop], "dropped_cap": int(k)}
 
 
 # ------------------------------------------------------------------------------------ identity

@@ -102,9 +102,17 @@ METHOD_PARAMS = Param("method_params", None, kind=VAR_KEYWORD, doc=knobs_paragra
 _RANGE_AUTO = {"auto": "a hierarchical histogram with the best branching when its predicted average range "
                        "variance beats the flat histogram's, else the flat one (the default)"}
 
+#: ``report_dropped=``: a charged estimate of the rows ``max_rows`` dropped (checked by the release itself).
+REPORT_DROPPED = Param("report_dropped", None, None, type="float, optional", doc="""
+    With ``privacy_unit`` and ``max_rows``: spend this share of the loss (in (0, 0.5], e.g. 0.05) on a
+    private estimate of the share of rows the bound dropped, shown with the numbers (``params``,
+    repr, ``to_frame().attrs["note"]``): one noisy pair (rows kept, rows dropped with each unit's
+    count capped at ``max_rows``), sensitivity ``2 max_rows``, part of the one charge. The histogram
+    runs at the rest of the loss. Not with ``by=``.""")
+
 HISTOGRAM_PARAMS = ParamTable("histogram", (
     _arg("columns", REQUIRED, POSITIONAL), *DOMAIN_PARAMS, OTHER, *LOSS_PARAMS, _arg("delta"),
-    _method_param("identity"), RNG, NONNEGATIVE, *UNIT_PARAMS, *GEOGRAPHY_PARAMS, METHOD_PARAMS))
+    _method_param("identity"), RNG, NONNEGATIVE, *UNIT_PARAMS, REPORT_DROPPED, *GEOGRAPHY_PARAMS, METHOD_PARAMS))
 HIERARCHICAL_PARAMS = ParamTable("hierarchical_histogram", (
     _arg("columns", REQUIRED, POSITIONAL), *DOMAIN_PARAMS, OTHER, *LOSS_PARAMS, *TREE_PARAMS, NONNEGATIVE, RNG,
     *UNIT_PARAMS))
@@ -208,6 +216,9 @@ def cli_keys() -> dict[str, set[str]]:
     keys = {name: set(HISTOGRAM_ARGUMENTS) | set(table.names) for name, table in histogram_methods().items()}
     for name in GEOGRAPHY_METHODS:  # tables by geography: by=, hierarchy= (a file), level_weights=, integer=
         keys[name] |= {p.name for p in GEOGRAPHY_PARAMS}
+    for name in keys:  # histogram(report_dropped=); the CLI's "hierarchical" calls hierarchical_histogram
+        if name != "hierarchical":
+            keys[name].add(REPORT_DROPPED.name)
     coc = ENTRIES["count_of_counts"]
     assert coc.knobs is not None, "count_of_counts declares its own knobs"
     keys["count_of_counts"] = set(coc.arguments) | (set(coc.knobs.names) - {"method", "progress"}) | {"estimator"}

@@ -256,6 +256,9 @@ def bounding_note(params: Mapping[str, Any]) -> str:
     'intervals cover the noise only: each rider kept at most 5 rows (rows beyond were dropped; that bias is not in the intervals)'
     >>> bounding_note({"noise": "discrete Laplace"})
     ''
+    >>> bounding_note({"privacy_unit": "pid", "max_rows": 5, "dropped_share": 0.386, "dropped_cap": 5,
+    ...                "dropped_interval": [0.36, 0.412], "dropped_interval_level": 0.95}).split("; ")[2]
+    'about 39% of rows were dropped by max_rows=5 (95% interval 36% to 41%'
     """
     unit = params.get("privacy_unit")
     if unit is None or unit in ("person", "group"):  # count_of_counts' units bound nothing here
@@ -268,8 +271,21 @@ def bounding_note(params: Mapping[str, Any]) -> str:
             kept += " (max_rows='auto')"
     else:
         return ""
-    return (f"intervals cover the noise only: each {unit} kept {kept} (rows beyond were dropped; that bias is "
+    note = (f"intervals cover the noise only: each {unit} kept {kept} (rows beyond were dropped; that bias is "
             f"not in the intervals)")
+    if params.get("dropped_share") is not None:
+        low, high = params["dropped_interval"]
+        level = float(params.get("dropped_interval_level", 0.95))
+        note += (f"; about {_percent(params['dropped_share'])} of rows were dropped by max_rows={params['max_rows']} "
+                 f"({level:.0%} interval {_percent(low)} to {_percent(high)}; private estimate, each {unit}'s dropped "
+                 f"rows counted up to {params['dropped_cap']})")
+    return note
+
+
+def _percent(share: Any) -> str:
+    """A share as a person writes it: ``12%``, ``0.4%``, ``0%``."""
+    value = 100.0 * float(share)
+    return f"{value:.0f}%" if value >= 10 or value == 0 else f"{value:.1g}%" if value < 1 else f"{value:.1f}%"
 
 
 def release_note(params: Mapping[str, Any]) -> str:

@@ -184,6 +184,9 @@ class BracketedIntervals:
 
         def _range_stats(self, i: np.ndarray, j: np.ndarray) -> tuple[np.ndarray, np.ndarray]: ...
 
+        def _box_bounds(self, low: Any, high: Any) -> tuple[tuple[slice, ...], tuple[Any, ...], tuple[Any, ...]]:
+            ...
+
     def _bracket_boxes(self, lo: np.ndarray, hi: np.ndarray) -> Bracket:  # pragma: no cover - interface
         raise NotImplementedError
 
@@ -208,13 +211,16 @@ class BracketedIntervals:
         return pd.DataFrame({"lower": lower, "upper": upper}, index=counts.index)
 
     def range_query(self, low: Any, high: Any = None, *, confidence_level: float = 0.95) -> Any:
-        """Answer 1-D ranges like :meth:`Histogram.range_query`, with bracket intervals.
+        """Answer 1-D ranges (or d-D boxes) like :meth:`Histogram.range_query`, with bracket intervals.
 
         The ``lower``/``upper`` columns (and ``RangeAnswer.confidence_interval``)
         bracket each range between the whole blocks inside it and those it
         touches; an ``aligned`` column says which ranges are made of whole
         blocks (their interval is the exact ``estimate ± r``).
         """
+        if self.domain.ndim > 1 and high is not None:   # a box in data units
+            normal_quantile(confidence_level)
+            return self._box_query(low, high)
         answer = super().range_query(low, high, confidence_level=confidence_level)  # type: ignore[misc]
         dim = self._bin_domain()
         if high is None:
@@ -236,6 +242,29 @@ class BracketedIntervals:
             inner_estimate=float(bracket.inner_estimate[0]), inner_std_error=float(np.sqrt(bracket.inner_variance[0])),
             outer_estimate=float(bracket.outer_estimate[0]), outer_std_error=float(np.sqrt(bracket.outer_variance[0])),
             aligned=bool(bracket.aligned[0]))
+
+    def _box_query(self, low: Any, high: Any) -> BracketedRangeAnswer:
+        """A box in data units (``range_query((lat0, lon0), (lat1, lon1))``) with its bracket interval.
+
+        The estimate sums the box's cells (cut blocks spread evenly: biased),
+        ``std_error`` is its noise only, and ``confidence_interval`` brackets the
+        box between the whole blocks inside it and those it touches, as
+        :meth:`cell_box_query` does for cell-index boxes.
+        """
+        box, edges_low, edges_high = self._box_bounds(low, high)
+        if any(sl.start >= sl.stop for sl in box):   # an empty box: exactly 0
+            return BracketedRangeAnswer(edges_low, edges_high, 0.0, 0.0, True, self.noise, 0, aligned=True)
+        lo = np.array([[sl.start for sl in box]], dtype=np.int64)
+        hi = np.array([[sl.stop for sl in box]], dtype=np.int64)
+        est, var = self._box_stats(lo, hi)
+        b = self._bracket_boxes(lo, hi)
+        aligned = bool(b.aligned[0])
+        return BracketedRangeAnswer(
+            edges_low, edges_high, float(est[0]), float(np.sqrt(max(float(var[0]), 0.0))),
+            aligned and not self.post_processing, self.noise, 0,
+            inner_estimate=float(b.inner_estimate[0]), inner_std_error=float(np.sqrt(b.inner_variance[0])),
+            outer_estimate=float(b.outer_estimate[0]), outer_std_error=float(np.sqrt(b.outer_variance[0])),
+            aligned=aligned)
 
     def cell_box_query(self, lower: Any, upper: Any, *, confidence_level: float = 0.95) -> pd.DataFrame:
         """Estimate, noise std error and bracket interval of sums over boxes of cells ``[lower, upper)``.

@@ -27,7 +27,7 @@ from pandas_dp.results._checks import find_label, range_pairs
 from pandas_dp.results._format import estimates_table, guarantee_text, html_params, release_note, with_note
 from pandas_dp.results.frozen import stored_fields
 from pandas_dp.results.geography_layout import level_offsets, synthetic_rows, tidy_frame
-from pandas_dp.results.histogram import Histogram, RangeAnswer, html_estimates
+from pandas_dp.results.histogram import Histogram, RangeAnswer, box_bounds, html_estimates
 from pandas_dp.results._geography_plot import plot_regions
 
 __all__ = ["GeographyHistogram"]
@@ -277,7 +277,8 @@ class GeographyHistogram(FrozenRelease, EstimatesView, MeasureView):
             raise DomainError(
                 f"range_query answers ranges of one numeric column; this release's cells are "
                 f"{list(self.domain.columns)} ({'categories' if self.domain.ndim == 1 else 'a grid'}). Sum "
-                f"cells of result.at(level, region) or result.table(level) instead.")
+                f"cells of result.at(level, region) or result.table(level) instead, or pass one bound per column "
+                f"for a box (range_query((low_1, low_2), (high_1, high_2), level=..., region=...)).")
         return self.domain.dims[0]
 
     def range_query(self, low: Any, high: Any = None, *, level: str | None = None, region: Any = None,
@@ -318,6 +319,8 @@ class GeographyHistogram(FrozenRelease, EstimatesView, MeasureView):
         the regions of a level with prefix sums.
         """
         normal_quantile(confidence_level)
+        if self.domain.ndim > 1 and high is not None:
+            return self._box_query(low, high, level, region, confidence_level)
         dim = self._bin_domain()
         if region is not None and level is None:
             raise ParameterError("range_query(region=...) needs level= too (region labels belong to a level).")
@@ -348,6 +351,37 @@ class GeographyHistogram(FrozenRelease, EstimatesView, MeasureView):
                 "low": np.tile(dim.edges[i], rows.size), "high": np.tile(dim.edges[j], rows.size),
                 "estimate": est.ravel(), "std_error": std.ravel(), "lower": lower.ravel(),
                 "upper": upper.ravel()}))
+        return pd.concat(parts, ignore_index=True)
+
+    def _box_query(self, low: Any, high: Any, level: str | None, region: Any,
+                   confidence_level: float) -> RangeAnswer | pd.DataFrame:
+        """One box ``[low[k], high[k])`` (bin edges per column, data units) in every region, or in one.
+
+        A region's cells carry independent errors of its variance ``P`` (exact for the GLS estimate),
+        so a box of ``m`` cells has variance ``m P``; the interval follows the 1-D rule.
+        """
+        box, edges_low, edges_high = box_bounds(self.domain, low, high, self._bin_domain)
+        if region is not None and level is None:
+            raise ParameterError("range_query(region=...) needs level= too (region labels belong to a level).")
+        shape = self.domain.shape
+        cells = int(np.prod([sl.stop - sl.start for sl in box]))
+        chosen = range(len(self.levels)) if level is None else [self._level(level)]
+        parts = []
+        for lvl in chosen:
+            rows = (np.arange(len(self.regions[lvl])) if region is None
+                    else np.array([self._region(lvl, region)]))
+            table = self._table(lvl)[rows].astype(np.float64).reshape(rows.size, *shape)
+            est = table[(slice(None), *box)].reshape(rows.size, -1).sum(axis=1)[:, None]
+            var = self._region_variance(lvl)[rows][:, None] * cells
+            std, lower, upper = self._bounds(lvl, rows, est, var, np.array([cells]), confidence_level)
+            if level is not None and region is not None:
+                noise, terms = self._noise_terms(lvl, confidence_level)
+                return RangeAnswer(edges_low, edges_high, float(est[0, 0]), float(std[0, 0]), self.variance_exact,
+                                   noise, int(terms[rows[0]] * cells))
+            parts.append(pd.DataFrame({
+                "level": self.levels[lvl], "region": self.regions[lvl].to_numpy(dtype=object)[rows],
+                "low": [edges_low] * rows.size, "high": [edges_high] * rows.size, "estimate": est.ravel(),
+                "std_error": std.ravel(), "lower": lower.ravel(), "upper": upper.ravel()}))
         return pd.concat(parts, ignore_index=True)
 
     # -- synthetic rows ------------------------------------------------------------

@@ -23,7 +23,7 @@ from pandas_dp.errors import DomainError
 from pandas_dp.results._detail import required_detail
 from pandas_dp.results._format import noise_text
 from pandas_dp.results.frozen import stored_fields
-from pandas_dp.results.histogram import Histogram
+from pandas_dp.results.histogram import _CLIPPED_SUM_NOTE, Histogram
 
 __all__ = ["HierarchicalHistogram"]
 
@@ -143,10 +143,23 @@ class HierarchicalHistogram(Histogram):
     def _bin_domain(self):  # noqa: ANN202 - same contract as Histogram._bin_domain
         if self.domain.ndim != 1:
             raise DomainError(
-                f"Range queries and average_range_variance() are for 1-D releases; this tree covers "
-                f"{self.domain.ndim} dimensions {list(self.domain.columns)}. Sum cells of "
-                f"result.counts or use result.levels instead.")
+                f"Range queries over one column and average_range_variance() are for 1-D releases; this tree "
+                f"covers {self.domain.ndim} dimensions {list(self.domain.columns)}. Pass one bound per column "
+                f"for a box, e.g. range_query((low_1, low_2), (high_1, high_2)), or use result.levels.")
         return super()._bin_domain()
+
+    def _boxes_exact(self) -> bool:
+        """Boxes of a linear tree (GLS, or raw noisy leaves) get exact variances from its structure."""
+        return self.detail is not None and self.variance_exact
+
+    def _box_bias_note(self) -> str | None:
+        return _CLIPPED_SUM_NOTE if self.detail is not None and self._detail.nonnegative else None
+
+    def _box_variance(self, box: tuple[slice, ...]) -> float:
+        """Exact ``w^T Cov w`` of the box's leaf sum (:meth:`TreeRelease.box_variance`, O(nodes))."""
+        lo = np.array([[sl.start for sl in box]])
+        hi = np.array([[sl.stop for sl in box]])
+        return float(self._detail.box_variance(lo, hi)[0])
 
     def _noises(self) -> list[Any]:
         if self.detail is None:

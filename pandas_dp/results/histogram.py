@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 import html
 import math
@@ -22,7 +22,50 @@ from pandas_dp.results.frozen import SeriesOnIndex, lock_in_place, stored_fields
 from pandas_dp.results._sampling import grid_rows
 from pandas_dp.results._plot import plot_grid
 
-__all__ = ["Histogram", "RangeAnswer"]
+__all__ = ["Histogram", "RangeAnswer", "box_bounds"]
+
+
+def box_bounds(domain: Grid, low: Any, high: Any, scalar: Callable[[], Any]
+               ) -> tuple[tuple[slice, ...], tuple[Any, ...], tuple[Any, ...]]:
+    """Checked bounds of a box ``[low[k], high[k])`` in data units on a d-D grid (bin edges per column).
+
+    Returns the cell slices per dimension and the edges they start and end at. ``scalar()`` raises the
+    release's 1-D error when ``low``/``high`` are scalars. Public arguments only: errors are
+    :class:`ParameterError` (shape) and :class:`DomainError` (not bin edges, outside the domain).
+    """
+    dims = domain.dims
+    text = isinstance(low, (str, bytes)) or isinstance(high, (str, bytes))
+    if not text and (not isinstance(low, Iterable) or not isinstance(high, Iterable)):
+        scalar()  # scalar bounds on a d-D release: the 1-D form's DomainError, naming the box form
+    try:
+        lows, highs = ([], []) if text else (list(low), list(high))
+    except Exception:  # noqa: BLE001 - a public argument whose iteration raises: the documented error below
+        lows = highs = []
+    if text or len(lows) != len(dims) or len(highs) != len(dims):
+        raise ParameterError(f"range_query over a {len(dims)}-D release takes low and high with one bound per "
+                             f"column {list(domain.columns)}: e.g. range_query((44.8, -93.4), (45.0, "
+                             f"-93.1)). Got low={safe_repr(low)}, high={safe_repr(high)}.")
+    slices, edges_low, edges_high = [], [], []
+    for dim, a, b in zip(dims, lows, highs):
+        if not isinstance(dim, BinDomain):
+            dim.align(None, None)  # raises the categorical explanation
+        bins = cast(BinDomain, dim)
+        if bins.kind == "number":
+            a, b = (None if isinstance(v, (str, bytes)) else float_array(v) for v in (a, b))
+            if a is None or b is None or a.ndim != 0 or b.ndim != 0:
+                raise ParameterError(f"Box bounds on column {bins.column!r} must be numbers (bin edges). "
+                                     f"Got low={safe_repr(low)}, high={safe_repr(high)}.")
+        i, j = bins.align(a, b)
+        slices.append(slice(int(i[0]), int(j[0])))
+        edges_low.append(bins.edge_value(int(i[0])))
+        edges_high.append(bins.edge_value(int(j[0])))
+    return tuple(slices), tuple(edges_low), tuple(edges_high)
+
+
+#: What a range or box answer of a release clipped at 0 says about its sum.
+_CLIPPED_SUM_NOTE = ("biased: a sum of estimates clipped at 0 (non-negative post-processing) over-counts; its "
+                     "std_error and interval cover the noise only. Release with nonnegative=False (an unbiased "
+                     "linear method: method='identity' or 'hierarchical') for unbiased sums.")
 
 
 @dataclass(frozen=True)
@@ -43,6 +86,8 @@ class RangeAnswer:
     exact_std_error: bool = True
     noise: Any = field(default=None, compare=False)
     terms: int = 0
+    #: Why the estimate is biased (a sum of estimates clipped at 0), or ``""``.
+    note: str = ""
 
     def confidence_interval(self, confidence_level: float = 0.95) -> tuple[float, float]:
         """Interval ``estimate ± r`` at ``confidence_level`` (:func:`confidence_bounds`).
@@ -182,9 +227,12 @@ class Histogram(FrozenRelease, EstimatesView, MeasureView):
             ``low`` and ``high`` give one bound per column
             (``range_query((44.8, -93.4), (45.0, -93.1))``, bin edges in data
             units) and return a :class:`RangeAnswer` whose ``low``/``high`` are
-            tuples; its standard error and interval are exact for
-            ``method="identity"`` (independent cells), and other methods refuse
-            (a box of combined cells needs their covariance).
+            tuples; its standard error and interval are exact for linear
+            releases (``method="identity"``: independent cells; trees and
+            quadtrees: ``w^T Cov w`` of the least-squares estimate), data-dependent
+            methods (DAWA, UGrid/AGrid, AHP, DPCube) return the bracket interval
+            of :mod:`pandas_dp.results.bracket`, and a release clipped at 0
+            answers with its estimate and says in ``note`` that the sum is biased.
         ParameterError
             When the ranges are not pairs or ``confidence_level`` is not in (0, 1).
 
@@ -214,8 +262,12 @@ class Histogram(FrozenRelease, EstimatesView, MeasureView):
             lower, upper = confidence_bounds(est, std, confidence_level, radius=radius)
             if self.counts.dtype.kind in "iu":  # integer tables answer in whole counts (exact sums)
                 est = np.rint(est).astype(np.int64)
-            return pd.DataFrame({"low": dim.edge_values(i), "high": dim.edge_values(j), "estimate": est,
-                                 "std_error": std, "lower": lower, "upper": upper})
+            frame = pd.DataFrame({"low": dim.edge_values(i), "high": dim.edge_values(j), "estimate": est,
+                                  "std_error": std, "lower": lower, "upper": upper})
+            note = self._box_bias_note()
+            if note:
+                frame.attrs["note"] = note
+            return frame
         if dim.kind == "number":
             bounds = [None if isinstance(v, (str, bytes)) else float_array(v) for v in (low, high)]
             if any(v is None or v.ndim != 0 for v in bounds):
@@ -228,59 +280,47 @@ class Histogram(FrozenRelease, EstimatesView, MeasureView):
         noise, terms = self._ranges_noise(i, j)
         return RangeAnswer(dim.edge_value(i[0]), dim.edge_value(j[0]), float(est[0]),
                            float(np.sqrt(var[0])), self.variance_exact,
-                           noise[0] if isinstance(noise, list) else noise, int(np.ravel(terms)[0]))
+                           noise[0] if isinstance(noise, list) else noise, int(np.ravel(terms)[0]),
+                           self._box_bias_note() or "")
 
     def _box_query(self, low: Any, high: Any) -> RangeAnswer:
         """The box ``[low[k], high[k])`` on every dimension ``k`` of a d-D release (bin edges, data units).
 
         The estimate is the sum of the box's cells. Its standard error and interval are exact when the
-        cells carry independent noise (the flat release, ``method="identity"``): the variance is the sum
-        of the cells' variances, and the interval the exact quantile of the sum of their draws. Other
-        methods combine cells (a tree's least squares, DPCube's or a grid's partitions): their boxes
-        need the release's covariance, which the result does not hold, so they refuse with that reason.
+        estimate is a linear map of the noisy measurements whose covariance the release knows: cells with
+        independent noise (``method="identity"``: the sum of their variances, and the exact quantile of
+        the sum of their draws) or a subclass's own structure (a tree's least squares). A release clipped
+        at 0 answers with its estimate and says in ``note`` that the sum is biased; a release whose
+        covariance is unknown refuses with that reason.
         """
-        dims = self.domain.dims
-        if not self._boxes_exact():
+        note = self._box_bias_note()
+        if not self._boxes_exact() and note is None:
             raise DomainError(f"range_query over boxes needs cells with independent noise (method='identity'); "
                               f"this release ({self.method!r}) combines cells, so a box's variance needs its "
                               f"covariance. Release the grid with method='identity' for box queries.")
-        text = isinstance(low, (str, bytes)) or isinstance(high, (str, bytes))
-        if not text and (not isinstance(low, Iterable) or not isinstance(high, Iterable)):
-            self._bin_domain()  # scalar bounds on a d-D release: the 1-D form's DomainError, naming the box form
-        try:
-            lows, highs = ([], []) if text else (list(low), list(high))
-        except Exception:  # noqa: BLE001 - a public argument whose iteration raises: the documented error below
-            lows = highs = []
-        if text or len(lows) != len(dims) or len(highs) != len(dims):
-            raise ParameterError(f"range_query over a {len(dims)}-D release takes low and high with one bound per "
-                                 f"column {list(self.domain.columns)}: e.g. range_query((44.8, -93.4), (45.0, "
-                                 f"-93.1)). Got low={safe_repr(low)}, high={safe_repr(high)}.")
-        slices, edges_low, edges_high = [], [], []
-        for dim, a, b in zip(dims, lows, highs):
-            if not isinstance(dim, BinDomain):
-                dim.align(None, None)  # raises the categorical explanation
-            bins = cast(BinDomain, dim)
-            if bins.kind == "number":
-                a, b = (None if isinstance(v, (str, bytes)) else float_array(v) for v in (a, b))
-                if a is None or b is None or a.ndim != 0 or b.ndim != 0:
-                    raise ParameterError(f"Box bounds on column {bins.column!r} must be numbers (bin edges). "
-                                         f"Got low={safe_repr(low)}, high={safe_repr(high)}.")
-            i, j = bins.align(a, b)
-            slices.append(slice(int(i[0]), int(j[0])))
-            edges_low.append(bins.edge_value(int(i[0])))
-            edges_high.append(bins.edge_value(int(j[0])))
-        shape = tuple(d.size for d in dims)
-        box = tuple(slices)
-        est = float(self.counts.to_numpy(dtype=np.float64).reshape(shape)[box].sum())
-        var = self._box_variance(box)
-        cells = int(np.prod([sl.stop - sl.start for sl in slices]))
+        box, edges_low, edges_high = self._box_bounds(low, high)
+        shape = tuple(d.size for d in self.domain.dims)
+        cells = int(np.prod([sl.stop - sl.start for sl in box]))
+        est = float(self.counts.to_numpy(dtype=np.float64).reshape(shape)[box].sum()) if cells else 0.0
+        var = self._box_variance(box) if cells else 0.0
         noise, per_cell = self._cells_noise()
-        return RangeAnswer(tuple(edges_low), tuple(edges_high), est, math.sqrt(var), self.variance_exact,
-                           noise, int(per_cell) * cells)
+        return RangeAnswer(edges_low, edges_high, est, math.sqrt(max(var, 0.0)),
+                           self.variance_exact and note is None, noise, int(per_cell) * cells, note or "")
+
+    def _box_bounds(self, low: Any, high: Any) -> tuple[tuple[slice, ...], tuple[Any, ...], tuple[Any, ...]]:
+        """Checked box bounds in data units: the cell slices per dimension and the edges they start and end at."""
+        return box_bounds(self.domain, low, high, self._bin_domain)
 
     def _boxes_exact(self) -> bool:
         """Whether boxes and sums over columns get exact variances (independent cells, or a subclass's own)."""
         return type(self)._range_stats is Histogram._range_stats and self.variance_exact
+
+    def _box_bias_note(self) -> str | None:
+        """Why a box sum of this release is biased (a clip at 0), or None when it is not."""
+        if type(self)._range_stats is Histogram._range_stats and self.params.get("nonnegative") \
+                and self.method == "identity":
+            return _CLIPPED_SUM_NOTE
+        return None
 
     def _box_variance(self, box: tuple[slice, ...]) -> float:
         """Exact variance of the sum of the cells of ``box`` (independent cells: the sum of theirs)."""

@@ -624,6 +624,24 @@ def test_a_privacy_unit_in_a_spec(workdir):
     assert refused.returncode == 2 and "max_rows" in refused.stderr and _charges(bad / "ledger.sqlite") == 0
 
 
+def test_report_dropped_in_a_spec(workdir):
+    """Issue 29 item 3 in the CLI: report_dropped= puts the estimate in the manifest, one charge per release;
+    the hierarchical method (hierarchical_histogram) does not take it, refused before any charge."""
+    spec = ('[budget]\nepsilon = 1.0\nledger = "ledger.sqlite"\n[input]\npath = "persons.csv"\n'
+            '[[release]]\nname = "ages"\nmethod = "identity"\ncolumns = "age"\nbins = [0, 18, 65, 100]\n'
+            'privacy_unit = "household_id"\nmax_rows = 2\nreport_dropped = 0.1\nepsilon = 0.5\n')
+    d = _spec(workdir, "dropped", spec)
+    done = run("release", str(d / "spec.toml"))
+    assert done.returncode == 0, done.stderr
+    params = json.loads((d / "released" / "manifest.json").read_text())["releases"][0]["parameters"]
+    low, high = params["dropped_interval"]
+    assert 0 <= low <= params["dropped_share"] <= high <= 1 and params["report_dropped"] == "1/10"
+    assert _charges(d / "ledger.sqlite") == 1
+    bad = _spec(workdir, "dropped_tree", spec.replace('method = "identity"', 'method = "hierarchical"'))
+    refused = run("release", str(bad / "spec.toml"))
+    assert refused.returncode == 2 and "report_dropped" in refused.stderr and _charges(bad / "ledger.sqlite") == 0
+
+
 def test_a_headerless_csv_prints_no_data_row(tmp_path):
     """A CSV exported without its header line has a data row where the names are: only the spec's names print."""
     from pandas_dp.cli.preflight import header_problems, preflight

@@ -272,6 +272,24 @@ class TreeRelease:
             return tvar.range_variance(self.layout, self._structure, lo, hi)
         return tvar.raw_range_variance(self.layout, self.level_variances, lo, hi)
 
+    def box_variance(self, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+        """Exact error variance of the sums of the leaf estimates in the boxes ``[lo, hi)``, shape ``(q, d)``.
+
+        Trees of any dimension: the GLS recursion over every node (consistent
+        releases, :func:`~pandas_dp.algorithms.tree.variance.box_variance`), or
+        the sum of the independent noisy leaves' variances (``consistent=False``).
+        """
+        lo = np.atleast_2d(np.asarray(lo, dtype=np.int64))
+        hi = np.atleast_2d(np.asarray(hi, dtype=np.int64))
+        shape = np.asarray(self.layout.shape)
+        if lo.shape != hi.shape or lo.shape[1] != shape.size or np.any(lo < 0) or np.any(hi > shape) \
+                or np.any(lo >= hi):
+            raise ValueError(f"boxes must satisfy 0 <= lo < hi <= {tuple(shape.tolist())} per axis")
+        if self.consistent:
+            return tvar.box_variance(self.layout, self._structure, lo, hi)
+        return np.array([float(self.variances[0][tuple(slice(int(a), int(b)) for a, b in zip(lq, hq))].sum())
+                         for lq, hq in zip(lo, hi)])
+
     def average_range_variance(self) -> float:
         """Exact mean error variance over all ``N (N + 1) / 2`` ranges (``V_Avg``), O(nodes)."""
         if self.consistent:

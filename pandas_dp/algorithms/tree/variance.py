@@ -41,7 +41,7 @@ import numpy.typing as npt
 from pandas_dp.algorithms.tree.inference import TreeVariances
 from pandas_dp.algorithms.tree.layout import TreeLayout
 
-__all__ = ["range_variance", "average_range_variance", "canonical_node_counts",
+__all__ = ["range_variance", "box_variance", "average_range_variance", "canonical_node_counts",
            "raw_range_estimate", "raw_range_variance", "raw_level_usage",
            "raw_average_range_variance", "approx_average_range_variance"]
 
@@ -131,6 +131,51 @@ def range_variance(layout: TreeLayout, tv: TreeVariances, lo: np.ndarray,
         j_l[idx], j_r[idx] = ul[keep], ur[keep]
         active = idx
     return np.maximum(res, 0.0)
+
+
+def box_variance(layout: TreeLayout, tv: TreeVariances, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """Exact GLS error variance of the sums of the leaves in the boxes ``[lo, hi)`` of a d-dim tree.
+
+    The recursion of :func:`range_variance` run over every node instead of the
+    two boundary paths: the part ``q_v`` of a box inside node ``v`` has error
+    ``alpha_v e_v + eta_v`` with ``alpha_v = sum_c alpha_c V_c / VS_v`` and
+    ``beta_v = sum_c beta_c + sum_c alpha_c^2 V_c - (sum_c alpha_c V_c)^2 / VS_v``
+    from the leaves (``alpha = 1`` inside the box, 0 outside, ``beta = 0``) up,
+    and ``Var = alpha_r^2 P_r + beta_r`` at the root. That is ``w^T Cov w`` for the
+    box's indicator ``w`` in O(number of nodes) per box and memory, never a
+    matrix over the domain.
+
+    Parameters
+    ----------
+    layout : TreeLayout
+        A tree of any dimension.
+    tv : TreeVariances
+        Its variance structure.
+    lo, hi : ndarray of int, shape (q, d)
+        Half-open leaf-index boxes, ``0 <= lo < hi <= shape`` per axis.
+
+    Returns
+    -------
+    ndarray
+        ``Var(sum of the box's leaf estimates)`` per box.
+    """
+    lo = np.atleast_2d(np.asarray(lo, dtype=np.int64))
+    hi = np.atleast_2d(np.asarray(hi, dtype=np.int64))
+    top = layout.n_levels - 1
+    out = np.empty(lo.shape[0])
+    for q in range(lo.shape[0]):   # one box at a time: each pass is vectorized over the whole tree
+        alpha = np.zeros(layout.level_shapes[0])
+        alpha[tuple(slice(int(a), int(b)) for a, b in zip(lo[q], hi[q]))] = 1.0
+        beta = np.zeros(layout.level_shapes[0])
+        for k in range(top):
+            v = np.broadcast_to(tv.vdown[k], layout.level_shapes[k])
+            av = alpha * v
+            s = layout.aggregate(av, k)
+            vs = np.broadcast_to(_child_var(tv, k + 1), layout.level_shapes[k + 1])
+            beta = layout.aggregate(beta + alpha * av, k) - s * s / vs
+            alpha = s / vs
+        out[q] = float(np.sum(alpha * alpha * np.broadcast_to(tv.variances[top], alpha.shape) + beta))
+    return np.maximum(out, 0.0)
 
 
 def average_range_variance(layout: TreeLayout, tv: TreeVariances) -> float:

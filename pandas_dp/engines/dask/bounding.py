@@ -21,7 +21,8 @@ import pandas as pd
 from pandas_dp.domain.grid import Grid
 from pandas_dp.privacy.units import UnitBounds
 from pandas_dp.engines.pandas.counts import cell_codes
-from pandas_dp.engines.pandas.bounding import bound_codes, contribution_histogram, group_cells, unit_codes, unit_hashes
+from pandas_dp.engines.pandas.bounding import (bound_codes, contribution_histogram, group_cells, kept_and_dropped,
+                                              unit_codes, unit_hashes)
 from pandas_dp.engines.dask.counts import dask_module, compute_private, partitions, share, sum_arrays, tree_sum
 
 __all__ = ["DaskCodedRows", "DaskCodedGroupRows", "coded_rows", "coded_group_rows"]
@@ -85,6 +86,10 @@ def _contributions(part: pd.DataFrame) -> np.ndarray:
                                   unit_codes(part["unit"].to_numpy(dtype=np.uint64)))
 
 
+def _kept_and_dropped(part: pd.DataFrame, k: int) -> np.ndarray:
+    return kept_and_dropped(part["cell"].to_numpy(dtype=np.int64), unit_codes(part["unit"].to_numpy(dtype=np.uint64)), k)
+
+
 def shuffled(frame: Any, columns: list[Any], code: Any, meta: pd.DataFrame | None = None) -> Any:
     """The frame's rows coded by ``code(partition, offset)`` (global positions), shuffled by unit.
 
@@ -126,6 +131,14 @@ class DaskCodedRows:
         dask = dask_module()
         hist = dask.delayed(_contributions, pure=True)
         total = tree_sum([hist(p) for p in partitions(self.shuffled)], combine=sum_arrays)
+        return np.asarray(compute_private(total), dtype=np.int64)
+
+    def kept_and_dropped(self, k: int) -> np.ndarray:
+        """Rows ``max_rows=k`` keeps and drops, each unit's dropped rows capped at ``k`` (a unit sits in one
+        partition after the shuffle, so the partitions' pairs add up)."""
+        dask = dask_module()
+        pair = dask.delayed(_kept_and_dropped, pure=True)
+        total = tree_sum([pair(p, int(k)) for p in partitions(self.shuffled)], combine=sum_arrays)
         return np.asarray(compute_private(total), dtype=np.int64)
 
 

@@ -36,6 +36,7 @@ from pandas_dp.domain.unit_values import canonical_unit_hashes
 from pandas_dp.privacy.units import AUTO_STEPS, UnitBounds
 
 __all__ = ["CodedRows", "coded_rows", "coded_group_rows", "group_cells", "row_keys", "bound_codes", "contribution_histogram",
+           "kept_and_dropped",
            "unit_hashes", "unit_codes"]
 
 
@@ -309,6 +310,18 @@ def contribution_histogram(cells: np.ndarray, units: np.ndarray, steps: tuple[in
     return np.bincount(cell, minlength=len(steps)).astype(np.int64)
 
 
+def kept_and_dropped(cells: np.ndarray, units: np.ndarray, k: int) -> np.ndarray:
+    """``[sum_u min(r_u, k), sum_u min(max(r_u - k, 0), k)]`` over the units' rows ``r_u`` in the domain (int64).
+
+    The rows ``max_rows=k`` keeps, and the rows it drops with each unit's count capped at ``k``. One
+    unit with ``r`` rows moves the pair by ``(min(r, k), min(max(r - k, 0), k))``: at most ``k`` each
+    and ``min(r, 2k) <= 2k`` in L1, so the pair has sensitivity ``L1 = 2k`` and ``L2**2 = 2k**2``.
+    """
+    rows = _live_bincount(units, units, cells, 0)
+    rows = rows[rows > 0].astype(np.int64)
+    return np.array([np.minimum(rows, k).sum(), np.clip(rows - k, 0, k).sum()], dtype=np.int64)
+
+
 @dataclass(frozen=True)
 class CodedRows:
     """The private rows of a frame coded on a public grid and by unit (never leaves the release)."""
@@ -339,6 +352,10 @@ class CodedRows:
     def contributions(self) -> np.ndarray:
         """Units per step of rows in the domain (for ``max_rows="auto"``, :data:`~pandas_dp.privacy.units.AUTO_STEPS`)."""
         return contribution_histogram(self.cells, self.units)
+
+    def kept_and_dropped(self, k: int) -> np.ndarray:
+        """Rows ``max_rows=k`` keeps and drops (each unit's dropped rows capped at ``k``): :func:`kept_and_dropped`."""
+        return kept_and_dropped(self.cells, self.units, k)
 
 
 def unit_hashes(values: pd.Series) -> np.ndarray:
