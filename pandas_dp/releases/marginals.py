@@ -134,8 +134,16 @@ def _cached_plan(work: Workload, privacy: PrivacyLoss, objective: Objective, sen
 
 def marginals(frame: Any, workload: Any, *, bins: Any = None, categories: Any = None, epsilon: Any = None,
               rho: Any = None, weights: Any = None, loss: Any = "sum", privacy_unit: Any = None,
-              max_rows: Any = None, rng: Any = None) -> MarginalTables:
+              max_rows: Any = None, by: Any = None, hierarchy: Any = None, by_categories: Any = None,
+              level_weights: Any = None, public_totals: Any = None, rng: Any = None) -> MarginalTables:
     """Release a workload of consistent cross-tabulations (see ``DataFrame.dp.marginals``)."""
+    if any(v is not None for v in (by, hierarchy, by_categories, level_weights, public_totals)):
+        # Tables by geography: every region of every level (pandas_dp.releases.marginals_geography).
+        from pandas_dp.releases.marginals_geography import marginals_by_region
+        return marginals_by_region(frame, workload, bins=bins, categories=categories, epsilon=epsilon, rho=rho,
+                                   weights=weights, loss=loss, privacy_unit=privacy_unit, max_rows=max_rows, by=by,
+                                   hierarchy=hierarchy, by_categories=by_categories, level_weights=level_weights,
+                                   public_totals=public_totals, rng=rng)
     attrs, tables = _workload_columns(frame, workload)
     privacy = privacy_loss(epsilon, rho)
     check_measure(privacy, frozenset({"pure", "zcdp"}), "marginals")
