@@ -190,6 +190,8 @@ ARGUMENT_KINDS = {
     "by": "label", "by_categories": "domain", "level_weights": "weights", "integer": "flag",
     # table sets (releases/marginals.py)
     "workload": "workload", "weights": "weights", "loss": "choice",
+    # table sets by geography (releases/marginals_geography.py)
+    "public_totals": "table",
 }
 
 
@@ -267,7 +269,9 @@ VARIANTS: dict[str, list[dict[str, Any]]] = {
     "unattributed_histogram": [{**BASE["unattributed_histogram"], "privacy_unit": "s", "max_rows": 30}],
     "count_of_counts": [{**BASE["count_of_counts"], "privacy_unit": "group", "max_size": 16}],
     "marginals": [{**BASE["marginals"], "privacy_unit": "g", "max_rows": 3},
-                  {**BASE["marginals"], "weights": [1, 2], "loss": "max"}],
+                  {**BASE["marginals"], "weights": [1, 2], "loss": "max"},
+                  {**BASE["marginals"], "by": ["st", "co"], "hierarchy": HIERARCHY, "level_weights": [1, 0, 2],
+                   "public_totals": {"st": pd.Series({"A": 20, "B": 20})}}],
 }
 
 

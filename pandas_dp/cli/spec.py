@@ -82,6 +82,8 @@ else:  # pragma: no cover - Python 3.10
 from pandas_dp.releases.registry import cli_keys
 from pandas_dp.domain.grid import BinDomain
 from pandas_dp.results import CountOfCounts, GeographyHistogram, Histogram, MarginalTables
+from pandas_dp.results._base import confidence_bounds
+from pandas_dp.results.geography_marginals import GeographyMarginalTables
 
 __all__ = ["SpecError", "ReleaseError", "Spec", "Release", "load_spec", "parse_spec", "release_table"]
 
@@ -141,12 +143,12 @@ class Release:
         extra = [unit] if isinstance(unit, str) else []
         if self.method == "unattributed":
             return list(dict.fromkeys([self.args["group"], *extra]))
-        if self.method == "marginals":
-            return list(dict.fromkeys([*(c for table in self.args["workload"] for c in table), *extra]))
-        cols = self.args.get("columns")
-        cols = [cols] if isinstance(cols, str) else list(cols or [])
         by = self.args.get("by")  # tables by geography: the region columns are read too
         by = [by] if isinstance(by, str) else [c for c in by if isinstance(c, str)] if isinstance(by, list) else []
+        if self.method == "marginals":
+            return list(dict.fromkeys([*(c for table in self.args["workload"] for c in table), *by, *extra]))
+        cols = self.args.get("columns")
+        cols = [cols] if isinstance(cols, str) else list(cols or [])
         return list(dict.fromkeys([*cols, *by, *extra]))
 
     def column_keys(self) -> list[tuple[str, str]]:
@@ -443,6 +445,20 @@ def release_table(result: Any, confidence: float = 0.95) -> pd.DataFrame:
     """
     if isinstance(result, CountOfCounts):
         return result.to_frame().reset_index(drop=True)
+    if isinstance(result, GeographyMarginalTables):
+        # Every table of every region: level, region, table, every column's cell (bins as low/high), numbers.
+        tidy = result.to_frame()
+        tidy["table"] = [" x ".join(map(str, t)) for t in tidy["table"]]
+        for dim in result.domain.dims:
+            if isinstance(dim, BinDomain):
+                where = list(tidy.columns).index(dim.column)
+                cells = tidy.pop(dim.column)
+                low = [np.nan if v is None else v.left for v in cells]
+                high = [np.nan if v is None else v.right for v in cells]
+                tidy.insert(where, f"{dim.column}_high", high)
+                tidy.insert(where, f"{dim.column}_low", low)
+        tidy["lower"], tidy["upper"] = confidence_bounds(tidy["estimate"], tidy["std_error"], confidence)
+        return tidy
     if isinstance(result, MarginalTables):
         # One tidy table: the table's columns joined by " x ", then every column's cell (empty where a
         # table does not have it), then the numbers of that cell, table after table.

@@ -72,20 +72,21 @@ def _totals_of(series: Any, name: str, regions: pd.Index) -> np.ndarray:
            f"finite numbers (public facts, never computed from the private frame).")
     if not isinstance(series, pd.Series):
         raise ParameterError(f"public_totals[{name!r}] must be a pandas Series. Got {safe_repr(series)}. {fix}")
-    values = series.to_numpy()
-    if values.dtype.kind not in "iuf":
+    if not pd.api.types.is_numeric_dtype(series.dtype) or pd.api.types.is_bool_dtype(series.dtype) \
+            or pd.api.types.is_complex_dtype(series.dtype):
         raise ParameterError(f"public_totals[{name!r}] must hold numbers; got dtype {series.dtype}. {fix}")
-    values = values.astype(np.float64)
+    values = series.to_numpy(dtype=np.float64, na_value=np.nan)
     if not np.all(np.isfinite(values)) or np.any(values < 0):
         raise ParameterError(f"public_totals[{name!r}] holds a missing, infinite or negative total. {fix}")
     try:
         index = pd.Index(series.index, dtype=object)
         bad = bool(index.hasnans) or not index.is_unique
+        if not bad:
+            where = positions(index, pd.Series(regions, dtype=object))
     except Exception as err:  # noqa: BLE001 - unhashable labels or a label whose __eq__/__hash__ raises
         raise ParameterError(f"public_totals[{name!r}] must be indexed by region labels. {fix}") from err
     if bad:
         raise ParameterError(f"public_totals[{name!r}] repeats a region or has a missing label. {fix}")
-    where = positions(index, pd.Series(regions, dtype=object))
     if len(index) != len(regions) or np.any(where < 0):
         missing = [regions[i] for i in np.flatnonzero(where < 0)[:5]]
         raise ParameterError(f"public_totals[{name!r}] must give one total for each of the {len(regions)} regions "
@@ -109,9 +110,14 @@ def check_public_totals(public_totals: Any, tree: RegionTree, layout: RegionLayo
     if not isinstance(public_totals, Mapping) or not public_totals:
         raise ParameterError(f"The 'public_totals' parameter must be a dict {{level: Series of totals by region}}, "
                              f"e.g. {{'state': pd.Series({{'A': 120, 'B': 80}})}}. Got {safe_repr(public_totals)}.")
+    try:
+        items = list(public_totals.items())
+    except Exception as err:  # noqa: BLE001 - a mapping whose items() raises
+        raise ParameterError("The 'public_totals' parameter must be a plain dict {level: Series}.") from err
     out: dict[int, np.ndarray] = {}
-    for key, series in public_totals.items():
-        lvl = tree.level_names.index(str.__str__(key)) if isinstance(key, str) and key in tree.level_names else None
+    for key, series in items:
+        plain = str.__str__(key) if isinstance(key, str) else None
+        lvl = tree.level_names.index(plain) if plain is not None and plain in tree.level_names else None
         if lvl is None:
             raise ParameterError(f"public_totals names level {safe_repr(key)}; the levels are "
                                  f"{list(tree.level_names)}.")

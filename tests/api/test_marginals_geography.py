@@ -276,3 +276,39 @@ def test_dask_gives_the_pandas_release_on_mixed_dtype_partitions():
         d = _release(frame, privacy_unit="pid", max_rows=1)
     pd.testing.assert_frame_equal(a.to_frame(), b.to_frame(), check_exact=True)
     pd.testing.assert_frame_equal(c.to_frame(), d.to_frame(), check_exact=True)
+
+
+# ---------------------------------------------------------------------------------------------- assert_dp
+TINY = pd.DataFrame({"u": [0, 0, 1, 2], "state": ["A", "B", "A", "B"], "a": ["x", "y", "x", "y"]})
+TINY_HIER = pd.DataFrame({"state": ["A", "B"]})
+
+
+def _tiny_estimates(result):
+    est = result.geography   # every region's table, from the core (to_frame builds labels: slower)
+    return np.concatenate([est.marginal(level, (0,)).ravel() for level in (0, 1)])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("loss", [dict(epsilon=1.0), dict(rho=0.5)], ids=["epsilon, a unit", "rho, a row"])
+def test_assert_dp_on_a_tiny_geography(loss):
+    # 2 levels (national, 2 states), one table. Under epsilon the neighbour adds a unit of two rows, one in
+    # each state, bounded by max_rows=2; under rho it adds one row in state B.
+    from pandas_dp.testing import assert_dp
+
+    if "rho" in loss:
+        neighbour, kw = pd.concat([TINY, pd.DataFrame({"u": [9], "state": ["B"], "a": ["x"]})], ignore_index=True), {}
+    else:
+        neighbour = pd.concat([TINY, pd.DataFrame({"u": [9, 9], "state": ["A", "B"], "a": ["y", "y"]})],
+                              ignore_index=True)
+        kw = dict(privacy_unit="u", max_rows=2)
+
+    def mech(frame, rng):
+        return frame.dp.marginals([("a",)], categories={"a": ["x", "y"]}, by="state", hierarchy=TINY_HIER, rng=rng,
+                                  **kw, **loss)
+
+    if "rho" in loss:
+        delta = 1e-3
+        assert_dp(mech, TINY, neighbour, epsilon=pdp.budget(**loss).epsilon_delta(delta), delta=delta,
+                  trials=200, rng=5, statistic=_tiny_estimates, budget={"rho": 10**6})
+    else:
+        assert_dp(mech, TINY, neighbour, epsilon=1.0, trials=200, rng=5, statistic=_tiny_estimates)
