@@ -82,7 +82,6 @@ else:  # pragma: no cover - Python 3.10
 from pandas_dp.releases.registry import cli_keys
 from pandas_dp.domain.grid import BinDomain
 from pandas_dp.results import CountOfCounts, GeographyHistogram, Histogram, MarginalTables
-from pandas_dp.results._base import confidence_bounds
 from pandas_dp.results.geography_marginals import GeographyMarginalTables
 
 __all__ = ["SpecError", "ReleaseError", "Spec", "Release", "load_spec", "parse_spec", "release_table"]
@@ -457,7 +456,8 @@ def release_table(result: Any, confidence: float = 0.95) -> pd.DataFrame:
                 high = [np.nan if v is None else v.right for v in cells]
                 tidy.insert(where, f"{dim.column}_high", high)
                 tidy.insert(where, f"{dim.column}_low", low)
-        tidy["lower"], tidy["upper"] = confidence_bounds(tidy["estimate"], tidy["std_error"], confidence)
+        bounds = result.confidence_interval(confidence)
+        tidy["lower"], tidy["upper"] = bounds["lower"].to_numpy(), bounds["upper"].to_numpy()
         return tidy
     if isinstance(result, MarginalTables):
         # One tidy table: the table's columns joined by " x ", then every column's cell (empty where a

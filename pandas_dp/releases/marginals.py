@@ -138,8 +138,7 @@ def marginals(frame: Any, workload: Any, *, bins: Any = None, categories: Any = 
               level_weights: Any = None, public_totals: Any = None, rng: Any = None) -> MarginalTables:
     """Release a workload of consistent cross-tabulations (see ``DataFrame.dp.marginals``)."""
     if any(v is not None for v in (by, hierarchy, by_categories, level_weights, public_totals)):
-        # Tables by geography: every region of every level (pandas_dp.releases.marginals_geography).
-        from pandas_dp.releases.marginals_geography import marginals_by_region
+        from pandas_dp.releases.marginals_geography import marginals_by_region  # a cycle: it reuses our checks
         return marginals_by_region(frame, workload, bins=bins, categories=categories, epsilon=epsilon, rho=rho,
                                    weights=weights, loss=loss, privacy_unit=privacy_unit, max_rows=max_rows, by=by,
                                    hierarchy=hierarchy, by_categories=by_categories, level_weights=level_weights,

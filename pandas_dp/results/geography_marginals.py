@@ -23,6 +23,7 @@ from pandas_dp.algorithms.marginals.geography import RegionMarginalEstimates
 from pandas_dp.algorithms.marginals.reconstruct import MarginalEstimates
 from pandas_dp.domain.grid import Grid
 from pandas_dp.errors import ParameterError
+from pandas_dp.results._base import confidence_bounds
 from pandas_dp.results._checks import find_label
 from pandas_dp.results._format import guarantee_text
 from pandas_dp.results.frozen import stored_fields
@@ -155,6 +156,13 @@ class GeographyMarginalTables(MarginalTables):
         order = {name: k for k, name in enumerate(self.levels)}
         rank = out["level"].map(order).to_numpy()
         return out.iloc[np.argsort(rank, kind="stable")].reset_index(drop=True)
+
+    def confidence_interval(self, confidence_level: float = 0.95) -> pd.DataFrame:
+        """``lower`` and ``upper`` of every row of :meth:`to_frame` (in its order): ``estimate ± z std_error``,
+        the normal approximation (the GLS estimates mix the noise of many marginals and regions)."""
+        tidy = self.to_frame()
+        lower, upper = confidence_bounds(tidy["estimate"], tidy["std_error"], confidence_level)
+        return pd.DataFrame({"lower": lower, "upper": upper})
 
     def total_variance(self) -> float:
         """The weighted sum of every workload cell's exact variance over every region of every level."""
