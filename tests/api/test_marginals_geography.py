@@ -240,6 +240,17 @@ def test_a_row_outside_the_domain_changes_nothing(row):
     assert list(b.ledger["rho"]) == [0.5, 0.5]
 
 
+def test_odd_region_values_leave_a_seeded_release_byte_identical():
+    from pandas_dp.testing import with_row
+
+    with pdp.budget(rho=10.0):
+        ref = _release(D).to_frame()
+        for value in (["a1"], np.nan, b"a1", "A1"):  # a list, missing, bytes, a near miss
+            got = _release(with_row(D, {"pid": 999, "state": "A", "county": value, "age": 30, "sex": "F",
+                                        "race": "x"})).to_frame()
+            pd.testing.assert_frame_equal(ref, got, check_exact=True)
+
+
 def test_a_row_moved_across_regions_gives_the_same_outcome():
     moved = D.copy()
     moved.loc[0, ["state", "county"]] = ["B", "b1"] if D.loc[0, "state"] == "A" else ["A", "a1"]
