@@ -168,6 +168,14 @@ def test_every_region_agrees_with_its_parent_and_every_table_with_every_other():
     np.testing.assert_allclose(one["estimate"].to_numpy(), tbl.counts.to_numpy())
     np.testing.assert_allclose(one["variance"].to_numpy(), tbl.variance.to_numpy())
     assert pickle.loads(pickle.dumps(t)) == t
+    with pytest.raises(pdp.ParameterError, match="region="):
+        t.table("sex", level="county")
+    with pytest.raises(pdp.ParameterError, match="Unknown region"):
+        t.table("sex", level="county", region="zz")
+    with pdp.budget(rho=1.0):
+        flat = D.dp.marginals(WORKLOAD, **DOMAIN, rho=0.5, rng=np.random.default_rng(0))
+    with pytest.raises(pdp.ParameterError, match="without by="):
+        flat.table("sex", level="state", region="A")
     assert "levels=['national', 'state', 'county']" in repr(t) and set(t.plan["level"]) == set(t.levels)
     # the GLS borrows strength: a county's table is more precise than its own measurement alone
     own = t.plan[(t.plan.level == "county") & (t.plan.marginal == ("age", "sex"))]
