@@ -193,6 +193,8 @@ ARGUMENT_KINDS = {
     "workload": "workload", "weights": "weights", "loss": "choice",
     # the other cell of label domains (domain/categories.py)
     "other": "label",
+    # table sets by geography (releases/marginals_geography.py)
+    "public_totals": "table",
 }
 
 
@@ -273,7 +275,9 @@ VARIANTS: dict[str, list[dict[str, Any]]] = {
     "count_of_counts": [{**BASE["count_of_counts"], "privacy_unit": "group", "max_size": 16}],
     "marginals": [{**BASE["marginals"], "privacy_unit": "g", "max_rows": 3},
                   {**BASE["marginals"], "weights": [1, 2], "loss": "max"},
-                  {**BASE["marginals"], "integer": True}],
+                  {**BASE["marginals"], "integer": True},
+                  {**BASE["marginals"], "by": ["st", "co"], "hierarchy": HIERARCHY, "level_weights": [1, 0, 2],
+                   "public_totals": {"st": pd.Series({"A": 20, "B": 20})}}],
 }
 
 

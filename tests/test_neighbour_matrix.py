@@ -102,6 +102,9 @@ def _kinds() -> dict[str, tuple[str, dict[str, Any]]]:
                                                                   hierarchy=HIERARCHY, **AGE))
         else:
             kinds[name] = (name, dict(CALLS.get(name, GENERIC)))
+            if name == "marginals" and "by" in entry.arguments:  # the table set of every region
+                kinds["marginals:by"] = (name, dict(workload=[("age",)], bins={"age": [0, 30, 60, 90]},
+                                                    by=["state", "county"], hierarchy=HIERARCHY))
     # published table sets: the projection, the record model and the rounding behind integer=True
     kinds["marginals:integer"] = ("marginals", dict(CALLS["marginals"], integer=True))
     return kinds

@@ -318,8 +318,10 @@ class DPAccessorBase:
     def marginals(self, workload: Any, *, bins: Any = None, categories: Any = None, other: Any = None,
                   epsilon: float | None = None,
                   rho: float | None = None, weights: Any = None, loss: Literal["sum", "max"] = "sum",
-                  privacy_unit: Any = None, max_rows: int | None = None, rng: Any = None,
-                  nonnegative: bool = False, integer: bool = False) -> MarginalTables | PublishedTables:
+                  privacy_unit: Any = None, max_rows: int | None = None, by: Any = None, hierarchy: Any = None,
+                  by_categories: Any = None, level_weights: Any = None, public_totals: Any = None,
+                  rng: Any = None, nonnegative: bool = False,
+                  integer: bool = False) -> MarginalTables | PublishedTables:
         """Release a set of cross-tabulations at once: one optimal measurement, consistent tables, exact errors.
 
         ResidualPlanner (Xiao, He, Zhang, Kifer, NeurIPS 2023): every marginal of the workload's
@@ -354,6 +356,28 @@ class DPAccessorBase:
             ``"sum"``: minimise the weighted sum of every workload cell's variance;
             ``"max"``: the largest weighted cell variance.
         {privacy_unit max_rows}
+        by : str or list of str, optional
+            Geography columns of the frame, coarse to fine (``["state", "county"]``): the
+            workload for every region of every level, from ``"national"`` down to the finest
+            column; every level measures the workload (levels compose sequentially, the
+            regions of a level in parallel), then exact GLS across the geography makes every
+            child region's tables sum to its parent's, in every cell.
+        hierarchy : DataFrame, optional
+            With ``by``: the public region table, one column per ``by`` level, one row per
+            finest region (validated with pandera before anything is read). A row whose region
+            is not in it, is missing, or whose coarser columns disagree with it is dropped.
+        by_categories : list, optional
+            With one ``by`` column instead of ``hierarchy``: every group label (the flat case,
+            the whole loss on the groups; the national tables are their sums).
+        level_weights : list or dict, optional
+            With ``by``: each level's share of the loss (``"national"`` first, or a dict keyed
+            by level; 0 leaves a level unmeasured, the finest must be positive). Default:
+            uniform (``by_categories``: all on the groups).
+        public_totals : dict, optional
+            With ``by``: ``{level: Series of totals indexed by every region of the level}``,
+            public facts (e.g. last census's populations; never computed from this frame)
+            that every table of that level and the sums below match exactly. The guarantee
+            is relative to them.
         rng : numpy.random.Generator, optional
             Reproducible experiments only; ``None`` uses secure randomness.
         {nonnegative integer}
@@ -363,9 +387,11 @@ class DPAccessorBase:
         MarginalTables or PublishedTables
             ``table(columns)`` for any workload table or sub-table of one (a ``Histogram``),
             ``to_frame()`` over every table, ``plan``, ``total_variance()``, ``plot()``,
-            ``nonnegative()``, ``integer()``, ``sample()``. With ``nonnegative=True`` or
-            ``integer=True``: a ``PublishedTables`` (``table``, ``to_frame``, ``error()``,
-            ``sample()``), the same as ``.nonnegative()`` / ``.integer()`` of the release.
+            ``nonnegative()``, ``integer()``, ``sample()``. With ``by``:
+            ``table(columns, level=, region=)`` and a tidy ``to_frame()`` with ``level`` and
+            ``region``. With ``nonnegative=True`` or ``integer=True`` (no ``by``): a
+            ``PublishedTables`` (``table``, ``to_frame``, ``error()``, ``sample()``), the same as
+            ``.nonnegative()`` / ``.integer()`` of the release.
 
         Raises
         ------

@@ -109,6 +109,11 @@ def call_release(frame: pd.DataFrame, r: "Release", rng: np.random.Generator | N
     if r.method == "unattributed":
         return frame.dp.unattributed_histogram(a.pop("group"), rng=rng, **a)
     if r.method == "marginals":
+        if isinstance(a.get("hierarchy"), Path):   # a table set by geography: the public region table
+            a["hierarchy"] = read_public_table(a["hierarchy"])
+        totals = a.get("public_totals")
+        if isinstance(totals, dict):   # {level = {region = total}}: public facts, as Series by region
+            a["public_totals"] = {level: pd.Series(v) if isinstance(v, dict) else v for level, v in totals.items()}
         return frame.dp.marginals(a.pop("workload"), rng=rng, **a)
     columns = a.pop("columns")
     if isinstance(a.get("hierarchy"), Path):   # tables by geography: the public region table

@@ -82,6 +82,7 @@ else:  # pragma: no cover - Python 3.10
 from pandas_dp.releases.registry import cli_keys
 from pandas_dp.domain.grid import BinDomain
 from pandas_dp.results import CountOfCounts, GeographyHistogram, Histogram, MarginalTables, PublishedTables
+from pandas_dp.results.geography_marginals import GeographyMarginalTables
 
 __all__ = ["SpecError", "ReleaseError", "Spec", "Release", "load_spec", "parse_spec", "release_table"]
 
@@ -141,12 +142,12 @@ class Release:
         extra = [unit] if isinstance(unit, str) else []
         if self.method == "unattributed":
             return list(dict.fromkeys([self.args["group"], *extra]))
-        if self.method == "marginals":
-            return list(dict.fromkeys([*(c for table in self.args["workload"] for c in table), *extra]))
-        cols = self.args.get("columns")
-        cols = [cols] if isinstance(cols, str) else list(cols or [])
         by = self.args.get("by")  # tables by geography: the region columns are read too
         by = [by] if isinstance(by, str) else [c for c in by if isinstance(c, str)] if isinstance(by, list) else []
+        if self.method == "marginals":
+            return list(dict.fromkeys([*(c for table in self.args["workload"] for c in table), *by, *extra]))
+        cols = self.args.get("columns")
+        cols = [cols] if isinstance(cols, str) else list(cols or [])
         return list(dict.fromkeys([*cols, *by, *extra]))
 
     def column_keys(self) -> list[tuple[str, str]]:
@@ -473,6 +474,21 @@ def release_table(result: Any, confidence: float = 0.95) -> pd.DataFrame:
                                     "std_error": "unconstrained_std_error"})
         tidy.insert(list(tidy.columns).index("unconstrained_estimate"), "estimate",
                     result.to_frame()["estimate"].to_numpy())
+        return tidy
+    if isinstance(result, GeographyMarginalTables):
+        # Every table of every region: level, region, table, every column's cell (bins as low/high), numbers.
+        tidy = result.to_frame()
+        tidy["table"] = [" x ".join(map(str, t)) for t in tidy["table"]]
+        for dim in result.domain.dims:
+            if isinstance(dim, BinDomain):
+                where = list(tidy.columns).index(dim.column)
+                cells = tidy.pop(dim.column)
+                low = [np.nan if v is None else v.left for v in cells]
+                high = [np.nan if v is None else v.right for v in cells]
+                tidy.insert(where, f"{dim.column}_high", high)
+                tidy.insert(where, f"{dim.column}_low", low)
+        bounds = result.confidence_interval(confidence)
+        tidy["lower"], tidy["upper"] = bounds["lower"].to_numpy(), bounds["upper"].to_numpy()
         return tidy
     if isinstance(result, MarginalTables):
         # One tidy table: the table's columns joined by " x ", then every column's cell (empty where a

@@ -92,6 +92,15 @@ class Engine(Protocol):
                             bounds: UnitBounds) -> CodedMarginalRows:
         """The rows coded by attribute and privacy unit, for a table set with contribution bounding."""
 
+    def region_marginal_counts(self, frame: Any, tree: RegionTree, dims: Sequence[Grid],
+                               workload: Workload) -> dict[Marginal, np.ndarray]:
+        """Exact int64 counts of every maximal marginal of ``workload``, whose attribute 0 is the leaf region
+        of ``tree`` (the other attributes: the one-column grids ``dims``); shapes ``(n_leaves, *cells)``."""
+
+    def coded_region_marginal_rows(self, frame: Any, tree: RegionTree, dims: Sequence[Grid], workload: Workload,
+                                   bounds: UnitBounds) -> CodedMarginalRows:
+        """The rows coded by leaf region, attribute and privacy unit, for a table set by geography."""
+
 
 _REGISTRY: dict[type, Callable[[], Engine]] = {}
 

@@ -140,7 +140,8 @@ def _cached_plan(work: Workload, privacy: PrivacyLoss, objective: Objective, sen
 def marginals(frame: Any, workload: Any, *, bins: Any = None, categories: Any = None, other: Any = None,
               epsilon: Any = None,
               rho: Any = None, weights: Any = None, loss: Any = "sum", privacy_unit: Any = None,
-              max_rows: Any = None, rng: Any = None, nonnegative: Any = False,
+              max_rows: Any = None, by: Any = None, hierarchy: Any = None, by_categories: Any = None,
+              level_weights: Any = None, public_totals: Any = None, rng: Any = None, nonnegative: Any = False,
               integer: Any = False) -> MarginalTables | PublishedTables:
     """Release a workload of consistent cross-tabulations (see ``DataFrame.dp.marginals``).
 
@@ -149,6 +150,17 @@ def marginals(frame: Any, workload: Any, *, bins: Any = None, categories: Any = 
     :meth:`~pandas_dp.results.marginals.MarginalTables.integer` tables (post-processing); the
     union domain's size is checked against the projection's cap before anything is read.
     """
+    if any(v is not None for v in (by, hierarchy, by_categories, level_weights, public_totals)):
+        if nonnegative is not False or integer is not False:
+            raise ParameterError("marginals(by=...) does not take nonnegative= or integer= yet: non-negative and "
+                                 "integer tables are published for a flat table set only. Drop them, or release "
+                                 "without by=.")
+        from pandas_dp.releases.marginals_geography import marginals_by_region  # a cycle: it reuses our checks
+        return marginals_by_region(frame, workload, bins=bins, categories=categories, other=other, epsilon=epsilon,
+                                   rho=rho,
+                                   weights=weights, loss=loss, privacy_unit=privacy_unit, max_rows=max_rows, by=by,
+                                   hierarchy=hierarchy, by_categories=by_categories, level_weights=level_weights,
+                                   public_totals=public_totals, rng=rng)
     attrs, tables = _workload_columns(frame, workload)
     privacy = privacy_loss(epsilon, rho)
     check_measure(privacy, frozenset({"pure", "zcdp"}), "marginals")

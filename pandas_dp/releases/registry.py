@@ -122,6 +122,10 @@ RANGE_QUERY_PARAMS = ParamTable("range_query", (
 COUNT_OF_COUNTS_ENTRY_PARAMS = ParamTable("count_of_counts", (
     _arg("group", REQUIRED, POSITIONAL), _arg("location", REQUIRED, POSITIONAL), *LOSS_PARAMS, _arg("groups"),
     _arg("hierarchy"), *COUNT_OF_COUNTS_PARAMS, RNG, _arg("privacy_unit"), _arg("level_weights")))
+#: The arguments that make ``marginals`` a table set by geography (every table for every region).
+MARGINALS_GEOGRAPHY_PARAMS: tuple[Param, ...] = tuple(Param(name, None, None) for name in
+                                                     ("by", "hierarchy", "by_categories", "level_weights",
+                                                      "public_totals"))
 MARGINALS_PARAMS = ParamTable("marginals", (
     _arg("workload", REQUIRED, POSITIONAL), _arg("bins"), _arg("categories"), OTHER, *LOSS_PARAMS, _arg("weights"),
     _arg("loss", "sum"),
@@ -132,6 +136,7 @@ MARGINALS_PARAMS = ParamTable("marginals", (
     Param("max_rows", None, None, type="int, optional", doc="""
         With ``privacy_unit``: keep at most this many rows per unit in the domain, chosen at
         random (a public bound); every table's noise is calibrated to it."""),
+    *MARGINALS_GEOGRAPHY_PARAMS,
     RNG,
     Param("nonnegative", Flag(), False, "non-negative consistent tables (post-processing)", type="bool", doc="""
         Return non-negative tables that stay consistent (a ``PublishedTables``): the weighted

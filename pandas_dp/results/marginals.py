@@ -228,13 +228,16 @@ class MarginalTables(FrozenRelease, MeasureView):
                                  f"table({tuple(self.workload[0])!r}). Got {safe_repr(columns)}.")
         return [int(k) for k in found if k is not None]
 
-    def table(self, columns: Any) -> MarginalHistogram:
+    def table(self, columns: Any, level: Any = None, region: Any = None) -> MarginalHistogram:
         """The released table of ``columns``: a workload table or any sub-table of one (free).
 
         Parameters
         ----------
         columns : label or tuple of labels
             Columns of the table, in the order of its index levels.
+        level, region : optional
+            A region's table, for a release by geography (``marginals(..., by=...)``); a release
+            without ``by`` has no level or region to pick.
 
         Returns
         -------
@@ -248,6 +251,9 @@ class MarginalTables(FrozenRelease, MeasureView):
         ParameterError
             When a column is not in the workload, or the columns are in no workload table together.
         """
+        if level is not None or region is not None:
+            raise ParameterError("This table set was released without by=: it has no levels or regions. Call "
+                                 "table(columns), or release with by=[...] and hierarchy= for tables by region.")
         attrs = self._attributes(columns)
         detail = self._detail()
         detail.plan.workload.check(tuple(sorted(attrs)))

@@ -54,6 +54,10 @@ def _kinds() -> dict[str, dict[str, Any]]:
         elif method == "marginals":
             kinds[method] = dict(workload=[("age", "state"), ("state", "county")], bins={"age": [0, 30, 60, 90]},
                                  categories={"state": ["A", "B"], "county": ["A-0", "A-1", "B-0"]})
+            if "by" in cli_keys()[method]:  # the table set of every region, a state total as a public fact
+                kinds[f"{method}:by"] = dict(workload=[("age",)], bins={"age": [0, 30, 60, 90]},
+                                             by=["state", "county"], hierarchy=HIERARCHY,
+                                             public_totals={"state": {"A": 80, "B": 40}})
         else:
             kinds[method] = dict(columns="age", bins=[0, 30, 60, 90])
             if method in GEOGRAPHY_METHODS:
@@ -117,3 +121,14 @@ def test_a_geography_table_has_its_regions_exact_variance(weights):
             part = rows[rows["region"] == region]
             np.testing.assert_array_equal(part["variance"].to_numpy(), histogram.variance.to_numpy())
             np.testing.assert_array_equal(part["estimate"].to_numpy(), histogram.counts.to_numpy())
+
+
+def test_a_table_set_by_geography_matches_its_public_totals_in_the_cli_table():
+    """``public_totals = {state = {A = 80, B = 40}}`` in a spec: every state's table sums to its public total."""
+    result = _release("marginals:by", _kinds()["marginals:by"], _persons())
+    table = release_table(result)
+    assert list(table.columns[:3]) == ["level", "region", "table"] and {"age_low", "age_high"} <= set(table.columns)
+    states = table[table["level"] == "state"].groupby("region")["estimate"].sum()
+    np.testing.assert_allclose(states.loc[["A", "B"]].to_numpy(), [80.0, 40.0], rtol=0, atol=1e-9)
+    counties = table[table["level"] == "county"].groupby("region")["estimate"].sum()
+    assert counties.loc[["A-0", "A-1"]].sum() == pytest.approx(80.0, abs=1e-9)

@@ -17,7 +17,7 @@ import pandas as pd
 from pandas_dp.algorithms.marginals.workload import Marginal, Workload
 from pandas_dp.domain.grid import Grid
 from pandas_dp.domain.regions import RegionTree
-from pandas_dp.engines.pandas import bounding, counts, groups, region_counts, marginals
+from pandas_dp.engines.pandas import bounding, counts, groups, region_counts, marginals, region_marginals
 from pandas_dp.privacy.units import UnitBounds
 
 __all__ = ["PandasEngine", "PANDAS_ENGINE"]
@@ -57,6 +57,14 @@ class PandasEngine:
     def coded_marginal_rows(self, frame: Any, dims: Sequence[Grid], workload: Workload,
                             bounds: UnitBounds) -> marginals.CodedMarginalRows:
         return marginals.coded_marginal_rows(frame, dims, workload, bounds)
+
+    def region_marginal_counts(self, frame: Any, tree: RegionTree, dims: Sequence[Grid],
+                               workload: Workload) -> dict[Marginal, np.ndarray]:
+        return region_marginals.region_marginal_counts(frame, tree, dims, workload)
+
+    def coded_region_marginal_rows(self, frame: Any, tree: RegionTree, dims: Sequence[Grid], workload: Workload,
+                                   bounds: UnitBounds) -> marginals.CodedMarginalRows:
+        return region_marginals.coded_region_marginal_rows(frame, tree, dims, workload, bounds)
 
     def __repr__(self) -> str:
         return "PandasEngine()"

@@ -1,0 +1,250 @@
+"""``marginals(workload, ..., by=[...], hierarchy=regions)``: a table set for every region of a geography.
+
+Order (the one release pipeline, :mod:`pandas_dp.releases.pipeline`):
+
+1. **Public inputs**, checked as ``marginals`` checks them (the workload, the
+   domains, the loss, ``weights``, ``loss=``, ``rng``, the privacy unit) and as
+   ``histogram(by=...)`` checks its geography (the region tree from the public
+   ``hierarchy`` table, or ``by_categories`` for one level, validated by
+   :func:`~pandas_dp.releases.geography.geography_tree`; ``level_weights`` by
+   :func:`~pandas_dp.releases.geography.level_shares`), then ``public_totals``
+   (one finite non-negative number per region of the level, consistent across
+   levels). The loss is split across the levels exactly; every measured level
+   gets ResidualPlanner's plan for its part (refused here when a part is too
+   small for the sampler).
+2. **Budget check, count, charge**: the engine counts every maximal marginal
+   over (finest region, cells) in one pass
+   (:mod:`pandas_dp.engines.pandas.region_marginals`); a row whose region is
+   not in the tree (unknown, missing, or whose coarser ``by`` columns disagree
+   with it), or whose value is outside a workload column's domain, is dropped
+   from every table, silently and uncounted.
+3. **Mechanism** (:mod:`pandas_dp.algorithms.marginals.geography`): coarser
+   levels are sums of their children; every level's measured marginals are
+   noised in every region; exact GLS across the geography for every residual
+   coefficient (with the public totals as exact values of the total).
+
+Privacy. A row lies in one region per level, so it moves every marginal of
+one region per level by one (``max_rows=k`` rows of a unit: by ``k``): the
+regions of a level compose in parallel, the levels sequentially, and the
+levels' parts add up to the release's loss, charged once. The public totals
+are public inputs: the guarantee holds for neighbouring frames that both agree
+with them (it is relative to the facts published).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from pandas_dp._utils.rational import fraction_text, safe_repr
+from pandas_dp.algorithms.marginals.geography import (geography_gls, measure_levels, region_sum_down,
+                                                      region_workload)
+from pandas_dp.algorithms.marginals.plan import Objective, ResidualPlan, plan_residuals
+from pandas_dp.algorithms.marginals.workload import Marginal, Workload, make_workload
+from pandas_dp.algorithms.regions.layout import RegionLayout, region_tree_layout
+from pandas_dp.domain.grid import MAX_CELLS, Grid
+from pandas_dp.domain.labels import positions
+from pandas_dp.domain.regions import RegionTree
+from pandas_dp.errors import DomainError, ParameterError
+from pandas_dp.noise.words import release_key
+from pandas_dp.privacy.loss import UNIT, PrivacyLoss
+from pandas_dp.releases.geography import geography_tree, level_shares
+from pandas_dp.releases.marginals import (MAX_SUBSETS, _cached_plan, _dimensions, _weights,
+                                          _workload_columns)
+from pandas_dp.releases.params import PrivacyUnit, check_choice, check_rng
+from pandas_dp.releases.pipeline import Release, check_measure, privacy_loss, run
+from pandas_dp.results.geography_marginals import GeographyMarginalTables
+from pandas_dp.results.marginals import MarginalDetail
+
+__all__ = ["marginals_by_region", "check_public_totals", "RESERVED"]
+
+#: Column names of the tidy result that a workload column may not take.
+RESERVED = ("level", "region", "table", "estimate", "variance", "std_error")
+
+
+def _totals_of(series: Any, name: str, regions: pd.Index) -> np.ndarray:
+    """One level's public totals in the tree's region order (public input: checked loudly)."""
+    fix = (f"Pass a pandas Series indexed by every region of level {name!r} (each once), of non-negative "
+           f"finite numbers (public facts, never computed from the private frame).")
+    if not isinstance(series, pd.Series):
+        raise ParameterError(f"public_totals[{name!r}] must be a pandas Series. Got {safe_repr(series)}. {fix}")
+    if not pd.api.types.is_numeric_dtype(series.dtype) or pd.api.types.is_bool_dtype(series.dtype) \
+            or pd.api.types.is_complex_dtype(series.dtype):
+        raise ParameterError(f"public_totals[{name!r}] must hold numbers; got dtype {series.dtype}. {fix}")
+    values = series.to_numpy(dtype=np.float64, na_value=np.nan)
+    if not np.all(np.isfinite(values)) or np.any(values < 0):
+        raise ParameterError(f"public_totals[{name!r}] holds a missing, infinite or negative total. {fix}")
+    try:
+        index = pd.Index(series.index, dtype=object)
+        bad = bool(index.hasnans) or not index.is_unique
+        if not bad:
+            where = positions(index, pd.Series(regions, dtype=object))
+    except Exception as err:  # noqa: BLE001 - unhashable labels or a label whose __eq__/__hash__ raises
+        raise ParameterError(f"public_totals[{name!r}] must be indexed by region labels. {fix}") from err
+    if bad:
+        raise ParameterError(f"public_totals[{name!r}] repeats a region or has a missing label. {fix}")
+    if len(index) != len(regions) or np.any(where < 0):
+        missing = [regions[i] for i in np.flatnonzero(where < 0)[:5]]
+        raise ParameterError(f"public_totals[{name!r}] must give one total for each of the {len(regions)} regions "
+                             f"of level {name!r}, and nothing else; got {len(index)} labels"
+                             f"{', missing ' + safe_repr(missing) if missing else ''}. {fix}")
+    return values[where]
+
+
+def check_public_totals(public_totals: Any, tree: RegionTree, layout: RegionLayout) -> dict[int, np.ndarray]:
+    """``{level position: totals in region order}`` from ``public_totals={level name: Series}`` (public input).
+
+    Raises
+    ------
+    ParameterError
+        Not a dict keyed by level names, a Series that misses or adds a region, a value that is not a
+        finite non-negative number, or totals of two levels that disagree (a parent's total is not the
+        sum of its children's).
+    """
+    if public_totals is None:
+        return {}
+    if not isinstance(public_totals, Mapping) or not public_totals:
+        raise ParameterError(f"The 'public_totals' parameter must be a dict {{level: Series of totals by region}}, "
+                             f"e.g. {{'state': pd.Series({{'A': 120, 'B': 80}})}}. Got {safe_repr(public_totals)}.")
+    try:
+        items = list(public_totals.items())
+    except Exception as err:  # noqa: BLE001 - a mapping whose items() raises
+        raise ParameterError("The 'public_totals' parameter must be a plain dict {level: Series}.") from err
+    out: dict[int, np.ndarray] = {}
+    for key, series in items:
+        plain = str.__str__(key) if isinstance(key, str) else None
+        lvl = tree.level_names.index(plain) if plain is not None and plain in tree.level_names else None
+        if lvl is None:
+            raise ParameterError(f"public_totals names level {safe_repr(key)}; the levels are "
+                                 f"{list(tree.level_names)}.")
+        out[lvl] = _totals_of(series, tree.level_names[lvl], tree.regions[lvl])
+    given = sorted(out)
+    for fine, coarse in zip(given[::-1], given[::-1][1:]):
+        summed = out[fine]
+        for lvl in range(fine, coarse, -1):
+            summed = layout.aggregate(summed, lvl)
+        if not np.allclose(summed, out[coarse], rtol=1e-12, atol=1e-9):
+            raise ParameterError(f"public_totals of level {tree.level_names[fine]!r} do not add up to those of level "
+                                 f"{tree.level_names[coarse]!r}: public facts must agree with each other.")
+    return out
+
+
+def _plans(work: Workload, loss: PrivacyLoss, shares: tuple[Fraction, ...], objective: Objective,
+           weights: list[Any] | None, sensitivity: Any) -> list[ResidualPlan | None]:
+    plans: list[ResidualPlan | None] = []
+    for share, part in zip(shares, loss.split(shares)):
+        if share == 0:
+            plans.append(None)
+        elif weights is None:
+            plans.append(_cached_plan(work, part, objective, sensitivity))
+        else:
+            plans.append(plan_residuals(work, loss=part, objective=objective, weights=weights,
+                                        sensitivity=sensitivity))
+    return plans
+
+
+def _level_counts(leaf: Mapping[Marginal, np.ndarray], work: Workload, layout: RegionLayout,
+                  measured: list[bool]) -> list[dict[Marginal, np.ndarray] | None]:
+    """Every closure marginal of every region of every measured level (parents: sums of children)."""
+    maximal = {tuple(i - 1 for i in a[1:]): np.asarray(t, dtype=np.int64) for a, t in leaf.items()}
+    out: list[dict[Marginal, np.ndarray] | None] = [None] * layout.n_levels
+    tables = maximal
+    for lvl in range(layout.leaf_level, -1, -1):
+        if measured[lvl]:
+            out[lvl] = region_sum_down(tables, work)
+        if lvl > 0:
+            tables = {a: layout.aggregate(t, lvl) for a, t in tables.items()}
+    return out
+
+
+def marginals_by_region(frame: Any, workload: Any, *, bins: Any = None, categories: Any = None, other: Any = None,
+                        epsilon: Any = None,
+                        rho: Any = None, weights: Any = None, loss: Any = "sum", privacy_unit: Any = None,
+                        max_rows: Any = None, by: Any = None, hierarchy: Any = None, by_categories: Any = None,
+                        level_weights: Any = None, public_totals: Any = None,
+                        rng: Any = None) -> GeographyMarginalTables:
+    """Release a workload of consistent cross-tabulations for every region (see ``DataFrame.dp.marginals``)."""
+    if by is None:
+        given = [name for name, v in (("hierarchy", hierarchy), ("by_categories", by_categories),
+                                      ("level_weights", level_weights), ("public_totals", public_totals))
+                 if v is not None]
+        raise ParameterError(f"{', '.join(given)} apply to tables by geography: pass by= too (the frame's "
+                             f"geography columns, coarse to fine), e.g. by=['state', 'county'].")
+    attrs, tables = _workload_columns(frame, workload)
+    privacy = privacy_loss(epsilon, rho)
+    check_measure(privacy, frozenset({"pure", "zcdp"}), "marginals")
+    objective: Objective = "max" if check_choice(loss, "loss", ("sum", "max")) == "max" else "sum"
+    generator = check_rng(rng)
+    clash = [c for c in attrs if isinstance(c, str) and c in RESERVED]
+    if clash:
+        raise ParameterError(f"Workload column(s) {clash} share a name with the result's columns {list(RESERVED)}; "
+                             f"rename them (df.rename(columns=...)) first.")
+    tree = geography_tree(frame.columns, by, hierarchy=hierarchy, by_categories=by_categories)
+    located = [c for c in tree.located if c in attrs]
+    if located:
+        raise ParameterError(f"The geography column(s) {located} are also workload columns: every table is already "
+                             f"released for every region. Drop them from the workload.")
+    unit = PrivacyUnit.gather(privacy_unit, max_rows).bounds(frame.columns, reserved=(*attrs, *tree.located))
+    if unit is not None and unit.auto:
+        raise ParameterError("max_rows='auto' is offered for histograms; pass a public max_rows=k to marginals.")
+    if sum(1 << len(t) for t in tables) > MAX_SUBSETS:
+        raise DomainError(f"The workload's tables have too many sub-tables to measure (the sum of 2**columns over "
+                          f"its tables is above {MAX_SUBSETS:,}). Use tables of fewer columns.")
+    dims = _dimensions(frame, attrs, bins, categories, other)
+    position = {(type(c), c): i for i, c in enumerate(attrs)}
+    work = make_workload([d.size for d in dims], [[position[(type(c), c)] for c in t] for t in tables])
+    n_regions = [len(r) for r in tree.regions]
+    cells = sum(work.cells(a) for a in work.closure) * sum(n_regions)
+    if cells > MAX_CELLS:
+        raise DomainError(f"The workload's tables and their sub-tables for every one of the {sum(n_regions):,} "
+                          f"regions have {cells:,} cells; the limit is {MAX_CELLS:,} (2**26). Use coarser bins, "
+                          f"fewer columns per table or fewer regions.")
+    layout = region_tree_layout(tree)
+    shares = level_shares(level_weights, tree.level_names, flat=by_categories is not None)
+    totals = check_public_totals(public_totals, tree, layout)
+    sensitivity = UNIT if unit is None else unit.histogram_sensitivity()
+    plans = _plans(work, privacy, shares, objective, _weights(weights, len(work.tables)), sensitivity)
+    rwork = region_workload(work, n_regions[-1])
+    finest = plans[-1]
+    assert finest is not None, "level_shares gives the finest level a positive share"
+    ledger_params: dict[str, Any] = {
+        "workload": [[str(c) for c in t] for t in tables], "shape": [d.size for d in dims], "loss": objective,
+        "weights": [str(w) for w in finest.weights], "by": list(tree.level_names[1:]),
+        "levels": list(tree.level_names), "regions_per_level": n_regions,
+        "level_shares": [fraction_text(s) for s in shares],
+        "measured": [0 if p is None else len(p.measured) for p in plans],
+        "public_totals": [tree.level_names[k] for k in sorted(totals)],
+        **({} if unit is None else unit.describe())}
+    measured_noises = [n for p in plans if p is not None for n in p.noises if n is not None]
+    widest = max(measured_noises, key=lambda n: n.tail_factor(0.95))
+    grid = Grid(tuple(d.dims[0] for d in dims))
+
+    def mechanism(exact: Any) -> GeographyMarginalTables:
+        leaf = exact if unit is None else exact.marginals(unit, release_key(generator))
+        counts = _level_counts(leaf, work, layout, [p is not None for p in plans])
+        noisy = measure_levels(counts, plans, rng=generator)
+        estimates = geography_gls(noisy, plans, layout, public_totals=totals)
+        post = ["GLS reconstruction (consistent tables)",
+                "exact GLS across the geography (every parent = sum of its children, in every cell)"]
+        if totals:
+            post.append("public totals matched exactly (conditioned GLS)")
+        params = {**ledger_params, "sensitivity": sensitivity.describe(),
+                  "plan": [None if p is None else p.describe() for p in plans]}
+        return GeographyMarginalTables(
+            workload=tuple(tables), domain=grid, epsilon=privacy.pure_epsilon, method="residual_planner",
+            params=params, post_processing=tuple(post), loss=privacy, noise=widest,
+            detail=MarginalDetail.of(estimates.region(0, 0)), levels=tree.level_names, regions=tree.regions,
+            parents=tree.parents, geography=estimates)
+
+    columns = [*attrs, *(c for c in tree.located if c not in attrs)]
+    if unit is None:
+        count = lambda engine: engine.region_marginal_counts(frame, tree, dims, rwork)  # noqa: E731
+    else:
+        count = lambda engine: engine.coded_region_marginal_rows(frame, tree, dims, rwork, unit)  # noqa: E731
+        columns.append(unit.column)
+    return run(frame, Release(loss=privacy, method="marginals:residual_planner", columns=columns,
+                              params=ledger_params, count=count, mechanism=mechanism))
