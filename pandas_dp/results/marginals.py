@@ -273,14 +273,14 @@ class MarginalTables(FrozenRelease, MeasureView):
         """These tables made non-negative and kept consistent (post-processing, free): a
         :class:`~pandas_dp.results.published.PublishedTables` (the weighted least-squares tables of a
         non-negative joint; see :mod:`pandas_dp.algorithms.marginals.nonnegative`)."""
-        from pandas_dp.results.published import publish
+        from pandas_dp.results.published import publish  # local: published.py imports this module
         return publish(self, "nonnegative")
 
     def integer(self) -> Any:
         """These tables as consistent non-negative integers (post-processing, free): a
         :class:`~pandas_dp.results.published.PublishedTables` with the rounding's extra error in its
         ``error()``."""
-        from pandas_dp.results.published import publish
+        from pandas_dp.results.published import publish  # local: published.py imports this module
         return publish(self, "integer")
 
     def sample(self, n: Any = None, rng: Any = None) -> pd.DataFrame:
