@@ -195,6 +195,8 @@ ARGUMENT_KINDS = {
     "other": "label",
     # table sets by geography (releases/marginals_geography.py)
     "public_totals": "table",
+    # approximate DP for key discovery (releases/discover.py)
+    "delta": "amount",
 }
 
 
