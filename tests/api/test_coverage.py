@@ -77,7 +77,16 @@ ZCDP_CASES = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(CASES))
+#: The cases the default run checks (a regression layer); the slow step checks the others too.
+QUICK_CASES = {"identity eps 0.1", "hierarchical b=4 eps 0.3, geometric", "dpcube least squares eps 1",
+               "identity rho 0.02", "hierarchical b=8 rho 4"}
+
+
+def _cases(names):
+    return [n if n in QUICK_CASES else pytest.param(n, marks=pytest.mark.slow) for n in sorted(names)]
+
+
+@pytest.mark.parametrize("name", _cases(CASES))
 def test_pure_intervals_cover(name):
     loss, kw = CASES[name]
     n = N_RELEASES
@@ -87,7 +96,7 @@ def test_pure_intervals_cover(name):
     assert (ranges >= _floor(n)).all(), ranges
 
 
-@pytest.mark.parametrize("name", sorted(ZCDP_CASES))
+@pytest.mark.parametrize("name", _cases(ZCDP_CASES))
 def test_zcdp_intervals_cover(name):
     pytest.importorskip("pandas_dp.noise.discrete_gaussian")
     if not hasattr(pdp.Budget, "epsilon_delta"):
