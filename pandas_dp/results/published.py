@@ -38,6 +38,10 @@ from pandas_dp.results.frozen import stored_fields
 __all__ = ["PublishedTables", "publish"]
 
 
+#: Most records :meth:`PublishedTables.sample` draws at once (one int64 cell code each: 8 GB).
+MAX_RECORDS = 10**9
+
+
 @stored_fields
 @dataclass(frozen=True, repr=False, eq=False)
 class PublishedTables(FrozenRelease, MeasureView):
@@ -206,9 +210,9 @@ class PublishedTables(FrozenRelease, MeasureView):
         total = self.total
         if n is None:
             n = int(round(total))
-        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
-            raise ParameterError(f"sample(n=) takes a non-negative integer number of records, or None for the "
-                                 f"published total. Got {safe_repr(n)}.")
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or not 0 <= n <= MAX_RECORDS:
+            raise ParameterError(f"sample(n=) takes a non-negative integer number of records, at most "
+                                 f"{MAX_RECORDS:,}, or None for the published total. Got {safe_repr(n)}.")
         if rng is not None and not isinstance(rng, np.random.Generator):
             raise ParameterError(f"sample(rng=) takes a numpy.random.Generator or None (the draws are "
                                  f"post-processing of released values). Got {safe_repr(rng)}.")
