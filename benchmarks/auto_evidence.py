@@ -76,8 +76,12 @@ def release_estimates(counts: np.ndarray, method: str, knobs: dict, epsilon: flo
                       rng: np.random.Generator, *, result: bool = False) -> Any:
     """The estimates of ``histogram(method=...)`` on exact ``counts`` (the release step, no counting).
 
-    ``result=True`` returns the result object instead of its estimates.
+    ``result=True`` returns the result object instead of its estimates. ``counts`` is not changed: the
+    release layer owns the counts it is given (identity and the trees add their noise into them in
+    place), so it gets a copy; passing ``counts`` itself made every later trial and configuration run
+    on already-noised counts while being scored against the exact ones.
     """
+    counts = np.array(counts, dtype=np.int64, copy=True)
     grid = grid_of(tuple(counts.shape))
     loss = pure(epsilon)
     planned = plan_method(method, grid, loss, knobs)

@@ -1,19 +1,35 @@
 """DPBench datasets and workloads shared by the accuracy benchmarks.
 
-The data live outside the project (``../shared/data/dpbench``); every
-benchmark that uses them skips a dataset that is absent.  The metric is
+The data live outside the project: ``$PANDAS_DP_DPBENCH`` when set, otherwise the
+first ``shared/data/dpbench`` found next to the checkout or one of its parent
+folders (``../shared/data/dpbench`` from the main checkout, found from a worktree
+nested deeper too); every benchmark that uses them skips a dataset that is absent.  The metric is
 DPBench's scaled L2 error (Hay et al., SIGMOD 2016):
 ``||W x - W x_hat||_2 / |W| / total``.
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Iterable, Iterator
 
 import numpy as np
 
-DATA_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "dpbench"
+def _data_dir() -> Path:
+    """``$PANDAS_DP_DPBENCH``, else the nearest ``shared/data/dpbench`` beside the checkout or above it."""
+    env = os.environ.get("PANDAS_DP_DPBENCH")
+    if env:
+        return Path(env)
+    root = Path(__file__).resolve().parents[1]
+    for folder in root.parents:
+        candidate = folder / "shared" / "data" / "dpbench"
+        if candidate.is_dir():
+            return candidate
+    return root.parent / "shared" / "data" / "dpbench"     # absent: every dataset is skipped
+
+
+DATA_DIR = _data_dir()
 
 DATASETS_1D = ("HEPTH", "ADULT", "INCOME", "MEDCOST", "PATENT", "SEARCHLOGS",
                "BIDS-ALL", "MDSALARY", "LC-REQ-ALL", "LC-DTIR-ALL")

@@ -66,14 +66,14 @@ _INF = math.inf
 #: Dimensions 3 stands for 3 and more. Fit by ``python -m benchmarks.bench_auto --fit``.
 AUTO_RULE: dict[tuple[int, str], tuple[tuple[float, str], ...]] = {
     (1, "bins"): ((2.5, "ahp+clip"), (4.5, "dpcube-uniform+clip"), (_INF, "identity+clip")),
-    (1, "prefix"): ((4, "dawa"), (_INF, "hierarchical+nn")),
+    (1, "prefix"): ((3.5, "dawa"), (_INF, "hierarchical+nn")),
     (1, "ranges"): ((_INF, "hierarchical+nn"),),
     (2, "bins"): ((_INF, "ahp+clip"),),
-    (2, "prefix"): ((3.5, "agrid"), (_INF, "hierarchical-geo+nn")),
-    (2, "ranges"): ((3.5, "agrid"), (_INF, "hierarchical-geo+nn")),
+    (2, "prefix"): ((4, "agrid"), (_INF, "hierarchical-geo+nn")),
+    (2, "ranges"): ((4, "agrid"), (_INF, "hierarchical-geo+nn")),
     (3, "bins"): ((_INF, "ahp+clip"),),
-    (3, "prefix"): ((4, "hierarchical+nn"), (_INF, "hierarchical-geo+nn")),
-    (3, "ranges"): ((4, "hierarchical+nn"), (_INF, "hierarchical-geo+nn")),
+    (3, "prefix"): ((3.5, "hierarchical+nn"), (_INF, "hierarchical-geo+nn")),
+    (3, "ranges"): ((3.5, "hierarchical+nn"), (_INF, "hierarchical-geo+nn")),
 }
 
 #: Under zCDP (identity and hierarchical only): one configuration per (dimensions, workload).
