@@ -21,7 +21,7 @@ from pandas_dp.errors import ParameterError
 from pandas_dp.privacy.loss import ZCDP, PureDP
 from pandas_dp.testing import assert_dp
 
-from _slow import FULL as SLOW_FULL
+from _slow import FULL as SLOW_FULL, QUICK_TRIALS
 
 EPS1 = PureDP(Fraction(1))
 try:                                     # the discrete Gaussian sampler lands with the zCDP work (issue 15)
@@ -411,7 +411,7 @@ D1_NEIGHBOUR = D1 + np.eye(8, dtype=np.int64)[3]
 
 def test_dawa_1d_passes_assert_dp():
     report = assert_dp(lambda c, rng: dawa(c, loss=EPS1, rng=rng).estimates, D1, D1_NEIGHBOUR,
-                       epsilon=1.0, trials=600, rng=1)
+                       epsilon=1.0, trials=QUICK_TRIALS * 3, rng=1)
     assert report.passed
 
 
@@ -420,7 +420,7 @@ def test_dawa_2d_passes_assert_dp():
     neighbour = d2.copy()
     neighbour[1, 1] += 1
     report = assert_dp(lambda c, rng: dawa(c, loss=EPS1, workload="identity", rng=rng).estimates.ravel(),
-                       d2, neighbour, epsilon=1.0, trials=500, rng=2)
+                       d2, neighbour, epsilon=1.0, trials=QUICK_TRIALS * 3, rng=2)
     assert report.passed
 
 
