@@ -37,7 +37,7 @@ _BOOL, _NUMBER = 1, 2  # classes of pandas_dp.domain.labels.value_classes
 from pandas_dp._utils.public import safe_repr
 from pandas_dp.errors import DomainError, ParameterError
 
-__all__ = ["CategoryDomain", "CategoryCodes", "category_dimension", "with_other"]
+__all__ = ["CategoryDomain", "CategoryCodes", "category_dimension", "with_other", "is_hashable"]
 
 
 @dataclass(frozen=True)
@@ -166,7 +166,7 @@ class CategoryDomain(DerivedCache):
             except Exception:  # noqa: BLE001 - a private value's own __hash__/__eq__ may raise anything
                 # An unhashable value (a list, a dict...) in an object column: it matches no label.
                 arr = np.asarray(pd.Series(values, dtype=object).to_numpy(), dtype=object)
-                ok = np.frompyfunc(_hashable, 1, 1)(arr).astype(bool) if arr.size else np.zeros(0, bool)
+                ok = np.frompyfunc(is_hashable, 1, 1)(arr).astype(bool) if arr.size else np.zeros(0, bool)
                 found = np.full(arr.size, -1, dtype=np.int64)
                 if ok.any():
                     found[ok] = labels.get_indexer(pd.Index(arr[ok], dtype=object))
@@ -221,7 +221,8 @@ def _is_missing(value: Any) -> bool:
         return False
 
 
-def _hashable(value: Any) -> bool:
+def is_hashable(value: Any) -> bool:
+    """Whether a private value can be a label: hashable, and its ``__hash__`` does not raise."""
     if not isinstance(value, Hashable):
         return False
     try:

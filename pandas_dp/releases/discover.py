@@ -57,14 +57,13 @@ ICML 2025) are not implemented here.
 
 from __future__ import annotations
 
-from collections.abc import Hashable
 from fractions import Fraction
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from pandas_dp.domain.categories import CategoryDomain
+from pandas_dp.domain.categories import CategoryDomain, is_hashable
 from pandas_dp.domain.grid import Grid
 from pandas_dp.domain.labels import value_classes
 from pandas_dp.errors import ParameterError
@@ -109,17 +108,6 @@ def discovery_threshold(noise: Noise, delta: Fraction, cells: int = 1, per_cell:
     return int(per_cell) + 1 + int(q)
 
 
-def _hashable(value: Any) -> bool:
-    """Whether a private value can be a label (hashable, and its hash does not raise)."""
-    if not isinstance(value, Hashable):
-        return False
-    try:
-        hash(value)
-    except Exception:  # noqa: BLE001 - a private value's __hash__ may raise anything
-        return False
-    return True
-
-
 _BOOL_CLASS, _NUMBER_CLASS = 1, 2  # pandas_dp.domain.labels: -1 missing, 0 not plain, 1 boolean, 2 number, 3 string, 4 other
 
 
@@ -129,7 +117,7 @@ def _factorize_plain(values: Any) -> tuple[np.ndarray, np.ndarray]:
         codes, uniques = pd.factorize(values, use_na_sentinel=True)
     except Exception:  # noqa: BLE001 - a private value's own __hash__/__eq__ may raise anything
         arr = np.asarray(pd.Series(values, dtype=object).to_numpy(), dtype=object)
-        ok = np.frompyfunc(_hashable, 1, 1)(arr).astype(bool) if arr.size else np.zeros(0, bool)
+        ok = np.frompyfunc(is_hashable, 1, 1)(arr).astype(bool) if arr.size else np.zeros(0, bool)
         codes = np.full(arr.size, -1, dtype=np.int64)
         try:
             sub, uniques = pd.factorize(pd.Series(arr[ok], dtype=object), use_na_sentinel=True)
