@@ -182,7 +182,7 @@ def test_histogram_methods_are_dp_on_every_neighbour(name, epsilon, case):
 @pytest.mark.parametrize("name", list(GAUSSIAN_MECHANISMS))
 def test_gaussian_histogram_methods_meet_their_epsilon_delta(name):
     make, statistic = GAUSSIAN_MECHANISMS[name]
-    check_gaussian(make(loss_kw(QUICK_RHO, "rho")), D, QUICK, QUICK_RHO, 100, seed=21, statistic=statistic)
+    check_gaussian(make(loss_kw(QUICK_RHO, "rho")), D, QUICK, QUICK_RHO, QUICK_TRIALS, seed=21, statistic=statistic)
 
 
 @pytest.mark.slow
@@ -440,7 +440,8 @@ def test_gaussian_dask_frame():
     dd = pytest.importorskip("dask.dataframe")
     with dask.config.set(scheduler="synchronous"):
         check_gaussian(hierarchical(loss_kw(QUICK_RHO, "rho")), dd.from_pandas(D, npartitions=2),
-                       dd.from_pandas(QUICK.frame, npartitions=2), QUICK_RHO, 100, seed=29, statistic=tree_outputs)
+                       dd.from_pandas(QUICK.frame, npartitions=2), QUICK_RHO, QUICK_TRIALS, seed=29,
+                       statistic=tree_outputs)
 
 
 @pytest.mark.parametrize("name", [n if n == "identity" else pytest.param(n, marks=pytest.mark.slow)
