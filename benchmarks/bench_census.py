@@ -20,12 +20,12 @@ Run: ``python -m benchmarks.bench_census [--rows 1000000 10000000] [--repeat 2]`
 from __future__ import annotations
 
 import argparse
-import time
 
 import numpy as np
 import pandas as pd
 
 import pandas_dp as pdp
+from benchmarks._timing import best_of
 
 SIZES = {"age": 18, "sex": 2, "race": 7, "eth": 2}
 WORKLOAD = [("age", "sex"), ("race", "eth"), ("age", "race"), ("sex", "eth")]
@@ -61,21 +61,12 @@ def groupbys(df: pd.DataFrame) -> None:
             df.groupby([*level, *table], sort=False).size()
 
 
-def best(fn, repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
-
-
 def time_part(rows: list[int], repeat: int) -> None:
     print("rows        table set (s)   pandas groupby, 12 (s)   ratio")
     for n in rows:
         df = persons(n)
-        ours = best(lambda: release(df), repeat)
-        theirs = best(lambda: groupbys(df), repeat)
+        ours = best_of(lambda: release(df), repeat)
+        theirs = best_of(lambda: groupbys(df), repeat)
         print(f"{n:>10,}  {ours:13.2f}   {theirs:22.2f}   {ours / theirs:5.2f}")
 
 
