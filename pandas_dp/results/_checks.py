@@ -20,7 +20,8 @@ from pandas_dp._utils.optional import import_optional
 from pandas_dp._utils.rational import safe_repr
 from pandas_dp.errors import ParameterError
 
-__all__ = ["MAX_SAMPLE_ROWS", "check_axes", "check_flag", "check_count", "check_rows", "find_label", "range_pairs"]
+__all__ = ["MAX_SAMPLE_ROWS", "check_axes", "check_flag", "check_count", "check_rows", "find_label", "level_position",
+           "range_pairs", "region_position"]
 
 #: Most synthetic rows one ``sample()`` call draws (8 bytes per row and column; 2**31 rows is 16 GiB).
 MAX_SAMPLE_ROWS = 2**31
@@ -81,3 +82,25 @@ def find_label(value: Any, labels: Sequence[Any]) -> int | None:
     except Exception:  # noqa: BLE001 - a hostile value is not a label
         return None
     return None if found < 0 else found
+
+
+def level_position(level: Any, levels: Sequence[str]) -> int:
+    """Position of a geography level named ``level`` (a :class:`ParameterError` naming the levels if none).
+
+    A str subclass is read as its plain text (its own ``__eq__`` is never called).
+    """
+    pos = find_label(str.__str__(level), levels) if isinstance(level, str) else None
+    if pos is None:
+        raise ParameterError(f"Unknown level {safe_repr(level)}; this release has levels {list(levels)}.")
+    return pos
+
+
+def region_position(region: Any, regions: Sequence[Any], level: str, lvl: int) -> int:
+    """Position of ``region`` among the public ``regions`` of level ``level`` (number ``lvl``), or a
+    :class:`ParameterError` showing the first ten."""
+    pos = find_label(region, regions)
+    if pos is None:
+        raise ParameterError(f"Unknown region {safe_repr(region)} at level {level!r}; its regions are "
+                             f"{list(regions[:10])}{' ...' if len(regions) > 10 else ''} "
+                             f"(result.regions[{lvl}] lists them all).")
+    return pos

@@ -21,9 +21,8 @@ import pandas as pd
 
 from pandas_dp.domain.grid import BinDomain, Grid
 from pandas_dp.errors import DomainError, ParameterError
-from pandas_dp._utils.rational import safe_repr
 from pandas_dp.results._base import EstimatesView, FrozenRelease, MeasureView, confidence_bounds, noise_radius, normal_quantile
-from pandas_dp.results._checks import find_label, range_pairs
+from pandas_dp.results._checks import level_position, range_pairs, region_position
 from pandas_dp.results._format import estimates_table, guarantee_text, html_params, release_note, with_note
 from pandas_dp.results.frozen import stored_fields
 from pandas_dp.results.geography_layout import level_offsets, synthetic_rows, tidy_frame
@@ -121,20 +120,10 @@ class GeographyHistogram(FrozenRelease, EstimatesView, MeasureView):
         return tuple(len(r) for r in self.regions)
 
     def _level(self, level: Any) -> int:
-        # A str subclass is read as its plain text (its own __eq__ is never called).
-        pos = find_label(str.__str__(level), self.levels) if isinstance(level, str) else None
-        if pos is not None:
-            return pos
-        raise ParameterError(f"Unknown level {safe_repr(level)}; this release has levels {list(self.levels)}.")
+        return level_position(level, self.levels)
 
     def _region(self, lvl: int, region: Any) -> int:
-        pos = find_label(region, self.regions[lvl])
-        if pos is None:
-            shown = list(self.regions[lvl][:10])
-            raise ParameterError(f"Unknown region {safe_repr(region)} at level {self.levels[lvl]!r}; its regions are "
-                                 f"{shown}{' ...' if len(self.regions[lvl]) > 10 else ''} "
-                                 f"(result.regions[{lvl}] lists them all).")
-        return pos
+        return region_position(region, self.regions[lvl], self.levels[lvl], lvl)
 
     def _one_region(self, lvl: int, region: Any) -> int:
         if region is not None:

@@ -18,13 +18,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from pandas_dp._utils.public import safe_repr
 from pandas_dp.algorithms.marginals.geography import RegionMarginalEstimates
 from pandas_dp.algorithms.marginals.reconstruct import MarginalEstimates
 from pandas_dp.domain.grid import Grid
 from pandas_dp.errors import ParameterError
 from pandas_dp.results._base import confidence_bounds
-from pandas_dp.results._checks import find_label
+from pandas_dp.results._checks import level_position, region_position
 from pandas_dp.results._format import guarantee_text
 from pandas_dp.results.frozen import stored_fields
 from pandas_dp.results.marginals import MarginalDetail, MarginalHistogram, MarginalTables, _table
@@ -70,10 +69,7 @@ class GeographyMarginalTables(MarginalTables):
     def _level(self, level: Any) -> int:
         if level is None:
             return 0
-        pos = find_label(str.__str__(level), self.levels) if isinstance(level, str) else None
-        if pos is None:
-            raise ParameterError(f"Unknown level {safe_repr(level)}; this release has levels {list(self.levels)}.")
-        return pos
+        return level_position(level, self.levels)
 
     def _region(self, lvl: int, region: Any) -> int:
         if region is None:
@@ -81,13 +77,7 @@ class GeographyMarginalTables(MarginalTables):
                 return 0
             raise ParameterError(f"Level {self.levels[lvl]!r} has {len(self.regions[lvl])} regions: pass region= "
                                  f"(one of {list(self.regions[lvl][:5])}{' ...' if len(self.regions[lvl]) > 5 else ''}).")
-        pos = find_label(region, self.regions[lvl])
-        if pos is None:
-            shown = list(self.regions[lvl][:10])
-            raise ParameterError(f"Unknown region {safe_repr(region)} at level {self.levels[lvl]!r}; its regions are "
-                                 f"{shown}{' ...' if len(self.regions[lvl]) > 10 else ''} "
-                                 f"(result.regions[{lvl}] lists them all).")
-        return pos
+        return region_position(region, self.regions[lvl], self.levels[lvl], lvl)
 
     def table(self, columns: Any, level: Any = None, region: Any = None) -> MarginalHistogram:
         """The released table of ``columns`` for one region (free; ``"national"`` by default).
