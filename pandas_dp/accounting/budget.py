@@ -185,11 +185,14 @@ class Budget:
             return
         with self._store.read() as txn:
             main, companion = txn.budget(self.name), txn.budget(self._delta_name)
-            guarded = txn.guarded
-        if self._delta and guarded:
-            raise ParameterError(f"The guarded PostgreSQL ledger {self._store.display} holds no deltas yet (its "
-                                 f"server functions know the pure and zCDP measures only). Open the budget without "
-                                 f"delta=, or keep approximate-DP releases on an unguarded ledger.")
+            # A ledger guarded before delta companions existed has functions that know pure and zCDP only.
+            old_guard = txn.guarded and "delta" not in txn.meta().get("guard_measures", "").split()
+        if self._delta and old_guard:
+            raise ParameterError(f"The guarded PostgreSQL ledger {self._store.display} holds no deltas (it was "
+                                 f"created before guarded ledgers recorded delta: its server functions know the pure "
+                                 f"and zCDP measures only). Open the budget without delta=, or create a new guarded "
+                                 f"ledger (`python -m pandas_dp ledger init URL --roles`) for approximate-DP "
+                                 f"releases.")
         where = f"The ledger {self._store.display} already holds a budget named {self.name!r}"
         if companion is not None and not self._delta:
             raise ParameterError(f"{where} with delta={companion.total}; reopen it with the same delta= to resume "

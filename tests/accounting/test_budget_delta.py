@@ -132,21 +132,6 @@ def test_a_ledger_budget_without_delta_opens_and_charges_as_before(tmp_path):
     assert [r.name for r in pdp.Ledger.open(location).budgets().itertuples()] == ["old"]
 
 
-@pytest.mark.slow
-def test_a_guarded_postgresql_ledger_refuses_a_budget_with_delta_plainly(postgres_server):
-    import uuid
-
-    import _postgres_server
-
-    url = _postgres_server.new_database(postgres_server, f"g{uuid.uuid4().hex[:12]}")
-    pdp.Ledger.create(url, roles=True)
-    with pytest.raises(pdp.ParameterError, match="guarded PostgreSQL ledger .* holds no deltas yet"):
-        pdp.budget(epsilon=1, delta=1e-6, ledger=url, name="d")
-    with pdp.budget(epsilon=1, ledger=url, name="d") as b:  # without delta it works as before
-        b.spend(0.5, method="t")
-    assert b.spent_exact == F(1, 2)
-
-
 def test_nested_budgets_on_two_ledgers_each_record_the_delta(tmp_path):
     outer_at, inner_at = str(tmp_path / "outer.sqlite"), str(tmp_path / "inner.sqlite")
     for location in (outer_at, inner_at):

@@ -22,6 +22,7 @@ import pytest
 import pandas_dp as pdp
 from pandas_dp.accounting.ledger import _ops
 from pandas_dp.errors import LedgerError
+from pandas_dp.privacy.loss import PureDP
 
 from _ledger_backends import forget_connections
 
@@ -78,6 +79,37 @@ def test_an_analyst_charges_verifies_and_shows_but_cannot_change_the_tables(guar
             with pytest.raises(psycopg.errors.InsufficientPrivilege):
                 raw(analyst, statement)
     assert pdp.Ledger(analyst).verify().head == summary.head
+
+
+def test_an_analyst_spends_delta_on_a_guarded_ledger_and_the_server_chains_it(guarded):
+    owner, analyst = guarded
+    frame = pd.DataFrame({"word": ["a"] * 40 + ["b"] * 3})
+    with pdp.budget(epsilon=1, delta=Fraction(1, 10**5), ledger=analyst, name="keys") as b:
+        result = frame.dp.histogram("word", categories="discover", epsilon=0.5, delta=Fraction(1, 10**6),
+                                    rng=np.random.default_rng(0))
+        with b.reserve(PureDP(Fraction(1, 4), Fraction(1, 10**6))) as plan:  # a reservation's delta too
+            plan.spend(PureDP(Fraction(1, 8), Fraction(1, 10**6)), method="inside")
+    assert b.delta_spent_exact == Fraction(2, 10**6) and b.spent_exact == Fraction(5, 8)  # unused epsilon returned
+    summary = pdp.Ledger(analyst).verify(heads=[result.params["ledger_head"]])  # the server chained as Python
+    budgets = pdp.Ledger(analyst).budgets()
+    assert sorted(budgets.loc[budgets["measure"] == "delta", "name"]) == [
+        "keys#delta", [n for n in budgets["name"] if n.startswith("keys/")][0] + "#delta"]
+    forget_connections()
+    again = pdp.budget(epsilon=1, delta=Fraction(1, 10**5), ledger=analyst, name="keys")
+    assert again.delta_spent_exact == Fraction(2, 10**6)
+    assert pdp.Ledger(analyst).verify().head == summary.head
+
+
+def test_a_ledger_guarded_before_delta_refuses_a_budget_with_delta_before_writing(guarded):
+    owner, analyst = guarded
+    raw(owner, "DELETE FROM pandas_dp_meta WHERE key = 'guard_measures'")  # as an older version created it
+    before = raw(owner, "SELECT count(*) FROM pandas_dp_budgets")
+    with pytest.raises(pdp.ParameterError, match="holds no deltas .* create a new guarded ledger"):
+        pdp.budget(epsilon=1, delta=1e-6, ledger=analyst, name="d")
+    assert raw(owner, "SELECT count(*) FROM pandas_dp_budgets") == before
+    with pdp.budget(epsilon=1, ledger=analyst, name="d") as b:  # without delta it works as before
+        b.spend(0.5, method="t")
+    assert b.spent_exact == Fraction(1, 2)
 
 
 def test_the_functions_refuse_what_the_python_path_refuses_when_called_directly(guarded):

@@ -13,7 +13,9 @@ only of what a closed reservation left unused, once); appends the entries
 with their hashes chained exactly as :mod:`~pandas_dp.accounting.ledger._records`
 chains them, moves the running totals and the ledger head, and appends the
 head to the witness table. ``pandas_dp_add_budget`` appends a budget (a
-reservation only when its parent holds the matching reserve entry);
+reservation only when its parent holds the matching reserve entry; measure
+``pure``, ``zcdp`` or ``delta``, the last for a budget's companion that holds
+its delta, :data:`GUARD_MEASURES`);
 ``pandas_dp_set_status`` marks a charge ``ok`` or ``failed``.
 
 The hashes are SHA-256 over the canonical JSON of :func:`_records._digest`
@@ -30,10 +32,14 @@ import re
 
 from pandas_dp.errors import LedgerError
 
-__all__ = ["WITNESS_TABLE", "DEFAULT_ROLES", "check_role", "setup_statements", "FUNCTIONS",
+__all__ = ["WITNESS_TABLE", "DEFAULT_ROLES", "GUARD_MEASURES", "check_role", "setup_statements", "FUNCTIONS",
            "EXCEEDED", "DAMAGED", "ROLLED_BACK", "REFUSED"]
 
 WITNESS_TABLE = "pandas_dp_witness"
+#: The measures the functions accept, recorded in ``meta`` as ``guard_measures`` when the ledger is created.
+#: Ledgers guarded before the ``delta`` companion budgets existed lack the key (their functions know ``pure``
+#: and ``zcdp`` only), so a budget with delta is refused there before anything is written.
+GUARD_MEASURES = "pure zcdp delta"
 DEFAULT_ROLES = ("pandas_dp_owner", "pandas_dp_analyst")
 #: SQLSTATEs the functions raise: over budget, damaged records, below the witness, a request refused.
 EXCEEDED, DAMAGED, ROLLED_BACK, REFUSED = "PD001", "PD002", "PD003", "PD004"
@@ -263,7 +269,7 @@ BEGIN
   SELECT * INTO b FROM pandas_dp_budgets WHERE name = p_name;
   IF FOUND THEN RETURN NEXT b; RETURN; END IF;  -- another session made it meanwhile: the caller compares
   v_total := pandas_dp_q(p_total);
-  IF p_name IS NULL OR length(p_name) > 2000 OR p_measure NOT IN ('pure', 'zcdp') OR v_total IS NULL
+  IF p_name IS NULL OR length(p_name) > 2000 OR p_measure NOT IN ('pure', 'zcdp', 'delta') OR v_total IS NULL
      OR v_total[1] <= 0 THEN
     PERFORM pandas_dp_fail('{refused}', 'a budget needs a name, a measure and a positive exact total');
   END IF;

@@ -17,7 +17,7 @@ from pandas_dp.accounting.ledger._postgres import PostgresStore, is_postgres_url
 from pandas_dp.accounting.ledger._records import ChainError, parse_rational, verify_budget_chain
 from pandas_dp.accounting.ledger._sqlite import SQLiteStore, sqlite_path
 from pandas_dp.accounting.ledger._store import Store
-from pandas_dp.accounting.ledger._guard_sql import DEFAULT_ROLES, WITNESS_TABLE, check_role
+from pandas_dp.accounting.ledger._guard_sql import DEFAULT_ROLES, GUARD_MEASURES, WITNESS_TABLE, check_role
 from pandas_dp.accounting.ledger._witness import TABLE_PREFIX, create_witness, remove_witness, witness_location
 
 __all__ = ["Ledger", "LedgerSummary", "BudgetState", "store_for", "LedgerLocation"]
@@ -152,6 +152,7 @@ class Ledger:
         if pair is not None:
             meta = new_meta(witness=TABLE_PREFIX + WITNESS_TABLE)
             meta["guard"] = "functions"
+            meta["guard_measures"] = GUARD_MEASURES
             assert isinstance(store, PostgresStore)
             store.create(meta, pair)
             return cls(store_location(store))
