@@ -4,7 +4,10 @@ Values are looked up without requiring them to be hashable (an unhashable or
 unknown value matches no label, code ``-1``); a ``Categorical`` column is
 read through its codes (re-mapped when its categories differ from the
 domain's); an int64 column over the labels ``k, k + 1, ...`` is coded by
-arithmetic. Nothing about a value raises or warns.
+arithmetic. Nothing about a value raises or warns. A value no label matches as
+it is is matched as text or as a number (``"17"`` meets the label 17, 17 meets
+``"17"``: the rule of :mod:`pandas_dp.domain.labels` for group ids), so a
+column that one odd row turned into text loses that row only.
 
 With an *other* bucket (``other="Other"`` next to the list, DESIGN section 7)
 the domain has one more cell, last, labelled ``other``: every value that is
@@ -31,9 +34,9 @@ import pandas as pd
 from pandas_dp.domain.binning import ChunkBuffers, EvenIntegers
 from pandas_dp.domain.cached import DerivedCache
 from pandas_dp.domain.edges import MAX_CELLS
-from pandas_dp.domain.labels import value_classes
+from pandas_dp.domain.labels import positions, value_classes
 
-_BOOL, _NUMBER = 1, 2  # classes of pandas_dp.domain.labels.value_classes
+_BOOL, _NUMBER, _STRING = 1, 2, 3  # classes of pandas_dp.domain.labels.value_classes
 from pandas_dp._utils.public import safe_repr
 from pandas_dp.errors import DomainError, ParameterError
 
@@ -171,7 +174,43 @@ class CategoryDomain(DerivedCache):
                 if ok.any():
                     found[ok] = labels.get_indexer(pd.Index(arr[ok], dtype=object))
                 values = arr
-        return self._same_kind(values, found)
+        return self._across_text(values, self._same_kind(values, found))
+
+    def _across_text(self, values: Any, found: np.ndarray) -> np.ndarray:
+        """``found`` with the values no label matched as they are matched as text or as numbers.
+
+        A number written as text meets the number labels (``"17"`` and ``"17.0"`` are 17) and a
+        number meets the text labels through ``str()`` (17 is ``"17"``), the rule of
+        :func:`pandas_dp.domain.labels.positions` for group ids and regions. One odd row turns an
+        ``int64`` column into ``object``, and Dask (``dataframe.convert-string``) or ``read_csv``
+        then hold every value as text: without this, that one row would move every count. A
+        value that matches a label as it is keeps that label (``"5"`` next to both ``5`` and
+        ``"5"`` is ``"5"``).
+        """
+        label_classes = self._label_classes
+        numbers, texts = np.flatnonzero(label_classes == _NUMBER), np.flatnonzero(label_classes == _STRING)
+        if not (numbers.size or texts.size):
+            return found
+        missed = found < 0
+        if not missed.any():
+            return found
+        dtype = getattr(values, "dtype", None)
+        if dtype is not None and dtype != object and not isinstance(dtype, pd.CategoricalDtype):
+            numeric = pd.api.types.is_numeric_dtype(dtype) and not pd.api.types.is_bool_dtype(dtype)
+            text = pd.api.types.is_string_dtype(dtype)
+            if not ((numeric and texts.size) or (text and numbers.size)):
+                return found  # a typed column that holds neither kind the other labels could meet
+        where = np.flatnonzero(missed)
+        rest = values.iloc[where] if isinstance(values, pd.Series) else np.asarray(values, dtype=object)[where]
+        found = found.copy()
+        for subset in (numbers, texts):
+            if subset.size:
+                hit = positions(self.labels[subset], rest)
+                ok = hit >= 0
+                found[where[ok]] = subset[hit[ok]]
+                where, rest = where[~ok], (rest.iloc[np.flatnonzero(~ok)] if isinstance(rest, pd.Series)
+                                           else rest[~ok])
+        return found
 
     @cached_property
     def _label_classes(self) -> np.ndarray:
