@@ -7,7 +7,8 @@ reaches a threshold ``T``; the noisy counts of those labels are the estimates.
 
 Mechanism and its delta
 -----------------------
-One privacy unit touches at most ``c`` labels with at most ``r`` rows each
+(Several labels per unit, or ``rho=``; one label per unit under ``epsilon=``
+uses the truncated mechanism below.) One privacy unit touches at most ``c`` labels with at most ``r`` rows each
 (no privacy unit: ``c = r = 1``; ``max_rows=k``: ``c = r = k``). The counts of
 all labels present get noise calibrated to the pure part of the loss for that
 sensitivity (:meth:`UnitBounds.histogram_sensitivity`): discrete Laplace of
@@ -50,13 +51,53 @@ counts merged by label); with a unit, the present labels in their public order b
 domain (never shown) on which the engine bounds every unit as for a histogram, so pandas and Dask
 give the same release for the same seed.
 
-The single-partition optimal mechanism of Desfontaines, Voss, Gipson and
-Mandayam (PoPETS 2022) and the adaptive weighting of MAD/MAD2R (Chen et al.,
-ICML 2025) are not implemented here.
+One label per unit: truncated discrete Laplace thresholding
+-----------------------------------------------------------
+When a unit touches one label (``c = 1``: no unit, or ``max_cells=1``) under
+``epsilon=``, the noise is the discrete Laplace of scale ``r / epsilon``
+*truncated* to ``[-k, k]`` (exact rejection sampling,
+:mod:`pandas_dp.noise.truncated_laplace`), the threshold is ``T = k + 1`` and
+``k`` is the smallest truncation with ``P(Z > k - r) <= delta``
+(:func:`truncated_threshold`, decided exactly). Neighbours have true counts
+``n`` and ``n + m`` on the unit's label (``1 <= m <= r``; ``n = 0``: a new
+label). Every outcome (label absent, or released with a value ``v >= T``) has
+probability ratio at most ``e**epsilon`` except (i) a new label passing,
+``P(m + Z >= k + 1) <= P(Z > k - r)``, and (ii) the values within ``m`` of an
+edge of the support that only one side can produce (or the absent outcome
+when the other side always passes), of total mass at most ``P(Z > k - r)``;
+each pair has only one of the two kinds of excess in each direction, so the
+release is ``(epsilon, delta)``-DP. The same event (the noise not in its top
+or bottom ``r`` values, or no new label passing) makes the release conditionally
+``epsilon``-DP, so an ``epsilon=`` release in a ``rho`` budget is charged
+``(epsilon**2 / 2, delta)`` as the thresholding is (Bun and Steinke 2016,
+Section 8). ``tests/api/test_discover_truncated.py`` checks the exact privacy
+profile over every pair of counts by brute force, and that a truncation or a
+threshold one lower exceeds delta.
+
+This is the optimal single-partition selection of Desfontaines, Voss, Gipson
+and Mandayam (PoPETS 2022, "Differentially private partition selection",
+arXiv 2006.03684): its release probability ``pi(n) = P(n + Z >= k + 1)``
+follows their recursion ``pi(n) = min(e**eps pi(n-1) + delta', 1 - e**-eps (1 -
+pi(n-1) - delta'), 1)`` with ``delta' = P(Z = k) <= delta`` (the truncated
+geometric mechanism), and the noisy count that decided the release is
+released with it at no further cost: the truncated Laplace mechanism's own
+delta (Geng, Ding, Guo and Kumar 2020, "Tight analysis of privacy and utility
+tradeoff in approximate differential privacy") is the same tail. Against
+Laplace thresholding at the same ``(epsilon, delta)`` the threshold is lower
+by about ``r ln(1 / (1 - e**(-epsilon))) / epsilon`` (rounded to an integer:
+23 at ``epsilon = 0.1``, 0 or 1 at ``epsilon = 1``) and the noise variance
+smaller. ``docs/methods/discover.md`` has the exact comparison.
+
+Several labels per unit (``c > 1``) and ``rho=`` keep the thresholding above.
+The adaptive weighting of MAD/MAD2R (Chen, Cohen-Addad, Epasto and
+Zadimoghaddam, ICML 2025, "Scalable private partition selection via adaptive
+weighting") is measured in ``benchmarks/bench_discover_mad.py`` and not
+implemented here.
 """
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 from typing import Any
 
@@ -67,17 +108,23 @@ from pandas_dp.domain.categories import CategoryDomain, is_hashable
 from pandas_dp.domain.grid import Grid
 from pandas_dp.domain.labels import value_classes
 from pandas_dp.errors import ParameterError
+from pandas_dp.noise.exact_cdf import exp_neg_bounds
+from pandas_dp.noise.truncated_laplace import truncated_discrete_laplace, truncated_discrete_laplace_variance
 from pandas_dp.noise.words import release_key
-from pandas_dp.privacy.loss import UNIT, Noise, Sensitivity, check_delta
+from pandas_dp.privacy.loss import UNIT, DiscreteLaplace, Noise, Sensitivity, check_delta
 from pandas_dp.privacy.units import UnitArguments, UnitBounds
 from pandas_dp.releases.params import check_columns, check_flag, check_rng
 from pandas_dp.releases.pipeline import Release, privacy_loss, run
 from pandas_dp.results.histogram import Histogram, as_series, constant_cells
 
-__all__ = ["DISCOVER", "discover_histogram", "discovery_threshold", "unit_shape"]
+__all__ = ["DISCOVER", "discover_histogram", "discovery_threshold", "truncated_threshold", "unit_shape"]
 
 #: The ``categories=`` value that asks for key discovery.
 DISCOVER = "discover"
+
+#: ``params["mechanism"]`` of the two mechanisms (see the module docstring).
+_TRUNCATED = "truncated discrete Laplace thresholding (optimal selection, Desfontaines et al. 2022)"
+_THRESHOLDING = "noisy-count thresholding (Korolova et al. 2009)"
 
 
 def unit_shape(bounds: UnitBounds | None) -> tuple[int, int, Sensitivity]:
@@ -106,6 +153,53 @@ def discovery_threshold(noise: Noise, delta: Fraction, cells: int = 1, per_cell:
     """
     q = noise.quantile(1 - Fraction(delta) / int(cells))
     return int(per_cell) + 1 + int(q)
+
+
+def _truncated_delta_holds(t: Fraction, delta: Fraction, bound: int, per_cell: int) -> bool:
+    """Exact ``P(Z > bound - r) <= delta`` for ``Z`` discrete Laplace of scale ``t`` truncated at ``+-bound``.
+
+    With ``p = exp(-1/t)`` and ``bound >= r``, ``P(Z > k - r) = p**(k-r+1) (1 - p**r) / (1 + p - 2 p**(k+1))``,
+    so the test is ``p**(k-r+1) (1 - p**r) <= delta (1 + p - 2 p**(k+1))``, decided with certified brackets
+    of the powers refined until they separate the sides (equality would make ``p`` algebraic: Lindemann).
+    """
+    k, r = int(bound), int(per_cell)
+    n, d = delta.numerator, delta.denominator
+    prec = 64 + d.bit_length() + n.bit_length()
+    while True:
+        one = 1 << prec
+        a_lo, a_hi = exp_neg_bounds(Fraction(k - r + 1) / t, prec)
+        b_lo, b_hi = exp_neg_bounds(Fraction(r) / t, prec)
+        c_lo, c_hi = exp_neg_bounds(1 / t, prec)
+        e_lo, e_hi = exp_neg_bounds(Fraction(k + 1) / t, prec)
+        if d * a_hi * (one - b_lo) <= n * one * (one + c_lo - 2 * e_hi):
+            return True
+        if d * a_lo * (one - b_hi) > n * one * (one + c_hi - 2 * e_lo):
+            return False
+        prec *= 2
+
+
+def truncated_threshold(scale: Fraction, delta: Fraction, per_cell: int = 1) -> tuple[int, int]:
+    """``(k, T)``: the smallest truncation ``k >= r`` with ``P(Z > k - r) <= delta``, and ``T = k + 1``.
+
+    ``Z`` is the discrete Laplace of scale ``t`` truncated at ``+-k``; a unit puts at most ``r`` rows on
+    its one label. Thresholding ``n + Z`` at ``T = k + 1`` and releasing it is then ``(r / t,
+    delta)``-DP (see the module docstring): ``delta`` is at once the chance that a new label of ``r``
+    rows passes and the truncated mass that a shift by ``r`` exposes at the edge.
+
+    Examples
+    --------
+    >>> truncated_threshold(Fraction(10), Fraction(1, 10**6))  # epsilon = 0.1: T = 133 untruncated
+    (109, 110)
+    """
+    t, d, r = Fraction(scale), Fraction(delta), int(per_cell)
+    a = math.exp(-1.0 / float(t))
+    guess = r - 1 + float(t) * math.log(max(-math.expm1(-r / float(t)), 1e-300) / (float(d) * (1 + a)))
+    k = max(r, int(guess) if math.isfinite(guess) else r)
+    while not _truncated_delta_holds(t, d, k, r):
+        k += 1
+    while k > r and _truncated_delta_holds(t, d, k - 1, r):
+        k -= 1
+    return k, k + 1
 
 
 _BOOL_CLASS, _NUMBER_CLASS = 1, 2  # pandas_dp.domain.labels: -1 missing, 0 not plain, 1 boolean, 2 number, 3 string, 4 other
@@ -265,11 +359,18 @@ def discover_histogram(frame: Any, columns: Any, *, epsilon: Any, rho: Any, delt
                              f"max_rows_per_cell=, not max_rows='auto'.")
     c, r, sensitivity = unit_shape(bounds)
     noise = loss.noise(sensitivity, what=what)
-    threshold = discovery_threshold(noise, d, c, r)
+    bound: int | None = None  # the truncation of the noise (one label per unit, epsilon=): None without
+    scale = Fraction(0)
+    if c == 1 and isinstance(noise, DiscreteLaplace):
+        scale = noise.scale
+        bound, threshold = truncated_threshold(scale, d, r)
+    else:
+        threshold = discovery_threshold(noise, d, c, r)
     full = loss.with_delta(d)
     column = cols[0]
     params: dict[str, Any] = {"categories": DISCOVER, "delta": str(d), "threshold": threshold,
-                              "nonnegative": nonneg, "labels_per_unit": c, "rows_per_label": r}
+                              "nonnegative": nonneg, "labels_per_unit": c, "rows_per_label": r,
+                              "mechanism": (_TRUNCATED if bound is not None else _THRESHOLDING)}
     if bounds is not None:
         params.update(bounds.describe())
 
@@ -280,7 +381,10 @@ def discover_histogram(frame: Any, columns: Any, *, epsilon: Any, rho: Any, delt
 
     def mechanism(exact: tuple[np.ndarray, np.ndarray, bytes]) -> Histogram:
         labels, counts, _ = exact
-        noisy = noise.add(counts, generator)
+        if bound is None:
+            noisy = noise.add(counts, generator)
+        else:
+            noisy = counts + truncated_discrete_laplace(scale, bound, counts.size, rng=generator)
         keep = noisy >= threshold
         kept_labels, kept = labels[keep], noisy[keep]
         order = public_order(kept_labels)
@@ -293,9 +397,13 @@ def discover_histogram(frame: Any, columns: Any, *, epsilon: Any, rho: Any, delt
         grid = Grid((CategoryDomain(column, pd.Index(kept_labels, dtype=kept_labels.dtype if kept_labels.size
                                                      else object, tupleize_cols=False)),))
         described = noise.describe()
+        variance = noise.variance()
+        if bound is not None:
+            described.update(noise="truncated discrete Laplace", noise_bound=bound)
+            variance = truncated_discrete_laplace_variance(scale, bound)
         return Histogram(
             counts=as_series(kept, grid, "estimate", owned=True),
-            variance=as_series(constant_cells(noise.variance(), grid), grid, "variance"),
+            variance=as_series(constant_cells(variance, grid), grid, "variance"),
             epsilon=loss.pure_epsilon,
             method="discover",
             params={"noise": described.pop("noise"), "sensitivity": sensitivity.describe(), **described,
