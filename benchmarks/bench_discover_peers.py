@@ -29,8 +29,9 @@ the smallest true count among released labels (pandas_dp and OpenDP, over seeds)
 
 A second table (pandas_dp only, no peer needed) gives the EXACT expectations, from the true label counts
 and the noise pmf, of the mechanisms compared for one label per unit (issue 27): (a) discrete Laplace
-thresholding (pandas_dp before the truncated mechanism); (b) the truncated discrete Laplace thresholding
-pandas_dp now uses, counts released; (c) the optimal selection of Desfontaines et al. at half the
+thresholding (pandas_dp before the truncated mechanism); (b) truncated discrete Laplace thresholding,
+counts released; (b') what pandas_dp now uses: (b) mixed per label with the next lower truncation and
+threshold so that the whole delta is spent; (c) the optimal selection of Desfontaines et al. at half the
 epsilon and the whole delta, then discrete Laplace counts at the other half; and the optimal selection
 alone with the whole (epsilon, delta) and no counts (the ceiling). Columns: expected labels released, and
 the root mean squared error of the released counts, ``sqrt(sum_labels E[Z**2 1{released}] /
@@ -133,7 +134,7 @@ def exact_comparison(df: pd.DataFrame, epsilon: float, delta: float) -> list[dic
     from fractions import Fraction
 
     from pandas_dp.privacy.loss import DiscreteLaplace
-    from pandas_dp.releases.discover import discovery_threshold, truncated_threshold
+    from pandas_dp.releases.discover import discovery_threshold, truncated_mixture
 
     sizes, how_many = np.unique(df["label"].value_counts().to_numpy(), return_counts=True)
     scale, d = 1 / Fraction(str(epsilon)), Fraction(str(delta))
@@ -150,10 +151,17 @@ def exact_comparison(df: pd.DataFrame, epsilon: float, delta: float) -> list[dic
     wide = np.arange(-int(80 / epsilon) - 200, int(80 / epsilon) + 201)
     rows.append(("(a) discrete Laplace thresholding, counts", t_a,
                  *released(wide, (1 - a) / (1 + a) * a ** np.abs(wide), t_a)))
-    k, t_b = truncated_threshold(scale, d)
+    k, t_b, mu = truncated_mixture(scale, d)
     z = np.arange(-k, k + 1)
-    rows.append((f"(b) truncated discrete Laplace (k={k}) thresholding, counts", t_b,
-                 *released(z, a ** np.abs(z) / (a ** np.abs(z)).sum(), t_b)))
+    pmf_k = a ** np.abs(z) / (a ** np.abs(z)).sum()
+    rows.append((f"(b) truncated discrete Laplace (k={k}) thresholding, counts", t_b, *released(z, pmf_k, t_b)))
+    low = np.where(np.abs(z) <= k - 1, a ** np.abs(z), 0.0)
+    n_k, e_k = released(z, pmf_k, t_b)
+    n_low, e_low = released(z, low / low.sum(), t_b - 1)
+    m = float(mu)
+    mixed = (1 - m) * n_k + m * n_low
+    rows.append((f"(b') (b) mixed with (k-1, T-1) at mu={m:.4f} (pandas_dp now), counts", t_b, mixed,
+                 math.sqrt(((1 - m) * e_k**2 * n_k + m * e_low**2 * n_low) / mixed)))
     half = _optimal_selection(epsilon / 2, delta, int(sizes.max()))
     a2 = math.exp(-epsilon / 2)
     rows.append(("(c) optimal selection at epsilon/2, counts at epsilon/2", np.nan,

@@ -74,19 +74,28 @@ Section 8). ``tests/api/test_discover_truncated.py`` checks the exact privacy
 profile over every pair of counts by brute force, and that a truncation or a
 threshold one lower exceeds delta.
 
+The integer ``k`` leaves part of delta unspent (``P(Z = 14) = 5.2e-7`` at
+``epsilon = 1``, ``delta = 1e-6``): each label independently takes the pair
+``(k - 1, T - 1)`` with probability ``mu`` (:func:`truncated_mixture`), which
+spends ``mu delta_{k-1} + (1 - mu) delta_k = delta`` at most (the
+hockey-stick divergence of a mixture is at most the mixture of the
+divergences); ``params["lower_pair_probability"]`` records ``mu``.
+
 This is the optimal single-partition selection of Desfontaines, Voss, Gipson
 and Mandayam (PoPETS 2022, "Differentially private partition selection",
 arXiv 2006.03684): its release probability ``pi(n) = P(n + Z >= k + 1)``
 follows their recursion ``pi(n) = min(e**eps pi(n-1) + delta', 1 - e**-eps (1 -
 pi(n-1) - delta'), 1)`` with ``delta' = P(Z = k) <= delta`` (the truncated
-geometric mechanism), and the noisy count that decided the release is
+geometric mechanism); the mixture follows it with ``delta`` itself while
+``pi <= 1/2`` (on the peer benchmark its expected labels equal the optimum to
+1e-9), and the noisy count that decided the release is
 released with it at no further cost: the truncated Laplace mechanism's own
 delta (Geng, Ding, Guo and Kumar 2020, "Tight analysis of privacy and utility
 tradeoff in approximate differential privacy") is the same tail. Against
 Laplace thresholding at the same ``(epsilon, delta)`` the threshold is lower
 by about ``r ln(1 / (1 - e**(-epsilon))) / epsilon`` (rounded to an integer:
-23 at ``epsilon = 0.1``, 0 or 1 at ``epsilon = 1``) and the noise variance
-smaller. ``docs/methods/discover.md`` has the exact comparison.
+23 at ``epsilon = 0.1``, 0 or 1 at ``epsilon = 1``), the mixture spends the rest
+of delta, and the noise variance is smaller. ``docs/methods/discover.md`` has the exact comparison.
 
 Several labels per unit (``c > 1``) and ``rho=`` keep the thresholding above.
 The adaptive weighting of MAD/MAD2R (Chen, Cohen-Addad, Epasto and
@@ -110,14 +119,15 @@ from pandas_dp.domain.labels import value_classes
 from pandas_dp.errors import ParameterError
 from pandas_dp.noise.exact_cdf import exp_neg_bounds
 from pandas_dp.noise.truncated_laplace import truncated_discrete_laplace, truncated_discrete_laplace_variance
-from pandas_dp.noise.words import release_key
+from pandas_dp.noise.words import release_key, word_source
 from pandas_dp.privacy.loss import UNIT, DiscreteLaplace, Noise, Sensitivity, check_delta
 from pandas_dp.privacy.units import UnitArguments, UnitBounds
 from pandas_dp.releases.params import check_columns, check_flag, check_rng
 from pandas_dp.releases.pipeline import Release, privacy_loss, run
 from pandas_dp.results.histogram import Histogram, as_series, constant_cells
 
-__all__ = ["DISCOVER", "discover_histogram", "discovery_threshold", "truncated_threshold", "unit_shape"]
+__all__ = ["DISCOVER", "discover_histogram", "discovery_threshold", "truncated_mixture", "truncated_threshold",
+           "unit_shape"]
 
 #: The ``categories=`` value that asks for key discovery.
 DISCOVER = "discover"
@@ -176,6 +186,48 @@ def _truncated_delta_holds(t: Fraction, delta: Fraction, bound: int, per_cell: i
         if d * a_lo * (one - b_hi) > n * one * (one + c_hi - 2 * e_lo):
             return False
         prec *= 2
+
+
+def _truncated_tail_upper(t: Fraction, bound: int, per_cell: int, prec: int = 160) -> Fraction:
+    """A certified upper bound on ``P(Z > k - r)`` for the truncation ``k`` (see :func:`_truncated_delta_holds`)."""
+    k, r, one = int(bound), int(per_cell), 1 << prec
+    a_hi = exp_neg_bounds(Fraction(k - r + 1) / t, prec)[1]
+    b_lo = exp_neg_bounds(Fraction(r) / t, prec)[0]
+    c_lo = exp_neg_bounds(1 / t, prec)[0]
+    e_hi = exp_neg_bounds(Fraction(k + 1) / t, prec)[1]
+    return Fraction(a_hi * (one - b_lo), one * (one + c_lo - 2 * e_hi))
+
+
+def truncated_mixture(scale: Fraction, delta: Fraction, per_cell: int = 1) -> tuple[int, int, Fraction]:
+    """``(k, T, mu)``: :func:`truncated_threshold`'s ``(k, T)`` and the share ``mu`` of labels given ``(k - 1, T - 1)``.
+
+    The truncation ``k`` spends ``delta_k = P(Z > k - r) <= delta`` and ``k - 1`` would spend
+    ``delta_{k-1} > delta``. Each label independently takes ``(k - 1, T - 1)`` with probability ``mu``
+    and ``(k, T)`` otherwise; the hockey-stick divergence of a mixture is at most the mixture of the
+    divergences, so the release spends at most ``mu delta_{k-1} + (1 - mu) delta_k``, which
+    ``mu = (delta - delta_k) / (delta_{k-1} - delta_k)`` makes ``delta``: the mixed release
+    probability is then Desfontaines et al.'s optimal ``pi(n)`` at ``delta`` itself, not at the
+    smaller ``delta_k`` the integer ``k`` allows. ``mu`` is a multiple of ``2**-53``, rounded down
+    from a certified lower bound (both tails bounded above), so the spend never exceeds ``delta``.
+
+    Examples
+    --------
+    >>> k, t, mu = truncated_mixture(Fraction(1), Fraction(1, 10**6))  # epsilon = 1
+    >>> (k, t), round(float(mu), 4)
+    ((14, 15), 0.9325)
+    """
+    t, d, r = Fraction(scale), Fraction(delta), int(per_cell)
+    k, threshold = truncated_threshold(t, d, r)
+    if k - 1 < r:
+        return k, threshold, Fraction(0)
+    tail_k, tail_below = _truncated_tail_upper(t, k, r), _truncated_tail_upper(t, k - 1, r)
+    if tail_below <= d or tail_k >= d:  # brackets too wide to gain anything: no mixture
+        return k, threshold, Fraction(0)
+    mu = (d - tail_k) / (tail_below - tail_k)
+    return k, threshold, Fraction(math.floor(mu * _MIX_ONE), _MIX_ONE)
+
+
+_MIX_ONE = 1 << 53  # mu is a multiple of 2**-53: a label takes the lower pair when its word's top 53 bits are below
 
 
 def truncated_threshold(scale: Fraction, delta: Fraction, per_cell: int = 1) -> tuple[int, int]:
@@ -360,10 +412,10 @@ def discover_histogram(frame: Any, columns: Any, *, epsilon: Any, rho: Any, delt
     c, r, sensitivity = unit_shape(bounds)
     noise = loss.noise(sensitivity, what=what)
     bound: int | None = None  # the truncation of the noise (one label per unit, epsilon=): None without
-    scale = Fraction(0)
+    scale, mix = Fraction(0), Fraction(0)
     if c == 1 and isinstance(noise, DiscreteLaplace):
         scale = noise.scale
-        bound, threshold = truncated_threshold(scale, d, r)
+        bound, threshold, mix = truncated_mixture(scale, d, r)
     else:
         threshold = discovery_threshold(noise, d, c, r)
     full = loss.with_delta(d)
@@ -373,6 +425,8 @@ def discover_histogram(frame: Any, columns: Any, *, epsilon: Any, rho: Any, delt
                               "mechanism": (_TRUNCATED if bound is not None else _THRESHOLDING)}
     if bounds is not None:
         params.update(bounds.describe())
+    if bound is not None and mix:
+        params["lower_pair_probability"] = str(mix)
 
     def count(engine: Any) -> tuple[np.ndarray, np.ndarray, bytes]:
         key = release_key(generator) if bounds is not None else b""
@@ -383,9 +437,15 @@ def discover_histogram(frame: Any, columns: Any, *, epsilon: Any, rho: Any, delt
         labels, counts, _ = exact
         if bound is None:
             noisy = noise.add(counts, generator)
-        else:
+            keep = noisy >= threshold
+        else:  # each label: (k, T), or (k - 1, T - 1) with probability mix (truncated_mixture)
+            lower = (word_source(generator)(counts.size) >> np.uint64(11)) < np.uint64(mix * _MIX_ONE)
             noisy = counts + truncated_discrete_laplace(scale, bound, counts.size, rng=generator)
-        keep = noisy >= threshold
+            if lower.any():
+                noisy[lower] = counts[lower] + truncated_discrete_laplace(scale, bound - 1, int(lower.sum()),
+                                                                          rng=generator)
+            keep = noisy >= threshold - lower
+            del lower
         kept_labels, kept = labels[keep], noisy[keep]
         order = public_order(kept_labels)
         kept_labels, kept = kept_labels[order], np.ascontiguousarray(kept[order])
@@ -400,7 +460,8 @@ def discover_histogram(frame: Any, columns: Any, *, epsilon: Any, rho: Any, delt
         variance = noise.variance()
         if bound is not None:
             described.update(noise="truncated discrete Laplace", noise_bound=bound)
-            variance = truncated_discrete_laplace_variance(scale, bound)
+            variance = float((1 - mix) * Fraction(truncated_discrete_laplace_variance(scale, bound))
+                             + mix * Fraction(truncated_discrete_laplace_variance(scale, bound - 1)))
         return Histogram(
             counts=as_series(kept, grid, "estimate", owned=True),
             variance=as_series(constant_cells(variance, grid), grid, "variance"),

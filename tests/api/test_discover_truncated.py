@@ -5,6 +5,8 @@ its noisy count ``n + Z >= T`` with ``Z`` discrete Laplace truncated at ``+-k``,
 checked by brute force over every neighbouring pair of true counts ``n`` and ``n + m`` (``m <=
 r``, ``n = 0``: a new label) and every outcome: the hockey-stick divergence at ``epsilon`` is at
 most delta, and one step more generous (a truncation or a threshold one lower) exceeds it. The
+per-label mixture with ``(k - 1, T - 1)`` spends all of delta and no more, a larger share exceeds
+it, and its release probability is Desfontaines et al.'s optimal ``pi(n)`` where ``pi <= 1/2``. The
 sampler draws the truncated law (chi-square on a fixed seed); the release records its mechanism
 and never moves a count by more than ``k``.
 """
@@ -21,7 +23,7 @@ import pytest
 import pandas_dp as pdp
 from pandas_dp.noise.truncated_laplace import truncated_discrete_laplace, truncated_discrete_laplace_variance
 from pandas_dp.privacy.loss import DiscreteLaplace
-from pandas_dp.releases.discover import discovery_threshold, truncated_threshold
+from pandas_dp.releases.discover import discovery_threshold, truncated_mixture, truncated_threshold
 
 
 def _outcomes(scale: Fraction, bound: int, threshold: int, count: int, top: int) -> np.ndarray:
@@ -40,15 +42,24 @@ def _outcomes(scale: Fraction, bound: int, threshold: int, count: int, top: int)
     return out
 
 
-def _profile(scale: Fraction, bound: int, threshold: int, per_cell: int) -> float:
+def _profile(scale: Fraction, bound: int, threshold: int, per_cell: int, mu: float = 0.0) -> float:
     """max over pairs (n, n + m), m = 1..r, n = 0.. past every edge, both directions, of the hockey stick."""
     epsilon = per_cell / float(scale)
     top = threshold + 3 * bound + 3 * per_cell + 4
     e, worst = math.exp(epsilon), 0.0
+
+    def dist(n: int) -> np.ndarray:
+        out = (1 - mu) * _outcomes(scale, bound, threshold, n, top)
+        if mu:  # the lower pair's outcomes start one value lower: [absent, T - 1, T, ..., top]
+            low = _outcomes(scale, bound - 1, threshold - 1, n, top)
+            out = np.concatenate([[out[0]], [0.0], out[1:]])
+            out += mu * low
+        return out
+
     for n in range(0, threshold + bound + per_cell + 2):
-        p = _outcomes(scale, bound, threshold, n, top)
+        p = dist(n)
         for m in range(1, per_cell + 1):
-            q = _outcomes(scale, bound, threshold, n + m, top)
+            q = dist(n + m)
             worst = max(worst, np.maximum(p - e * q, 0).sum(), np.maximum(q - e * p, 0).sum())
     return worst
 
@@ -74,6 +85,35 @@ def test_the_truncation_and_threshold_give_the_exact_delta_and_are_the_smallest(
     assert _profile(scale, k, t - 1, per_cell) > float(delta)
     # Never above the untruncated thresholding's T, and at epsilon = 0.1 well below it (133 there).
     assert t <= discovery_threshold(DiscreteLaplace(scale), delta, 1, per_cell)
+
+
+@pytest.mark.parametrize("scale, per_cell, delta", [
+    (Fraction(1), 1, Fraction(1, 100)),
+    (Fraction(10), 1, Fraction(1, 10**6)),
+    (Fraction(3), 2, Fraction(1, 1000)),
+    (Fraction(6), 3, Fraction(1, 50)),
+])
+def test_the_mixture_spends_exactly_delta_and_is_the_optimal_selection(scale, per_cell, delta):
+    k, t, mu = truncated_mixture(scale, delta, per_cell)
+    assert (k, t) == truncated_threshold(scale, delta, per_cell) and 0 < mu < 1 and mu.denominator <= 2**53
+    exact = _profile(scale, k, t, per_cell, float(mu))
+    assert float(delta) * (1 - 1e-9) <= exact <= float(delta) * (1 + 1e-9)  # all of delta (float sums: 1e-9)
+    assert _profile(scale, k, t, per_cell, min(1.0, float(mu) + 1e-3)) > float(delta)  # a larger share exceeds it
+    if per_cell == 1:
+        # Desfontaines et al.'s optimal release probability pi(n) at (epsilon, delta), n = 0 .. past T + k.
+        epsilon = 1 / float(scale)
+        pi = [0.0]
+        for _ in range(t + k + 2):
+            prev = pi[-1]
+            pi.append(min(math.exp(epsilon) * prev + float(delta), 1 - math.exp(-epsilon) * (1 - prev - float(delta)), 1.0))
+        top = t + 3 * k + 4
+        ours = [1 - ((1 - float(mu)) * _outcomes(scale, k, t, n, top)[0]
+                     + float(mu) * _outcomes(scale, k - 1, t - 1, n, top)[0]) for n in range(len(pi))]
+        ours_a, pi_a = np.array(ours), np.array(pi)
+        assert (ours_a <= pi_a + 1e-12).all()  # nothing (epsilon, delta)-DP releases more (the paper's theorem)
+        rising = pi_a <= 0.5  # their first phase, pi(n) = e**eps pi(n-1) + delta: the mixture is exactly it
+        np.testing.assert_allclose(ours_a[rising], pi_a[rising], rtol=1e-7, atol=1e-15)
+        assert (1 - ours_a <= 1.25 * (1 - pi_a) + float(delta)).all()  # near 1: a miss at most 25% (+ delta) likelier
 
 
 def test_the_truncated_threshold_is_below_laplace_thresholding_where_the_paper_says():
@@ -115,8 +155,8 @@ def test_one_label_per_unit_uses_the_truncated_mechanism_and_records_it(kw, trun
     if truncated:
         assert p["noise"] == "truncated discrete Laplace" and p["mechanism"].startswith("truncated")
         k = p["noise_bound"]
-        assert (k, p["threshold"]) == truncated_threshold(Fraction(p["noise_scale"]), Fraction(p["delta"]),
-                                                          p["rows_per_label"])
+        mixture = truncated_mixture(Fraction(p["noise_scale"]), Fraction(p["delta"]), p["rows_per_label"])
+        assert (k, p["threshold"], Fraction(p["lower_pair_probability"])) == mixture
         exact = FRAME["w"].value_counts() if "privacy_unit" not in kw else None
         if exact is not None:
             assert (h.counts - exact.reindex(h.counts.index)).abs().max() <= k
@@ -165,5 +205,5 @@ def _discover(df: pd.DataFrame, rng) -> object:
 def test_assert_dp_passes_the_library_release_on_neighbours_moving_an_always_released_label():
     from pandas_dp.testing import assert_dp
 
-    assert_dp(_discover, RARE_D, MORE_A, epsilon=1.0, delta=1e-4, trials=600, events=4, rng=0,
+    assert_dp(_discover, RARE_D, MORE_A, epsilon=1.0, delta=1e-4, trials=400, events=4, rng=0,
               budget={"epsilon": 10**9, "delta": 0.5})
