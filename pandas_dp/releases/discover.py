@@ -440,10 +440,12 @@ def discover_histogram(frame: Any, columns: Any, *, epsilon: Any, rho: Any, delt
             keep = noisy >= threshold
         else:  # each label: (k, T), or (k - 1, T - 1) with probability mix (truncated_mixture)
             lower = (word_source(generator)(counts.size) >> np.uint64(11)) < np.uint64(mix * _MIX_ONE)
-            noisy = counts + truncated_discrete_laplace(scale, bound, counts.size, rng=generator)
+            noisy = counts.copy()
+            upper = ~lower
+            noisy[upper] += truncated_discrete_laplace(scale, bound, int(upper.sum()), rng=generator)
             if lower.any():
-                noisy[lower] = counts[lower] + truncated_discrete_laplace(scale, bound - 1, int(lower.sum()),
-                                                                          rng=generator)
+                noisy[lower] += truncated_discrete_laplace(scale, bound - 1, int(lower.sum()), rng=generator)
+            del upper
             keep = noisy >= threshold - lower
             del lower
         kept_labels, kept = labels[keep], noisy[keep]
