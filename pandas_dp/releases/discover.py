@@ -439,7 +439,7 @@ def discover_histogram(frame: Any, columns: Any, *, epsilon: Any, rho: Any, delt
             noisy = noise.add(counts, generator)
             keep = noisy >= threshold
         else:  # each label: (k, T), or (k - 1, T - 1) with probability mix (truncated_mixture)
-            lower = (word_source(generator)(counts.size) >> np.uint64(11)) < np.uint64(mix * _MIX_ONE)
+            lower = (word_source(generator)(counts.size) >> np.uint64(11)) < np.uint64(int(mix * _MIX_ONE))
             noisy = counts.copy()
             upper = ~lower
             noisy[upper] += truncated_discrete_laplace(scale, bound, int(upper.sum()), rng=generator)
