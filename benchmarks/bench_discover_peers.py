@@ -14,8 +14,8 @@ One row per person, each person one label (``c = r = 1``: every peer's simplest 
 labels drawn from a Zipf law over ``--labels`` possible labels. At each (epsilon, delta):
 
 * **pandas_dp**: ``df.dp.histogram("label", categories="discover", epsilon=, delta=)`` inside
-  ``pdp.budget(epsilon=, delta=)``: noisy counts of the released labels (discrete Laplace, threshold from
-  the exact noise quantile).
+  ``pdp.budget(epsilon=, delta=)``: noisy counts of the released labels (one label per person: truncated
+  discrete Laplace thresholding, the truncation and threshold decided exactly).
 * **OpenDP** (``opendp.prelude``, ``Context.compositor`` over a polars ``LazyFrame``,
   ``query().group_by("label").agg(dp.len())``): its documented key release, which also returns noisy
   counts (integer Laplace and a threshold it chooses; the threshold is read from ``summarize()``).
@@ -26,11 +26,22 @@ labels drawn from a Zipf law over ``--labels`` possible labels. At each (epsilon
 
 Columns: labels released (mean over seeds; exact expectation for PipelineDP), labels present in the data,
 the smallest true count among released labels (pandas_dp and OpenDP, over seeds), the threshold, seconds.
+
+A second table (pandas_dp only, no peer needed) gives the EXACT expectations, from the true label counts
+and the noise pmf, of the mechanisms compared for one label per unit (issue 27): (a) discrete Laplace
+thresholding (pandas_dp before the truncated mechanism); (b) truncated discrete Laplace thresholding,
+counts released; (b') what pandas_dp now uses: (b) mixed per label with the next lower truncation and
+threshold so that the whole delta is spent; (c) the optimal selection of Desfontaines et al. at half the
+epsilon and the whole delta, then discrete Laplace counts at the other half; and the optimal selection
+alone with the whole (epsilon, delta) and no counts (the ceiling). Columns: expected labels released, and
+the root mean squared error of the released counts, ``sqrt(sum_labels E[Z**2 1{released}] /
+E[labels released])`` (for (c) the counts' noise is independent of the selection: its standard deviation).
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import time
 import warnings
 from typing import Any
@@ -109,6 +120,58 @@ def pipelinedp_selection(df: pd.DataFrame, epsilon: float, delta: float, strateg
             "seconds": time.perf_counter() - start}
 
 
+def _optimal_selection(epsilon: float, delta: float, top: int) -> np.ndarray:
+    """``pi(0..top)`` of Desfontaines et al.'s recursion: the largest release probability at (epsilon, delta)."""
+    pi = np.zeros(top + 1)
+    for n in range(1, top + 1):  # benchmark only: a few thousand steps
+        prev = pi[n - 1]
+        pi[n] = min(math.exp(epsilon) * prev + delta, 1 - math.exp(-epsilon) * (1 - prev - delta), 1.0)
+    return pi
+
+
+def exact_comparison(df: pd.DataFrame, epsilon: float, delta: float) -> list[dict[str, Any]]:
+    """Exact expected labels and count error of (a), (b), (c) and the optimal selection (module docstring)."""
+    from fractions import Fraction
+
+    from pandas_dp.privacy.loss import DiscreteLaplace
+    from pandas_dp.releases.discover import discovery_threshold, truncated_mixture
+
+    sizes, how_many = np.unique(df["label"].value_counts().to_numpy(), return_counts=True)
+    scale, d = 1 / Fraction(str(epsilon)), Fraction(str(delta))
+    a = math.exp(-epsilon)
+
+    def released(z: np.ndarray, pmf: np.ndarray, threshold: int) -> tuple[float, float]:
+        passes = sizes[:, None] + z[None, :] >= threshold          # labels x noise values
+        labels = float(how_many @ (passes * pmf).sum(axis=1))
+        squared = float(how_many @ (passes * pmf * z.astype(float) ** 2).sum(axis=1))
+        return labels, math.sqrt(squared / labels)
+
+    rows = []
+    t_a = discovery_threshold(DiscreteLaplace(scale), d)
+    wide = np.arange(-int(80 / epsilon) - 200, int(80 / epsilon) + 201)
+    rows.append(("(a) discrete Laplace thresholding, counts", t_a,
+                 *released(wide, (1 - a) / (1 + a) * a ** np.abs(wide), t_a)))
+    k, t_b, mu = truncated_mixture(scale, d)
+    z = np.arange(-k, k + 1)
+    pmf_k = a ** np.abs(z) / (a ** np.abs(z)).sum()
+    rows.append((f"(b) truncated discrete Laplace (k={k}) thresholding, counts", t_b, *released(z, pmf_k, t_b)))
+    low = np.where(np.abs(z) <= k - 1, a ** np.abs(z), 0.0)
+    n_k, e_k = released(z, pmf_k, t_b)
+    n_low, e_low = released(z, low / low.sum(), t_b - 1)
+    m = float(mu)
+    mixed = (1 - m) * n_k + m * n_low
+    rows.append((f"(b') (b) mixed with (k-1, T-1) at mu={m:.4f} (pandas_dp now), counts", t_b, mixed,
+                 math.sqrt(((1 - m) * e_k**2 * n_k + m * e_low**2 * n_low) / mixed)))
+    half = _optimal_selection(epsilon / 2, delta, int(sizes.max()))
+    a2 = math.exp(-epsilon / 2)
+    rows.append(("(c) optimal selection at epsilon/2, counts at epsilon/2", np.nan,
+                 float(how_many @ half[sizes]), math.sqrt(2 * a2) / (1 - a2)))
+    full = _optimal_selection(epsilon, delta, int(sizes.max()))
+    rows.append(("optimal selection alone (no counts)", np.nan, float(how_many @ full[sizes]), np.nan))
+    return [{"epsilon": epsilon, "delta": delta, "mechanism": name, "threshold": t, "expected labels": n,
+             "count rmse": e} for name, t, n, e in rows]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=1_000_000)
@@ -136,6 +199,10 @@ def main() -> None:
                 rows.append({"epsilon": epsilon, "delta": delta, "library": name, **out})
     table = pd.DataFrame(rows)
     print(table.to_markdown(index=False, floatfmt=".4g") if _has_tabulate() else table.to_string(index=False))
+    exact = pd.DataFrame([row for delta in args.delta for epsilon in (0.1, 0.5, 1.0, 2.0)
+                          for row in exact_comparison(df, epsilon, delta)])
+    print("\nExact expectations, one label per unit (pandas_dp only):\n")
+    print(exact.to_markdown(index=False, floatfmt=".4g") if _has_tabulate() else exact.to_string(index=False))
 
 
 def _has_tabulate() -> bool:

@@ -7,7 +7,8 @@ reaches a threshold ``T``; the noisy counts of those labels are the estimates.
 
 Mechanism and its delta
 -----------------------
-One privacy unit touches at most ``c`` labels with at most ``r`` rows each
+(Several labels per unit, or ``rho=``; one label per unit under ``epsilon=``
+uses the truncated mechanism below.) One privacy unit touches at most ``c`` labels with at most ``r`` rows each
 (no privacy unit: ``c = r = 1``; ``max_rows=k``: ``c = r = k``). The counts of
 all labels present get noise calibrated to the pure part of the loss for that
 sensitivity (:meth:`UnitBounds.histogram_sensitivity`): discrete Laplace of
@@ -50,13 +51,62 @@ counts merged by label); with a unit, the present labels in their public order b
 domain (never shown) on which the engine bounds every unit as for a histogram, so pandas and Dask
 give the same release for the same seed.
 
-The single-partition optimal mechanism of Desfontaines, Voss, Gipson and
-Mandayam (PoPETS 2022) and the adaptive weighting of MAD/MAD2R (Chen et al.,
-ICML 2025) are not implemented here.
+One label per unit: truncated discrete Laplace thresholding
+-----------------------------------------------------------
+When a unit touches one label (``c = 1``: no unit, or ``max_cells=1``) under
+``epsilon=``, the noise is the discrete Laplace of scale ``r / epsilon``
+*truncated* to ``[-k, k]`` (exact rejection sampling,
+:mod:`pandas_dp.noise.truncated_laplace`), the threshold is ``T = k + 1`` and
+``k`` is the smallest truncation with ``P(Z > k - r) <= delta``
+(:func:`truncated_threshold`, decided exactly). Neighbours have true counts
+``n`` and ``n + m`` on the unit's label (``1 <= m <= r``; ``n = 0``: a new
+label). Every outcome (label absent, or released with a value ``v >= T``) has
+probability ratio at most ``e**epsilon`` except (i) a new label passing,
+``P(m + Z >= k + 1) <= P(Z > k - r)``, and (ii) the values within ``m`` of an
+edge of the support that only one side can produce (or the absent outcome
+when the other side always passes), of total mass at most ``P(Z > k - r)``;
+each pair has only one of the two kinds of excess in each direction, so the
+release is ``(epsilon, delta)``-DP. The same event (the noise not in its top
+or bottom ``r`` values, or no new label passing) makes the release conditionally
+``epsilon``-DP, so an ``epsilon=`` release in a ``rho`` budget is charged
+``(epsilon**2 / 2, delta)`` as the thresholding is (Bun and Steinke 2016,
+Section 8). ``tests/api/test_discover_truncated.py`` checks the exact privacy
+profile over every pair of counts by brute force, and that a truncation or a
+threshold one lower exceeds delta.
+
+The integer ``k`` leaves part of delta unspent (``P(Z = 14) = 5.2e-7`` at
+``epsilon = 1``, ``delta = 1e-6``): each label independently takes the pair
+``(k - 1, T - 1)`` with probability ``mu`` (:func:`truncated_mixture`), which
+spends ``mu delta_{k-1} + (1 - mu) delta_k = delta`` at most (the
+hockey-stick divergence of a mixture is at most the mixture of the
+divergences); ``params["lower_pair_probability"]`` records ``mu``.
+
+This is the optimal single-partition selection of Desfontaines, Voss, Gipson
+and Mandayam (PoPETS 2022, "Differentially private partition selection",
+arXiv 2006.03684): its release probability ``pi(n) = P(n + Z >= k + 1)``
+follows their recursion ``pi(n) = min(e**eps pi(n-1) + delta', 1 - e**-eps (1 -
+pi(n-1) - delta'), 1)`` with ``delta' = P(Z = k) <= delta`` (the truncated
+geometric mechanism); the mixture follows it with ``delta`` itself while
+``pi <= 1/2`` (on the peer benchmark its expected labels equal the optimum to
+1e-9), and the noisy count that decided the release is
+released with it at no further cost: the truncated Laplace mechanism's own
+delta (Geng, Ding, Guo and Kumar 2020, "Tight analysis of privacy and utility
+tradeoff in approximate differential privacy") is the same tail. Against
+Laplace thresholding at the same ``(epsilon, delta)`` the threshold is lower
+by about ``r ln(1 / (1 - e**(-epsilon))) / epsilon`` (rounded to an integer:
+23 at ``epsilon = 0.1``, 0 or 1 at ``epsilon = 1``), the mixture spends the rest
+of delta, and the noise variance is smaller. ``docs/methods/discover.md`` has the exact comparison.
+
+Several labels per unit (``c > 1``) and ``rho=`` keep the thresholding above.
+The adaptive weighting of MAD/MAD2R (Chen, Cohen-Addad, Epasto and
+Zadimoghaddam, ICML 2025, "Scalable private partition selection via adaptive
+weighting") is measured in ``benchmarks/bench_discover_mad.py`` and not
+implemented here.
 """
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 from typing import Any
 
@@ -67,17 +117,24 @@ from pandas_dp.domain.categories import CategoryDomain, is_hashable
 from pandas_dp.domain.grid import Grid
 from pandas_dp.domain.labels import value_classes
 from pandas_dp.errors import ParameterError
-from pandas_dp.noise.words import release_key
-from pandas_dp.privacy.loss import UNIT, Noise, Sensitivity, check_delta
+from pandas_dp.noise.exact_cdf import exp_neg_bounds
+from pandas_dp.noise.truncated_laplace import truncated_discrete_laplace, truncated_discrete_laplace_variance
+from pandas_dp.noise.words import release_key, word_source
+from pandas_dp.privacy.loss import UNIT, DiscreteLaplace, Noise, Sensitivity, check_delta
 from pandas_dp.privacy.units import UnitArguments, UnitBounds
 from pandas_dp.releases.params import check_columns, check_flag, check_rng
 from pandas_dp.releases.pipeline import Release, privacy_loss, run
 from pandas_dp.results.histogram import Histogram, as_series, constant_cells
 
-__all__ = ["DISCOVER", "discover_histogram", "discovery_threshold", "unit_shape"]
+__all__ = ["DISCOVER", "discover_histogram", "discovery_threshold", "truncated_mixture", "truncated_threshold",
+           "unit_shape"]
 
 #: The ``categories=`` value that asks for key discovery.
 DISCOVER = "discover"
+
+#: ``params["mechanism"]`` of the two mechanisms (see the module docstring).
+_TRUNCATED = "truncated discrete Laplace thresholding (optimal selection, Desfontaines et al. 2022)"
+_THRESHOLDING = "noisy-count thresholding (Korolova et al. 2009)"
 
 
 def unit_shape(bounds: UnitBounds | None) -> tuple[int, int, Sensitivity]:
@@ -106,6 +163,95 @@ def discovery_threshold(noise: Noise, delta: Fraction, cells: int = 1, per_cell:
     """
     q = noise.quantile(1 - Fraction(delta) / int(cells))
     return int(per_cell) + 1 + int(q)
+
+
+def _truncated_delta_holds(t: Fraction, delta: Fraction, bound: int, per_cell: int) -> bool:
+    """Exact ``P(Z > bound - r) <= delta`` for ``Z`` discrete Laplace of scale ``t`` truncated at ``+-bound``.
+
+    With ``p = exp(-1/t)`` and ``bound >= r``, ``P(Z > k - r) = p**(k-r+1) (1 - p**r) / (1 + p - 2 p**(k+1))``,
+    so the test is ``p**(k-r+1) (1 - p**r) <= delta (1 + p - 2 p**(k+1))``, decided with certified brackets
+    of the powers refined until they separate the sides (equality would make ``p`` algebraic: Lindemann).
+    """
+    k, r = int(bound), int(per_cell)
+    n, d = delta.numerator, delta.denominator
+    prec = 64 + d.bit_length() + n.bit_length()
+    while True:
+        one = 1 << prec
+        a_lo, a_hi = exp_neg_bounds(Fraction(k - r + 1) / t, prec)
+        b_lo, b_hi = exp_neg_bounds(Fraction(r) / t, prec)
+        c_lo, c_hi = exp_neg_bounds(1 / t, prec)
+        e_lo, e_hi = exp_neg_bounds(Fraction(k + 1) / t, prec)
+        if d * a_hi * (one - b_lo) <= n * one * (one + c_lo - 2 * e_hi):
+            return True
+        if d * a_lo * (one - b_hi) > n * one * (one + c_hi - 2 * e_lo):
+            return False
+        prec *= 2
+
+
+def _truncated_tail_upper(t: Fraction, bound: int, per_cell: int, prec: int = 160) -> Fraction:
+    """A certified upper bound on ``P(Z > k - r)`` for the truncation ``k`` (see :func:`_truncated_delta_holds`)."""
+    k, r, one = int(bound), int(per_cell), 1 << prec
+    a_hi = exp_neg_bounds(Fraction(k - r + 1) / t, prec)[1]
+    b_lo = exp_neg_bounds(Fraction(r) / t, prec)[0]
+    c_lo = exp_neg_bounds(1 / t, prec)[0]
+    e_hi = exp_neg_bounds(Fraction(k + 1) / t, prec)[1]
+    return Fraction(a_hi * (one - b_lo), one * (one + c_lo - 2 * e_hi))
+
+
+def truncated_mixture(scale: Fraction, delta: Fraction, per_cell: int = 1) -> tuple[int, int, Fraction]:
+    """``(k, T, mu)``: :func:`truncated_threshold`'s ``(k, T)`` and the share ``mu`` of labels given ``(k - 1, T - 1)``.
+
+    The truncation ``k`` spends ``delta_k = P(Z > k - r) <= delta`` and ``k - 1`` would spend
+    ``delta_{k-1} > delta``. Each label independently takes ``(k - 1, T - 1)`` with probability ``mu``
+    and ``(k, T)`` otherwise; the hockey-stick divergence of a mixture is at most the mixture of the
+    divergences, so the release spends at most ``mu delta_{k-1} + (1 - mu) delta_k``, which
+    ``mu = (delta - delta_k) / (delta_{k-1} - delta_k)`` makes ``delta``: the mixed release
+    probability is then Desfontaines et al.'s optimal ``pi(n)`` at ``delta`` itself, not at the
+    smaller ``delta_k`` the integer ``k`` allows. ``mu`` is a multiple of ``2**-53``, rounded down
+    from a certified lower bound (both tails bounded above), so the spend never exceeds ``delta``.
+
+    Examples
+    --------
+    >>> k, t, mu = truncated_mixture(Fraction(1), Fraction(1, 10**6))  # epsilon = 1
+    >>> (k, t), round(float(mu), 4)
+    ((14, 15), 0.9325)
+    """
+    t, d, r = Fraction(scale), Fraction(delta), int(per_cell)
+    k, threshold = truncated_threshold(t, d, r)
+    if k - 1 < r:
+        return k, threshold, Fraction(0)
+    tail_k, tail_below = _truncated_tail_upper(t, k, r), _truncated_tail_upper(t, k - 1, r)
+    if tail_below <= d or tail_k >= d:  # brackets too wide to gain anything: no mixture
+        return k, threshold, Fraction(0)
+    mu = (d - tail_k) / (tail_below - tail_k)
+    return k, threshold, Fraction(math.floor(mu * _MIX_ONE), _MIX_ONE)
+
+
+_MIX_ONE = 1 << 53  # mu is a multiple of 2**-53: a label takes the lower pair when its word's top 53 bits are below
+
+
+def truncated_threshold(scale: Fraction, delta: Fraction, per_cell: int = 1) -> tuple[int, int]:
+    """``(k, T)``: the smallest truncation ``k >= r`` with ``P(Z > k - r) <= delta``, and ``T = k + 1``.
+
+    ``Z`` is the discrete Laplace of scale ``t`` truncated at ``+-k``; a unit puts at most ``r`` rows on
+    its one label. Thresholding ``n + Z`` at ``T = k + 1`` and releasing it is then ``(r / t,
+    delta)``-DP (see the module docstring): ``delta`` is at once the chance that a new label of ``r``
+    rows passes and the truncated mass that a shift by ``r`` exposes at the edge.
+
+    Examples
+    --------
+    >>> truncated_threshold(Fraction(10), Fraction(1, 10**6))  # epsilon = 0.1: T = 133 untruncated
+    (109, 110)
+    """
+    t, d, r = Fraction(scale), Fraction(delta), int(per_cell)
+    a = math.exp(-1.0 / float(t))
+    guess = r - 1 + float(t) * math.log(max(-math.expm1(-r / float(t)), 1e-300) / (float(d) * (1 + a)))
+    k = max(r, int(guess) if math.isfinite(guess) else r)
+    while not _truncated_delta_holds(t, d, k, r):
+        k += 1
+    while k > r and _truncated_delta_holds(t, d, k - 1, r):
+        k -= 1
+    return k, k + 1
 
 
 _BOOL_CLASS, _NUMBER_CLASS = 1, 2  # pandas_dp.domain.labels: -1 missing, 0 not plain, 1 boolean, 2 number, 3 string, 4 other
@@ -265,13 +411,22 @@ def discover_histogram(frame: Any, columns: Any, *, epsilon: Any, rho: Any, delt
                              f"max_rows_per_cell=, not max_rows='auto'.")
     c, r, sensitivity = unit_shape(bounds)
     noise = loss.noise(sensitivity, what=what)
-    threshold = discovery_threshold(noise, d, c, r)
+    bound: int | None = None  # the truncation of the noise (one label per unit, epsilon=): None without
+    scale, mix = Fraction(0), Fraction(0)
+    if c == 1 and isinstance(noise, DiscreteLaplace):
+        scale = noise.scale
+        bound, threshold, mix = truncated_mixture(scale, d, r)
+    else:
+        threshold = discovery_threshold(noise, d, c, r)
     full = loss.with_delta(d)
     column = cols[0]
     params: dict[str, Any] = {"categories": DISCOVER, "delta": str(d), "threshold": threshold,
-                              "nonnegative": nonneg, "labels_per_unit": c, "rows_per_label": r}
+                              "nonnegative": nonneg, "labels_per_unit": c, "rows_per_label": r,
+                              "mechanism": (_TRUNCATED if bound is not None else _THRESHOLDING)}
     if bounds is not None:
         params.update(bounds.describe())
+    if bound is not None and mix:
+        params["lower_pair_probability"] = str(mix)
 
     def count(engine: Any) -> tuple[np.ndarray, np.ndarray, bytes]:
         key = release_key(generator) if bounds is not None else b""
@@ -280,8 +435,19 @@ def discover_histogram(frame: Any, columns: Any, *, epsilon: Any, rho: Any, delt
 
     def mechanism(exact: tuple[np.ndarray, np.ndarray, bytes]) -> Histogram:
         labels, counts, _ = exact
-        noisy = noise.add(counts, generator)
-        keep = noisy >= threshold
+        if bound is None:
+            noisy = noise.add(counts, generator)
+            keep = noisy >= threshold
+        else:  # each label: (k, T), or (k - 1, T - 1) with probability mix (truncated_mixture)
+            lower = (word_source(generator)(counts.size) >> np.uint64(11)) < np.uint64(int(mix * _MIX_ONE))
+            noisy = counts.copy()
+            upper = ~lower
+            noisy[upper] += truncated_discrete_laplace(scale, bound, int(upper.sum()), rng=generator)
+            if lower.any():
+                noisy[lower] += truncated_discrete_laplace(scale, bound - 1, int(lower.sum()), rng=generator)
+            del upper
+            keep = noisy >= threshold - lower
+            del lower
         kept_labels, kept = labels[keep], noisy[keep]
         order = public_order(kept_labels)
         kept_labels, kept = kept_labels[order], np.ascontiguousarray(kept[order])
@@ -293,9 +459,14 @@ def discover_histogram(frame: Any, columns: Any, *, epsilon: Any, rho: Any, delt
         grid = Grid((CategoryDomain(column, pd.Index(kept_labels, dtype=kept_labels.dtype if kept_labels.size
                                                      else object, tupleize_cols=False)),))
         described = noise.describe()
+        variance = noise.variance()
+        if bound is not None:
+            described.update(noise="truncated discrete Laplace", noise_bound=bound)
+            variance = float((1 - mix) * Fraction(truncated_discrete_laplace_variance(scale, bound))
+                             + mix * Fraction(truncated_discrete_laplace_variance(scale, bound - 1)))
         return Histogram(
             counts=as_series(kept, grid, "estimate", owned=True),
-            variance=as_series(constant_cells(noise.variance(), grid), grid, "variance"),
+            variance=as_series(constant_cells(variance, grid), grid, "variance"),
             epsilon=loss.pure_epsilon,
             method="discover",
             params={"noise": described.pop("noise"), "sensitivity": sensitivity.describe(), **described,
