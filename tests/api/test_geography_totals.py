@@ -165,7 +165,7 @@ def test_dask_gives_the_pandas_release():
     with pdp.budget(epsilon=10.0):
         expected = release(frame)
         with dask.config.set(scheduler="sync"):
-            got = release(dd.from_pandas(frame, npartitions=3))
+            got = release(dd.from_pandas(frame, npartitions=2))
     assert got == expected
     pd.testing.assert_series_equal(got.counts, expected.counts)
 
