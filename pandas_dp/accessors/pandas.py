@@ -60,7 +60,7 @@ class DPAccessorBase:
                   report_dropped: float | None = None,
                   by: str | list[str] | None = None, hierarchy: pd.DataFrame | None = None,
                   by_categories: Any = None, level_weights: Any = None, integer: bool | None = None,
-                  **method_params: Any) -> Histogram | GeographyHistogram:
+                  public_totals: Any = None, **method_params: Any) -> Histogram | GeographyHistogram:
         """Release a differentially private histogram of one or more columns (per region with ``by=``).
 
         Parameters
@@ -137,6 +137,13 @@ class DPAccessorBase:
             With ``by``: non-negative integer tables, still consistent (controlled rounding,
             each value the floor or ceiling of its non-negative estimate). Also a knob of
             ``method="hierarchical"``.
+        public_totals : dict, optional
+            With ``by``: ``{level: Series of totals indexed by every region of the level}``,
+            public facts (e.g. last census's populations; never computed from this frame)
+            that every region's histogram at that level sums to exactly; coarser levels are
+            their sums, finer ones are conditioned on them (the variances account for it).
+            The guarantee is relative to them. With ``nonnegative``/``integer``: a
+            ``"national"`` total only (an integer one for ``integer``).
         {method_params}
 
         Returns

@@ -93,6 +93,13 @@ def blank_frame(spec: "Spec") -> pd.DataFrame:
     return pd.DataFrame(cols)
 
 
+def _totals_as_series(a: dict[str, Any]) -> None:
+    """``public_totals = {level = {region = total}}`` in a spec: public facts, as Series by region."""
+    totals = a.get("public_totals")
+    if isinstance(totals, dict):
+        a["public_totals"] = {level: pd.Series(v) if isinstance(v, dict) else v for level, v in totals.items()}
+
+
 def call_release(frame: pd.DataFrame, r: "Release", rng: np.random.Generator | None) -> Any:
     """Run one release through the ``.dp`` accessor (``epsilon=`` or ``rho=`` as the spec says)."""
     a = dict(r.args)
@@ -111,13 +118,12 @@ def call_release(frame: pd.DataFrame, r: "Release", rng: np.random.Generator | N
     if r.method == "marginals":
         if isinstance(a.get("hierarchy"), Path):   # a table set by geography: the public region table
             a["hierarchy"] = read_public_table(a["hierarchy"])
-        totals = a.get("public_totals")
-        if isinstance(totals, dict):   # {level = {region = total}}: public facts, as Series by region
-            a["public_totals"] = {level: pd.Series(v) if isinstance(v, dict) else v for level, v in totals.items()}
+        _totals_as_series(a)
         return frame.dp.marginals(a.pop("workload"), rng=rng, **a)
     columns = a.pop("columns")
     if isinstance(a.get("hierarchy"), Path):   # tables by geography: the public region table
         a["hierarchy"] = read_public_table(a["hierarchy"])
+    _totals_as_series(a)
     if r.method == "hierarchical":
         return frame.dp.hierarchical_histogram(columns, rng=rng, **a)
     return frame.dp.histogram(columns, method=r.method, rng=rng, **a)

@@ -49,7 +49,7 @@ from pandas_dp.privacy.loss import UNIT, Noise, PrivacyLoss
 from pandas_dp.domain.regions import RegionTree, region_tree
 from pandas_dp.results.geography_layout import geography_index, RESERVED_NAMES
 from pandas_dp.results.geography import GeographyHistogram
-from pandas_dp.algorithms.regions.layout import level_tables
+from pandas_dp.algorithms.regions.layout import level_tables, region_tree_layout
 from pandas_dp.noise.words import release_key
 from pandas_dp.privacy.units import AUTO_MAX_ROWS, AUTO_SHARE, UnitArguments, UnitBounds
 from pandas_dp.releases.histogram import BOTH_MEASURES, METHODS, choose_max_rows, method_named
@@ -62,7 +62,8 @@ __all__ = ["GEOGRAPHY_ARGUMENTS", "GEOGRAPHY_PARAMS", "GEOGRAPHY_METHODS", "Geog
 #: The arguments of ``histogram`` that make it a release by geography (the CLI accepts them too); they
 #: are checked here, in :func:`histogram_by_region`'s order.
 GEOGRAPHY_PARAMS: tuple[Param, ...] = tuple(Param(name, None, None) for name in
-                                            ("by", "hierarchy", "by_categories", "level_weights", "integer"))
+                                            ("by", "hierarchy", "by_categories", "level_weights", "integer",
+                                             "public_totals"))
 GEOGRAPHY_ARGUMENTS = tuple(p.name for p in GEOGRAPHY_PARAMS)
 
 #: Histogram methods whose per-region tables this release can noise and make consistent.
@@ -271,13 +272,14 @@ def plan_geography(tree: RegionTree, grid: Grid, loss: PrivacyLoss, *, level_wei
 
 
 def _ledger_params(plan: GeographyPlan, loss: PrivacyLoss, method: str, nonnegative: bool,
-                   integer: bool) -> dict[str, Any]:
+                   integer: bool, totals: Mapping[int, Any] | None = None) -> dict[str, Any]:
     return {
         "method": method, "by": list(plan.levels[1:]), "levels": list(plan.levels),
         "regions_per_level": [len(r) for r in plan.tree.regions], "shape": list(plan.grid.shape),
         "level_shares": [fraction_text(s) for s in plan.shares],
         f"{loss.parameter}_per_level": [fraction_text(p.amount) if p is not None else "0" for p in plan.losses],
         "nonnegative": nonnegative, "integer": integer,
+        "public_totals": [plan.levels[k] for k in sorted(totals or {})],
     }
 
 
@@ -287,6 +289,8 @@ def _wrap(rel: Any, plan: GeographyPlan, loss: PrivacyLoss, method: str, params:
     estimates = np.concatenate([np.asarray(e, dtype=dtype).reshape(-1) for e in rel.estimates])
     variance = np.concatenate([np.repeat(np.asarray(v, dtype=np.float64), plan.grid.size) for v in rel.variances])
     post = ["exact GLS across the geography (every parent = sum of its children, in every cell)"]
+    if rel.level_totals:
+        post.append("public totals matched exactly (conditioned GLS)")
     if rel.nonnegative:
         post.append("non-negative (top-down weighted projection)")
     if rel.integer:
@@ -300,12 +304,32 @@ def _wrap(rel: Any, plan: GeographyPlan, loss: PrivacyLoss, method: str, params:
         variance_exact=rel.variance_exact, loss=loss, noises=rel.noises, detail=rel)
 
 
+def _public_totals(public_totals: Any, tree: RegionTree, projected: bool, integer: bool) -> dict[int, np.ndarray]:
+    """``{level position: totals}`` from ``public_totals=`` (public input, checked before any charge)."""
+    if public_totals is None:
+        return {}
+    # local: marginals_geography imports this module (the tree and level weights)
+    from pandas_dp.releases.marginals_geography import check_public_totals
+
+    totals = check_public_totals(public_totals, tree, region_tree_layout(tree))
+    finer = [tree.level_names[k] for k in sorted(totals) if k > 0]
+    if projected and finer:
+        raise ParameterError(f"Non-negative and integer tables by geography keep a public total of 'national' "
+                             f"only; public_totals names {finer}. Drop nonnegative=/integer= (the GLS tables match "
+                             f"every level's totals exactly) or give the national total only.")
+    if integer and 0 in totals and not np.array_equal(totals[0], np.round(totals[0])):
+        raise ParameterError(f"integer=True publishes whole counts that sum to the public total: give an integer "
+                             f"total for 'national' (got {totals[0][0]!r}) or drop integer=.")
+    return totals
+
+
 def histogram_by_region(frame: Any, columns: Any, *, bins: Any = None, range: Any = None, categories: Any = None,
                         other: Any = None,
                         epsilon: Any = None, rho: Any = None, method: str = "identity", rng: Any = None,
                         nonnegative: bool = False, by: Any = None, hierarchy: pd.DataFrame | None = None,
                         by_categories: Any = None, level_weights: Any = None, integer: bool | None = None,
-                        unit_arguments: UnitArguments = UnitArguments(), **method_params: Any) -> GeographyHistogram:
+                        public_totals: Any = None, unit_arguments: UnitArguments = UnitArguments(),
+                        **method_params: Any) -> GeographyHistogram:
     """Release one consistent histogram per region of a public geography (see ``DataFrame.dp.histogram``).
 
     ``unit_arguments`` carries the privacy-unit arguments (checked here, once the region columns are known).
@@ -313,10 +337,17 @@ def histogram_by_region(frame: Any, columns: Any, *, bins: Any = None, range: An
     cell) pairs) as for a flat histogram, and every level is noised for a unit of at most its row
     bound (group privacy, :meth:`~pandas_dp.privacy.units.UnitBounds.per_row_loss`): the coarser levels
     sum the leaf table, so a unit's rows may all meet in one cell there.
+
+    ``public_totals={level: Series}`` (checked as ``marginals(by=...)`` checks it, before any charge):
+    every region's histogram at that level sums to its total exactly, coarser levels are sums of
+    them and finer ones are conditioned on them (exact GLS, exact variances; see
+    :func:`~pandas_dp.algorithms.regions.geography.release_geography`). Non-negative and integer
+    tables keep totals of ``"national"`` only (integer ones need an integer total).
     """
     if by is None:
         given = [name for name, v in (("hierarchy", hierarchy), ("by_categories", by_categories),
-                                      ("level_weights", level_weights)) if v is not None]
+                                      ("level_weights", level_weights), ("public_totals", public_totals))
+                 if v is not None]
         raise ParameterError(f"{', '.join(given)} apply to tables by geography: pass by= too (the frame's "
                              f"geography columns, coarse to fine), e.g. by=['state', 'county'].")
     cols = check_columns(frame, columns)
@@ -338,6 +369,7 @@ def histogram_by_region(frame: Any, columns: Any, *, bins: Any = None, range: An
     tree = geography_tree(frame.columns, by, hierarchy=hierarchy, by_categories=by_categories)
     unit = unit_arguments.bounds(frame.columns, reserved=(*cols, *tree.located))
     grid = make_grid(frame, cols, bins=bins, range=range, categories=categories, other=other)
+    totals = _public_totals(public_totals, tree, nonneg or whole, whole)
 
     def planned(bounds: UnitBounds | None, share: PrivacyLoss) -> GeographyPlan:
         per_row = share if bounds is None else bounds.per_row_loss(share)
@@ -348,14 +380,14 @@ def histogram_by_region(frame: Any, columns: Any, *, bins: Any = None, range: An
     else:  # "auto" is planned for the largest bound it may choose: a loss too small for it is refused now
         plan = planned(unit.with_max_rows(AUTO_MAX_ROWS) if unit.auto else unit,
                        loss - loss.part(AUTO_SHARE) if unit.auto else loss)
-    params = _ledger_params(plan, loss, name, nonneg, whole)
+    params = _ledger_params(plan, loss, name, nonneg, whole, totals)
     parents = [None, *tree.parents[1:]]
     columns = [*cols, *(c for c in tree.located if c not in cols)]
 
     def release(tables: list[np.ndarray], final: GeographyPlan, extra: dict[str, Any]) -> GeographyHistogram:
         rel = release_geography(tables, parents, level_losses=final.losses, integer=whole, nonnegative=nonneg,
-                                rng=generator)
-        return _wrap(rel, final, loss, name, {**_ledger_params(final, loss, name, nonneg, whole), **extra})
+                                level_totals=totals or None, rng=generator)
+        return _wrap(rel, final, loss, name, {**_ledger_params(final, loss, name, nonneg, whole, totals), **extra})
 
     if unit is None:
         return run(frame, Release(loss=loss, method=f"histogram:{name}", columns=columns, params=params,

@@ -226,7 +226,8 @@ def histogram(frame: pd.DataFrame, columns: Any, *, bins: Any = None, range: Any
               max_rows: Any = None, max_cells: Any = None, max_rows_per_cell: Any = None, report_dropped: Any = None,
               by: Any = None,
               hierarchy: Any = None, by_categories: Any = None, level_weights: Any = None,
-              integer: bool | None = None, **method_params: Any) -> Histogram | GeographyHistogram:
+              integer: bool | None = None, public_totals: Any = None,
+              **method_params: Any) -> Histogram | GeographyHistogram:
     """Release a DP histogram of ``frame[columns]`` over a public domain (see ``DataFrame.dp.histogram``).
 
     With ``by=`` (and its public regions), one consistent histogram per region
@@ -239,7 +240,8 @@ def histogram(frame: pd.DataFrame, columns: Any, *, bins: Any = None, range: Any
         from pandas_dp.releases.discover import discover_histogram  # local: discover imports the pipeline only
 
         extra = {"bins": bins, "range": range, "by": by, "hierarchy": hierarchy, "by_categories": by_categories,
-                 "level_weights": level_weights, "integer": integer, "other": other, "report_dropped": report_dropped}
+                 "level_weights": level_weights, "integer": integer, "other": other, "report_dropped": report_dropped,
+                 "public_totals": public_totals}
         given = sorted(k for k, v in extra.items() if v is not None) + sorted(method_params)
         if given or method != "identity":
             named = given or ["method"]
@@ -251,7 +253,8 @@ def histogram(frame: pd.DataFrame, columns: Any, *, bins: Any = None, range: Any
         raise ParameterError("The 'delta' parameter is used only by histogram(categories='discover') (key "
                              "discovery needs approximate DP); a histogram over public categories or bins is pure "
                              "or zCDP. Drop delta=.")
-    if by is not None or hierarchy is not None or by_categories is not None or level_weights is not None:
+    if by is not None or hierarchy is not None or by_categories is not None or level_weights is not None \
+            or public_totals is not None:
         if report_dropped is not None:
             raise ParameterError("report_dropped= estimates the rows max_rows dropped for a histogram without by=; "
                                  "release the table without by= to get it, or drop report_dropped=.")
@@ -261,7 +264,8 @@ def histogram(frame: pd.DataFrame, columns: Any, *, bins: Any = None, range: Any
                                    epsilon=epsilon,
                                    rho=rho, method=method, rng=rng, nonnegative=nonnegative, by=by,
                                    hierarchy=hierarchy, by_categories=by_categories, level_weights=level_weights,
-                                   integer=integer, unit_arguments=unit, **method_params)
+                                   integer=integer, public_totals=public_totals, unit_arguments=unit,
+                                   **method_params)
     if integer is not None:
         method_params["integer"] = integer  # a knob of method="hierarchical"
     return flat_histogram(frame, columns, bins=bins, range=range, categories=categories, other=other,

@@ -1,8 +1,10 @@
-"""Plots of a release by geography: one region's histogram, or small multiples of a level's largest regions."""
+"""Plots of a release by geography: one region's histogram, or small multiples of a level's largest regions
+(of a histogram by geography, or of one table of a table set by geography)."""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -13,7 +15,7 @@ from pandas_dp.results._checks import check_count
 from pandas_dp.results._format import format_edge
 from pandas_dp.results._plot import _count_formatter
 
-__all__ = ["plot_regions"]
+__all__ = ["plot_regions", "small_multiples", "interval_half_text"]
 
 
 def plot_regions(result: Any, level: str | None, region: Any, ax: Any, *, max_regions: int = 12,
@@ -34,23 +36,39 @@ def plot_regions(result: Any, level: str | None, region: Any, ax: Any, *, max_re
         return out
     if ax is not None:
         raise ParameterError("ax= draws one region: pass region= too, or leave ax out for small multiples.")
-    max_regions = check_count(max_regions, "max_regions", "GeographyHistogram.plot()", low=1)
-    plt = import_optional("matplotlib.pyplot", extra="plot", purpose="GeographyHistogram.plot()")
-    totals = result._table(lvl).sum(axis=1)
+    regions = result.regions[lvl]
+    return small_multiples(
+        name, regions, result._table(lvl), lambda pos: result.histogram(name, regions[pos]), result.domain,
+        lambda top: _interval_text(result, lvl, top, confidence_level), max_regions=max_regions,
+        confidence_level=confidence_level, purpose="GeographyHistogram.plot()", **kwargs)
+
+
+def small_multiples(name: str, regions: Any, values: np.ndarray, table: Callable[[int], Any], domain: Any,
+                    interval_text: Callable[[np.ndarray], str], *, max_regions: int, confidence_level: float,
+                    purpose: str, **kwargs: Any) -> Any:
+    """One panel per region of a level (its ``max_regions`` largest), sharing axes and one colour scale.
+
+    ``values`` are the level's estimates, ``(regions, cells)``; ``table(pos)`` is region ``pos``'s
+    Histogram (drawn by its ``plot``); ``interval_text(top)`` says the cells' interval half-widths in
+    the panels ``top`` (region positions). Returns the Axes drawn. Reads the release only.
+    """
+    max_regions = check_count(max_regions, "max_regions", purpose, low=1)
+    plt = import_optional("matplotlib.pyplot", extra="plot", purpose=purpose)
+    totals = values.sum(axis=1)
     top = np.argsort(-totals, kind="stable")[:max_regions]
     ncols = min(4, top.size)
     nrows = math.ceil(top.size / ncols)
-    two_d = result.domain.ndim == 2
+    two_d = domain.ndim == 2
     fig, axes = plt.subplots(nrows, ncols, figsize=(3.6 * ncols + (1.2 if two_d else 0), 2.8 * nrows),
                              sharex=True, sharey=True, squeeze=False, layout="constrained")
     flat = axes.ravel()
     if two_d and not kwargs.get("density"):
         # One colour scale for every panel, so that panels compare (issue 29, item 4).
-        shown = result._table(lvl)[top]
+        shown = values[top]
         kwargs = {"vmin": float(np.min(shown)), "vmax": float(np.max(shown)), **kwargs}
     for k, (panel, pos) in enumerate(zip(flat, top)):          # at most max_regions panels
-        label = result.regions[lvl][pos]
-        one = result.histogram(name, label)
+        label = regions[pos]
+        one = table(int(pos))
         if two_d:
             one.plot(panel, confidence_level=confidence_level, colorbar=bool(kwargs.get("density")), **kwargs)
         else:
@@ -65,9 +83,16 @@ def plot_regions(result: Any, level: str | None, region: Any, ax: Any, *, max_re
     if two_d and not kwargs.get("density") and flat[0].collections:
         bar = fig.colorbar(flat[0].collections[0], ax=list(flat[:top.size]), label="count (one scale, every panel)")
         bar.ax.yaxis.set_major_formatter(_count_formatter())
-    fig.suptitle(f"{', '.join(map(str, result.domain.columns))} by {name} "
-                 f"(largest {top.size} of {len(result.regions[lvl]):,}); {_interval_text(result, lvl, top, confidence_level)}")
+    fig.suptitle(f"{', '.join(map(str, domain.columns))} by {name} "
+                 f"(largest {top.size} of {len(regions):,}); {interval_text(top)}")
     return flat[:top.size]
+
+
+def interval_half_text(half: np.ndarray, confidence_level: float) -> str:
+    """``95% interval per cell: ± 2.8`` (or a range) from the half-widths of the cells shown."""
+    low, high = format_edge(float(np.min(half))), format_edge(float(np.max(half)))
+    width = f"± {low}" if low == high else f"± {low} to {high}"
+    return f"{float(confidence_level):.0%} interval per cell: {width}"
 
 
 def _interval_text(result: Any, lvl: int, top: np.ndarray, confidence_level: float) -> str:
@@ -76,7 +101,5 @@ def _interval_text(result: Any, lvl: int, top: np.ndarray, confidence_level: flo
     half = ((bounds["upper"] - bounds["lower"]) / 2).xs(result.levels[lvl], level=0)
     labels = [result.regions[lvl][p] for p in top]
     rows = half[half.index.get_level_values(0).isin(labels)].to_numpy()
-    low, high = format_edge(float(np.min(rows))), format_edge(float(np.max(rows)))
-    width = f"± {low}" if low == high else f"± {low} to {high}"
-    return f"{float(confidence_level):.0%} interval per cell: {width}"
+    return interval_half_text(rows, confidence_level)
 

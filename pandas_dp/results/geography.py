@@ -150,7 +150,8 @@ class GeographyHistogram(FrozenRelease, EstimatesView, MeasureView):
         """Only the finest level was measured and nothing nonlinear followed: every finest estimate is
         its exact count plus one draw, every coarser one a sum of such draws."""
         measured = [n is not None for n in self.noises]
-        return self.variance_exact and bool(measured) and measured[-1] and not any(measured[:-1])
+        return (self.variance_exact and bool(measured) and measured[-1] and not any(measured[:-1])
+                and not self.params.get("public_totals"))
 
     def _leaves_below(self, lvl: int) -> np.ndarray:
         """Number of finest regions under every region of ``lvl``."""

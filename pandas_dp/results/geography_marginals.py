@@ -18,6 +18,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from pandas_dp._utils.checks import normal_quantile
+from pandas_dp._utils.rational import safe_repr
 from pandas_dp.algorithms.marginals.geography import RegionMarginalEstimates
 from pandas_dp.algorithms.marginals.reconstruct import MarginalEstimates
 from pandas_dp.domain.grid import Grid
@@ -25,6 +27,7 @@ from pandas_dp.errors import ParameterError
 from pandas_dp.results._base import confidence_bounds
 from pandas_dp.results._checks import level_position, region_position
 from pandas_dp.results._format import guarantee_text
+from pandas_dp.results._geography_plot import interval_half_text, small_multiples
 from pandas_dp.results.frozen import stored_fields
 from pandas_dp.results.marginals import MarginalDetail, MarginalHistogram, MarginalTables, _table
 
@@ -190,6 +193,76 @@ class GeographyMarginalTables(MarginalTables):
         return (f"MarginalTables(method={self.method!r}, {self._guarantee(html=False)}, "
                 f"tables={len(self.workload)}, columns={list(self.columns)}, levels={list(self.levels)}, "
                 f"regions={list(self.n_regions)})\n{self._summary().to_string(index=False)}")
+
+    def plot(self, columns: Any = None, ax: Any = None, *, level: Any = None, region: Any = None,
+             max_regions: int = 12, confidence_level: float = 0.95, **kwargs: Any) -> Any:
+        """Small multiples of one table by region: one panel per region of a level, on one scale.
+
+        Parameters
+        ----------
+        columns : label or tuple of labels, optional
+            A table of one or two columns (a workload table or a sub-table of one); default: the
+            first workload table of one or two columns.
+        ax : matplotlib Axes, optional
+            For one region only (as ``MarginalTables.plot(columns, ax)``).
+        level : str, optional
+            The level whose regions are drawn (default: the first below ``"national"``).
+        region : label, optional
+            Draw only this region's table (on ``ax``).
+        max_regions : int
+            Most panels drawn: the regions with the largest estimated totals, 4 panels a row.
+        confidence_level : float
+            Coverage of the error bars (1-D tables: each region's table's ``confidence_interval``,
+            from its cells' exact ``std_error``); the figure's title gives their half-widths.
+        **kwargs
+            Passed to :meth:`Histogram.plot <pandas_dp.results.Histogram.plot>`.
+
+        Returns
+        -------
+        matplotlib Axes (one region) or ndarray of Axes (one per panel)
+
+        Notes
+        -----
+        The panels share their axes (1-D: one count scale) or one colour scale (2-D, with one
+        colour bar), so that regions compare; each is titled ``level = region``. Reads the release
+        only: no budget is spent. Needs the ``plot`` extra.
+        """
+        normal_quantile(confidence_level)   # checked before anything is drawn
+        if columns is None:
+            small = [t for t in self.workload if len(t) <= 2]
+            if not small:
+                raise ParameterError("plot() draws a table of one or two columns; this workload has none. Pass "
+                                     f"columns= of a sub-table, e.g. plot(columns={tuple(self.workload[0][:2])!r}).")
+            columns = tuple(small[0])
+        attrs = self._attributes(columns)
+        if len(attrs) > 2:
+            raise ParameterError(f"plot() draws a table of one or two columns; got {len(attrs)}: "
+                                 f"{safe_repr(columns)}. Plot a sub-table of it.")
+        lvl = self._level(level) if level is not None else min(1, len(self.levels) - 1)
+        name = self.levels[lvl]
+        if region is not None or len(self.regions[lvl]) == 1:
+            pos = self._region(lvl, region)
+            out = self.table(columns, level=name, region=self.regions[lvl][pos]).plot(
+                ax, confidence_level=confidence_level, **kwargs)
+            out.set_title(f"{name} = {self.regions[lvl][pos]}" if lvl else name)
+            return out
+        if ax is not None:
+            raise ParameterError("ax= draws one region: pass region= too, or leave ax out for small multiples.")
+        values = self._estimates().marginal(lvl, attrs).reshape(len(self.regions[lvl]), -1)
+        regions = self.regions[lvl]
+        grid = Grid(tuple(self.domain.dims[k] for k in attrs))
+
+        def one(pos: int) -> MarginalHistogram:
+            return self.table(columns, level=name, region=regions[pos])
+
+        def half_widths(top: np.ndarray) -> str:   # the intervals the panels draw
+            bounds = [one(int(p)).confidence_interval(confidence_level) for p in top]
+            return interval_half_text(np.concatenate([(b["upper"] - b["lower"]).to_numpy() / 2 for b in bounds]),
+                                      confidence_level)
+
+        return small_multiples(name, regions, values, one, grid, half_widths, max_regions=max_regions,
+                               confidence_level=confidence_level, purpose="GeographyMarginalTables.plot()",
+                               **kwargs)
 
 
 def _flat_detail(plan: Any) -> MarginalDetail:

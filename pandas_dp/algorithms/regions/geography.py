@@ -14,7 +14,9 @@ integer noise level by level, and returns consistent estimates:
 2. **Consistency.** Exact GLS across the geography for every cell
    (:func:`~pandas_dp.algorithms.regions.inference.region_inference`) with the
    levels' noise variances (exact variance ``0`` for public levels), subject
-   also to public totals over the cells of the level-0 regions if given.
+   also to public totals over the cells of the level-0 regions if given, or
+   to public totals over the cells of every region of any levels
+   (``level_totals``, below).
 3. **Optional post-processing.** ``nonnegative``: the top-down weighted
    projection (:func:`~pandas_dp.algorithms.regions.nonnegative.nonnegative_regions`);
    ``integer``: non-negative integers by controlled rounding
@@ -23,6 +25,19 @@ integer noise level by level, and returns consistent estimates:
    every cell, equal to the public totals.
 
 Steps 2 and 3 read only the noisy tables and public inputs (post-processing).
+
+Totals of regions at any level. The per-cell noise of a level is independent
+with one variance (covariance ``Sigma (x) I`` over regions x cells), so a
+region's table splits into its mean over the ``n`` cells and its centred part,
+whose noises are uncorrelated (orthogonal projections of isotropic noise): the
+GLS separates into a tree problem for the means (noise variance
+``sigma2[l] / n`` on level ``l``) and one for the centred parts (the tree GLS
+maps centred tables to centred tables). A public total per region of level
+``l`` makes the means of level ``l`` exact (variance ``0``, value ``T / n``):
+every ancestor is then the sum of public values and every descendant is
+conditioned on them, while the centred parts are unchanged. A cell's exact
+variance is ``P_c (1 - 1 / n) + Q_c``, with ``P`` the variances of the
+unconstrained tree problem and ``Q`` those of the conditioned mean problem.
 
 References
 ----------
@@ -34,7 +49,7 @@ References
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -78,6 +93,11 @@ class GeographyRelease:
         GLS variance structure (variances of sums of regions and cells).
     public : tuple of bool
         Levels known exactly from public totals.
+    level_totals : tuple of int
+        Levels whose regions' totals over the cells were public facts, matched exactly.
+    mean_structure : RegionVariances or None
+        With ``level_totals`` on a level below the roots: the variance structure of the
+        conditioned tree problem of the regions' means (see the module docstring).
     nonnegative, integer : bool
         Post-processing applied (``integer`` implies ``nonnegative``).
     rounding : str or None
@@ -96,6 +116,8 @@ class GeographyRelease:
     nonnegative: bool
     integer: bool
     rounding: str | None
+    level_totals: tuple[int, ...] = ()
+    mean_structure: RegionVariances | None = None
 
     @property
     def variance_exact(self) -> bool:
@@ -115,9 +137,24 @@ class GeographyRelease:
                      cell_weights: np.ndarray | None = None) -> np.ndarray | float:
         """Exact GLS variance of a weighted sum of regions (and cells) of one level.
 
-        See :meth:`~pandas_dp.algorithms.regions.inference.RegionVariances.sum_variance`.
+        See :meth:`~pandas_dp.algorithms.regions.inference.RegionVariances.sum_variance`. With
+        ``mean_structure`` (totals of regions below the roots): the centred part of the cell
+        weights ``u - mean(u)`` against the unconstrained structure plus ``(sum u)^2`` times the
+        variance of the regions' means (module docstring).
         """
-        return self.structure.sum_variance(level, region_weights, cell_weights)
+        if self.mean_structure is None:
+            return self.structure.sum_variance(level, region_weights, cell_weights)
+        n = int(np.prod(self.estimates[level].shape[1:]))
+        if cell_weights is None:   # one cell
+            centred, total = 1.0 - 1.0 / n, 1.0
+            part = self.structure.sum_variance(level, region_weights)
+        else:
+            u = np.asarray(cell_weights, dtype=np.float64).ravel()
+            if u.size != n:
+                raise ParameterError(f"cell_weights must give one weight per cell ({n}); got {u.size}.")
+            centred, total = float(np.sum((u - u.mean()) ** 2)), float(u.sum()) ** 2
+            part = self.structure.sum_variance(level, region_weights)
+        return part * centred + total * self.mean_structure.sum_variance(level, region_weights)
 
 
 def _check_lists(counts: Sequence[Any], parents: Sequence[Any], level_losses: Sequence[Any],
@@ -189,12 +226,74 @@ def _root_totals(lay: RegionLayout, root_totals: Any,
     return arr
 
 
+def _level_totals(lay: RegionLayout, level_totals: Mapping[int, Any] | None, public: list[np.ndarray | None],
+                  roots: np.ndarray | None, projected: bool, integer: bool) -> dict[int, np.ndarray]:
+    """Validated ``{level: totals of its regions over the cells}`` (public inputs)."""
+    if level_totals is None:
+        return {}
+    if roots is not None or any(p is not None for p in public):
+        raise ParameterError("level_totals replaces root_totals and public_totals: pass one kind of public "
+                             "values.")
+    out: dict[int, np.ndarray] = {}
+    for lvl, t in dict(level_totals).items():
+        if not isinstance(lvl, (int, np.integer)) or isinstance(lvl, bool) or not 0 <= lvl < lay.n_levels:
+            raise ParameterError(f"level_totals keys must be levels 0..{lay.n_levels - 1}; got {lvl!r}.")
+        arr = np.asarray(t, dtype=np.float64)
+        if arr.shape != (lay.n_regions[lvl],) or not np.all(np.isfinite(arr)) or np.any(arr < 0):
+            raise ParameterError(f"level_totals[{lvl}] must give one finite non-negative total per region, "
+                                 f"shaped ({lay.n_regions[lvl]},); got shape {arr.shape}.")
+        out[int(lvl)] = arr
+    if projected and set(out) - {0}:
+        raise ParameterError("Non-negative and integer tables keep public totals of level 0 only (the roots); "
+                             "totals of finer regions are kept by the GLS estimate. Drop nonnegative/integer "
+                             "or give the totals of level 0.")
+    if integer and 0 in out and not np.array_equal(out[0], np.round(out[0])):
+        raise ParameterError("Integer tables need integer public totals (controlled rounding keeps them "
+                             "exactly); round the totals or drop integer.")
+    if integer and 0 in out:
+        out[0] = out[0].astype(np.int64)
+    given = sorted(out)
+    for fine, coarse in zip(given[::-1], given[::-1][1:]):
+        summed = out[fine]
+        for lvl in range(fine, coarse, -1):
+            summed = lay.aggregate(summed, lvl)
+        if not np.allclose(summed, out[coarse], rtol=1e-12, atol=1e-9):
+            raise ParameterError(f"level_totals of levels {coarse} and {fine} disagree: the regions of level "
+                                 f"{fine} do not add up to those of level {coarse}.")
+    return out
+
+
+def _conditioned(inference: Any, observed: list[np.ndarray | None], lay: RegionLayout, sigma2: np.ndarray,
+                 totals: Mapping[int, np.ndarray]) -> tuple[list[np.ndarray], tuple[np.ndarray, ...],
+                                                            RegionVariances]:
+    """The GLS estimate subject to public totals of regions (module docstring): centred part + conditioned means."""
+    cells = inference.estimates[-1].shape[1:]
+    n = int(np.prod(cells)) if cells else 1
+    mean_obs: list[np.ndarray | None] = [
+        None if t is None or not np.isfinite(sigma2[lvl]) else
+        np.asarray(t, dtype=np.float64).reshape(lay.n_regions[lvl], -1).mean(axis=1)
+        for lvl, t in enumerate(observed)]
+    mean_s2 = sigma2 / n
+    for lvl, t in totals.items():
+        mean_obs[lvl] = np.asarray(t, dtype=np.float64) / n
+        mean_s2[lvl] = 0.0
+    means = region_inference(mean_obs, lay, mean_s2)
+    estimates = []
+    for lvl, est in enumerate(inference.estimates):
+        flat = est.reshape(lay.n_regions[lvl], n)
+        flat = flat - flat.mean(axis=1, keepdims=True) + means.estimates[lvl][:, None]
+        estimates.append(flat.reshape(est.shape))
+    variances = tuple(p * (1.0 - 1.0 / n) + q for p, q in zip(inference.variances, means.variances))
+    return estimates, variances, means.structure
+
+
 def release_geography(counts: Sequence[np.ndarray | None], parents: Sequence[np.ndarray | None], *,
                       level_losses: Sequence[PrivacyLoss | None],
                       sensitivity: Sensitivity = Sensitivity(), integer: bool = False,
                       nonnegative: bool = False,
                       public_totals: Sequence[np.ndarray | None] | None = None,
                       root_totals: np.ndarray | None = None,
+                      level_totals: Mapping[int, np.ndarray] | None = None,
                       rounding: RoundingMethod = "largest_remainder",
                       rng: Any = None) -> GeographyRelease:
     """Release one table per region of a public geography, consistent across levels.
@@ -227,6 +326,13 @@ def release_geography(counts: Sequence[np.ndarray | None], parents: Sequence[np.
         ``(n_regions[0],)`` (e.g. the national population, a census
         invariant): the estimates are GLS subject to it, and non-negative and
         integer tables keep it exactly.
+    level_totals : mapping of int to ndarray, optional
+        ``{level: totals}``: a public total over all cells of every region of
+        those levels (finite, non-negative, one per region, consistent across
+        levels), matched exactly by the GLS estimate (module docstring). Not
+        with ``public_totals`` or ``root_totals``; with ``nonnegative`` or
+        ``integer`` only on level 0 (it is then ``root_totals``: integers for
+        ``integer``), as the projections keep totals of the roots only.
     rounding : {"largest_remainder", "unbiased"}
         Controlled-rounding rule when ``integer`` (see
         :mod:`~pandas_dp.algorithms.controlled_rounding`).
@@ -275,6 +381,9 @@ def release_geography(counts: Sequence[np.ndarray | None], parents: Sequence[np.
                                  f"the finest table; got {np.shape(table)}.")
     public = _public(lay, public_totals, cells)
     roots = _root_totals(lay, root_totals, public)
+    region_totals = _level_totals(lay, level_totals, public, roots, bool(nonnegative or integer), bool(integer))
+    if set(region_totals) == {0}:   # totals of the roots: the closed form, kept by the projections
+        roots = region_totals.pop(0)
     noises: list[Noise | None] = []
     losses: list[PrivacyLoss | None] = []
     for lvl, loss in enumerate(level_losses):
@@ -304,7 +413,11 @@ def release_geography(counts: Sequence[np.ndarray | None], parents: Sequence[np.
                        for lvl, n in enumerate(noises)])
     observed = [noisy[lvl] if noisy[lvl] is not None else public[lvl] for lvl in range(lay.n_levels)]
     inference = region_inference(observed, lay, sigma2, root_totals=roots)
-    estimates = inference.estimates
+    estimates: Sequence[np.ndarray] = inference.estimates
+    variances = inference.variances
+    means = None
+    if region_totals:
+        estimates, variances, means = _conditioned(inference, observed, lay, sigma2, region_totals)
     if nonnegative:
         estimates = nonnegative_regions(inference)
     if integer:
@@ -314,6 +427,9 @@ def release_geography(counts: Sequence[np.ndarray | None], parents: Sequence[np.
         arr.setflags(write=False)
     return GeographyRelease(layout=lay, losses=tuple(losses), noises=tuple(noises),
                             level_variances=sigma2, noisy=noisy, estimates=tuple(estimates),
-                            variances=inference.variances, structure=inference.structure,
+                            variances=variances, structure=inference.structure,
                             public=tuple(p is not None for p in public), nonnegative=nonnegative,
-                            integer=integer, rounding=rounding if integer else None)
+                            integer=integer, rounding=rounding if integer else None,
+                            level_totals=tuple(sorted(region_totals)) if region_totals else
+                            ((0,) if level_totals is not None and roots is not None else ()),
+                            mean_structure=means)
