@@ -26,7 +26,8 @@ import numpy as np
 import pandas as pd
 
 __all__ = ["prepare", "fit_rule", "apply_rule", "leave_one_dataset_out", "CUTS", "MAX_PIECES", "MIN_CASES",
-           "PENALTY_ABOVE"]
+           "PENALTY_ABOVE", "FEATURE_CUTS", "MIN_SPLIT_CASES", "with_features", "fit_splits", "apply_splits",
+           "family_of", "held_out_splits"]
 
 #: Candidate bounds of the pieces: log10(N epsilon) on half decades.
 CUTS = tuple(np.arange(1.5, 7.51, 0.5).round(1))
@@ -125,3 +126,110 @@ def leave_one_dataset_out(cases: pd.DataFrame, **kwargs: int) -> pd.DataFrame:
         rows.append(pd.DataFrame({"chosen": chosen, "ratio": ratio, "lscale": test["lscale"].to_numpy()},
                                  index=test.index))
     return pd.concat(rows)
+
+
+# --------------------------------------------------------------- one feature threshold per piece
+
+#: Candidate thresholds of a feature (``top_share``: the share of the noisy total in the densest coarse block).
+FEATURE_CUTS = tuple(np.arange(0.1, 0.951, 0.05).round(2))
+#: Fewest distinct cases on the side of a threshold where the configuration changes.
+MIN_SPLIT_CASES = 6
+
+
+def with_features(cases: pd.DataFrame, features: pd.DataFrame) -> pd.DataFrame:
+    """One row per (case, noisy draw): the case's ratios, the draw's ``lscale`` and features.
+
+    ``cases`` is :func:`prepare`'s frame for one (dimensions, workload) (index ``dataset, domain,
+    scale, epsilon``); ``features`` is ``benchmarks.auto_features.noisy_features()``.
+    """
+    key = ["dataset", "domain", "scale", "epsilon"]
+    left = cases.drop(columns="lscale").reset_index()
+    right = features.drop(columns=["total"])
+    out = left.merge(right, on=key, how="inner")
+    return out.set_index(key + ["draw"])
+
+
+def fit_splits(rows: pd.DataFrame, rule: tuple[tuple[float, str], ...], feature: str = "top_share",
+               min_cases: int = MIN_SPLIT_CASES) -> tuple[tuple[float, str, float, str], ...]:
+    """Per piece of ``rule``: ``(bound, config below the threshold, threshold, config at or above it)``.
+
+    Rows are (case, draw) from :func:`with_features`: the pieces are read at the draw's noisy
+    ``lscale`` and the threshold at its noisy feature, so the fit sees the features' noise. Below
+    the threshold the piece keeps its configuration of ``rule`` (the rule without features); at or
+    above it, the configuration of least cost there. A piece gets no threshold (``inf``) unless one
+    lowers its cost (:func:`_loss`, summed over rows) and at least ``min_cases`` distinct cases
+    have their median draw at or above it. Ties go to the lower threshold.
+    """
+    configs = [c for c in rows.columns if c not in ("lscale", feature, "top_share", "total")]
+    f, v = rows["lscale"].to_numpy(), rows[feature].to_numpy()
+    cost = _loss(rows[configs].to_numpy())
+    case = pd.factorize(rows.index.droplevel("draw"))[0]
+    median = pd.Series(v).groupby(case).transform("median").to_numpy()
+    out, lo = [], -np.inf
+    for bound, default in rule:
+        inside = (f >= lo) & (f < bound)
+        j = configs.index(default)
+        best = (float(cost[inside, j].sum()), np.inf, default, default)
+        for t in FEATURE_CUTS:
+            above = inside & (v >= t)
+            if len(np.unique(case[above & (median >= t)])) < min_cases:
+                continue
+            b = cost[above].sum(axis=0)
+            total = float(cost[inside & ~above, j].sum() + b.min())
+            if total < best[0] - 1e-9:
+                best = (total, float(t), default, configs[int(np.argmin(b))])
+        _, t, below, at = best
+        out.append((float(bound), below, t, at) if below != at else (float(bound), below, np.inf, below))
+        lo = bound
+    return tuple(out)
+
+
+def apply_splits(splits: tuple[tuple[float, str, float, str], ...], lscale: np.ndarray,
+                 feature: np.ndarray) -> np.ndarray:
+    """The configuration the split rule gives each (noisy ``lscale``, noisy feature)."""
+    bounds = np.array([s[0] for s in splits])
+    k = np.searchsorted(bounds, np.asarray(lscale), side="right")
+    below = np.array([s[1] for s in splits], dtype=object)[k]
+    at = np.array([s[3] for s in splits], dtype=object)[k]
+    return np.where(np.asarray(feature) >= np.array([s[2] for s in splits])[k], at, below)
+
+
+def _ratios_of(rows: pd.DataFrame, chosen: np.ndarray) -> np.ndarray:
+    cols = {c: i for i, c in enumerate(rows.columns)}
+    values = rows.to_numpy()
+    return np.array([values[i, cols[c]] for i, c in enumerate(chosen)], dtype=np.float64)
+
+
+def family_of(dataset: str) -> str:
+    """Shape family for leave-one-family-out: the DPBench sets, or each synthetic kind."""
+    return dataset.split("-", 1)[1] if dataset.startswith("SYN") else "DPBench"
+
+
+def held_out_splits(rows: pd.DataFrame, by: str = "dataset", feature: str = "top_share", *,
+                    thresholds: bool = True) -> pd.DataFrame:
+    """Leave one dataset (``by="dataset"``) or shape family (``by="family"``) out: refit both the pieces
+    (on exact scales, as :func:`fit_rule`) and the thresholds on the rest, apply to the held-out draws.
+
+    Returns one row per held-out case: the mean over its draws of the chosen configuration's ratio.
+    ``thresholds=False`` refits the pieces only (the rule before the features, read at the noisy total).
+    """
+    datasets = rows.index.get_level_values("dataset")
+    groups = datasets if by == "dataset" else pd.Index([family_of(d) for d in datasets])
+    configs = [c for c in rows.columns if c not in ("lscale", "top_share", "total")]
+    out = []
+    for name in sorted(set(groups)):
+        train, test = rows[groups != name], rows[groups == name]
+        exact = _exact_cases(train, configs)
+        pieces = fit_rule(exact)
+        splits = (fit_splits(train, pieces, feature) if thresholds else
+                  tuple((b, c, np.inf, c) for b, c in pieces))
+        chosen = apply_splits(splits, test["lscale"].to_numpy(), test[feature].to_numpy())
+        r = pd.Series(_ratios_of(test[configs], chosen), index=test.index)
+        out.append(r.groupby(level=["dataset", "domain", "scale", "epsilon"]).mean().rename("ratio").to_frame())
+    return pd.concat(out)
+
+
+def _exact_cases(rows: pd.DataFrame, configs: list[str]) -> pd.DataFrame:
+    """Back from draws to cases (ratios) with the median draw's lscale, for :func:`fit_rule`."""
+    g = rows.groupby(level=["dataset", "domain", "scale", "epsilon"])
+    return g[configs].first().assign(lscale=g["lscale"].median())

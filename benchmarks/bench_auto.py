@@ -12,7 +12,7 @@ Run:
   (its noisy total included, and with the true total given as public) on every shared
   DPBench dataset at its natural scale, epsilon in {0.1, 1}, Prefix1D and 2,000 random
   ranges (1-D) or rectangles (2-D), against every candidate configuration measured in the
-  same run, and prints the ratio of auto's error to the best one's (issue 17's targets:
+  same run (in 2-D also ``auto(N only)``: the rule without its features, as before them), and prints the ratio of auto's error to the best one's (issue 17's targets:
   1.1x on average, never above 1.3x).
 
 Metric: DPBench's scaled L2 error (``benchmarks/dpbench.py``), mean over trials.
@@ -24,19 +24,24 @@ import argparse
 import io
 import sys
 import time
-from contextlib import redirect_stdout
+from contextlib import contextmanager, redirect_stdout
 from pathlib import Path
+from typing import Iterator
 
 import numpy as np
 import pandas as pd
 
 from benchmarks import dpbench
 from benchmarks.auto_evidence import measure, release_estimates, seed_of, workloads, answers
-from benchmarks.auto_fit import apply_rule, fit_rule, leave_one_dataset_out, prepare
+from benchmarks.auto_fit import (apply_rule, apply_splits, fit_rule, fit_splits, held_out_splits,
+                                 leave_one_dataset_out, prepare, with_features)
 from benchmarks.bench_data_dependent import to_markdown
+from pandas_dp.releases.auto_rule import AUTO_FEATURE_RULE
 from pandas_dp.releases.data_dependent import AUTO_TOTAL_SHARE
 
 EVIDENCE = Path(__file__).resolve().parent / "results" / "auto_evidence.csv.gz"
+#: Noisy features of the 2-D cases (``python -m benchmarks.auto_features``).
+FEATURES = Path(__file__).resolve().parent / "results" / "auto_features.csv.gz"
 #: Candidates under zCDP (the methods with a zCDP analysis).
 ZCDP_CONFIGS = ("identity", "identity+clip", "hierarchical", "hierarchical+nn", "hierarchical-geo",
                 "hierarchical-geo+nn")
@@ -97,6 +102,59 @@ def fitted_rules(evidence: pd.DataFrame) -> tuple[dict, dict, dict]:
     return rules, zcdp, stats
 
 
+def feature_rows(evidence: pd.DataFrame, features: pd.DataFrame, key: tuple[int, str] = (2, "ranges")
+                 ) -> pd.DataFrame:
+    """(case, noisy draw) rows of one (dimensions, workload): ratios of every configuration and the features."""
+    sub = prepare(evidence).xs(key, level=["dims", "workload"]).dropna(axis=1, how="any")
+    return with_features(sub, features)
+
+
+def fitted_feature_rules(evidence: pd.DataFrame, features: pd.DataFrame) -> dict:
+    """``AUTO_FEATURE_RULE``: one ``top_share`` threshold per piece of the 2-D rule, fit to noisy draws.
+
+    The pieces are :func:`fitted_rules`' (2-D ranges; prefix takes the same, as there); the
+    thresholds are fit to the rows of every 2-D case and noisy draw (:func:`fit_splits`).
+    """
+    rules = fitted_rules(evidence)[0]
+    splits = fit_splits(feature_rows(evidence, features), rules[(2, "ranges")])
+    return {(2, "prefix"): splits, (2, "ranges"): splits}
+
+
+def _case_ratio(rows: pd.DataFrame, chosen: np.ndarray) -> pd.Series:
+    configs = [c for c in rows.columns if c not in ("lscale", "top_share")]
+    index = {c: i for i, c in enumerate(configs)}
+    values = rows[configs].to_numpy()
+    r = values[np.arange(len(rows)), [index[c] for c in chosen]]
+    return pd.Series(r, index=rows.index).groupby(level=["dataset", "domain", "scale", "epsilon"]).mean()
+
+
+def feature_report(evidence: pd.DataFrame, features: pd.DataFrame) -> str:
+    """2-D ranges: before (pieces over the noisy scale only) and after (one threshold per piece), in-sample
+    and held out (leave one dataset out; leave one shape family out), per dataset."""
+    rules = fitted_rules(evidence)[0]
+    rows = feature_rows(evidence, features)
+    splits = fitted_feature_rules(evidence, features)[(2, "ranges")]
+    before = tuple((b, c, np.inf, c) for b, c in rules[(2, "ranges")])
+    lscale, share = rows["lscale"].to_numpy(), rows["top_share"].to_numpy()
+    table = pd.DataFrame({"before": _case_ratio(rows, apply_splits(before, lscale, share)),
+                          "after": _case_ratio(rows, apply_splits(splits, lscale, share))})
+    for by, name in (("dataset", "LODO"), ("family", "LOFO")):
+        table[f"{name} before"] = held_out_splits(rows, by, thresholds=False)["ratio"].reindex(table.index)
+        table[f"{name} after"] = held_out_splits(rows, by)["ratio"].reindex(table.index)
+    out = ["#### 2-D: one threshold on the noisy top_share per piece (ratio to the best, mean over "
+           f"{int(features['draw'].max()) + 1} noisy draws of the features per case)\n",
+           "rule: " + " ; ".join(f"log10(N eps) < {b:g}: {lo} (top_share >= {t:g}: {hi})" for b, lo, t, hi in splits),
+           ""]
+    for scope, part in (("all scales", table), ("natural scale", table[table.index.get_level_values("scale") ==
+                                                                         "natural"])):
+        g = part.groupby(level="dataset")
+        summary = pd.concat({"geo mean": g.agg(lambda r: _gm(r.to_numpy())), "max": g.max()}, axis=1)
+        summary.loc["(all)"] = [*(part[c].pipe(lambda r: _gm(r.to_numpy())) for c in part.columns),
+                                *(part[c].max() for c in part.columns)]
+        out += [f"\n##### {scope}\n", to_markdown(summary, digits=3)]
+    return "\n".join(out)
+
+
 def _gm(x: np.ndarray) -> float:
     return float(np.exp(np.mean(np.log(x))))
 
@@ -136,6 +194,18 @@ def fit_report(evidence: pd.DataFrame) -> str:
 
 # ------------------------------------------------------------------------ the target run
 
+@contextmanager
+def without_features(off: bool = True) -> Iterator[None]:
+    """``auto`` as before its features (a noisy total only, :data:`AUTO_RULE`), for the paired comparison."""
+    saved = dict(AUTO_FEATURE_RULE)
+    if off:
+        AUTO_FEATURE_RULE.clear()
+    try:
+        yield
+    finally:
+        AUTO_FEATURE_RULE.update(saved)
+
+
 def target(trials: int, datasets: tuple[str, ...]) -> pd.DataFrame:
     """Auto (noisy total; public total) against every candidate, natural scale, fine domain."""
     rows = []
@@ -149,12 +219,15 @@ def target(trials: int, datasets: tuple[str, ...]) -> pd.DataFrame:
             cands = pd.DataFrame([r for r in measure(case, eps, trials) if r["workload"] in wls])
             for wl, w in wls.items():
                 best = cands[cands["workload"] == wl].sort_values("error").iloc[0]
-                for label, knobs in (("auto", {"workload": wl}),
+                for label, knobs in (("auto", {"workload": wl}), ("auto(N only)", {"workload": wl}),
                                      ("auto(public N)", {"workload": wl, "expected_total": total})):
+                    if label == "auto(N only)" and x.ndim not in {k[0] for k in AUTO_FEATURE_RULE}:
+                        continue
                     rng = np.random.default_rng(seed_of("target", name, eps, wl, label))
                     errs, picks = [], []
                     for _ in range(trials):
-                        res = release_estimates(x, "auto", knobs, eps, False, rng, result=True)
+                        with without_features(label == "auto(N only)"):
+                            res = release_estimates(x, "auto", knobs, eps, False, rng, result=True)
                         errs.append(dpbench.scaled_l2_error(truth[wl], answers(
                             res.counts.to_numpy(dtype=np.float64).reshape(x.shape), w), total))
                         picks.append(res.params["auto_config"])
@@ -204,6 +277,8 @@ def main() -> None:
         print(f"# method='auto' (issue 17; timings on a shared machine)\n")
         if args.fit:
             print(fit_report(pd.read_csv(args.evidence)))
+            print()
+            print(feature_report(pd.read_csv(args.evidence), pd.read_csv(FEATURES)))
         if args.target:
             print(f"\n## Target run ({args.trials} trials)\n")
             print(target_report(target(args.trials, tuple(args.datasets))))

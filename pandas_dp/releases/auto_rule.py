@@ -6,7 +6,13 @@ answer, epsilon, and the data's *scale* ``N * epsilon`` (DPBench, Hay et al.
 SIGMOD 2016: "no algorithm wins everywhere; the winner depends on epsilon
 times the data's total, the domain size and the shape"). ``N`` is the
 caller's public ``expected_total`` or a noisy total bought with a small,
-stated share of the budget. The shape is private and not used.
+stated share of the budget. Where the evidence shows that the scale is not
+enough (2-D: a few dense cells favour DPCube's partition over the tree and the
+grids), the same share buys, half and half, a noisy total and a noisy
+*coarse histogram* (Pythia, Kotsogiannis, Machanavajjhala, Hay and Miklau,
+SIGMOD 2017: choose the algorithm from noisy features of the data); the
+share of the total in the densest block (``top_share``) is read against one
+threshold per piece (:data:`AUTO_FEATURE_RULE`).
 
 :data:`AUTO_RULE` is, per (dimensions, workload), a few pieces over
 ``log10(N * epsilon)``, each naming a configuration of :data:`AUTO_CONFIGS`
@@ -29,8 +35,9 @@ import numpy as np
 from pandas_dp.errors import ParameterError
 from pandas_dp.privacy.loss import PrivacyLoss
 
-__all__ = ["AUTO_WORKLOADS", "AUTO_CONFIGS", "AUTO_RULE", "AUTO_RULE_ZCDP", "AutoChoice", "choose_method",
-           "choose_config", "auto_candidates", "rule_for"]
+__all__ = ["AUTO_WORKLOADS", "AUTO_CONFIGS", "AUTO_RULE", "AUTO_RULE_ZCDP", "AUTO_FEATURE_RULE", "FEATURE_BLOCKS",
+           "AutoChoice", "choose_method", "choose_config", "auto_candidates", "rule_for", "feature_rule_for",
+           "coarse_starts", "coarse_counts", "shape_features"]
 
 #: What a release will mostly answer: range sums (rectangles in 2-D), prefix sums, single cells.
 AUTO_WORKLOADS = ("ranges", "prefix", "bins")
@@ -74,6 +81,17 @@ AUTO_RULE: dict[tuple[int, str], tuple[tuple[float, str], ...]] = {
     (3, "bins"): ((_INF, "ahp+clip"),),
     (3, "prefix"): ((3.5, "hierarchical+nn"), (_INF, "hierarchical-geo+nn")),
     (3, "ranges"): ((3.5, "hierarchical+nn"), (_INF, "hierarchical-geo+nn")),
+}
+
+#: The rule with one threshold on a private feature per piece, where the evidence supports one:
+#: (dimensions, workload) -> pieces ``(upper bound of log10(N epsilon), configuration below the
+#: threshold, threshold on top_share, configuration at or above it)``; the bounds and the
+#: configurations below the thresholds are :data:`AUTO_RULE`'s. ``top_share`` is the share of the
+#: noisy total in the densest of the 32 x 32 public coarse blocks (:func:`shape_features`). Fit by
+#: ``python -m benchmarks.bench_auto --fit`` to noisy draws of the features (``benchmarks/auto_features.py``).
+AUTO_FEATURE_RULE: dict[tuple[int, str], tuple[tuple[float, str, float, str], ...]] = {
+    (2, "prefix"): ((4, "agrid", 0.75, "hierarchical+nn"), (_INF, "hierarchical-geo+nn", 0.8, "dpcube-uniform")),
+    (2, "ranges"): ((4, "agrid", 0.75, "hierarchical+nn"), (_INF, "hierarchical-geo+nn", 0.8, "dpcube-uniform")),
 }
 
 #: Under zCDP (identity and hierarchical only): one configuration per (dimensions, workload).
@@ -126,9 +144,25 @@ def rule_for(shape: tuple[int, ...], workload: str, loss: PrivacyLoss | None = N
     return AUTO_RULE[key]
 
 
-def auto_candidates(shape: tuple[int, ...], *, workload: str = "ranges", loss: PrivacyLoss | None = None
-                    ) -> tuple[str, ...]:
-    """Every configuration the rule can choose for these public inputs, whatever the total (in order)."""
+def feature_rule_for(shape: tuple[int, ...], workload: str, loss: PrivacyLoss | None = None
+                     ) -> tuple[tuple[float, str, float, str], ...] | None:
+    """The pieces with feature thresholds that apply (:data:`AUTO_FEATURE_RULE`), or None (pure DP only)."""
+    key = (_dims_key(shape), _check_workload(workload))
+    if int(np.prod(shape)) <= 1 or (loss is not None and loss.measure != "pure"):
+        return None
+    return AUTO_FEATURE_RULE.get(key)
+
+
+def auto_candidates(shape: tuple[int, ...], *, workload: str = "ranges", loss: PrivacyLoss | None = None,
+                    features: bool = False) -> tuple[str, ...]:
+    """Every configuration the rule can choose for these public inputs, whatever the total (in order).
+
+    With ``features=True`` (the noisy features will be measured), also every configuration a
+    feature threshold of :data:`AUTO_FEATURE_RULE` can choose.
+    """
+    splits = feature_rule_for(shape, workload, loss) if features else None
+    if splits is not None:
+        return tuple(dict.fromkeys(c for piece in splits for c in (piece[1], piece[3])))
     return tuple(dict.fromkeys(config for _, config in rule_for(shape, workload, loss)))
 
 
@@ -142,8 +176,8 @@ def choose_config(config: str, workload: str, reason: str = "") -> AutoChoice:
 
 
 def choose_method(shape: tuple[int, ...], *, epsilon: float | None, expected_total: float | None = None,
-                  workload: str = "ranges", loss: PrivacyLoss | None = None, total_is_noisy: bool = False
-                  ) -> AutoChoice:
+                  workload: str = "ranges", loss: PrivacyLoss | None = None, total_is_noisy: bool = False,
+                  features: dict[str, float] | None = None) -> AutoChoice:
     """The configuration ``"auto"`` releases, from public information (and a noisy total) only.
 
     Parameters
@@ -161,6 +195,11 @@ def choose_method(shape: tuple[int, ...], *, epsilon: float | None, expected_tot
         The release's loss (default: pure epsilon).
     total_is_noisy : bool
         Whether ``expected_total`` is a noisy total (for the recorded reason only).
+    features : dict, optional
+        Noisy features of the shape (:func:`shape_features` of the noisy coarse histogram).
+        Where :data:`AUTO_FEATURE_RULE` has a threshold for these inputs, ``top_share`` at or
+        above it gives the piece's other configuration; without features the rule is
+        :data:`AUTO_RULE`'s.
 
     Returns
     -------
@@ -176,7 +215,8 @@ def choose_method(shape: tuple[int, ...], *, epsilon: float | None, expected_tot
     -----
     With ``s = log10(N * epsilon)``, the piece ``(b_{k-1} <= s < b_k)`` of
     :data:`AUTO_RULE` for the domain's dimensions and the workload gives the
-    configuration. See ``docs/methods/auto.md`` for the table and its evidence.
+    configuration; with ``features``, the piece's threshold on ``top_share``
+    may change it. See ``docs/methods/auto.md`` for the table and its evidence.
 
     Examples
     --------
@@ -205,4 +245,64 @@ def choose_method(shape: tuple[int, ...], *, epsilon: float | None, expected_tot
     source = "noisy total" if total_is_noisy else "public total"
     span = (f"log10(N x epsilon) = {s:.2f} ({source}) in [{'-inf' if low == -_INF else f'{low:g}'}, "
             f"{'inf' if bounds[k] == _INF else f'{bounds[k]:g}'})")
+    splits = feature_rule_for(shape, workload, loss) if features is not None else None
+    if features is not None and splits is not None:
+        _, below, threshold, above = splits[k]
+        share = float(features["top_share"])
+        if threshold == _INF:
+            span += f", noisy top_share {share:.3f} (no threshold in this piece)"
+        else:
+            side = ">=" if share >= threshold else "<"
+            span += f", noisy top_share {share:.3f} {side} {threshold:g}"
+            config = above if share >= threshold else below
     return choose_config(config, workload, f"{where}, {span}: {config}")
+
+
+# ----------------------------------------------------------------------- private features of the shape
+
+#: Blocks per axis of the coarse histogram ``"auto"`` measures in 2-D instead of a bare noisy total
+#: (32 x 32: fine enough that one dense cell still stands out as one block; the top block's share is
+#: read against a separately measured noisy total).
+FEATURE_BLOCKS = 32
+
+
+def coarse_starts(size: int, blocks: int = FEATURE_BLOCKS) -> np.ndarray:
+    """Public first cell of each coarse block along an axis of ``size`` cells (near-equal blocks).
+
+    Examples
+    --------
+    >>> coarse_starts(10, 4).tolist(), coarse_starts(3, 4).tolist()
+    ([0, 2, 5, 7], [0, 1, 2])
+    """
+    return np.unique(np.arange(blocks, dtype=np.int64) * int(size) // blocks)
+
+
+def coarse_counts(counts: np.ndarray, shape: tuple[int, ...], blocks: int = FEATURE_BLOCKS) -> np.ndarray:
+    """The counts summed over the public coarse blocks of every axis (a partition: one row is in one block)."""
+    out = np.asarray(counts).reshape(shape)
+    for axis, size in enumerate(shape):
+        out = np.add.reduceat(out, coarse_starts(size, blocks), axis=axis)
+    return out
+
+
+def shape_features(noisy_blocks: np.ndarray, total: float | None = None) -> dict[str, float]:
+    """Features of the shape computed, by a public rule, from noisy measurements only.
+
+    ``total`` is the noisy total (default: the sum of the noisy blocks); ``top_share`` the
+    largest noisy block over that total (clipped to [0, 1]): the share of the rows in the
+    densest coarse block (Pythia's "mass in the largest cells", Kotsogiannis et al. SIGMOD 2017).
+    ``"auto"`` measures the total on its own (half the share) and the blocks with the other
+    half: the sum of 1,024 noisy blocks would carry 32 times the noise of one noisy total.
+
+    Examples
+    --------
+    >>> shape_features(np.array([[90, 5], [3, 2]]))
+    {'total': 100.0, 'top_share': 0.9}
+    >>> shape_features(np.array([[90, 5], [3, 2]]), total=120.0)
+    {'total': 120.0, 'top_share': 0.75}
+    """
+    blocks = np.asarray(noisy_blocks, dtype=np.float64).ravel()
+    total = float(blocks.sum()) if total is None else float(total)
+    top = float(blocks.max()) if blocks.size else 0.0
+    share = min(max(top / total, 0.0), 1.0) if total > 0 else 0.0
+    return {"total": total, "top_share": round(share, 6)}

@@ -27,7 +27,9 @@ from pandas_dp.privacy.loss import Noise, PrivacyLoss
 from pandas_dp.results.data_dependent import AHPHistogram, DPCubeHistogram
 from pandas_dp.results.histogram import Histogram, as_series
 from pandas_dp.releases.adaptive import with_total
-from pandas_dp.releases.auto_rule import AUTO_WORKLOADS, AutoChoice, auto_candidates, choose_config, choose_method
+from pandas_dp.releases.auto_rule import (AUTO_WORKLOADS, FEATURE_BLOCKS, AutoChoice, auto_candidates, choose_config,
+                                          choose_method, coarse_counts, coarse_starts, feature_rule_for,
+                                          shape_features)
 from pandas_dp.releases.histogram import METHODS, HistogramMethod, Planned, clip_at_zero, plan_method, register_method
 from pandas_dp.releases.params import Options, Param, ParamTable, Real
 
@@ -168,9 +170,15 @@ class AutoPlan:
     total_loss : PrivacyLoss or None
         Loss of the noisy total (``total_share`` of the whole), when bought.
     total_noise : Noise or None
-        Its noise (sensitivity 1: one row changes the total by 1).
+        Its noise (sensitivity 1: one row changes the total by 1, or one block of the coarse
+        histogram by 1).
     rest : PrivacyLoss
         What the chosen method spends (the whole loss minus ``total_loss``, exactly).
+    block_noise : Noise or None
+        When the rule reads features: ``total_loss`` is split in halves, ``total_noise`` is the
+        noisy total's (at the first half) and this the noise of each block of the coarse
+        histogram (the second half; one row is in one block, parallel composition), from which
+        :func:`~pandas_dp.releases.auto_rule.shape_features` computes the features.
     """
 
     choice: AutoChoice | None
@@ -178,6 +186,7 @@ class AutoPlan:
     total_loss: PrivacyLoss | None
     total_noise: Noise | None
     rest: PrivacyLoss
+    block_noise: Noise | None = None
 
 
 def _epsilon(loss: PrivacyLoss) -> float | None:
@@ -211,11 +220,21 @@ def _plan_auto(grid: Grid, loss: PrivacyLoss, knobs: dict[str, Any]) -> Planned:
                        label=choice.method)
     share = to_fraction(knobs["total_share"], name="total_share")
     total_loss, rest = loss.split([share, 1 - share])
-    noise = total_loss.noise(what="the noisy total of method='auto'")
+    block_noise = None
+    if feature_rule_for(grid.shape, workload, loss) is not None:
+        # The same share buys, half and half, the noisy total and a noisy histogram of public coarse blocks.
+        configs = auto_candidates(grid.shape, workload=workload, loss=loss, features=True)
+        half_total, half_blocks = total_loss.split([Fraction(1, 2), Fraction(1, 2)])
+        noise = half_total.noise(what="the noisy total of method='auto'")
+        block_noise = half_blocks.noise(what="the noisy coarse histogram of method='auto'")
+        record.update({"auto_feature_blocks": [int(coarse_starts(size, FEATURE_BLOCKS).size) for size in grid.shape],
+                       f"auto_features_{loss.parameter}": str(half_blocks.amount)})
+    else:
+        noise = total_loss.noise(what="the noisy total of method='auto'")
     plans = {config: _plan_config(choose_config(config, workload), grid, rest, 0.0) for config in configs}
     record.update({"auto_candidates": list(configs), "auto_total_share": str(share),
                    f"auto_total_{loss.parameter}": str(total_loss.amount)})
-    return Planned("auto", AutoPlan(None, plans, total_loss, noise, rest), record, label="auto")
+    return Planned("auto", AutoPlan(None, plans, total_loss, noise, rest, block_noise), record, label="auto")
 
 
 def _release_auto(counts: np.ndarray, grid: Grid, planned: Planned, *, rng: Any, nonnegative: bool,
@@ -233,6 +252,7 @@ def _release_auto(counts: np.ndarray, grid: Grid, planned: Planned, *, rng: Any,
     plan: AutoPlan = planned.plan
     knobs = planned.knobs
     total = knobs["auto_expected_total"]
+    features: dict[str, float] | None = None
     if plan.total_noise is None:
         assert plan.choice is not None, "_plan_auto chooses at planning time when the total is public"
         choice = plan.choice
@@ -240,9 +260,12 @@ def _release_auto(counts: np.ndarray, grid: Grid, planned: Planned, *, rng: Any,
     else:
         assert plan.total_loss is not None, "_plan_auto gives a noisy total its loss"
         total = float(plan.total_noise.add(np.array([int(counts.sum())]), rng)[0])     # reads the true total
+        if plan.block_noise is not None:      # reads the true coarse counts
+            noisy_blocks = plan.block_noise.add(coarse_counts(counts, grid.shape).astype(np.int64), rng)
+            features = shape_features(noisy_blocks, total)
         planned_loss = plan.total_loss + plan.rest      # the loss it was planned at (per row with a privacy unit)
         choice = choose_method(grid.shape, epsilon=_epsilon(planned_loss), expected_total=max(total, 0.0),
-                               workload=knobs["auto_workload"], loss=loss, total_is_noisy=True)
+                               workload=knobs["auto_workload"], loss=loss, total_is_noisy=True, features=features)
         chosen = plan.plans[choice.config]
         if chosen.method in _GRIDS:
             chosen = with_total(chosen, max(total, 0.0))
@@ -255,14 +278,23 @@ def _release_auto(counts: np.ndarray, grid: Grid, planned: Planned, *, rng: Any,
               "auto_total_share": knobs.get("auto_total_share"),
               f"auto_total_{loss.parameter}": knobs.get(f"auto_total_{loss.parameter}"),
               "auto_nonnegative": choice.nonnegative}
+    notes = []
+    if features is not None:
+        params.update({"auto_features": features, "auto_feature_blocks": knobs.get("auto_feature_blocks"),
+                       f"auto_features_{loss.parameter}": knobs.get(f"auto_features_{loss.parameter}")})
+        blocks = " x ".join(str(b) for b in knobs.get("auto_feature_blocks") or ())
+        notes.append(f"auto chose {choice.config} from a noisy total and a noisy {blocks} coarse histogram "
+                     f"({knobs.get('auto_total_share')} of the loss, half each): {choice.reason}")
     if choice.nonnegative and knobs["auto_workload"] in ("ranges", "prefix"):
         # Said with the numbers (issue 29, item 2): the rule picks clipping for its accuracy on the
         # workload, and clipping biases sums of many cells.
-        params["auto_note"] = ("auto chose estimates clipped at 0, the most accurate for this workload (2-D boxes: "
+        notes.append("auto chose estimates clipped at 0, the most accurate for this workload (2-D boxes: "
                                "RMSE 0.1-0.47x identity's on the DPBench sets, benchmarks/bench_auto_boxes.py), but "
                                "sums over many cells (ranges, boxes) are biased by the clipped mass, which no interval "
                                "includes; pass method='hierarchical' (budget_split='geometric' in 2-D: exact "
-                               "intervals) or method='identity' for unbiased sums")
+                     "intervals) or method='identity' for unbiased sums")
+    if notes:
+        params["auto_note"] = "; ".join(notes)
     if noisy and chosen.method in _GRIDS:        # the grid was sized from auto's noisy total
         params.update({"expected_total": None, "total_is_noisy": True,
                        "total_epsilon": knobs.get(f"auto_total_{loss.parameter}")})
@@ -276,4 +308,4 @@ register_method(HistogramMethod("dpcube", DPCUBE_PARAMS, _plan_dpcube, _release_
 register_method(HistogramMethod("auto", AUTO_PARAMS, _plan_auto, _release_auto,
                                 measures=frozenset({"pure", "zcdp"}),
                                 summary="picks a method from public facts and the scale N x epsilon "
-                                        "(public or a noisy total)"))
+                                        "(public or a noisy total), in 2-D also from noisy coarse features"))

@@ -1,0 +1,171 @@
+"""method="auto" reads private features of the shape (issue 28 item 1; Pythia, Kotsogiannis et al. SIGMOD 2017).
+
+* The thresholds of AUTO_FEATURE_RULE are the fit of benchmarks/auto_fit.py to the committed evidence and
+  the committed noisy draws of the features; its pieces are AUTO_RULE's.
+* In 2-D, without a public total, the share that bought a noisy total buys, half and half, the noisy total
+  and a noisy histogram of public coarse blocks (recomputed here draw for draw), charged once inside the
+  release's one ledger row.
+* The choice is a deterministic function of the noisy features and public inputs; neighbouring frames
+  give the same outcome class and the same charge; a public total still buys nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from fractions import Fraction
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import pandas_dp as pdp
+from pandas_dp.privacy.loss import pure
+from pandas_dp.releases.auto_rule import (AUTO_CONFIGS, AUTO_FEATURE_RULE, AUTO_RULE, FEATURE_BLOCKS, auto_candidates,
+                                          choose_method, coarse_counts, coarse_starts, shape_features)
+from pandas_dp.releases.data_dependent import AUTO_TOTAL_SHARE
+
+RESULTS = Path(__file__).resolve().parents[2] / "benchmarks" / "results"
+RNG = np.random.default_rng(28)
+#: 3,000 rows on a 64 x 32 grid, 2,400 of them in one cell: a dense spike (top_share ~0.8).
+SPIKE = pd.DataFrame({"x": np.r_[np.full(2400, 5), RNG.integers(0, 64, 600)],
+                      "y": np.r_[np.full(2400, 7), RNG.integers(0, 32, 600)]})
+TWO = dict(bins=[64, 32], range=[(0, 64), (0, 32)])
+
+
+def _auto(frame, seed, **kwargs):
+    kw = {"epsilon": 0.5, **kwargs}
+    return frame.dp.histogram(["x", "y"], **TWO, method="auto", rng=np.random.default_rng(seed), **kw)
+
+
+def test_the_feature_rule_is_the_fit_of_the_evidence():
+    pytest.importorskip("benchmarks.bench_auto")
+    from benchmarks.auto_fit import fit_splits
+    from benchmarks.bench_auto import feature_rows
+
+    rows = feature_rows(pd.read_csv(RESULTS / "auto_evidence.csv.gz"), pd.read_csv(RESULTS / "auto_features.csv.gz"))
+    fitted = fit_splits(rows, AUTO_RULE[(2, "ranges")])      # AUTO_RULE itself is checked in test_auto.py
+    assert AUTO_FEATURE_RULE == {(2, "ranges"): fitted, (2, "prefix"): fitted}
+    for key, splits in AUTO_FEATURE_RULE.items():
+        assert tuple((b, below) for b, below, _, _ in splits) == AUTO_RULE[key]
+        assert all(0 < t < 1 and above in AUTO_CONFIGS for _, _, t, above in splits)
+
+
+def test_coarse_blocks_partition_the_grid():
+    for size in (1, 3, 31, 32, 33, 64, 100, 256):
+        starts = coarse_starts(size)
+        assert starts[0] == 0 and np.all(np.diff(starts) > 0) and starts.size == min(size, FEATURE_BLOCKS)
+        widths = np.diff(np.r_[starts, size])
+        assert widths.max() - widths.min() <= 1          # near-equal, public
+    x = np.arange(64 * 33).reshape(64, 33)
+    blocks = coarse_counts(x, x.shape)
+    assert blocks.shape == (32, 32) and blocks.sum() == x.sum() and blocks[0, 0] == x[:2, :1].sum()      # 33 cells: the first block has one
+    assert shape_features(np.array([[-5, 10], [0, 0]])) == {"total": 5.0, "top_share": 1.0}
+    assert shape_features(np.array([-3, 1])) == {"total": -2.0, "top_share": 0.0}
+
+
+@pytest.mark.parametrize("lscale,share,config", [
+    (5.0, 0.90, "dpcube-uniform"), (5.0, 0.50, "hierarchical-geo+nn"),
+    (3.0, 0.90, "hierarchical+nn"), (3.0, 0.05, "agrid"),
+])
+def test_each_piece_reads_its_threshold(lscale, share, config):
+    features = {"total": 10 ** lscale, "top_share": share}
+    choice = choose_method((64, 64), epsilon=1.0, expected_total=10 ** lscale, workload="ranges",
+                           total_is_noisy=True, features=features)
+    assert choice.config == config and f"noisy top_share {share:.3f}" in choice.reason
+    # Without features (a public total), the pieces alone decide:
+    plain = choose_method((64, 64), epsilon=1.0, expected_total=10 ** lscale, workload="ranges")
+    assert plain.config == ("agrid" if lscale < 4 else "hierarchical-geo+nn")
+
+
+def test_the_features_are_one_coarse_histogram_charged_once_at_the_share():
+    with pdp.budget(1.0) as b:
+        h = _auto(SPIKE, 3)
+    assert b.spent == 0.5 and len(b.ledger) == 1 and b.ledger.loc[0, "method"] == "histogram:auto"
+    row = json.loads(b.ledger.loc[0, "params"])
+    assert row["auto_total_share"] == str(AUTO_TOTAL_SHARE) and row["auto_total_epsilon"] == "1/100"
+    assert row["auto_feature_blocks"] == [32, 32]
+    assert row["auto_candidates"] == list(auto_candidates((64, 32), workload="ranges", features=True))
+    assert row["auto_features_epsilon"] == "1/200"
+    # The measurement, draw for draw, first from the release's generator: the noisy total at 1/200, then the
+    # exact counts summed over the public blocks plus discrete Laplace noise at 1/200 (one row is in one block).
+    counts = np.zeros((64, 32), dtype=np.int64)
+    np.add.at(counts, (SPIKE["x"].to_numpy(), SPIKE["y"].to_numpy()), 1)
+    half = pure(0.5).part(AUTO_TOTAL_SHARE).part(Fraction(1, 2))
+    assert half == pure(Fraction(1, 200))
+    rng = np.random.default_rng(3)
+    total = float(half.noise().add(np.array([len(SPIKE)]), rng)[0])
+    features = shape_features(half.noise().add(coarse_counts(counts, (64, 32)), rng), total)
+    p = h.params
+    assert p["auto_features"] == features and p["auto_total"] == features["total"] and p["auto_total_is_noisy"]
+    assert p["auto_feature_blocks"] == [32, 32] and "coarse histogram" in p["auto_note"]
+    assert "noisy top_share" in p["auto_reason"] and p["auto_reason"] in p["auto_note"]
+
+
+def test_the_choice_is_the_rule_applied_to_the_noisy_features():
+    """Another frame with the same coarse blocks (same seed) gives the same features and choice."""
+    other = SPIKE.assign(x=SPIKE["x"] ^ 1)     # every row moves to the other cell of its 2 x 1 coarse block
+    with pdp.budget(2.0):
+        a, c = _auto(SPIKE, 4), _auto(other, 4)
+    assert a.params["auto_features"] == c.params["auto_features"] and a.params["auto_config"] == c.params["auto_config"]
+    again = choose_method((64, 32), epsilon=0.5, expected_total=max(a.params["auto_total"], 0.0), workload="ranges",
+                          total_is_noisy=True, features=a.params["auto_features"])
+    assert again.config == a.params["auto_config"] and again.reason == a.params["auto_reason"]
+
+
+def test_neighbouring_frames_give_the_same_outcome_class_and_charge():
+    neighbours = {"D": SPIKE, "remove a spike row": SPIKE.iloc[1:], "add a row elsewhere":
+                  pd.concat([SPIKE, pd.DataFrame({"x": [63], "y": [31]})]), "add a row outside the domain":
+                  pd.concat([SPIKE, pd.DataFrame({"x": [500], "y": [-4]})])}
+    seen = set()
+    for frame in neighbours.values():
+        with warnings.catch_warnings(record=True) as caught, pdp.budget(1.0) as b:
+            warnings.simplefilter("always")
+            h = _auto(frame, 5)
+        seen.add((b.spent, len(b.ledger), b.ledger.loc[0, "method"], b.ledger.loc[0, "status"], len(caught),
+                  tuple(json.loads(b.ledger.loc[0, "params"])), h.params["auto_feature_blocks"] == [32, 32]))
+        assert h.params["auto_config"] in auto_candidates((64, 32), workload="ranges", features=True)
+    assert len(seen) == 1
+
+
+def test_a_public_total_buys_no_features():
+    with pdp.budget(1.0) as b:
+        h = _auto(SPIKE, 6, expected_total=3000)
+    assert b.spent == 0.5 and "auto_features" not in h.params and h.params["auto_total_share"] is None
+    assert h.params["auto_config"] == AUTO_RULE[(2, "ranges")][0][1]        # log10(1500) < 4: agrid
+    with pdp.budget(rho=1.0):                                                  # zCDP: one configuration, nothing bought
+        z = SPIKE.dp.histogram(["x", "y"], **TWO, rho=0.1, method="auto", rng=np.random.default_rng(6))
+    assert "auto_features" not in z.params and z.params["auto_total_share"] is None
+
+
+def test_the_grid_share_adds_up_with_the_features():
+    # 12,000 spread rows at epsilon 0.5: log10(N eps) ~ 3.8 < 4 and top_share small: AGrid, sized by the noisy
+    # total; the loss splits exactly into the total's and the blocks' 1/200 each and AGrid's levels.
+    spread = pd.DataFrame({"x": RNG.integers(0, 64, 12_000), "y": RNG.integers(0, 32, 12_000)})
+    with pdp.budget(1.0):
+        h = _auto(spread, 7)
+    assert h.method == "agrid" and h.params["auto_features"]["top_share"] < 0.75
+    assert h.params["total"] == h.params["auto_total"] and h.params["total_epsilon"] == "1/100"
+    assert 2 * Fraction(h.params["auto_features_epsilon"]) == Fraction(h.params["auto_total_epsilon"])
+    assert Fraction("1/100") + sum(Fraction(e) for e in h.params["level_epsilons"]) == Fraction(1, 2)
+
+
+@pytest.mark.slow
+def test_auto_with_features_is_dp_on_a_tiny_domain():
+    from pandas_dp.testing import assert_dp
+
+    d = pd.DataFrame({"x": [0, 1, 1, 2, 3, 3, 3, 0, 3, 3], "y": [0, 0, 1, 3, 3, 3, 2, 0, 3, 3]})
+    neighbour = pd.concat([d, pd.DataFrame({"x": [3], "y": [3]})], ignore_index=True)     # add to the largest cell
+
+    def release(df, rng):
+        return df.dp.histogram(["x", "y"], bins=[[0, 1, 2, 3, 4]] * 2, epsilon=1.0, method="auto", rng=rng)
+
+    def outputs(r):
+        f = r.params["auto_features"]
+        return np.r_[r.counts.to_numpy(float), f["total"], f["top_share"],
+                     list(AUTO_CONFIGS).index(r.params["auto_config"])]
+
+    # 120 runs a dataset (~20 s): the features are the new part; the estimates are tested with the other methods.
+    report = assert_dp(release, d, neighbour, epsilon=1.0, trials=120, statistic=outputs, rng=28)
+    assert report.charged_per_run == 1.0
