@@ -10,12 +10,12 @@ noise and keeps the labels whose noisy count reaches the threshold. Target: with
 Labels found: how many labels are released at each (epsilon, delta), against the labels present and the
 labels whose true count is at least the threshold. Under ``epsilon=`` (one row per unit, each unit one
 label: Desfontaines, Voss, Gipson and Mandayam's setting, PoPETS 2022) the last column is the expected
-number of labels their optimal *selection* would release with the whole (epsilon, delta): a label of
+number of labels their optimal *selection* would release with the whole (epsilon, delta), which the
+release there now follows (truncated noise, counts included; ``expected`` is its exact sum): a label of
 true count ``n`` is kept with probability ``pi(n)``, ``pi(0) = 0``,
 ``pi(n) = min(e^eps pi(n-1) + delta, 1 - e^-eps (1 - pi(n-1) - delta), 1)`` (the largest probabilities
 that the two (epsilon, delta) constraints between counts ``n - 1`` and ``n`` allow, taken greedily). It
-releases no counts, so it is an upper bound on what that mechanism could add here (counts would need a
-share of epsilon); the thresholding's expected number is ``sum P(n + Z >= T)`` over labels.
+releases no counts; the thresholding's expected number is ``sum P(n + Z >= T)`` over labels.
 """
 
 from __future__ import annotations
@@ -27,15 +27,36 @@ import pandas as pd
 
 import pandas_dp as pdp
 from benchmarks._timing import best_of
+from benchmarks.bench_discover_peers import _optimal_selection
 
 
 def optimal_selection(epsilon: float, delta: float, top: int) -> np.ndarray:
     """``pi(0..top)``: the keep probabilities of the optimal single-partition selection (floats)."""
-    pi = np.zeros(top + 1)
-    e = np.exp(epsilon)
-    for n in range(1, top + 1):
-        pi[n] = min(e * pi[n - 1] + delta, 1 - (1 - pi[n - 1] - delta) / e, 1.0)
-    return pi
+    return _optimal_selection(epsilon, delta, top)
+
+
+def expected_truncated(h, counts: np.ndarray) -> float:
+    """``sum P(release)`` over the labels for the truncated mixture (``epsilon=``, one label per unit).
+
+    A label takes truncation ``k`` and threshold ``T`` with probability ``1 - mu`` and ``(k - 1, T - 1)``
+    with probability ``mu`` (``params["noise_bound"]``, ``params["lower_pair_probability"]``).
+    """
+    from fractions import Fraction
+
+    a = float(np.exp(-1 / float(h.noise.scale)))
+    k, threshold = int(h.params["noise_bound"]), int(h.params["threshold"])
+    mu = float(Fraction(h.params.get("lower_pair_probability", "0")))
+    sizes, how_many = np.unique(counts, return_counts=True)
+
+    def passes(bound: int, t: int) -> float:
+        z = np.arange(-bound, bound + 1)
+        pmf = a ** np.abs(z) / (a ** np.abs(z)).sum()
+        tail = np.cumsum(pmf[::-1])[::-1]  # tail[i] = P(Z >= z[i])
+        need = np.clip(t - sizes, -bound, bound + 1)
+        p = np.where(need > bound, 0.0, tail[np.clip(need + bound, 0, 2 * bound)])
+        return float(how_many @ p)
+
+    return (1 - mu) * passes(k, threshold) + mu * passes(k - 1, threshold - 1)
 
 
 def expected_threshold(noise, threshold: int, counts: np.ndarray) -> float:
@@ -90,7 +111,8 @@ def main() -> None:
                                     rng=np.random.default_rng(1), **kw)
             T = h.params["threshold"]
             name, value = next(iter(kw.items()))
-            expected = expected_threshold(h.noise, T, counts)
+            expected = (expected_truncated(h, counts) if "noise_bound" in h.params
+                        else expected_threshold(h.noise, T, counts))
             optimal = (f"{optimal_selection(value, delta, int(counts.max()))[counts].sum():,.0f}"
                        if name == "epsilon" else "")
             print(f"| {name}={value} | {delta:g} | {T} | {h.counts.size:,} | {expected:,.0f} | {truth.size:,} | "
