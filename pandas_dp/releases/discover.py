@@ -254,7 +254,7 @@ def truncated_threshold(scale: Fraction, delta: Fraction, per_cell: int = 1) -> 
     return k, k + 1
 
 
-_BOOL_CLASS, _NUMBER_CLASS = 1, 2  # pandas_dp.domain.labels: -1 missing, 0 not plain, 1 boolean, 2 number, 3 string, 4 other
+_BOOL_CLASS, _NUMBER_CLASS, _STRING_CLASS = 1, 2, 3  # pandas_dp.domain.labels: -1 missing, 0 not plain, 1 boolean, 2 number, 3 string, 4 other
 
 
 def _factorize_plain(values: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -305,7 +305,8 @@ def _labels_and_codes(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     labels shown never depend on the order of the rows or on the dtype one odd row can give a
     column. Booleans count as the numbers 1 and 0 (as pandas' ``value_counts`` counts an object
     column): a pandas index cannot hold both ``True`` and ``1``, and keeping them apart only when
-    both occur would let the rows decide how labels are shown. Missing values,
+    both occur would let the rows decide how labels are shown. Text that spells a number as
+    Python writes it is that number (:func:`_numbers_in_text`). Missing values,
     non-scalar values and values whose hashing raises are out of domain: dropped, uncounted,
     silently (the boundary rule).
     """
@@ -320,6 +321,7 @@ def _labels_and_codes(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
         masks = [(int(single[0]), None)]
     else:
         masks = [(int(c), classes == c) for c in single]
+    text = (0, 0)  # where the text labels are among the labels
     for cls, mask in masks:  # at most four classes
         sub = values if mask is None else pd.Series(np.asarray(values.to_numpy(dtype=object))[mask], dtype=object)
         if mask is not None and values.dtype != object:
@@ -333,9 +335,71 @@ def _labels_and_codes(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
         else:
             codes[mask] = shifted
         parts.append(np.asarray(labels, dtype=object))
+        if cls == _STRING_CLASS:
+            text = (offset, offset + len(labels))
         offset += len(labels)
     labels_all = np.concatenate(parts) if parts else np.array([], dtype=object)
-    return labels_all, codes
+    return _numbers_in_text(labels_all, codes, text)
+
+
+#: Whole numbers as ``str()`` writes them, up to 15 digits (exact in a float: below ``2**53``).
+_WHOLE_TEXT = r"^(?:0|-?[1-9][0-9]{0,14})$"
+#: Candidates for a float as ``repr`` writes it (checked by writing the parsed float back).
+_FLOAT_TEXT = r"^-?[0-9]+(?:\.[0-9]+)?(?:e[+-][0-9]+)?$"
+
+
+def _numbers_in_text(labels: np.ndarray, codes: np.ndarray, text: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
+    """The labels with every text label that spells a number as Python writes it made that number.
+
+    ``dd.from_pandas`` (Dask's default ``dataframe.convert-string``) and ``read_csv`` hold an
+    ``object`` column as text, and one odd row makes an ``int64`` or ``bool`` column ``object``: a
+    neighbour would otherwise turn every released ``5`` into ``"5"``. So ``"5"``, ``"5.0"``,
+    ``"-0.0"``, ``"1e+20"`` (``str()`` of a number, exactly; whole numbers of up to 15 digits) and
+    ``"True"``/``"False"`` (booleans count as 1 and 0) are the numbers they spell, merged with
+    those numbers' own label; text that does not spell a number that way (``"007"``, ``"+5"``,
+    ``"1e3"``, ``"nan"``) stays text.
+    The same rule lets a label list's number meet its text (:mod:`pandas_dp.domain.categories`).
+    Vectorised over the distinct labels; the rows are re-coded with one gather.
+    """
+    start, stop = text
+    if stop == start:
+        return labels, codes
+    import pyarrow as pa  # local: pyarrow.compute loads a large module, needed only here
+    import pyarrow.compute as pc
+
+    words = pa.array(labels[start:stop], type=pa.string())
+    # Vectorised regular expressions (RE2) pick the candidates; only they are parsed.
+    whole = np.asarray(pc.match_substring_regex(words, _WHOLE_TEXT), dtype=bool)
+    spelt = np.asarray(pc.match_substring_regex(words, _FLOAT_TEXT), dtype=bool) & ~whole
+    truth = np.asarray(pc.is_in(words, value_set=pa.array(["True", "False"])), dtype=bool)
+    if not (whole.any() or spelt.any() or truth.any()):
+        return labels, codes
+    numbers = np.empty(stop - start, dtype=object)
+    numbers[whole] = np.asarray(pc.cast(words.filter(pa.array(whole)), pa.int64())).tolist()
+    if spelt.any():
+        candidates = pd.Series(labels[start:stop][spelt], dtype=object)
+        parsed = pd.to_numeric(candidates, errors="coerce").to_numpy(dtype=float, na_value=np.nan)  # never raises
+        again = parsed.astype(str).astype(object) == labels[start:stop][spelt]  # as repr writes it, exactly
+        spelt[spelt] = again & np.isfinite(parsed)
+        numbers[spelt] = _canonical_numbers(parsed[again & np.isfinite(parsed)].astype(object))
+    numbers[truth] = np.asarray(pc.equal(words.filter(pa.array(truth)), "True"), dtype=np.int64).tolist()
+    number = whole | spelt | truth
+    values = labels.copy()
+    values[start:stop][number] = numbers[number]
+    # The labels that are not text, with the converted text, are grouped by equality (numbers meet
+    # their spelling; a date never equals a number); the text that stays text keeps its own labels.
+    joined = np.ones(len(labels), dtype=bool)
+    joined[start:stop] = number
+    grouped, uniques = pd.factorize(pd.Series(values[joined], dtype=object))
+    kept = np.flatnonzero(~joined)
+    remap = np.empty(len(labels) + 1, dtype=np.int64)
+    remap[np.flatnonzero(joined)] = grouped
+    remap[kept] = len(uniques) + np.arange(kept.size)
+    remap[-1] = -1
+    new_labels = np.concatenate([np.asarray(uniques, dtype=object), values[kept]])
+    if np.array_equal(remap[:-1], np.arange(len(labels))):  # nothing merged or moved: the codes stand
+        return new_labels, codes
+    return new_labels, remap[codes]
 
 
 def _count_labels(frame: Any, column: Any, bounds: UnitBounds | None, key: bytes,

@@ -124,12 +124,12 @@ def test_releases_labels_above_the_threshold_in_public_order_and_records_it():
 
 
 def test_mixed_label_types_and_hostile_private_values_never_raise():
-    df = pd.DataFrame({"w": [1] * 40 + ["1"] * 40 + [[1, 2]] * 40 + [None] * 40 + [2.5] * 40})
+    df = pd.DataFrame({"w": [1] * 40 + ["1"] * 40 + ["x"] * 40 + [[1, 2]] * 40 + [None] * 40 + [2.5] * 40})
     with pdp.budget(epsilon=2, delta=1e-5), warnings.catch_warnings():
         warnings.simplefilter("error")
         h = df.dp.histogram("w", categories="discover", epsilon=2, delta=1e-6, rng=np.random.default_rng(0))
-    assert list(h.counts.index) == [2.5, 1, "1"]  # by (type name, text) when labels do not compare
-    assert h.counts.sum() >= 100
+    assert list(h.counts.index) == [2.5, 1, "x"]  # by (type name, text) when labels do not compare
+    assert h.counts[1] >= 70  # "1" spells the number 1: one label (tests/api/test_discover_text_numbers.py)
 
 
 def test_the_labels_shown_depend_on_neither_row_order_nor_dtype():
