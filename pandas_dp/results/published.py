@@ -152,7 +152,7 @@ class PublishedTables(MarginalTables):
             ``std_error`` the unconstrained GLS table's (``variance_exact`` false: not exact for the
             published values, which clipping and rounding moved; see ``params["published_note"]``).
         """
-        unconstrained = self.unconstrained.table(columns, level=level, region=region)
+        unconstrained = super().table(columns, level=level, region=region)   # the GLS table; checks the arguments
         axes = self._axes(columns)
         grid = Grid(tuple(self.domain.dims[k] for k in axes))
         return _published_table(self._values(self.joint, axes), grid, unconstrained, self)

@@ -44,7 +44,7 @@ def _matrix(shape, axes):
     return m
 
 
-@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("seed", [0, pytest.param(1, marks=pytest.mark.slow), pytest.param(2, marks=pytest.mark.slow)])
 def test_the_children_of_a_fixed_parent_are_the_bounded_least_squares_solution(seed):
     """Two children of one parent: x2 = X - x1, so the level's problem is least squares in x1 with
     0 <= x1 <= X, which scipy's lsq_linear solves independently; the tables must agree."""
@@ -80,7 +80,7 @@ def test_the_root_is_the_flat_projection_of_the_national_tables():
                                    atol=1e-6)
 
 
-@pytest.mark.parametrize("seed", [4, 5])
+@pytest.mark.parametrize("seed", [4, pytest.param(5, marks=pytest.mark.slow)])
 def test_joints_are_nonnegative_and_children_sum_to_parents_exactly(seed):
     _, est, var = _noisy(seed, sd=3.0, mean=0.5)         # many true zeros: the projection is active
     fit = topdown_nonnegative(SHAPE, TABLES, est, var, LAYOUT)
@@ -102,7 +102,7 @@ def test_joints_are_nonnegative_and_children_sum_to_parents_exactly(seed):
         assert np.all(np.abs(ints[lvl].reshape(-1, 24) - scaled) < 1 + 1e-9)
 
 
-@pytest.mark.parametrize("level", [0, 1, 2])
+@pytest.mark.parametrize("level", [pytest.param(0, marks=pytest.mark.slow), 1, 2])
 def test_public_totals_are_matched_exactly_at_their_level_and_above(level):
     true, est, var = _noisy(6, sd=3.0, mean=0.7)
     totals = {level: true[level].reshape(true[level].shape[0], -1).sum(axis=1)}

@@ -164,7 +164,9 @@ def project_level(shape: Sequence[int], tables: Sequence[Sequence[int]], targets
     cells = math.prod(shape)
     ys = [np.asarray(y, dtype=np.float64).reshape((n, *(shape[a] for a in t))) for y, t in zip(targets, axes)]
     w = np.asarray(weights, dtype=np.float64) / float(np.max(weights))
-    lipschitz = sum(w[:, k] * (cells / math.prod(shape[a] for a in t)) for k, t in enumerate(axes))
+    lipschitz = np.zeros(n)
+    for k, t in enumerate(axes):
+        lipschitz = lipschitz + w[:, k] * (cells / math.prod(shape[a] for a in t))
     v = np.repeat(1.0 / lipschitz, cells)          # the metric of the projection: the per-region step
     if parents is not None:
         assert parent_joints is not None
