@@ -13,8 +13,9 @@ from scipy.optimize import lsq_linear
 
 from pandas_dp.algorithms.marginals.publish import publish_tables
 from pandas_dp.algorithms.marginals.topdown import (grid_round, level_weights, project_level, region_tables,
-                                                    topdown_integer, topdown_nonnegative)
+                                                    simplex_groups, topdown_integer, topdown_nonnegative)
 from pandas_dp.algorithms.regions.layout import region_layout
+from pandas_dp.algorithms.regions.nonnegative import project_groups
 
 SHAPE = (3, 2, 4)
 TABLES = [(0, 1), (1, 2), (0, 2)]
@@ -125,3 +126,14 @@ def test_grid_round_hits_every_group_total_with_floors_and_ceilings():
     group = np.array([0, 0, 0, 1, 1, 1])
     out = grid_round(values, group, np.array([4, 4]))
     assert out.tolist() == [1.0, 1.0, 2.0, 0.0, 4.0, 0.0]
+
+
+def test_simplex_groups_is_project_groups():
+    rng = np.random.default_rng(7)
+    t = rng.normal(0.5, 2.0, 600)
+    v = rng.uniform(0.5, 2.0, 600)
+    group = rng.integers(0, 40, 600)
+    total = np.abs(rng.normal(3.0, 3.0, 40))
+    total[:3] = 0.0
+    np.testing.assert_allclose(simplex_groups(t, v, group, total), project_groups(t, v, group, total),
+                               rtol=0, atol=1e-12)

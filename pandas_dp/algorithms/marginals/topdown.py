@@ -86,7 +86,7 @@ from pandas_dp.algorithms.regions.nonnegative import project_groups
 from pandas_dp.errors import DomainError
 
 __all__ = ["MAX_GEOGRAPHY_JOINT", "TopDownFit", "check_geography_joint", "anchor_level", "project_level",
-           "topdown_nonnegative", "topdown_integer", "region_tables"]
+           "topdown_nonnegative", "topdown_integer", "region_tables", "simplex_groups", "grid_round"]
 
 #: Largest number of joint cells over every region of every level (each fit holds a few float64 arrays of
 #: that many values: 128 MB each at the cap).
@@ -131,7 +131,7 @@ def anchor_level(totals: Mapping[int, np.ndarray]) -> int:
 
 def project_level(shape: Sequence[int], tables: Sequence[Sequence[int]], targets: Sequence[np.ndarray],
                   weights: np.ndarray, *, parents: np.ndarray | None = None, parent_joints: np.ndarray | None = None,
-                  totals: np.ndarray | None = None, tol: float = 1e-10,
+                  totals: np.ndarray | None = None, tol: float = 1e-9,
                   max_iter: int = 20_000) -> tuple[np.ndarray, int, float]:
     """The weighted least-squares non-negative joints of every region of one level (module notes).
 
@@ -193,7 +193,7 @@ def project_level(shape: Sequence[int], tables: Sequence[Sequence[int]], targets
     def project(point: np.ndarray) -> np.ndarray:
         if parents is None and totals is None:
             return np.maximum(point, 0.0)
-        return project_groups(point.ravel(), v, group, group_total).reshape(point.shape)
+        return simplex_groups(point.ravel(), v, group, group_total).reshape(point.shape)
 
     def gradient(point: np.ndarray) -> np.ndarray:
         g = np.zeros(point.shape)
@@ -223,6 +223,29 @@ def project_level(shape: Sequence[int], tables: Sequence[Sequence[int]], targets
             momentum = nxt
         x = new
     return x, it, step
+
+
+def simplex_groups(t: np.ndarray, v: np.ndarray, group: np.ndarray, total: np.ndarray) -> np.ndarray:
+    """:func:`~pandas_dp.algorithms.regions.nonnegative.project_groups` (every group of ``t`` onto
+    ``{x >= 0, sum x = total[g]}`` in the metric ``1 / v``), its later rounds on the unsettled groups only.
+
+    The first round shifts every group onto its total (``x = t - lambda v``); a group with no value
+    at or below 0 is then projected exactly, and only the others (few, near a fit's end) go on to
+    Michelot's iteration, on their own elements.
+    """
+    n_groups = total.size
+    sums = np.bincount(group, weights=t, minlength=n_groups)
+    weights = np.bincount(group, weights=v, minlength=n_groups)
+    lam = np.divide(sums - total, weights, out=np.zeros(n_groups), where=weights > 0)
+    x = t - lam[group] * v
+    live = total > 0
+    x[~live[group]] = 0.0
+    unsettled = np.bincount(group, weights=(x <= 0) & live[group], minlength=n_groups) > 0
+    if unsettled.any():
+        idx = np.flatnonzero(unsettled[group])
+        codes, compact = np.unique(group[idx], return_inverse=True)
+        x[idx] = project_groups(t[idx], v[idx], compact.ravel(), total[codes])
+    return x
 
 
 def grid_round(values: np.ndarray, group: np.ndarray, units: np.ndarray) -> np.ndarray:
@@ -285,7 +308,7 @@ class TopDownFit:
 def topdown_nonnegative(shape: Sequence[int], tables: Sequence[Sequence[int]],
                         estimates: Sequence[Sequence[np.ndarray]], variances: Sequence[np.ndarray],
                         layout: RegionLayout, totals: Mapping[int, np.ndarray] | None = None, *,
-                        tol: float = 1e-10, max_iter: int = 20_000) -> TopDownFit:
+                        tol: float = 1e-9, max_iter: int = 20_000) -> TopDownFit:
     """Non-negative joints for every region, consistent across tables and geography (module notes).
 
     Parameters
