@@ -131,7 +131,7 @@ def anchor_level(totals: Mapping[int, np.ndarray]) -> int:
 
 def project_level(shape: Sequence[int], tables: Sequence[Sequence[int]], targets: Sequence[np.ndarray],
                   weights: np.ndarray, *, parents: np.ndarray | None = None, parent_joints: np.ndarray | None = None,
-                  totals: np.ndarray | None = None, tol: float = 1e-9,
+                  totals: np.ndarray | None = None, tol: float = 1e-8,
                   max_iter: int = 20_000) -> tuple[np.ndarray, int, float]:
     """The weighted least-squares non-negative joints of every region of one level (module notes).
 
@@ -157,6 +157,15 @@ def project_level(shape: Sequence[int], tables: Sequence[Sequence[int]], targets
         The joints ``(regions, *shape)`` (feasible to floating-point accuracy), the gradient steps taken
         and the last gradient-mapping step (largest change of a cell).
     """
+    if parents is not None and np.any(np.diff(np.asarray(parents, dtype=np.int64)) < 0):
+        # children of one parent next to each other (a stable order), then back to the regions' order
+        order = np.argsort(np.asarray(parents, dtype=np.int64), kind="stable")
+        fitted, it, last = project_level(shape, tables, [np.asarray(y)[order] for y in targets],
+                                         np.asarray(weights)[order], parents=np.asarray(parents)[order],
+                                         parent_joints=parent_joints, tol=tol, max_iter=max_iter)
+        back = np.empty_like(fitted)
+        back[order] = fitted
+        return back, it, last
     shape = tuple(int(s) for s in shape)
     ndim = len(shape)
     axes = [tuple(int(a) for a in t) for t in tables]
@@ -172,8 +181,11 @@ def project_level(shape: Sequence[int], tables: Sequence[Sequence[int]], targets
         assert parent_joints is not None
         codes = np.asarray(parents, dtype=np.int64)
         px = np.asarray(parent_joints, dtype=np.float64).reshape(-1, cells)
-        group = (codes[:, None] * cells + np.arange(cells)[None, :]).ravel()
-        group_total = np.maximum(px.ravel(), 0.0)
+        first = np.concatenate([[True], codes[1:] != codes[:-1]]) if n else np.zeros(0, dtype=bool)
+        starts = np.flatnonzero(first)
+        block = np.cumsum(first) - 1                      # each child's sibling block
+        block_total = np.maximum(px[codes[starts]], 0.0)  # (blocks, cells)
+        row_v = (1.0 / lipschitz)[:, None]
         # start: each parent's cells split by the children's estimated totals (non-negative shares)
         own = np.maximum(ys[0].reshape(n, -1).sum(axis=1), 0.0)
         siblings = np.bincount(codes, weights=own, minlength=px.shape[0])
@@ -193,7 +205,20 @@ def project_level(shape: Sequence[int], tables: Sequence[Sequence[int]], targets
     def project(point: np.ndarray) -> np.ndarray:
         if parents is None and totals is None:
             return np.maximum(point, 0.0)
-        return simplex_groups(point.ravel(), v, group, group_total).reshape(point.shape)
+        if parents is None:
+            return simplex_groups(point.ravel(), v, group, group_total).reshape(point.shape)
+        # Michelot on every (parent, cell) group at once, siblings contiguous: sums are reduceat's
+        t = point.reshape(n, cells)
+        active = block_total[block] > 0
+        while True:
+            sums = np.add.reduceat(np.where(active, t, 0.0), starts, axis=0)
+            weight = np.add.reduceat(np.where(active, row_v, 0.0), starts, axis=0)
+            lam = np.divide(sums - block_total, weight, out=np.zeros(sums.shape), where=weight > 0)
+            x_new = t - lam[block] * row_v
+            still = active & (x_new > 0)
+            if np.array_equal(still, active):
+                return np.where(active, x_new, 0.0).reshape(point.shape)
+            active = still
 
     def gradient(point: np.ndarray) -> np.ndarray:
         g = np.zeros(point.shape)
@@ -243,8 +268,10 @@ def simplex_groups(t: np.ndarray, v: np.ndarray, group: np.ndarray, total: np.nd
     unsettled = np.bincount(group, weights=(x <= 0) & live[group], minlength=n_groups) > 0
     if unsettled.any():
         idx = np.flatnonzero(unsettled[group])
-        codes, compact = np.unique(group[idx], return_inverse=True)
-        x[idx] = project_groups(t[idx], v[idx], compact.ravel(), total[codes])
+        codes = np.flatnonzero(unsettled)
+        remap = np.zeros(n_groups, dtype=np.int64)
+        remap[codes] = np.arange(codes.size)
+        x[idx] = project_groups(t[idx], v[idx], remap[group[idx]], total[codes])
     return x
 
 
@@ -308,7 +335,7 @@ class TopDownFit:
 def topdown_nonnegative(shape: Sequence[int], tables: Sequence[Sequence[int]],
                         estimates: Sequence[Sequence[np.ndarray]], variances: Sequence[np.ndarray],
                         layout: RegionLayout, totals: Mapping[int, np.ndarray] | None = None, *,
-                        tol: float = 1e-9, max_iter: int = 20_000) -> TopDownFit:
+                        tol: float = 1e-8, max_iter: int = 20_000) -> TopDownFit:
     """Non-negative joints for every region, consistent across tables and geography (module notes).
 
     Parameters
