@@ -108,7 +108,7 @@ def by_geography(persons: int = 300_000, rho: float = 1.0) -> None:
         t1 = time.perf_counter()
     nonneg = t.nonnegative()
     t2 = time.perf_counter()
-    ints = t.integer()
+    ints = nonneg.integer()   # the same as t.integer(), without fitting again
     t3 = time.perf_counter()
     fit = nonneg.params["publish"]
     print(f"by geography ({persons:,} persons, {len(counties):,} counties in {len(states)} states, joint "

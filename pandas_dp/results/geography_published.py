@@ -28,7 +28,7 @@ import pandas as pd
 
 from pandas_dp._utils.public import safe_repr
 from pandas_dp.algorithms.marginals.sample import sample_joint
-from pandas_dp.algorithms.marginals.topdown import region_tables, topdown_integer, topdown_nonnegative
+from pandas_dp.algorithms.marginals.topdown import TopDownFit, region_tables, topdown_integer, topdown_nonnegative
 from pandas_dp.algorithms.regions.layout import region_layout
 from pandas_dp.domain.grid import Grid
 from pandas_dp.errors import ParameterError
@@ -111,8 +111,15 @@ class GeographyPublishedTables(GeographyMarginalTables):
         return self if self.kind == "nonnegative" else publish_by_region(self.unconstrained, "nonnegative")
 
     def integer(self) -> GeographyPublishedTables:
-        """The integer tables of the same release (these, for ``kind="integer"``)."""
-        return self if self.kind == "integer" else publish_by_region(self.unconstrained, "integer")
+        """The integer tables of the same release (these, for ``kind="integer"``; from non-negative tables,
+        their own joints rounded: the same as ``unconstrained.integer()``, without fitting again)."""
+        if self.kind == "integer":
+            return self
+        fit = self.params["publish"]
+        done = TopDownFit(joints=tuple(np.asarray(j) for j in self.joints), grid=float(fit["grid"]),
+                          anchor=self.levels.index(fit["anchor"]), iterations=tuple(fit["solver_iterations"]),
+                          steps=tuple(fit["solver_step"]))
+        return publish_by_region(self.unconstrained, "integer", fit=done)
 
     def _column(self, joints: tuple[Any, ...]) -> np.ndarray:
         """Values of ``joints`` laid out as the rows of the unconstrained ``to_frame()``."""
@@ -245,12 +252,13 @@ def check_integer_totals(totals: dict[int, np.ndarray], names: tuple[str, ...]) 
                                  f"must be whole numbers; pass integer totals, or nonnegative=True.")
 
 
-def publish_by_region(reference: GeographyMarginalTables, kind: str,
-                      totals: dict[int, np.ndarray] | None = None) -> GeographyPublishedTables:
+def publish_by_region(reference: GeographyMarginalTables, kind: str, totals: dict[int, np.ndarray] | None = None,
+                      fit: TopDownFit | None = None) -> GeographyPublishedTables:
     """The ``kind`` (``"nonnegative"`` or ``"integer"``) tables of a table set by geography (post-processing).
 
     ``totals`` (by level position) are the public totals as given; by default they are read back from
-    the release (:func:`public_totals_of`).
+    the release (:func:`public_totals_of`). ``fit``: the non-negative joints of this release, already
+    fitted (then only rounded).
     """
     if kind not in ("nonnegative", "integer"):
         raise ParameterError(f"kind must be 'nonnegative' or 'integer'; got {safe_repr(kind)}.")
@@ -263,9 +271,10 @@ def publish_by_region(reference: GeographyMarginalTables, kind: str,
     axes = [tuple(sorted(reference._attributes(t))) for t in reference.workload]
     levels = range(len(reference.levels))
     layout = region_layout([None, *(np.asarray(p) for p in reference.parents[1:])], list(reference.n_regions))
-    estimates = [[est.marginal(lvl, a) for a in axes] for lvl in levels]
-    variances = [np.stack([est.variance(lvl, a) for a in axes], axis=1) for lvl in levels]
-    fit = topdown_nonnegative(shape, axes, estimates, variances, layout, facts)
+    if fit is None:
+        estimates = [[est.marginal(lvl, a) for a in axes] for lvl in levels]
+        variances = [np.stack([est.variance(lvl, a) for a in axes], axis=1) for lvl in levels]
+        fit = topdown_nonnegative(shape, axes, estimates, variances, layout, facts)
     joints: tuple[np.ndarray, ...] = fit.joints
     steps: tuple[str, ...] = (f"top-down non-negative weighted least squares over one joint per region (level "
                               f"{reference.levels[fit.anchor]!r} first; children sum to parents in every cell)",)

@@ -106,6 +106,8 @@ def test_integer_tables_by_geography_are_consistent_integers_with_the_rounding_e
     assert row.cells == 4 * 3 * 2 and row.rmse_vs_nonnegative > 0
     assert row.rmse_vs_nonnegative == pytest.approx(float(np.sqrt(np.mean(diff ** 2))))
     assert p.integer() is p and p.nonnegative().kind == "nonnegative"
+    again = t.nonnegative().integer()                    # rounded from the fitted joints, not fitted again
+    assert all(np.array_equal(a, b) for a, b in zip(again.joints, p.joints))
 
 
 def test_sample_by_geography_reproduces_the_integer_tables_of_every_county(released):
