@@ -107,6 +107,8 @@ def _kinds() -> dict[str, tuple[str, dict[str, Any]]]:
                                                     by=["state", "county"], hierarchy=HIERARCHY))
     # published table sets: the projection, the record model and the rounding behind integer=True
     kinds["marginals:integer"] = ("marginals", dict(CALLS["marginals"], integer=True))
+    if "marginals:by" in kinds:   # and by geography: the top-down joints and their controlled rounding
+        kinds["marginals:integer:by"] = ("marginals", dict(kinds["marginals:by"][1], integer=True))
     return kinds
 
 
@@ -128,7 +130,8 @@ SCHEME_KWARGS = {"none": {}, "max_rows": dict(privacy_unit="pid", max_rows=2),
 MATRIX = [(kind, scheme) for kind, (entry, _) in KINDS.items() for scheme in _schemes(entry)]
 #: The default suite: one unit scheme per kind (the last: max_cells, whose pair keys hash the unit; group for
 #: count-of-counts; else none), on pandas.
-DEFAULT = {kind: _schemes(entry)[-1] for kind, (entry, _) in KINDS.items()}
+DEFAULT = {kind: _schemes(entry)[-1] for kind, (entry, _) in KINDS.items()
+           if kind != "marginals:integer:by"}   # the slow matrix only (tests/api covers it by default)
 
 
 def _call(kind: str, scheme: str, seed: int = 3) -> Callable[[Any], Any]:

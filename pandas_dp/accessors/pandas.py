@@ -29,7 +29,6 @@ from pandas_dp.results.count_of_counts import CountOfCounts
 from pandas_dp.results.geography import GeographyHistogram
 from pandas_dp.results.histogram import Histogram
 from pandas_dp.results.marginals import MarginalTables
-from pandas_dp.results.published import PublishedTables
 from pandas_dp.results.unattributed import UnattributedHistogram
 
 __all__ = ["DPAccessorBase", "DataFrameDPAccessor", "SeriesDPAccessor"]
@@ -328,7 +327,7 @@ class DPAccessorBase:
                   privacy_unit: Any = None, max_rows: int | None = None, by: Any = None, hierarchy: Any = None,
                   by_categories: Any = None, level_weights: Any = None, public_totals: Any = None,
                   rng: Any = None, nonnegative: bool = False,
-                  integer: bool = False) -> MarginalTables | PublishedTables:
+                  integer: bool = False) -> MarginalTables:
         """Release a set of cross-tabulations at once: one optimal measurement, consistent tables, exact errors.
 
         ResidualPlanner (Xiao, He, Zhang, Kifer, NeurIPS 2023): every marginal of the workload's
@@ -391,13 +390,15 @@ class DPAccessorBase:
 
         Returns
         -------
-        MarginalTables or PublishedTables
+        MarginalTables
             ``table(columns)`` for any workload table or sub-table of one (a ``Histogram``),
             ``to_frame()`` over every table, ``plan``, ``total_variance()``, ``plot()``,
             ``nonnegative()``, ``integer()``, ``sample()``. With ``by``:
             ``table(columns, level=, region=)`` and a tidy ``to_frame()`` with ``level`` and
-            ``region``. With ``nonnegative=True`` or ``integer=True`` (no ``by``): a
-            ``PublishedTables`` (``table``, ``to_frame``, ``error()``, ``sample()``), the same as
+            ``region``. With ``nonnegative=True`` or ``integer=True``: a ``PublishedTables``
+            (by geography a ``GeographyPublishedTables``), a ``MarginalTables`` whose tables hold
+            the published values with the unconstrained variances marked not exact, plus
+            ``error()`` and ``sample()`` (records with their geography), the same as
             ``.nonnegative()`` / ``.integer()`` of the release.
 
         Raises

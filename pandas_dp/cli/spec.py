@@ -81,7 +81,8 @@ else:  # pragma: no cover - Python 3.10
 
 from pandas_dp.releases.registry import cli_keys
 from pandas_dp.domain.grid import BinDomain
-from pandas_dp.results import CountOfCounts, GeographyHistogram, Histogram, MarginalTables, PublishedTables
+from pandas_dp.results import (CountOfCounts, GeographyHistogram, GeographyPublishedTables, Histogram, MarginalTables,
+                               PublishedTables)
 from pandas_dp.results.geography_marginals import GeographyMarginalTables
 
 __all__ = ["SpecError", "ReleaseError", "Spec", "Release", "load_spec", "parse_spec", "release_table"]
@@ -461,14 +462,14 @@ def release_table(result: Any, confidence: float = 0.95) -> pd.DataFrame:
         ``level, region, size, groups``. Table sets: ``table`` (``"age x sex"``), every
         column's cell as for a histogram (empty where the table does not have it), then
         ``estimate, variance, std_error, lower, upper``. Published table sets
-        (``nonnegative``/``integer``): the same cells, then the published ``estimate`` and the
+        (``nonnegative``/``integer``, by geography too): the same rows, then the published ``estimate`` and the
         unconstrained table's ``unconstrained_estimate, unconstrained_variance,
         unconstrained_std_error`` (a reference: no interval is claimed for the published values).
         Unattributed: ``rank, estimate, variance, std_error, lower, upper``.
     """
     if isinstance(result, CountOfCounts):
         return result.to_frame().reset_index(drop=True)
-    if isinstance(result, PublishedTables):
+    if isinstance(result, (PublishedTables, GeographyPublishedTables)):
         tidy = release_table(result.unconstrained, confidence).drop(columns=["lower", "upper"])
         tidy = tidy.rename(columns={"estimate": "unconstrained_estimate", "variance": "unconstrained_variance",
                                     "std_error": "unconstrained_std_error"})

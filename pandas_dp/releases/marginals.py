@@ -42,7 +42,6 @@ from pandas_dp.privacy.loss import UNIT, PrivacyLoss, Sensitivity
 from pandas_dp.releases.params import PrivacyUnit, check_choice, check_columns, check_rng
 from pandas_dp.releases.pipeline import Release, check_measure, privacy_loss, run
 from pandas_dp.results.marginals import MarginalDetail, MarginalTables
-from pandas_dp.results.published import PublishedTables
 from pandas_dp.results.published import publish as published
 
 __all__ = ["marginals", "MAX_SUBSETS"]
@@ -142,25 +141,24 @@ def marginals(frame: Any, workload: Any, *, bins: Any = None, categories: Any = 
               rho: Any = None, weights: Any = None, loss: Any = "sum", privacy_unit: Any = None,
               max_rows: Any = None, by: Any = None, hierarchy: Any = None, by_categories: Any = None,
               level_weights: Any = None, public_totals: Any = None, rng: Any = None, nonnegative: Any = False,
-              integer: Any = False) -> MarginalTables | PublishedTables:
+              integer: Any = False) -> MarginalTables:
     """Release a workload of consistent cross-tabulations (see ``DataFrame.dp.marginals``).
 
     ``nonnegative=True`` / ``integer=True`` return the release's
     :meth:`~pandas_dp.results.marginals.MarginalTables.nonnegative` /
-    :meth:`~pandas_dp.results.marginals.MarginalTables.integer` tables (post-processing); the
+    :meth:`~pandas_dp.results.marginals.MarginalTables.integer` tables (post-processing, a
+    ``PublishedTables``, by geography a ``GeographyPublishedTables``: both are ``MarginalTables``); the
     union domain's size is checked against the projection's cap before anything is read.
     """
     if any(v is not None for v in (by, hierarchy, by_categories, level_weights, public_totals)):
-        if nonnegative is not False or integer is not False:
-            raise ParameterError("marginals(by=...) does not take nonnegative= or integer= yet: non-negative and "
-                                 "integer tables are published for a flat table set only. Drop them, or release "
-                                 "without by=.")
+        nonneg, whole = check_flag(nonnegative, "nonnegative", "marginals"), check_flag(integer, "integer", "marginals")
         from pandas_dp.releases.marginals_geography import marginals_by_region  # a cycle: it reuses our checks
         return marginals_by_region(frame, workload, bins=bins, categories=categories, other=other, epsilon=epsilon,
                                    rho=rho,
                                    weights=weights, loss=loss, privacy_unit=privacy_unit, max_rows=max_rows, by=by,
                                    hierarchy=hierarchy, by_categories=by_categories, level_weights=level_weights,
-                                   public_totals=public_totals, rng=rng)
+                                   public_totals=public_totals, rng=rng,
+                                   publish="integer" if whole else "nonnegative" if nonneg else None)
     attrs, tables = _workload_columns(frame, workload)
     privacy = privacy_loss(epsilon, rho)
     check_measure(privacy, frozenset({"pure", "zcdp"}), "marginals")
@@ -199,7 +197,7 @@ def marginals(frame: Any, workload: Any, *, bins: Any = None, categories: Any = 
     widest = max(measured, key=lambda n: n.tail_factor(0.95))
     grid = Grid(tuple(d.dims[0] for d in dims))
 
-    def mechanism(exact: Any) -> MarginalTables | PublishedTables:
+    def mechanism(exact: Any) -> MarginalTables:
         maximal = exact if unit is None else exact.marginals(unit, release_key(generator))
         noisy = measure_marginals(sum_down(maximal, work), plan, rng=generator)
         estimates = reconstruct(noisy)

@@ -57,7 +57,9 @@ from pandas_dp.releases.marginals import (MAX_SUBSETS, _cached_plan, _dimensions
                                           _workload_columns)
 from pandas_dp.releases.params import PrivacyUnit, check_choice, check_rng
 from pandas_dp.releases.pipeline import Release, check_measure, privacy_loss, run
+from pandas_dp.algorithms.marginals.topdown import check_geography_joint
 from pandas_dp.results.geography_marginals import GeographyMarginalTables
+from pandas_dp.results.geography_published import check_integer_totals, publish_by_region
 from pandas_dp.results.marginals import MarginalDetail
 
 __all__ = ["marginals_by_region", "check_public_totals", "RESERVED"]
@@ -166,8 +168,15 @@ def marginals_by_region(frame: Any, workload: Any, *, bins: Any = None, categori
                         rho: Any = None, weights: Any = None, loss: Any = "sum", privacy_unit: Any = None,
                         max_rows: Any = None, by: Any = None, hierarchy: Any = None, by_categories: Any = None,
                         level_weights: Any = None, public_totals: Any = None,
-                        rng: Any = None) -> GeographyMarginalTables:
-    """Release a workload of consistent cross-tabulations for every region (see ``DataFrame.dp.marginals``)."""
+                        rng: Any = None, publish: str | None = None) -> GeographyMarginalTables:
+    """Release a workload of consistent cross-tabulations for every region (see ``DataFrame.dp.marginals``).
+
+    ``publish="nonnegative"`` / ``"integer"`` return the release's
+    :meth:`~pandas_dp.results.geography_marginals.GeographyMarginalTables.nonnegative` /
+    :meth:`~pandas_dp.results.geography_marginals.GeographyMarginalTables.integer` tables (post-processing);
+    the joints' size (union domain times every region) and, for integers, whole public totals are
+    checked before anything is read.
+    """
     if by is None:
         given = [name for name, v in (("hierarchy", hierarchy), ("by_categories", by_categories),
                                       ("level_weights", level_weights), ("public_totals", public_totals))
@@ -206,6 +215,10 @@ def marginals_by_region(frame: Any, workload: Any, *, bins: Any = None, categori
     layout = region_tree_layout(tree)
     shares = level_shares(level_weights, tree.level_names, flat=by_categories is not None)
     totals = check_public_totals(public_totals, tree, layout)
+    if publish is not None:
+        check_geography_joint([d.size for d in dims], sum(n_regions), f"marginals({publish}=True)")
+        if publish == "integer":
+            check_integer_totals(totals, tree.level_names)
     sensitivity = UNIT if unit is None else unit.histogram_sensitivity()
     plans = _plans(work, privacy, shares, objective, _weights(weights, len(work.tables)), sensitivity)
     rwork = region_workload(work, n_regions[-1])
@@ -234,11 +247,12 @@ def marginals_by_region(frame: Any, workload: Any, *, bins: Any = None, categori
             post.append("public totals matched exactly (conditioned GLS)")
         params = {**ledger_params, "sensitivity": sensitivity.describe(),
                   "plan": [None if p is None else p.describe() for p in plans]}
-        return GeographyMarginalTables(
+        result = GeographyMarginalTables(
             workload=tuple(tables), domain=grid, epsilon=privacy.pure_epsilon, method="residual_planner",
             params=params, post_processing=tuple(post), loss=privacy, noise=widest,
             detail=MarginalDetail.of(estimates.region(0, 0)), levels=tree.level_names, regions=tree.regions,
             parents=tree.parents, geography=estimates)
+        return result if publish is None else publish_by_region(result, publish, totals)
 
     columns = [*attrs, *(c for c in tree.located if c not in attrs)]
     if unit is None:

@@ -140,11 +140,14 @@ MARGINALS_PARAMS = ParamTable("marginals", (
     RNG,
     Param("nonnegative", Flag(), False, "non-negative consistent tables (post-processing)", type="bool", doc="""
         Return non-negative tables that stay consistent (a ``PublishedTables``): the weighted
-        least-squares tables of a non-negative joint (post-processing)."""),
+        least-squares tables of a non-negative joint (post-processing). With ``by``: every region's
+        tables, consistent across the geography too (top-down), public totals kept."""),
     Param("integer", Flag(), False, "non-negative integer consistent tables (post-processing)", type="bool",
           doc="""
         Return non-negative integer tables that stay consistent (a ``PublishedTables``; implies
-        ``nonnegative``), with the rounding's extra error in ``error()`` (post-processing).""")))
+        ``nonnegative``), with the rounding's extra error in ``error()`` (post-processing). With
+        ``by``: every region's tables, consistent across the geography too; public totals must
+        be whole numbers.""")))
 UNATTRIBUTED_PARAMS = ParamTable("unattributed_histogram", (
     _arg("group", REQUIRED, POSITIONAL), *LOSS_PARAMS, _arg("groups"), RNG, *UNIT_PARAMS))
 

@@ -8,10 +8,11 @@ from pandas_dp.results.data_dependent import AHPHistogram, DPCubeHistogram
 from pandas_dp.results.geography import GeographyHistogram
 from pandas_dp.results.marginals import MarginalHistogram, MarginalTables
 from pandas_dp.results.published import PublishedTables
+from pandas_dp.results.geography_published import GeographyPublishedTables
 from pandas_dp.results.hierarchical import HierarchicalHistogram
 from pandas_dp.results.histogram import Histogram, RangeAnswer
 from pandas_dp.results.unattributed import UnattributedHistogram
 
 __all__ = ["Histogram", "RangeAnswer", "HierarchicalHistogram", "AHPHistogram", "DPCubeHistogram",
            "DAWAHistogram", "GridHistogram", "CountOfCounts", "UnattributedHistogram", "GeographyHistogram",
-           "MarginalTables", "MarginalHistogram", "PublishedTables"]
+           "MarginalTables", "MarginalHistogram", "PublishedTables", "GeographyPublishedTables"]

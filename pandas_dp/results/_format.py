@@ -289,8 +289,10 @@ def _percent(share: Any) -> str:
 
 
 def release_note(params: Mapping[str, Any]) -> str:
-    """What a release's intervals leave out: :func:`bounding_note` and ``method="auto"``'s ``auto_note``."""
-    return "; ".join(n for n in (bounding_note(params), str(params.get("auto_note") or "")) if n)
+    """What a release's intervals leave out: :func:`bounding_note`, ``method="auto"``'s ``auto_note`` and a
+    published table's ``published_note`` (non-negative or integer tables: variances of the unconstrained ones)."""
+    return "; ".join(n for n in (bounding_note(params), str(params.get("auto_note") or ""),
+                                 str(params.get("published_note") or "")) if n)
 
 
 def with_note(frame: pd.DataFrame, params: Mapping[str, Any]) -> pd.DataFrame:

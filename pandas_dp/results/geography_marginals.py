@@ -120,6 +120,24 @@ class GeographyMarginalTables(MarginalTables):
         out = _table(np.ascontiguousarray(est.marginal(attrs)), grid, subset, self, est.variance(attrs))
         return out
 
+    def nonnegative(self) -> Any:
+        """These tables made non-negative, consistent across tables and geography, public totals kept
+        (post-processing, free): a :class:`~pandas_dp.results.geography_published.GeographyPublishedTables`
+        (:mod:`pandas_dp.algorithms.marginals.topdown`)."""
+        from pandas_dp.results.geography_published import publish_by_region  # it subclasses this class
+        return publish_by_region(self, "nonnegative")
+
+    def integer(self) -> Any:
+        """These tables as consistent non-negative integers across tables and geography (post-processing,
+        free), the rounding's extra error per level in ``error()``."""
+        from pandas_dp.results.geography_published import publish_by_region  # it subclasses this class
+        return publish_by_region(self, "integer")
+
+    def sample(self, n: Any = None, rng: Any = None) -> pd.DataFrame:
+        """Synthetic records with their geography whose tables agree with :meth:`nonnegative` (free); see
+        :meth:`~pandas_dp.results.geography_published.GeographyPublishedTables.sample`."""
+        return self.nonnegative().sample(n=n, rng=rng)
+
     def to_frame(self) -> pd.DataFrame:
         """One row per cell of every workload table of every region: ``level``, ``region``, ``table``,
         one column per attribute (missing when not in the row's table), ``estimate``, ``variance``,

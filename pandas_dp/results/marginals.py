@@ -130,23 +130,30 @@ class MarginalHistogram(Histogram):
                                  f"Got {safe_repr(columns)}.")
         axes = [int(k) for k in keep if k is not None]
         drop = tuple(k for k in range(len(names)) if k not in axes)
-        est = self.counts.to_numpy(dtype=np.float64).reshape(self.domain.shape).sum(axis=drop)
+        values = self.counts.to_numpy()
+        values = values if values.dtype.kind in "iu" else values.astype(np.float64)   # integer tables stay so
+        est = values.reshape(self.domain.shape).sum(axis=drop)
         order = sorted(axes)
         est = np.transpose(est, [order.index(k) for k in axes])
         sub = tuple(self.subset_variances[sum(1 << axes[b] for b in range(len(axes)) if m >> b & 1)]
                     for m in range(1 << len(axes)))
         grid = Grid(tuple(self.domain.dims[k] for k in axes))
-        return _table(np.ascontiguousarray(est), grid, sub, self)
+        return _table(np.ascontiguousarray(est), grid, sub, self, cls=None if self.variance_exact else type(self))
 
 
 def _table(values: np.ndarray, grid: Grid, subset_variances: tuple[float, ...], like: Any,
-           cell: float | None = None) -> MarginalHistogram:
+           cell: float | None = None, cls: type[MarginalHistogram] | None = None,
+           params: Mapping[str, Any] | None = None) -> MarginalHistogram:
+    """One table as a :class:`MarginalHistogram` (or ``cls``, a subclass whose variances are the unconstrained
+    table's: ``variance_exact`` false, ``params`` saying why)."""
     if cell is None:
         cell = _box_variance(subset_variances, [1] * grid.ndim, list(grid.shape))
-    return MarginalHistogram(
+    kind = MarginalHistogram if cls is None else cls
+    return kind(
         counts=as_series(values, grid, "estimate"), variance=as_series(constant_cells(cell, grid), grid, "variance"),
-        epsilon=like.epsilon, method=like.method, params={**like.params, "table": list(grid.columns)},
-        domain=grid, post_processing=like.post_processing, variance_exact=True, loss=like.loss,
+        epsilon=like.epsilon, method=like.method,
+        params={**(like.params if params is None else params), "table": list(grid.columns)},
+        domain=grid, post_processing=like.post_processing, variance_exact=cls is None, loss=like.loss,
         noise=like.noise, single_draw=False, subset_variances=subset_variances)
 
 

@@ -8,11 +8,14 @@ non-negative joint over the union of the workload's columns
 for integers), so a table summed over some of its columns is the smaller table exactly and all
 share one total.
 
-The unconstrained GLS tables stay attached (``unconstrained``): their variances are exact for
-*them*, not for the published tables (clipping and rounding add a bias that depends on the
-unknown counts), so :meth:`PublishedTables.to_frame` shows them as ``unconstrained_estimate`` and
-``unconstrained_variance``, a reference, and :meth:`PublishedTables.error` reports how far the
-published tables moved from them.
+A ``PublishedTables`` *is* a ``MarginalTables`` (the contract of ``marginals(...)``): ``table(columns)``
+returns a :class:`PublishedHistogram` (a ``Histogram``) whose estimates are the published values and
+whose ``variance``/``std_error`` are the unconstrained GLS table's, exact for *that* table, not for the
+published one (clipping and rounding add a bias that depends on the unknown counts): its
+``variance_exact`` is false, range answers have ``exact_std_error=False`` and a ``note`` starting with
+"biased", and ``to_frame().attrs["note"]``, the repr and the notebook view say so.
+:meth:`PublishedTables.error` reports how far the published tables moved from the unconstrained ones
+(``unconstrained``).
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from __future__ import annotations
 import html
 import math
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -31,21 +34,40 @@ from pandas_dp.algorithms.marginals.publish import publish_tables
 from pandas_dp.algorithms.marginals.sample import fit_model, sample_joint
 from pandas_dp.domain.grid import Grid
 from pandas_dp.errors import ParameterError
-from pandas_dp.results._base import FrozenRelease, MeasureView
 from pandas_dp.results._checks import find_label
 from pandas_dp.results.frozen import stored_fields
+from pandas_dp.results.marginals import MarginalHistogram, MarginalTables, _table
 
-__all__ = ["PublishedTables", "publish"]
+__all__ = ["PublishedTables", "PublishedHistogram", "PUBLISHED_NOTE", "publish"]
 
 
 #: Most records :meth:`PublishedTables.sample` draws at once (one int64 cell code each: 8 GB).
 MAX_RECORDS = 10**9
 
+#: What the variances of a published table are (``to_frame().attrs["note"]``, repr, range answers' ``note``).
+PUBLISHED_NOTE = ("biased: published (non-negative or integer) tables are not linear in the noise; variance, "
+                  "std_error and intervals are those of the unconstrained GLS tables (result.unconstrained), the "
+                  "noise only, not exact for the published values; error() says how far they moved")
+
 
 @stored_fields
 @dataclass(frozen=True, repr=False, eq=False)
-class PublishedTables(FrozenRelease, MeasureView):
+class PublishedHistogram(MarginalHistogram):
+    """One published table: a :class:`~pandas_dp.results.Histogram` whose ``counts`` are the published values
+    (int64 for integer tables) and whose ``variance`` is the unconstrained GLS table's (``variance_exact``
+    false; ``params["published_note"]`` says so, and range and box answers carry it as their ``note``)."""
+
+    def _box_bias_note(self) -> str | None:
+        return PUBLISHED_NOTE
+
+
+@stored_fields
+@dataclass(frozen=True, repr=False, eq=False)
+class PublishedTables(MarginalTables):
     """Non-negative (``kind="nonnegative"``) or non-negative integer (``kind="integer"``) consistent tables.
+
+    A :class:`~pandas_dp.results.marginals.MarginalTables` (``plan``, ``total_variance()``, ``detail``
+    are the unconstrained release's); ``table(columns)`` is a :class:`PublishedHistogram`.
 
     Attributes
     ----------
@@ -81,29 +103,19 @@ class PublishedTables(FrozenRelease, MeasureView):
     >>> with pdp.budget(rho=1.0):
     ...     t = df.dp.marginals([("a", "b")], categories={"a": [0, 1, 2], "b": [0, 1]}, rho=1.0,
     ...                         integer=True, rng=np.random.default_rng(0))
-    >>> ab = t.table(("a", "b"))
+    >>> ab = t.table(("a", "b")).counts
     >>> bool((ab >= 0).all()), ab.dtype == np.int64, int(ab.sum()) == t.total
     (True, True, True)
-    >>> bool((ab.groupby(level="a").sum().to_numpy() == t.table("a").to_numpy()).all())
+    >>> bool((ab.groupby(level="a").sum().to_numpy() == t.table("a").counts.to_numpy()).all())
     True
+    >>> isinstance(t, pdp.MarginalTables), t.table("a").variance_exact
+    (True, False)
     """
 
-    workload: tuple[tuple[Any, ...], ...]
-    domain: Grid = field(compare=False)
-    kind: str
-    joint: np.ndarray
-    nonnegative_joint: np.ndarray = field(compare=False)
-    unconstrained: Any = field(compare=False)
-    method: str = "residual_planner"
-    params: Mapping[str, Any] = field(default_factory=dict)
-    post_processing: tuple[str, ...] = ()
-    epsilon: float | None = None
-    loss: Any = field(default=None, compare=False)
-
-    @property
-    def columns(self) -> tuple[Any, ...]:
-        """Every column of the workload, in order of first appearance."""
-        return self.domain.columns
+    kind: str = "nonnegative"
+    joint: Any = None
+    nonnegative_joint: Any = field(default=None, compare=False)
+    unconstrained: Any = field(default=None, compare=False)
 
     @property
     def total(self) -> float:
@@ -129,38 +141,47 @@ class PublishedTables(FrozenRelease, MeasureView):
         values = table_of(np.asarray(joint), order)
         return np.ascontiguousarray(np.transpose(values, [order.index(k) for k in axes]))
 
-    def table(self, columns: Any) -> pd.Series:
-        """The published table of ``columns`` (a workload table or any sub-table of one), a Series on the
-        cells (a ``MultiIndex`` for two or more columns) named ``estimate``."""
+    def table(self, columns: Any, level: Any = None, region: Any = None) -> PublishedHistogram:
+        """The published table of ``columns`` (a workload table or any sub-table of one).
+
+        Returns
+        -------
+        PublishedHistogram
+            A :class:`~pandas_dp.results.Histogram` over the cells (a ``MultiIndex`` for two or more
+            columns): ``counts`` the published values (int64 for ``kind="integer"``), ``variance`` and
+            ``std_error`` the unconstrained GLS table's (``variance_exact`` false: not exact for the
+            published values, which clipping and rounding moved; see ``params["published_note"]``).
+        """
+        unconstrained = super().table(columns, level=level, region=region)   # the GLS table; checks the arguments
         axes = self._axes(columns)
         grid = Grid(tuple(self.domain.dims[k] for k in axes))
-        return pd.Series(self._values(self.joint, axes).ravel(), index=grid.index, name="estimate")
+        return _published_table(self._values(self.joint, axes), grid, unconstrained, self)
 
-    def tables(self) -> list[pd.Series]:
-        """Every workload table, in the workload's order."""
-        return [self.table(t) for t in self.workload]
+    def nonnegative(self) -> PublishedTables:
+        """The non-negative tables of the same release (these, for ``kind="nonnegative"``)."""
+        return self if self.kind == "nonnegative" else publish(self.unconstrained, "nonnegative")
+
+    def integer(self) -> PublishedTables:
+        """The integer tables of the same release (these, for ``kind="integer"``)."""
+        return self if self.kind == "integer" else publish(self.unconstrained, "integer")
 
     def to_frame(self) -> pd.DataFrame:
         """One row per cell of every workload table: ``table``, one column per attribute, ``estimate`` (the
-        published value), ``unconstrained_estimate`` and ``unconstrained_variance`` (the GLS table's value
-        and its exact variance: a reference, not the published value's error), and for integers
-        ``nonnegative_estimate`` (the value before rounding)."""
+        published value), ``variance`` and ``std_error`` (the unconstrained GLS table's: a reference, not
+        the published value's error; ``attrs["note"]`` says so), ``unconstrained_estimate`` (the GLS
+        table's value), and for integers ``nonnegative_estimate`` (the value before rounding)."""
         base = self.unconstrained.to_frame()
         estimates = np.concatenate([self._values(self.joint, self._axes(t)).ravel() for t in self.workload])
         out = base.drop(columns=["estimate", "variance", "std_error"])
         out["estimate"] = estimates
+        out["variance"] = base["variance"].to_numpy()
+        out["std_error"] = base["std_error"].to_numpy()
         out["unconstrained_estimate"] = base["estimate"].to_numpy()
-        out["unconstrained_variance"] = base["variance"].to_numpy()
         if self.kind == "integer":
             out["nonnegative_estimate"] = np.concatenate(
                 [self._values(self.nonnegative_joint, self._axes(t)).ravel() for t in self.workload])
+        out.attrs["note"] = PUBLISHED_NOTE
         return out
-
-    @property
-    def counts(self) -> pd.Series:
-        """The published value of every cell of every workload table, indexed like :meth:`to_frame` (a new
-        Series)."""
-        return self.to_frame()["estimate"]
 
     def error(self) -> pd.DataFrame:
         """How far every workload table moved, one row per table: ``cells``, ``rmse_vs_unconstrained`` and
@@ -242,6 +263,16 @@ class PublishedTables(FrozenRelease, MeasureView):
                 f"{self.error().to_html(index=False)}</div>")
 
 
+def _published_table(values: np.ndarray, grid: Grid, unconstrained: MarginalHistogram,
+                     like: Any) -> PublishedHistogram:
+    """A published table: ``values`` with the unconstrained table's variances, marked not exact."""
+    params = {**like.params, "published_note": PUBLISHED_NOTE}
+    out = _table(np.ascontiguousarray(values), grid, tuple(unconstrained.subset_variances), like,
+                 float(unconstrained.variance.iloc[0]), cls=PublishedHistogram, params=params)
+    assert isinstance(out, PublishedHistogram)
+    return out
+
+
 def publish(reference: Any, kind: str) -> PublishedTables:
     """The ``kind`` (``"nonnegative"`` or ``"integer"``) tables of a ``MarginalTables`` (post-processing):
     :func:`~pandas_dp.algorithms.marginals.publish.publish_tables` on its workload tables and their
@@ -257,4 +288,5 @@ def publish(reference: Any, kind: str) -> PublishedTables:
                            nonnegative_joint=done.nonnegative_joint, unconstrained=reference, method=reference.method,
                            params={**reference.params, "publish": {"kind": kind, **done.params}},
                            post_processing=(*reference.post_processing, *done.steps),
-                           epsilon=reference.epsilon, loss=reference.loss)
+                           epsilon=reference.epsilon, loss=reference.loss, noise=reference.noise,
+                           detail=reference.detail)

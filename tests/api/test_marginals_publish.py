@@ -37,12 +37,12 @@ def _assert_consistent(p, workload):
     """Every sub-table of a workload table is that table summed, exactly; one total; every cell >= 0."""
     totals = set()
     for table in workload:
-        values = p.table(table)
+        values = p.table(table).counts
         assert (values >= 0).all()
         totals.add(float(values.sum()))
         for col in table:
             summed = values.groupby(level=col, observed=True).sum() if len(table) > 1 else values
-            assert np.array_equal(summed.to_numpy(), p.table(col).to_numpy())   # exact, not close
+            assert np.array_equal(summed.to_numpy(), p.table(col).counts.to_numpy())   # exact, not close
     assert len(totals) == 1
 
 
@@ -52,13 +52,15 @@ def test_nonnegative_tables_are_consistent_exactly_and_close_to_the_unconstraine
         p = _release(nonnegative=True)
     assert b.spent == pytest.approx(0.04) and len(b.ledger) == 2         # the same one charge each
     assert (t.to_frame()["estimate"] < 0).any()                          # the case that needs it
-    assert isinstance(p, pdp.PublishedTables) and p.kind == "nonnegative"
+    assert isinstance(p, pdp.PublishedTables) and isinstance(p, pdp.MarginalTables) and p.kind == "nonnegative"
     _assert_consistent(p, CYCLE)
     pd.testing.assert_frame_equal(p.to_frame(), t.nonnegative().to_frame(), check_exact=True)
     frame = p.to_frame()
-    assert list(frame.columns) == ["table", "a", "b", "c", "estimate", "unconstrained_estimate",
-                                   "unconstrained_variance"]
-    pd.testing.assert_series_equal(frame["unconstrained_variance"], t.to_frame()["variance"], check_names=False)
+    assert list(frame.columns) == ["table", "a", "b", "c", "estimate", "variance", "std_error",
+                                   "unconstrained_estimate"]
+    assert frame.attrs["note"].startswith("biased")
+    pd.testing.assert_series_equal(frame["variance"], t.to_frame()["variance"], check_names=False)
+    pd.testing.assert_series_equal(frame["unconstrained_estimate"], t.to_frame()["estimate"], check_names=False)
     err = p.error()
     assert list(err["table"]) == CYCLE and (err["rmse_vs_unconstrained"] > 0).all()
     assert "non-negative" in p.post_processing[-1] and p.params["publish"]["kind"] == "nonnegative"
@@ -77,7 +79,7 @@ def test_integer_tables_are_consistent_nonnegative_integers_from_one_joint():
     with pdp.budget(rho=1.0):
         t = _release()
         p = _release(integer=True)
-    assert p.kind == "integer" and p.table(("a", "b")).dtype == np.int64
+    assert p.kind == "integer" and p.table(("a", "b")).counts.dtype == np.int64
     _assert_consistent(p, CYCLE)
     assert p.total == round(t.nonnegative().total)
     err = p.error()
@@ -115,12 +117,12 @@ def test_sample_gives_labelled_records_whose_tables_are_the_published_ones():
     records = ints.sample(rng=np.random.default_rng(0))
     assert list(records.columns) == ["a", "b", "c"] and len(records) == ints.total
     for col in "abc":
-        assert list(records[col].cat.categories) == list(ints.table(col).index)
+        assert list(records[col].cat.categories) == list(ints.table(col).counts.index)
     for table in CYCLE:  # an integer joint is reproduced exactly by its systematic sample
         counts = records.groupby(list(table), observed=False).size()
-        assert np.array_equal(counts.to_numpy(), ints.table(table).to_numpy())
+        assert np.array_equal(counts.to_numpy(), ints.table(table).counts.to_numpy())
     records = t.sample(n=500, rng=np.random.default_rng(1))
-    expected = t.nonnegative().table(("a", "b")) * 500 / t.nonnegative().total
+    expected = t.nonnegative().table(("a", "b")).counts * 500 / t.nonnegative().total
     got = records.groupby(["a", "b"], observed=False).size().to_numpy()
     assert len(records) == 500 and np.abs(got - expected.to_numpy()).max() < 3
     first = t.sample(n=50, rng=np.random.default_rng(4))
@@ -156,6 +158,25 @@ def test_the_result_reads_pickles_and_compares():
     assert list(table.columns) == ["table", "a", "b", "c", "estimate", "unconstrained_estimate",
                                    "unconstrained_variance", "unconstrained_std_error"]
     assert (table["estimate"] == p.to_frame()["estimate"]).all()
+
+
+def test_a_published_table_is_a_histogram_with_the_unconstrained_variances_marked_not_exact():
+    with pdp.budget(rho=1.0):
+        t = _release()
+    for p in (t.nonnegative(), t.integer()):
+        ab, gls = p.table(("b", "a")), t.table(("b", "a"))
+        assert isinstance(ab, pdp.Histogram) and not ab.variance_exact
+        assert ab.counts.index.equals(gls.counts.index)             # the table's own column order
+        assert np.array_equal(ab.counts.to_numpy(), p.table(("a", "b")).counts.to_numpy().reshape(3, 4).T.ravel())
+        frame = ab.to_frame()
+        assert list(frame.columns) == ["estimate", "variance", "std_error"]
+        np.testing.assert_array_equal(frame["variance"], gls.to_frame()["variance"])
+        assert frame.attrs["note"].startswith("biased") and "biased" in repr(ab)
+        marg = ab.marginal("a")                              # sums of published cells, still marked
+        assert not marg.variance_exact and np.array_equal(marg.counts.to_numpy(), p.table("a").counts.to_numpy())
+        np.testing.assert_allclose(marg.variance.to_numpy(), gls.marginal("a").variance.to_numpy())
+    assert t.integer().integer() is not None and t.nonnegative().nonnegative().kind == "nonnegative"
+    assert t.integer().nonnegative().kind == "nonnegative"
 
 
 @pytest.mark.parametrize("kwargs", [{"nonnegative": "yes"}, {"integer": 1}, {"nonnegative": None},

@@ -132,3 +132,17 @@ def test_a_table_set_by_geography_matches_its_public_totals_in_the_cli_table():
     np.testing.assert_allclose(states.loc[["A", "B"]].to_numpy(), [80.0, 40.0], rtol=0, atol=1e-9)
     counties = table[table["level"] == "county"].groupby("region")["estimate"].sum()
     assert counties.loc[["A-0", "A-1"]].sum() == pytest.approx(80.0, abs=1e-9)
+
+
+@pytest.mark.slow
+def test_an_integer_table_set_by_geography_in_a_spec_writes_consistent_integers():
+    """``integer = true`` with ``by`` in a spec: non-negative integers that match the public state totals
+    exactly and add up across the geography, next to the unconstrained GLS numbers."""
+    result = _release("marginals:by", dict(_kinds()["marginals:by"], integer=True), _persons())
+    table = release_table(result)
+    assert {"estimate", "unconstrained_estimate", "unconstrained_variance"} <= set(table.columns)
+    assert table["estimate"].dtype.kind == "i" and (table["estimate"] >= 0).all()
+    states = table[table["level"] == "state"].groupby("region")["estimate"].sum()
+    assert states.loc[["A", "B"]].tolist() == [80, 40]
+    counties = table[table["level"] == "county"].groupby("region")["estimate"].sum()
+    assert counties.loc[["A-0", "A-1"]].sum() == 80 and counties.loc["B-0"] == 40

@@ -1,0 +1,448 @@
+"""Publishable table sets by geography: non-negative (or integer) joints, consistent across tables and regions.
+
+Input: the GLS estimates of a table set for every region of a geography
+(:mod:`~pandas_dp.algorithms.marginals.geography`): for every level ``l`` and
+workload table ``t``, the region tables ``y_{r,t}`` and their cell variance
+``v_{r,t}``. Output: one non-negative joint ``x_r`` over the union domain of
+the workload's columns for every region ``r`` of every level, such that
+
+* every table of a region is read from its joint (so the tables of a region
+  agree exactly, as in the flat case, :mod:`~pandas_dp.algorithms.marginals.nonnegative`);
+* every child region's joints sum to their parent's joint in every joint cell
+  (so every table of a parent is the sum of its children's tables);
+* public totals are matched (a region's joint sums to its total).
+
+The scheme is top-down, as in the 2020 Census TopDown algorithm [1]: one
+geographic level at a time, each level fitted to its own noisy (here: GLS)
+tables under the constraint that it adds up to the level above, already fixed.
+
+1. **Anchor.** The finest level with public totals (the root without any) is
+   fitted on its own, every region at once: ``minimise sum_t w_{r,t}
+   ||M_t x_r - y_{r,t}||^2`` over ``x_r >= 0`` (with ``sum x_r = T_r`` when the
+   level has public totals). With one root and no totals this is the flat
+   projection of the national tables.
+2. **Above the anchor** every joint is the sum of its children's (the public
+   totals of the anchor make every ancestor's total exact).
+3. **Below the anchor**, level by level, the children ``c`` of every parent
+   ``p`` (joint ``X_p``, fixed) solve jointly ``minimise sum_c sum_t w_{c,t}
+   ||M_t x_c - y_{c,t}||^2`` over ``x_c >= 0`` with ``sum_c x_c = X_p`` cell by
+   cell of the joint: the feasible set is a product of scaled simplices, one
+   per (parent, joint cell).
+
+Weights ``w_{r,t} = 1 / v_{r,t}``, the variance floored as in the flat case
+(:func:`~pandas_dp.algorithms.marginals.publish.table_weights`, the floors taken
+over the whole level). Every fit is accelerated projected gradient (FISTA with
+gradient restarts, as the flat projection) over all regions of the level at
+once, with a per-region step ``1 / L_r`` (``L_r = sum_t w_{r,t} N / n_t``)
+and the projection in the matching diagonal metric: per (parent, cell) group a
+weighted simplex projection by Michelot's iteration, vectorised over every
+group (:func:`~pandas_dp.algorithms.regions.nonnegative.project_groups`). No
+Python loop runs over regions or cells.
+
+Exactness. Joints are put on the dyadic grid ``2**-k`` of the flat case (``k``
+from the root total, so every sum of grid values is exact in float64): at the
+anchor by rounding (to the public total in grid units, largest remainders
+first); below it every (parent, cell) group's children are rounded to grid
+units by largest remainders so that they sum to the parent's value *exactly*.
+Consistency across tables and geography is then exact, not up to rounding.
+
+Integers (:func:`topdown_integer`). The anchor's joints are rounded as the
+flat ``integer=True`` rounds one joint (controlled rounding down the prefix
+tables, the largest workload table's columns leading), all regions at once,
+each to its total (public, or its rounded sum). Levels above are sums. Below,
+level by level, every (parent, cell) group's non-negative children are scaled
+to the parent's integer and controlled-rounded
+(:func:`~pandas_dp.algorithms.controlled_rounding.controlled_round`): every
+child the floor or ceiling of its scaled value, the children summing to the
+parent's integer. The tables are then non-negative integers, consistent across
+tables and geography, matching integer public totals.
+
+Everything is post-processing of released estimates, deterministic (IEEE
+arithmetic and fixed-order numpy reductions).
+
+References
+----------
+.. [1] J. M. Abowd et al. "The 2020 Census Disclosure Avoidance System TopDown
+   Algorithm", Harvard Data Science Review, Special Issue 2, 2022.
+.. [2] A. Beck, M. Teboulle. "A Fast Iterative Shrinkage-Thresholding Algorithm for Linear Inverse
+   Problems", SIAM J. Imaging Sciences 2(1), 2009, 183-202.
+.. [3] C. Michelot. "A finite algorithm for finding the projection of a point onto the canonical
+   simplex of R^n", JOTA 50(1), 1986, 195-200.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from pandas_dp.algorithms.controlled_rounding import controlled_round
+from pandas_dp.algorithms.marginals.nonnegative import check_joint
+from pandas_dp.algorithms.marginals.publish import MAX_WEIGHT_RATIO, WEIGHT_VARIANCE_FLOOR
+from pandas_dp.algorithms.regions.layout import RegionLayout
+from pandas_dp.algorithms.regions.nonnegative import project_groups
+from pandas_dp.errors import DomainError
+
+__all__ = ["MAX_GEOGRAPHY_JOINT", "TopDownFit", "check_geography_joint", "anchor_level", "project_level",
+           "topdown_nonnegative", "topdown_integer", "region_tables", "simplex_groups", "grid_round"]
+
+#: Largest number of joint cells over every region of every level (each fit holds a few float64 arrays of
+#: that many values: 128 MB each at the cap).
+MAX_GEOGRAPHY_JOINT = 1 << 24
+
+
+def check_geography_joint(shape: Sequence[int], regions: int, what: str) -> int:
+    """Joint cells of every region, refused above the flat cap (per region) or :data:`MAX_GEOGRAPHY_JOINT`."""
+    cells = check_joint(shape, what)
+    if cells * regions > MAX_GEOGRAPHY_JOINT:
+        raise DomainError(f"{what} by geography fits one joint of every workload column for each of the {regions:,} "
+                          f"regions: {cells * regions:,} cells here; the limit is {MAX_GEOGRAPHY_JOINT:,} (2**24). "
+                          f"Use coarser bins or fewer categories or regions, or publish the unconstrained tables.")
+    return cells
+
+
+def region_tables(joints: np.ndarray, axes: Sequence[int]) -> np.ndarray:
+    """The table on ``axes`` (increasing) of every region's joint (``joints`` shaped ``(regions, *shape)``)."""
+    drop = tuple(k + 1 for k in range(joints.ndim - 1) if k not in axes)
+    return np.add.reduce(joints, axis=drop) if drop else joints.copy()
+
+
+def _spread(tables: np.ndarray, axes: Sequence[int], ndim: int) -> np.ndarray:
+    shape = [tables.shape[0]] + [1] * ndim
+    for k, a in enumerate(axes):
+        shape[a + 1] = tables.shape[k + 1]
+    return tables.reshape(shape)
+
+
+def level_weights(variances: np.ndarray) -> np.ndarray:
+    """``1 / v`` per (region, table), ``v`` floored at :data:`WEIGHT_VARIANCE_FLOOR` and at the level's
+    largest over :data:`MAX_WEIGHT_RATIO` (the flat rule, over every region of the level)."""
+    v = np.asarray(variances, dtype=np.float64)
+    floor = max(WEIGHT_VARIANCE_FLOOR, float(np.max(v)) / MAX_WEIGHT_RATIO)
+    return 1.0 / np.maximum(v, floor)
+
+
+def anchor_level(totals: Mapping[int, np.ndarray]) -> int:
+    """The level fitted on its own: the finest with public totals, else the root (0)."""
+    return max(totals) if totals else 0
+
+
+def project_level(shape: Sequence[int], tables: Sequence[Sequence[int]], targets: Sequence[np.ndarray],
+                  weights: np.ndarray, *, parents: np.ndarray | None = None, parent_joints: np.ndarray | None = None,
+                  totals: np.ndarray | None = None, tol: float = 1e-8,
+                  max_iter: int = 20_000) -> tuple[np.ndarray, int, float]:
+    """The weighted least-squares non-negative joints of every region of one level (module notes).
+
+    Parameters
+    ----------
+    shape : sequence of int
+        Sizes of the union domain.
+    tables : sequence of sequence of int
+        Each table's axes (increasing).
+    targets : sequence of ndarray
+        Each table of every region, ``(regions, *table shape)``.
+    weights : ndarray
+        ``(regions, tables)``, positive.
+    parents, parent_joints : ndarray, optional
+        Parent code of every region and the parents' joints ``(parents, *shape)``: the children of a
+        parent must sum to its joint in every cell.
+    totals : ndarray, optional
+        ``(regions,)``: every region's joint sums to its total (without ``parents``).
+
+    Returns
+    -------
+    (joints, iterations, step)
+        The joints ``(regions, *shape)`` (feasible to floating-point accuracy), the gradient steps taken
+        and the last gradient-mapping step (largest change of a cell).
+    """
+    if parents is not None and np.any(np.diff(np.asarray(parents, dtype=np.int64)) < 0):
+        # children of one parent next to each other (a stable order), then back to the regions' order
+        order = np.argsort(np.asarray(parents, dtype=np.int64), kind="stable")
+        fitted, it, last = project_level(shape, tables, [np.asarray(y)[order] for y in targets],
+                                         np.asarray(weights)[order], parents=np.asarray(parents)[order],
+                                         parent_joints=parent_joints, tol=tol, max_iter=max_iter)
+        back = np.empty_like(fitted)
+        back[order] = fitted
+        return back, it, last
+    shape = tuple(int(s) for s in shape)
+    ndim = len(shape)
+    axes = [tuple(int(a) for a in t) for t in tables]
+    n = int(weights.shape[0])
+    cells = math.prod(shape)
+    ys = [np.asarray(y, dtype=np.float64).reshape((n, *(shape[a] for a in t))) for y, t in zip(targets, axes)]
+    w = np.asarray(weights, dtype=np.float64) / float(np.max(weights))
+    lipschitz = np.zeros(n)
+    for k, t in enumerate(axes):
+        lipschitz = lipschitz + w[:, k] * (cells / math.prod(shape[a] for a in t))
+    v = np.repeat(1.0 / lipschitz, cells)          # the metric of the projection: the per-region step
+    if parents is not None:
+        assert parent_joints is not None
+        codes = np.asarray(parents, dtype=np.int64)
+        px = np.asarray(parent_joints, dtype=np.float64).reshape(-1, cells)
+        first = np.concatenate([[True], codes[1:] != codes[:-1]]) if n else np.zeros(0, dtype=bool)
+        starts = np.flatnonzero(first)
+        block = np.cumsum(first) - 1                      # each child's sibling block
+        block_total = np.maximum(px[codes[starts]], 0.0)  # (blocks, cells)
+        row_v = (1.0 / lipschitz)[:, None]
+        # start: each parent's cells split by the children's estimated totals (non-negative shares)
+        own = np.maximum(ys[0].reshape(n, -1).sum(axis=1), 0.0)
+        siblings = np.bincount(codes, weights=own, minlength=px.shape[0])
+        count = np.bincount(codes, minlength=px.shape[0]).astype(np.float64)
+        share = np.where(siblings[codes] > 0, own / np.where(siblings[codes] > 0, siblings[codes], 1.0),
+                         1.0 / count[codes])
+        x = (px[codes] * share[:, None]).reshape((n, *shape))
+        scale = max(1.0, float(np.max(px.sum(axis=1)))) if px.size else 1.0
+    else:
+        region_total = np.maximum(ys[0].reshape(n, -1).sum(axis=1), 0.0) if totals is None \
+            else np.maximum(np.asarray(totals, dtype=np.float64), 0.0)
+        group = np.repeat(np.arange(n), cells)
+        group_total = region_total
+        x = np.broadcast_to((region_total / cells).reshape((n,) + (1,) * ndim), (n, *shape)).copy()
+        scale = max(1.0, float(np.max(region_total))) if n else 1.0
+
+    def project(point: np.ndarray) -> np.ndarray:
+        if parents is None and totals is None:
+            return np.maximum(point, 0.0)
+        if parents is None:
+            return simplex_groups(point.ravel(), v, group, group_total).reshape(point.shape)
+        # Michelot on every (parent, cell) group at once, siblings contiguous: sums are reduceat's
+        t = point.reshape(n, cells)
+        active = block_total[block] > 0
+        while True:
+            sums = np.add.reduceat(np.where(active, t, 0.0), starts, axis=0)
+            weight = np.add.reduceat(np.where(active, row_v, 0.0), starts, axis=0)
+            lam = np.divide(sums - block_total, weight, out=np.zeros(sums.shape), where=weight > 0)
+            x_new = t - lam[block] * row_v
+            still = active & (x_new > 0)
+            if np.array_equal(still, active):
+                return np.where(active, x_new, 0.0).reshape(point.shape)
+            active = still
+
+    def gradient(point: np.ndarray) -> np.ndarray:
+        g = np.zeros(point.shape)
+        for k, (t, y) in enumerate(zip(axes, ys)):
+            wk = w[:, k].reshape((n,) + (1,) * len(t))
+            g = g + _spread(wk * (region_tables(point, t) - y), t, ndim)
+        return g
+
+    step_size = (1.0 / lipschitz).reshape((n,) + (1,) * ndim)
+    y_point = x
+    momentum = 1.0
+    step = math.inf
+    it = 0
+    while it < max_iter and n:
+        it += 1
+        new = project(y_point - gradient(y_point) * step_size)
+        step = float(np.max(np.abs(new - y_point)))
+        if step <= tol * scale:
+            x = new
+            break
+        if float(np.add.reduce(((y_point - new) * (new - x)).ravel())) > 0.0:   # gradient restart
+            momentum = 1.0
+            y_point = new
+        else:
+            nxt = (1.0 + math.sqrt(1.0 + 4.0 * momentum * momentum)) / 2.0
+            y_point = new + ((momentum - 1.0) / nxt) * (new - x)
+            momentum = nxt
+        x = new
+    return x, it, step
+
+
+def simplex_groups(t: np.ndarray, v: np.ndarray, group: np.ndarray, total: np.ndarray) -> np.ndarray:
+    """:func:`~pandas_dp.algorithms.regions.nonnegative.project_groups` (every group of ``t`` onto
+    ``{x >= 0, sum x = total[g]}`` in the metric ``1 / v``), its later rounds on the unsettled groups only.
+
+    The first round shifts every group onto its total (``x = t - lambda v``); a group with no value
+    at or below 0 is then projected exactly, and only the others (few, near a fit's end) go on to
+    Michelot's iteration, on their own elements.
+    """
+    n_groups = total.size
+    sums = np.bincount(group, weights=t, minlength=n_groups)
+    weights = np.bincount(group, weights=v, minlength=n_groups)
+    lam = np.divide(sums - total, weights, out=np.zeros(n_groups), where=weights > 0)
+    x = t - lam[group] * v
+    live = total > 0
+    x[~live[group]] = 0.0
+    unsettled = np.bincount(group, weights=(x <= 0) & live[group], minlength=n_groups) > 0
+    if unsettled.any():
+        idx = np.flatnonzero(unsettled[group])
+        codes = np.flatnonzero(unsettled)
+        remap = np.zeros(n_groups, dtype=np.int64)
+        remap[codes] = np.arange(codes.size)
+        x[idx] = project_groups(t[idx], v[idx], remap[group[idx]], total[codes])
+    return x
+
+
+def grid_round(values: np.ndarray, group: np.ndarray, units: np.ndarray) -> np.ndarray:
+    """Non-negative ``values`` (1-D, in grid units) rounded to integers that sum to ``units[g]`` in every group.
+
+    Every value gets its floor, and the ``units[g] - sum floor`` largest fractional parts of the group one
+    more (ties in position order); were that count outside ``[0, group size]`` (a fit off by more than
+    a grid unit per value), the rest goes to the group's largest value. Returns float64 grid units.
+    """
+    q = np.maximum(np.asarray(values, dtype=np.float64), 0.0)
+    low = np.floor(q)
+    frac = q - low
+    low_i = low.astype(np.int64)
+    n_groups = units.size
+    order = np.lexsort((-frac, group))
+    g_sorted = group[order]
+    starts = np.searchsorted(g_sorted, np.arange(n_groups))
+    size = np.bincount(group, minlength=n_groups)
+    have = np.zeros(n_groups, dtype=np.int64)
+    np.add.at(have, group, low_i)
+    need = np.clip(units - have, 0, size)
+    rank = np.arange(order.size) - starts[g_sorted]
+    up = np.zeros(q.size, dtype=np.int64)
+    up[order] = (rank < need[g_sorted]).astype(np.int64)
+    out = low_i + up
+    rest = units - (have + need)
+    if np.any(rest != 0):
+        largest = np.full(n_groups, -1, dtype=np.int64)
+        by_value = np.lexsort((-out, group))
+        first = by_value[starts[size > 0]]
+        largest[size > 0] = first
+        fix = np.flatnonzero((rest != 0) & (size > 0))
+        out[largest[fix]] = np.maximum(out[largest[fix]] + rest[fix], 0)
+    return out.astype(np.float64)
+
+
+@dataclass(frozen=True)
+class TopDownFit:
+    """Non-negative joints of every region of every level.
+
+    Attributes
+    ----------
+    joints : tuple of ndarray
+        ``joints[l]`` shaped ``(regions, *shape)``, float64 on the grid ``grid``.
+    grid : float
+        The dyadic step every value is a multiple of.
+    anchor : int
+        The level fitted on its own (module notes).
+    iterations, steps : tuple
+        Per level, the solver's gradient steps and its last step (0 and 0.0 for levels summed up).
+    """
+
+    joints: tuple[np.ndarray, ...]
+    grid: float
+    anchor: int
+    iterations: tuple[int, ...]
+    steps: tuple[float, ...]
+
+
+def topdown_nonnegative(shape: Sequence[int], tables: Sequence[Sequence[int]],
+                        estimates: Sequence[Sequence[np.ndarray]], variances: Sequence[np.ndarray],
+                        layout: RegionLayout, totals: Mapping[int, np.ndarray] | None = None, *,
+                        tol: float = 1e-8, max_iter: int = 20_000) -> TopDownFit:
+    """Non-negative joints for every region, consistent across tables and geography (module notes).
+
+    Parameters
+    ----------
+    shape, tables :
+        The union domain's sizes and each table's axes (increasing).
+    estimates : sequence of sequence of ndarray
+        ``estimates[l][t]``: table ``t`` of every region of level ``l``, ``(regions, *table shape)``.
+    variances : sequence of ndarray
+        ``variances[l]``: ``(regions, tables)``, the cell variance of every table of every region.
+    layout : RegionLayout
+        The region tree, coarse to fine.
+    totals : mapping of int to ndarray, optional
+        Public totals by level (consistent across levels).
+    """
+    shape = tuple(int(s) for s in shape)
+    cells = math.prod(shape)
+    totals = dict(totals or {})
+    levels = layout.n_levels
+    anchor = anchor_level(totals)
+    joints: list[np.ndarray] = [np.empty(0)] * levels
+    iterations = [0] * levels
+    steps = [0.0] * levels
+    fitted, iterations[anchor], steps[anchor] = project_level(
+        shape, tables, estimates[anchor], level_weights(variances[anchor]), totals=totals.get(anchor),
+        tol=tol, max_iter=max_iter)
+    n_anchor = layout.n_regions[anchor]
+    if anchor in totals:
+        base = math.fsum(np.asarray(totals[anchor], dtype=np.float64).tolist())
+    else:
+        base = math.fsum(fitted.reshape(n_anchor, -1).sum(axis=1).tolist())
+    k = 49 - math.frexp(max(base, 1.0))[1]
+    grid = math.ldexp(1.0, -k)
+    if anchor in totals:
+        units = np.round(np.asarray(totals[anchor], dtype=np.float64) / grid).astype(np.int64)
+        region = np.repeat(np.arange(n_anchor), cells)
+        joints[anchor] = (grid_round(fitted.ravel() / grid, region, units) * grid).reshape(fitted.shape)
+    else:
+        joints[anchor] = np.maximum(np.round(fitted / grid) * grid, 0.0)
+    for lvl in range(anchor - 1, -1, -1):
+        joints[lvl] = layout.aggregate(joints[lvl + 1], lvl + 1)
+    for lvl in range(anchor + 1, levels):
+        codes = layout.parent_codes(lvl)
+        parent = joints[lvl - 1]
+        fitted, iterations[lvl], steps[lvl] = project_level(
+            shape, tables, estimates[lvl], level_weights(variances[lvl]), parents=codes, parent_joints=parent,
+            tol=tol, max_iter=max_iter)
+        group = (codes[:, None] * cells + np.arange(cells)[None, :]).ravel()
+        units = np.round(parent.ravel() / grid).astype(np.int64)
+        joints[lvl] = (grid_round(fitted.ravel() / grid, group, units) * grid).reshape(fitted.shape)
+    return TopDownFit(joints=tuple(joints), grid=grid, anchor=anchor, iterations=tuple(iterations),
+                      steps=tuple(steps))
+
+
+def _prefix_round(joints: np.ndarray, totals: np.ndarray, first: Sequence[int]) -> np.ndarray:
+    """Every region's joint scaled to its integer total and rounded down its prefix tables (the axes
+    ``first`` leading), all regions at once: the flat ``integer_joint`` with a leading region axis."""
+    n = joints.shape[0]
+    ndim = joints.ndim - 1
+    order = [int(a) for a in first] + [a for a in range(ndim) if a not in first]
+    moved = np.transpose(joints, [0, *(a + 1 for a in order)])
+    mass = moved.reshape(n, -1).sum(axis=1)
+    factor = np.divide(totals.astype(np.float64), mass, out=np.zeros(n), where=mass > 0)
+    scaled = np.maximum(moved * factor.reshape((n,) + (1,) * ndim), 0.0)
+    sizes = moved.shape[1:]
+    values = [totals.astype(np.float64).reshape(n, 1)]
+    parents: list[np.ndarray | None] = [None]
+    for k in range(1, ndim + 1):
+        part = np.add.reduce(scaled, axis=tuple(range(k + 1, ndim + 1))) if k < ndim else scaled
+        values.append(part.reshape(-1, 1))
+        parents.append(np.arange(values[k].shape[0]) // sizes[k - 1])
+    ints: list[np.ndarray | None] = [totals.astype(np.int64).reshape(n, 1)] + [None] * ndim
+    rounded = controlled_round(values, parents, totals=ints, n_regions=[v.shape[0] for v in values])[-1]
+    back = rounded.reshape((n, *sizes))
+    return np.ascontiguousarray(np.transpose(back, [0, *(int(i) + 1 for i in np.argsort(order))]))
+
+
+def topdown_integer(fit: TopDownFit, shape: Sequence[int], tables: Sequence[Sequence[int]], layout: RegionLayout,
+                    totals: Mapping[int, np.ndarray] | None = None) -> tuple[np.ndarray, ...]:
+    """Non-negative integer joints of every region, consistent across tables and geography (module notes).
+
+    ``totals`` at the anchor must be integers (the caller checks). Returns int64 joints per level.
+    """
+    shape = tuple(int(s) for s in shape)
+    cells = math.prod(shape)
+    totals = dict(totals or {})
+    anchor = fit.anchor
+    axes = [tuple(int(a) for a in t) for t in tables]
+    largest = max(axes, key=lambda a: (math.prod(shape[k] for k in a), -axes.index(a)))
+    joint = fit.joints[anchor]
+    n_anchor = joint.shape[0]
+    if anchor in totals:
+        whole = np.rint(np.asarray(totals[anchor], dtype=np.float64)).astype(np.int64)
+    else:
+        whole = np.rint(joint.reshape(n_anchor, -1).sum(axis=1)).astype(np.int64)
+    out: list[np.ndarray] = [np.empty(0, dtype=np.int64)] * layout.n_levels
+    out[anchor] = _prefix_round(joint, whole, largest)
+    for lvl in range(anchor - 1, -1, -1):
+        out[lvl] = layout.aggregate(out[lvl + 1], lvl + 1)
+    for lvl in range(anchor + 1, layout.n_levels):
+        codes = layout.parent_codes(lvl)
+        parent_real = fit.joints[lvl - 1].reshape(-1, cells)
+        parent_int = out[lvl - 1].reshape(-1, cells)
+        factor = np.divide(parent_int.astype(np.float64), parent_real, out=np.zeros(parent_real.shape),
+                           where=parent_real > 0)
+        scaled = fit.joints[lvl].reshape(-1, cells) * factor[codes]
+        rounded = controlled_round([parent_int.astype(np.float64), scaled], [None, codes],
+                                   totals=[parent_int, None], n_regions=[parent_int.shape[0], scaled.shape[0]])
+        out[lvl] = rounded[1].reshape(fit.joints[lvl].shape)
+    return tuple(out)
