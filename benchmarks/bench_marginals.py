@@ -14,7 +14,11 @@ Three parts, one command (each part takes well under two minutes on the 2-core r
    * ``discard/plan``: the paper's closed form at the provable cost, which keeps only each noisy
      marginal's own residual, over the plan;
    * ``separate/plan``: one table per workload marginal with an even split of rho and no
-     consistency, over the plan.
+     consistency, over the plan;
+   * a second table: the other programs (zCDP ``"max"``, pure-DP ``"sum"`` and ``"max"``), their
+     loss, support and time (the planner uses exact operations only, so these are the same
+     on every machine; the module docstring of ``algorithms/marginals/plan.py`` gives their
+     agreement with the former float solvers).
 
 2. **count** (``--no-count``): all 28 two-way marginals of 8 integer-coded attributes (sizes 2..10)
    at ``--rows`` rows (default 10^7): :func:`closure_marginals` (every closure marginal, out-of-domain
@@ -54,7 +58,7 @@ from pandas_dp.algorithms.marginals.measure import measure_marginals
 from pandas_dp.algorithms.marginals.plan import _loss_floats, coverage, gaussian_optimum, plan_residuals
 from pandas_dp.algorithms.marginals.reconstruct import reconstruct
 from pandas_dp.algorithms.marginals.workload import make_workload
-from pandas_dp.privacy.loss import zcdp
+from pandas_dp.privacy.loss import pure, zcdp
 
 PROFILES = {"all 2": [2] * 8, "all 10": [10] * 8, "2..10": [2, 3, 4, 5, 6, 7, 8, 10]}
 
@@ -93,6 +97,20 @@ def part_plan() -> None:
                   f"| {optimality_bound(plan):.9f} | {ours / gaussian_optimum(w, rho=1):.4f} "
                   f"| {gaussian_optimum(w, rho=1, paper_cost=False) / ours:.4f} | {separate / ours:.3f} "
                   f"| {took:.2f} |")
+    print()
+    print("## plan: every program (exact operations only: the same shares on every machine)\n")
+    print("| workload | sizes | program | measured | loss at rho = 1 / epsilon = 1 | plan s |")
+    print("|---|---|---|---:|---:|---:|")
+    for k in (2, 3):
+        for name, sizes in PROFILES.items():
+            w = make_workload(sizes, list(itertools.combinations(range(8), k)))
+            for label, loss, objective in (("zCDP max", zcdp(1), "max"), ("pure sum", pure(1), "sum"),
+                                           ("pure max", pure(1), "max")):
+                start = time.perf_counter()
+                plan = plan_residuals(w, loss=loss, objective=objective)
+                took = time.perf_counter() - start
+                value = plan.max_variance(planning=True) if objective == "max" else plan.total_variance(planning=True)
+                print(f"| all {k}-way of 8 | {name} | {label} | {len(plan.measured)} | {value:.6g} | {took:.2f} |")
     print()
 
 
