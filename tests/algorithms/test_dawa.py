@@ -25,12 +25,6 @@ from pandas_dp.testing import assert_dp
 from _slow import FULL as SLOW_FULL, QUICK_TRIALS
 
 EPS1 = PureDP(Fraction(1))
-try:                                     # the discrete Gaussian sampler lands with the zCDP work (issue 15)
-    import pandas_dp.noise.discrete_gaussian  # noqa: F401
-    HAS_GAUSSIAN = True
-except ImportError:
-    HAS_GAUSSIAN = False
-needs_gaussian = pytest.mark.skipif(not HAS_GAUSSIAN, reason="discrete Gaussian sampler not in this branch")
 
 
 def candidates(n: int) -> list[tuple[int, int]]:
