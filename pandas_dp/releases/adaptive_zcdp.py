@@ -1,21 +1,24 @@
-"""``rho=`` for ``method="dawa"``, ``"ugrid"`` and ``"agrid"``: their zCDP analyses, registered.
+"""``rho=`` for ``method="dawa"`` (and, once registered, ``"ugrid"`` and ``"agrid"``): zCDP analyses.
 
-The methods are defined in :mod:`pandas_dp.releases.adaptive`; this module
-re-registers them with both measures once their algorithms have a zCDP side:
+The method is defined in :mod:`pandas_dp.releases.adaptive`; this module
+re-registers it with both measures (:mod:`pandas_dp.algorithms.dawa.release`:
+the partition stays pure at ``epsilon_1`` charged ``epsilon_1**2 / 2``; the
+bucket hierarchy gets discrete Gaussian noise calibrated to its L2
+sensitivity with the rest of ``rho``).
 
-* UGrid and AGrid (:mod:`pandas_dp.algorithms.grids`, "Under zCDP"): every
-  level (and the noisy total) counts disjoint cells, L2 sensitivity 1, exact
-  discrete Gaussian noise; the size rules with ``sigma**2`` in place of
-  ``2 / epsilon**2``.
-* DAWA (:mod:`pandas_dp.algorithms.dawa.release`): the partition stays pure at
-  ``epsilon_1`` charged ``epsilon_1**2 / 2``; the bucket hierarchy gets
-  discrete Gaussian noise calibrated to its L2 sensitivity with the rest of
-  ``rho``.
+UGrid and AGrid have their zCDP side in the algorithms
+(:mod:`pandas_dp.algorithms.grids`, "Under zCDP": a ``ZCDP`` loss gives every
+level exact discrete Gaussian noise and the size rules ``sigma**2`` in place
+of ``2 / epsilon**2``), but ``histogram(method="ugrid" | "agrid")`` still
+refuses ``rho=``: a method registered for zCDP must first be in the privacy
+suite's 2-D ``rho`` cases (``tests/test_privacy_mechanisms.py``). Adding
+``"ugrid"`` and ``"agrid"`` to :data:`ZCDP_METHODS` is then the whole change
+(their parameters are renamed below).
 
-Under ``rho=`` the parameters that name a loss say which: a grid's
-``total_rho`` and ``level_rhos``, DAWA's ``strategy_rho`` and the
-partition's ``partition_epsilon`` with its ``partition_rho`` (its charge,
-``epsilon_1**2 / 2``).
+Under ``rho=`` the parameters that name a loss say which: DAWA's
+``strategy_rho`` and the partition's ``partition_epsilon`` with its
+``partition_rho`` (its charge, ``epsilon_1**2 / 2``); a grid's ``total_rho``
+and ``level_rhos``.
 """
 
 from __future__ import annotations
@@ -28,8 +31,8 @@ from pandas_dp.releases.histogram import BOTH_MEASURES, METHODS, Histogram, regi
 
 __all__ = ["ZCDP_METHODS"]
 
-#: The adaptive methods given a zCDP analysis here.
-ZCDP_METHODS = ("dawa", "ugrid", "agrid")
+#: The adaptive methods registered for zCDP here.
+ZCDP_METHODS = ("dawa",)
 
 #: Pure-named loss parameters and their names under zCDP.
 _RENAMED = {"total_epsilon": "total_rho", "level_epsilons": "level_rhos", "strategy_epsilon": "strategy_rho"}

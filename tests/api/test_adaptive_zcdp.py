@@ -1,11 +1,13 @@
-"""``rho=`` for DAWA, UGrid and AGrid (issue 28, item 3): exact charges, Dask, neighbours, the command line.
+"""``rho=`` for DAWA (issue 28, item 3): exact charges, Dask, neighbours, the command line.
 
-The algorithms' zCDP sides (discrete Gaussian on disjoint cells and on DAWA's
-bucket hierarchy; DAWA's partition pure at ``epsilon_1`` charged
+The algorithms' zCDP sides (discrete Gaussian on DAWA's bucket hierarchy and
+on the grids' disjoint cells; DAWA's partition pure at ``epsilon_1`` charged
 ``epsilon_1**2 / 2``) are tested in ``tests/algorithms/test_dawa.py`` and
 ``tests/algorithms/test_grids.py``; their privacy with ``assert_dp`` (and a
 sigma-too-small twin caught) in ``tests/algorithms/test_adaptive_zcdp_privacy.py``
-(slow). Here: through ``histogram(method=..., rho=...)``.
+(slow). Here: through ``histogram(method="dawa", rho=...)``; UGrid and AGrid
+are registered for ``rho=`` once the privacy suite has their 2-D rho cases,
+until then they refuse it.
 """
 
 from __future__ import annotations
@@ -29,8 +31,7 @@ FRAME = pd.DataFrame({"x": np.r_[RNG.integers(0, 8, 150), RNG.integers(20, 24, 2
                       "y": np.r_[RNG.integers(0, 4, 150), RNG.integers(10, 16, 250)]})
 ONE = dict(bins=32, range=(0, 32))
 TWO = dict(bins=[32, 16], range=[(0, 32), (0, 16)])
-CASES = {"dawa-1d": ("dawa", "x", ONE), "dawa-2d": ("dawa", ["x", "y"], TWO),
-         "ugrid": ("ugrid", ["x", "y"], TWO), "agrid": ("agrid", ["x", "y"], TWO)}
+CASES = {"dawa-1d": ("dawa", "x", ONE), "dawa-2d": ("dawa", ["x", "y"], TWO)}
 
 
 def _release(frame, case, rho=Fraction(1, 4), seed=5):
@@ -38,8 +39,13 @@ def _release(frame, case, rho=Fraction(1, 4), seed=5):
     return frame.dp.histogram(cols, **domain, method=method, rho=rho, rng=np.random.default_rng(seed))
 
 
-def test_the_registry_says_they_take_rho():
-    assert {"dawa", "ugrid", "agrid"} <= {name for name, spec in METHODS.items() if "zcdp" in spec.measures}
+def test_the_registry_says_dawa_takes_rho_and_the_grids_not_yet():
+    takes = {name for name, spec in METHODS.items() if "zcdp" in spec.measures}
+    assert "dawa" in takes and not {"ugrid", "agrid"} & takes
+    with pdp.budget(rho=1) as b:
+        with pytest.raises(pdp.ParameterError, match="method='agrid' supports the 'pure' measure only"):
+            FRAME.dp.histogram(["x", "y"], **TWO, method="agrid", rho=0.25)
+    assert b.spent_exact == 0
 
 
 @pytest.mark.parametrize("case", list(CASES))
@@ -50,25 +56,20 @@ def test_rho_release_charges_exactly_rho_and_names_its_losses(case):
     assert h.params["noise"] == "discrete Gaussian" and "rho=0.25 (zCDP)" in repr(h).splitlines()[0]
     assert "ρ = 0.25 (zCDP)" in h._repr_html_()
     p = h.params
-    if case.startswith("dawa"):
-        eps1 = Fraction(p["partition_epsilon"])
-        assert Fraction(p["partition_rho"]) == eps1 ** 2 / 2 and "strategy_epsilon" not in p
-        assert Fraction(p["partition_rho"]) + Fraction(p["strategy_rho"]) == Fraction(1, 4)
-        ratio = Fraction(1, 4) if case == "dawa-1d" else Fraction(1, 2)
-        assert eps1 ** 2 / 2 <= ratio * Fraction(1, 4) < (eps1 + Fraction(1, 2 ** 40)) ** 2 / 2
-    else:
-        assert Fraction(p["total_rho"]) + sum(map(Fraction, p["level_rhos"])) == Fraction(1, 4)
-        assert "level_epsilons" not in p and "total_epsilon" not in p
+    eps1 = Fraction(p["partition_epsilon"])
+    assert Fraction(p["partition_rho"]) == eps1 ** 2 / 2 and "strategy_epsilon" not in p
+    assert Fraction(p["partition_rho"]) + Fraction(p["strategy_rho"]) == Fraction(1, 4)
+    ratio = Fraction(1, 4) if case == "dawa-1d" else Fraction(1, 2)
+    assert eps1 ** 2 / 2 <= ratio * Fraction(1, 4) < (eps1 + Fraction(1, 2 ** 40)) ** 2 / 2
 
 
 def test_pure_releases_keep_their_epsilon_names():
     with pdp.budget(epsilon=1):
-        h = FRAME.dp.histogram(["x", "y"], **TWO, method="agrid", epsilon=0.5, rng=np.random.default_rng(1))
         d = FRAME.dp.histogram("x", **ONE, method="dawa", epsilon=0.5, rng=np.random.default_rng(1))
-    assert "level_epsilons" in h.params and "strategy_epsilon" in d.params and "partition_rho" not in d.params
+    assert "strategy_epsilon" in d.params and "partition_rho" not in d.params and "strategy_rho" not in d.params
 
 
-@pytest.mark.parametrize("case", ["dawa-2d", "agrid"])
+@pytest.mark.parametrize("case", ["dawa-2d"])
 def test_dask_gives_the_same_release(case):
     dd = pytest.importorskip("dask.dataframe")
     import dask
@@ -95,15 +96,15 @@ def _outcome(frame, case):
     return result, b.spent_exact, [str(w.message) for w in caught]
 
 
-@pytest.mark.parametrize("case", ["dawa-1d", "agrid"])
+@pytest.mark.parametrize("case", ["dawa-1d"])
 def test_neighbouring_frames_see_the_same_outcome_charge_and_warnings(case):
     base = _outcome(FRAME, case)
-    assert base[0][0] in ("DAWAHistogram", "GridHistogram") and base[1] == Fraction(1, 4) and base[2] == []
+    assert base[0][0] == "DAWAHistogram" and base[1] == Fraction(1, 4) and base[2] == []
     for name, frame in NEIGHBOURS.items():
         assert _outcome(frame, case) == base, name
 
 
-@pytest.mark.parametrize("case", ["dawa-1d", "ugrid"])
+@pytest.mark.parametrize("case", ["dawa-1d"])
 def test_a_rho_too_small_is_refused_before_any_charge(case):
     with pdp.budget(rho=1) as b:
         with pytest.raises(pdp.ParameterError, match="rho"):
@@ -130,11 +131,11 @@ range = [0, 32]
 rho = 0.25
 [[release]]
 name = "map"
-method = "agrid"
+method = "dawa"
 columns = ["x", "y"]
 bins = [32, 16]
 range = [[0, 32], [0, 16]]
-expected_total = 400
+ratio = 0.25
 rho = 0.5
 """
 
