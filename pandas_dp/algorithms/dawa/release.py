@@ -93,8 +93,9 @@ def partition_epsilon(loss: PrivacyLoss, ratio: Fraction) -> PureDP:
     charged ``epsilon_1**2 / 2``.
 
     ``epsilon_1`` is the exact square root of ``2 ratio rho`` when a fraction with denominator at most
-    ``10**6`` is, or is below it and within ``2**-40`` of it, else ``k / 2**40`` rounded down
-    (exact integer square root): never above, so the charge never exceeds the share.
+    ``10**6`` is, or is below it and within ``2**-k`` of it, else ``j / 2**k`` rounded down
+    (exact integer square root; ``2**-k`` is ``2**-40`` for targets above 1/4, finer below so that
+    ``epsilon_1`` keeps 40 significant bits): never above, so the charge never exceeds the share.
 
     Examples
     --------
@@ -107,8 +108,10 @@ def partition_epsilon(loss: PrivacyLoss, ratio: Fraction) -> PureDP:
     True
     """
     target = 2 * Fraction(ratio) * loss.amount
-    scaled = target * 2 ** 80
-    eps = Fraction(math.isqrt(scaled.numerator // scaled.denominator), 2 ** 40)
+    # k bits after the point: 40 significant bits at least, however small the target (rho may be 2**-80).
+    k = 40 + max(0, (target.denominator.bit_length() - target.numerator.bit_length()) // 2 + 1)
+    scaled = target * 4 ** k
+    eps = Fraction(math.isqrt(scaled.numerator // scaled.denominator), 2 ** k)
     simple = Fraction(math.sqrt(float(target))).limit_denominator(10 ** 6)     # readable when exact enough
     if eps <= simple and simple * simple <= target:
         eps = simple
