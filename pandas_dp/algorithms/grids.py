@@ -14,8 +14,8 @@ each count evenly over its atoms.
 ``N`` is the number of rows, which is private: it is either a public
 ``expected_total`` from the caller or a noisy total bought with
 ``total_share`` of the loss (stated in the result). ``epsilon`` in the size
-formulas is that of the noise actually used (:func:`equivalent_epsilon`, exact
-for pure DP). Grid lines fall on atom boundaries: an axis of ``n`` atoms cut
+formulas is that of the noise actually used (:func:`size_epsilon`: exact for
+pure DP). Grid lines fall on atom boundaries: an axis of ``n`` atoms cut
 into ``m`` parts has edges ``floor(i n / m)`` (sizes differ by at most one
 atom), and ``m`` is capped at ``n``.
 
@@ -31,6 +31,30 @@ cells. Sub-grids are products of row and column intervals, so ``sum_j f_j`` and
 
 Variances are exact for the noise given the grid, and exclude the bias of
 spreading a cell's count evenly over its atoms (``variance_exact = False``).
+
+Under zCDP (a :class:`~pandas_dp.privacy.loss.ZCDP` loss, ``rho=``)
+----------------------------------------------------------------------
+Every measurement (the noisy total, each level's cells) is a vector of
+disjoint counts: one row is in one cell per level, so its L2 sensitivity is 1
+and exact discrete Gaussian noise with ``sigma**2 = 1 / (2 rho_part)`` makes it
+``rho_part``-zCDP; the parts are exact Fractions of ``rho`` adding up to it
+(sequential composition). AGrid's first level is Gaussian too: its noisy
+counts choose the second-level sizes, which is post-processing of a zCDP
+measurement, and at the same zCDP cost Gaussian noise has half the variance
+of Laplace noise charged ``epsilon_1**2 / 2`` (``1 / (2 rho_1)`` against
+``2 / epsilon_1**2 = 1 / rho_1``), so the choice reads better counts.
+
+The size rules come from balancing, per cell, the noise variance
+``2 / epsilon**2`` against the non-uniformity error ([1]_, Sections IV-V:
+``c = sqrt(2) c0`` absorbs the ``sqrt(2)`` of the Laplace standard deviation).
+Only the noise variance enters that balance, so the Gaussian rules are the
+paper's with ``sigma**2`` in place of ``2 / epsilon**2``, i.e. ``epsilon``
+replaced by ``sqrt(2) / sigma`` (:func:`size_epsilon`), and ``c`` unchanged:
+``m = ceil(sqrt(N sqrt(2) / (sigma c)))``. The split of ``rho`` follows the
+paper's split of ``epsilon``: ``total_share`` of ``rho`` for the noisy total,
+and ``alpha`` of the counting ``rho`` for AGrid's first level; the default
+``alpha = 1/2`` gives the two levels equal noise variance, exactly as the
+paper's equal split of ``epsilon`` does.
 
 References
 ----------
@@ -51,10 +75,10 @@ from pandas_dp._utils.rational import to_fraction
 from pandas_dp.algorithms.grid_release import GridPlan, GridRelease
 from pandas_dp.algorithms.tree.layout import shape_dims
 from pandas_dp.errors import ParameterError
-from pandas_dp.privacy.loss import Noise, PrivacyLoss
+from pandas_dp.privacy.loss import DiscreteLaplace, Noise, PrivacyLoss
 
 __all__ = ["GridPlan", "GridRelease", "plan_ugrid", "plan_agrid", "ugrid", "agrid", "equivalent_epsilon", "ugrid_size", "agrid_first_size",
-           "agrid_second_size", "axis_edges", "DEFAULT_C", "DEFAULT_ALPHA", "DEFAULT_TOTAL_SHARE"]
+           "agrid_second_size", "axis_edges", "size_epsilon", "DEFAULT_C", "DEFAULT_ALPHA", "DEFAULT_TOTAL_SHARE"]
 
 #: The paper's constant c (UGrid and AGrid's first level); AGrid's second level uses c / 2.
 DEFAULT_C = 10.0
@@ -80,6 +104,23 @@ def equivalent_epsilon(variance: float) -> float:
     """
     v = float(variance)
     return math.log((v + 1.0 + math.sqrt(2.0 * v + 1.0)) / v)
+
+
+def size_epsilon(noise: Noise) -> float:
+    """The ``epsilon`` of the size formulas for a level's noise: the paper's ``2 / epsilon**2`` set to its variance.
+
+    Discrete Laplace noise (pure DP) gives back its own epsilon (:func:`equivalent_epsilon`, exact);
+    other noise (the discrete Gaussian of zCDP) gives ``sqrt(2 / Var)``, the paper's rule with
+    ``sigma**2`` in place of ``2 / epsilon**2`` (module notes, "Under zCDP").
+
+    Examples
+    --------
+    >>> from pandas_dp.privacy.loss import PureDP, ZCDP
+    >>> round(size_epsilon(PureDP(Fraction(1, 2)).noise()), 9), round(size_epsilon(ZCDP(Fraction(1, 8)).noise()), 3)
+    (0.5, 0.707)
+    """
+    v = float(noise.variance())
+    return equivalent_epsilon(v) if isinstance(noise, DiscreteLaplace) else math.sqrt(2.0 / v)
 
 
 def ugrid_size(total: float, epsilon: float, c: float = DEFAULT_C) -> int:
@@ -181,7 +222,7 @@ def plan_ugrid(shape: tuple[int, ...], *, loss: PrivacyLoss, total_share: float 
     noise = rest.noise(what="the grid counts")
     return GridPlan(method="ugrid", shape=dims, loss=loss, total_loss=total_loss, total_noise=total_noise,
                     expected_total=expected, level_losses=(rest,), level_noise=(noise,),
-                    epsilon_used=equivalent_epsilon(noise.variance()), epsilon_second=None, c=cc,
+                    epsilon_used=size_epsilon(noise), epsilon_second=None, c=cc,
                     alpha=Fraction(1))
 
 
@@ -204,8 +245,8 @@ def plan_agrid(shape: tuple[int, ...], *, loss: PrivacyLoss, alpha: float | Frac
     noise2 = loss2.noise(what="AGrid's second level")
     return GridPlan(method="agrid", shape=dims, loss=loss, total_loss=total_loss, total_noise=total_noise,
                     expected_total=expected, level_losses=(loss1, loss2), level_noise=(noise1, noise2),
-                    epsilon_used=equivalent_epsilon(rest.noise().variance()),
-                    epsilon_second=equivalent_epsilon(noise2.variance()), c=cc, alpha=a)
+                    epsilon_used=size_epsilon(rest.noise(what="AGrid's counting levels")),
+                    epsilon_second=size_epsilon(noise2), c=cc, alpha=a)
 
 
 # --------------------------------------------------------------------------------------- mechanisms

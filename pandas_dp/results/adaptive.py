@@ -105,7 +105,7 @@ class DAWAHistogram(BracketedIntervals, Histogram):
         return Bracket(np.where(alone, outer, 0.0), np.where(alone, outer_var, 0.0), outer, outer_var, alone)
 
     def _html_title(self) -> str:
-        return f"ε = {self.epsilon:g}, {self._detail.n_buckets:,} buckets"
+        return f"{self._guarantee()}, {self._detail.n_buckets:,} buckets"
 
 
 @stored_fields
@@ -158,4 +158,4 @@ class GridHistogram(BracketedIntervals, Histogram):
 
     def _html_title(self) -> str:
         rows, cols = self._detail.grid_shape
-        return f"ε = {self.epsilon:g}, {rows} x {cols} grid"
+        return f"{self._guarantee()}, {rows} x {cols} grid"

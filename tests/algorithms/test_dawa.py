@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 
 import pandas_dp.algorithms.dawa.runs as dr
 import pandas_dp.algorithms.dawa.strategy as ds
-from pandas_dp.algorithms.dawa.release import DEFAULT_RATIO, DEFAULT_RATIO_2D, dawa, plan_dawa, workload_runs
+from pandas_dp.algorithms.dawa.release import (DEFAULT_RATIO, DEFAULT_RATIO_2D, dawa, partition_epsilon, plan_dawa,
+                                               workload_runs)
 from pandas_dp.algorithms.dawa.partition import (deviation_costs, least_cost_partition, level_sensitivities,
                                                  partition_loss_shares, private_partition)
 from pandas_dp.algorithms.hilbert import hilbert_order
@@ -24,12 +25,6 @@ from pandas_dp.testing import assert_dp
 from _slow import FULL as SLOW_FULL, QUICK_TRIALS
 
 EPS1 = PureDP(Fraction(1))
-try:                                     # the discrete Gaussian sampler lands with the zCDP work (issue 15)
-    import pandas_dp.noise.discrete_gaussian  # noqa: F401
-    HAS_GAUSSIAN = True
-except ImportError:
-    HAS_GAUSSIAN = False
-needs_gaussian = pytest.mark.skipif(not HAS_GAUSSIAN, reason="discrete Gaussian sampler not in this branch")
 
 
 def candidates(n: int) -> list[tuple[int, int]]:
@@ -165,8 +160,7 @@ def test_flat_data_gives_one_bucket_and_a_step_gives_two():
 # ----------------------------------------------------------------------------- losses
 
 @pytest.mark.parametrize("ratio", [0.25, 0.3, Fraction(1, 3)])
-@pytest.mark.parametrize("loss", [PureDP(Fraction(1, 10)), PureDP(Fraction(3, 2)),
-                                  pytest.param(ZCDP(Fraction(1, 8)), marks=needs_gaussian)])
+@pytest.mark.parametrize("loss", [PureDP(Fraction(1, 10)), PureDP(Fraction(3, 2))])
 def test_phase_losses_add_up_to_the_whole_exactly(ratio, loss):
     x = np.random.default_rng(1).integers(0, 30, 100)
     rel = dawa(x, loss=loss, ratio=ratio, rng=np.random.default_rng(2))
@@ -362,12 +356,38 @@ def test_inner_and_outer_whole_bucket_queries_bracket_the_query():
     assert io["outer_variance"][0] == pytest.approx(rel.range_variance([0], [100])[0])
 
 
-@needs_gaussian
-def test_zcdp_loss_needs_no_other_code_path():
+@pytest.mark.parametrize("rho,ratio", [(Fraction(1, 8), Fraction(1, 4)), (Fraction(1, 10), Fraction(1, 3))])
+def test_zcdp_partition_is_pure_and_the_charges_add_up_to_rho_exactly(rho, ratio):
+    # Stage 1 stays pure at epsilon_1 (charged epsilon_1**2 / 2 <= ratio * rho, within 2**-40 of it);
+    # stage 2 takes exactly the rest of rho, split over the levels by the L2 shares w_l**2 / sum w**2.
     x = np.random.default_rng(9).integers(0, 20, 64)
-    rel = dawa(x, loss=ZCDP(Fraction(1, 2)), rng=np.random.default_rng(0))
-    assert rel.partition.level_losses[0].measure == "zcdp"
+    rel = dawa(x, loss=ZCDP(rho), ratio=ratio, rng=np.random.default_rng(0))
+    eps1 = rel.partition_loss
+    assert isinstance(eps1, PureDP) and all(isinstance(p, PureDP) for p in rel.partition.level_losses)
+    assert sum(rel.partition.level_losses, eps1.zero()) == eps1
+    assert eps1.epsilon ** 2 / 2 <= ratio * rho < (eps1.epsilon + Fraction(1, 2 ** 40)) ** 2 / 2
+    assert eps1.charged_as("zcdp") + rel.strategy_loss == ZCDP(rho)
+    assert sum(rel.answers.level_losses, ZCDP(Fraction(0))) == rel.strategy_loss
+    assert sum(rel.strategy.shares) == 1
+    assert rel.plan.bucket_cost == pytest.approx(np.sqrt(2 / np.pi / (2 * float(rel.strategy_loss.rho))), rel=1e-3)
     assert np.all(np.isfinite(rel.estimates))
+    assert partition_epsilon(ZCDP(Fraction(1, 2)), Fraction(1, 4)) == PureDP(Fraction(1, 2))   # exact when rational
+
+
+def test_zcdp_strategy_is_chosen_at_unit_l2_sensitivity():
+    # Weights w at unit L2 norm and rho shares w**2: level l's noise variance is 1 / (2 rho w_l**2), the
+    # weighted strategy's noise with column norm sqrt(sum w**2) = 1. Its workload error must not exceed
+    # that of the pure shares (w / sum w) used under rho, which are tuned for the wrong sensitivity.
+    query, lo, hi, m = workload_runs("prefix", (256,))
+    br = dr.bucket_runs(query, lo, hi, np.arange(0, 257, 4), m)
+    gauss, lap = ds.choose_strategy(br, measure="zcdp"), ds.choose_strategy(br)
+    sub = dr.variance_plan(gauss.layout, dr.subsample_runs(br, ds.EVAL_QUERIES))
+
+    def zcdp_error(shares):
+        return ds.workload_error(gauss.layout, sub, np.sqrt(np.array([float(s) for s in shares])))
+    assert zcdp_error(gauss.shares) <= zcdp_error(lap.shares) * (1 + 1e-9)
+    assert gauss.errors["chosen"] == pytest.approx(zcdp_error(gauss.shares))
+    assert gauss.shares != lap.shares
 
 
 # ----------------------------------------------------------------------------- public inputs

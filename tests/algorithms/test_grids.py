@@ -12,9 +12,9 @@ from hypothesis import strategies as st
 
 from pandas_dp.algorithms.grids import (DEFAULT_ALPHA, DEFAULT_C, DEFAULT_TOTAL_SHARE, agrid, agrid_first_size,
                                         agrid_second_size, axis_edges, equivalent_epsilon, plan_agrid, plan_ugrid,
-                                        ugrid, ugrid_size)
+                                        size_epsilon, ugrid, ugrid_size)
 from pandas_dp.errors import ParameterError
-from pandas_dp.privacy.loss import PureDP
+from pandas_dp.privacy.loss import ZCDP, PureDP
 from pandas_dp.testing import assert_dp
 
 EPS1 = PureDP(Fraction(1))
@@ -282,3 +282,26 @@ def test_grids_pass_assert_dp_more_cases(case):
         mech = lambda c, rng: ugrid(c, loss=EPS1, rng=rng).estimates.ravel()  # noqa: E731
     eps = 0.5 if case == "second-level" else 1.0
     assert assert_dp(mech, x, y, epsilon=eps, trials=8000, rng=5).passed
+
+
+# ----------------------------------------------------------------------------- under zCDP
+
+def test_zcdp_grids_use_gaussian_levels_and_sigma2_in_place_of_2_over_eps2():
+    # Every level (and the noisy total) is discrete Gaussian at an exact part of rho, the parts add up
+    # to rho, alpha = 1/2 gives both levels the same variance (as the paper's equal split of epsilon),
+    # and the size rules read epsilon = sqrt(2) / sigma: m = ceil(sqrt(N sqrt(2) / (sigma c))).
+    rho = ZCDP(Fraction(1, 8))
+    up, ap = plan_ugrid((64, 64), loss=rho), plan_agrid((64, 64), loss=rho)
+    for plan in (up, ap):
+        assert sum(plan.level_losses, plan.total_loss) == rho and plan.total_loss == rho.part(DEFAULT_TOTAL_SHARE)
+        assert {n.name for n in (plan.total_noise, *plan.level_noise)} == {"discrete Gaussian"}
+    s1, s2 = (n.variance() for n in ap.level_noise)
+    assert s1 == s2 == pytest.approx(1 / (2 * float(rho.amount) * 19 / 40), rel=1e-9)
+    assert ap.epsilon_second == pytest.approx(math.sqrt(2 / s2)) and up.epsilon_used == pytest.approx(
+        math.sqrt(2 / up.level_noise[0].variance()))
+    sigma = math.sqrt(up.level_noise[0].variance())
+    assert ugrid_size(1e6, up.epsilon_used) == math.ceil(math.sqrt(1e6 * math.sqrt(2) / (sigma * DEFAULT_C)))
+    assert size_epsilon(PureDP(Fraction(1, 3)).noise()) == pytest.approx(1 / 3, rel=1e-12)   # pure: its own epsilon
+    x = np.random.default_rng(0).poisson(3, (64, 64))
+    rel = agrid(x, ap, rng=np.random.default_rng(1))
+    assert rel.cell_variances.min() < s1 and np.all(np.isfinite(rel.estimates))       # GLS with Gaussian variances

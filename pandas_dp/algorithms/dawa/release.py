@@ -8,6 +8,18 @@
    noise and combined by least squares, each bucket spread evenly over its bins
    (:mod:`pandas_dp.algorithms.dawa.strategy`).
 
+Under zCDP (``rho=``), stage 1 stays the pure-DP partition, run at a rational
+``epsilon_1`` with ``epsilon_1**2 / 2 <= ratio * rho`` (as large as that allows, to
+``2**-40``) and charged ``epsilon_1**2 / 2`` (pure ``epsilon``-DP implies
+``epsilon**2 / 2``-zCDP, Bun and Steinke 2016, Proposition 1.4); stage 2 gets
+exactly the rest, ``rho - epsilon_1**2 / 2``, with discrete Gaussian noise
+calibrated to the L2 sensitivity of the weighted hierarchy
+(:mod:`pandas_dp.algorithms.dawa.strategy`, "Under zCDP"). The two charges add
+up to ``rho`` exactly. ``ratio`` is thus a share of ``rho`` (1/4 in 1-D, 1/2
+in 2-D by default, the shares of the pure defaults), and the partition's
+``bucket_cost`` is the expected absolute value of a stage-2 bucket count's
+Gaussian noise, ``sigma sqrt(2 / pi)``.
+
 2-D counts are laid out along a Hilbert curve (:mod:`pandas_dp.algorithms.hilbert`),
 rectangles become runs of positions on that line, and the estimates are put
 back on the grid.
@@ -34,6 +46,7 @@ References
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, ClassVar
@@ -49,9 +62,9 @@ from pandas_dp.algorithms.grids import equivalent_epsilon
 from pandas_dp.algorithms.hilbert import hilbert_order
 from pandas_dp.algorithms.tree.layout import shape_dims
 from pandas_dp.errors import ParameterError
-from pandas_dp.privacy.loss import PrivacyLoss, Sensitivity
+from pandas_dp.privacy.loss import DiscreteLaplace, Noise, PrivacyLoss, PureDP, Sensitivity
 
-__all__ = ["DawaPlan", "plan_dawa", "DawaRelease", "dawa", "workload_runs", "DEFAULT_RATIO", "DEFAULT_RATIO_2D",
+__all__ = ["DawaPlan", "plan_dawa", "partition_epsilon", "bucket_cost", "DawaRelease", "dawa", "workload_runs", "DEFAULT_RATIO", "DEFAULT_RATIO_2D",
            "PREFIX_2D_CORNERS"]
 
 #: Share of the loss spent on the partition in 1-D (the paper's recommendation, 0.25; best in 38 of 40
@@ -75,6 +88,49 @@ def _check_ratio(ratio: Any) -> Fraction:
     return r
 
 
+def partition_epsilon(loss: PrivacyLoss, ratio: Fraction) -> PureDP:
+    """Stage 1's pure loss under a zCDP ``loss``: ``epsilon_1`` with ``epsilon_1**2 / 2 <= ratio * rho``,
+    charged ``epsilon_1**2 / 2``.
+
+    ``epsilon_1`` is the exact square root of ``2 ratio rho`` when a fraction with denominator at most
+    ``10**6`` is, or is below it and within ``2**-k`` of it, else ``j / 2**k`` rounded down
+    (exact integer square root; ``2**-k`` is ``2**-40`` for targets above 1/4, finer below so that
+    ``epsilon_1`` keeps 40 significant bits): never above, so the charge never exceeds the share.
+
+    Examples
+    --------
+    >>> from pandas_dp.privacy.loss import ZCDP
+    >>> e = partition_epsilon(ZCDP(Fraction(1, 2)), Fraction(1, 4))    # sqrt(2 * 1/8) = 1/2
+    >>> e.epsilon, e.charged_as("zcdp").rho
+    (Fraction(1, 2), Fraction(1, 8))
+    >>> e = partition_epsilon(ZCDP(Fraction(1, 10)), Fraction(1, 4))   # sqrt(1/20): irrational, rounded down
+    >>> e.epsilon ** 2 / 2 <= Fraction(1, 40) < (e.epsilon + Fraction(1, 2 ** 40)) ** 2 / 2
+    True
+    """
+    target = 2 * Fraction(ratio) * loss.amount
+    # k bits after the point: 40 significant bits at least, however small the target (rho may be 2**-80).
+    k = 40 + max(0, (target.denominator.bit_length() - target.numerator.bit_length()) // 2 + 1)
+    scaled = target * 4 ** k
+    eps = Fraction(math.isqrt(scaled.numerator // scaled.denominator), 2 ** k)
+    simple = Fraction(math.sqrt(float(target))).limit_denominator(10 ** 6)     # readable when exact enough
+    if eps <= simple and simple * simple <= target:
+        eps = simple
+    if eps <= 0:
+        raise ParameterError(f"The 'rho' parameter is too small for DAWA's partition: its share "
+                             f"{float(ratio * loss.amount):.3g} of rho gives epsilon_1 = 0. Pass a larger rho.")
+    return PureDP(eps)
+
+
+def bucket_cost(noise: Noise) -> float:
+    """``b2``: the expected absolute noise of one stage-2 bucket count, in the paper's Laplace form.
+
+    Discrete Laplace noise: ``1 / epsilon_2`` (its scale, exactly as the paper); discrete Gaussian
+    noise: ``sigma sqrt(2 / pi)``, the expected absolute value of ``N(0, sigma**2)``.
+    """
+    v = float(noise.variance())
+    return 1.0 / equivalent_epsilon(v) if isinstance(noise, DiscreteLaplace) else math.sqrt(2.0 * v / math.pi)
+
+
 @dataclass(frozen=True)
 class DawaPlan:
     """The public part of a DAWA release (made without data and without budget).
@@ -85,10 +141,12 @@ class DawaPlan:
         The public domain's shape (1-D or 2-D).
     loss, partition_loss, strategy_loss : PrivacyLoss
         The whole loss and its two exact parts (``partition_loss + strategy_loss == loss``).
+        Under zCDP the partition's part is pure (``PureDP(epsilon_1)``):
+        ``partition_loss.charged_as("zcdp") + strategy_loss == loss``.
     ratio : Fraction
         Share of the loss given to the partition.
     bucket_cost : float
-        ``b2 = 1 / epsilon_2``: the expected absolute noise of one stage-2 bucket count.
+        ``b2``: the expected absolute noise of one stage-2 bucket count (:func:`bucket_cost`).
     query, lo, hi : ndarray of int64
         The workload as runs of positions on DAWA's line (sorted by query, then ``lo``).
     n_queries : int
@@ -124,9 +182,12 @@ def plan_dawa(shape: int | tuple[int, ...], *, loss: PrivacyLoss, ratio: float |
     shape : int or tuple of int
         Number of bins, or the 2-D grid shape.
     loss : PrivacyLoss
-        Total privacy loss; ``ratio`` of it (exactly) goes to the partition.
+        Total privacy loss; ``ratio`` of it (exactly) goes to the partition. A
+        :class:`~pandas_dp.privacy.loss.ZCDP` loss runs the partition at the pure
+        :func:`partition_epsilon` charged ``epsilon_1**2 / 2`` and the strategy with
+        Gaussian noise at the rest (module notes).
     ratio : float or Fraction, optional
-        Share of the loss spent on the partition, strictly between 0 and 1.
+        Share of the loss spent on the partition, strictly between 0 and 1 (of ``rho`` under zCDP).
         Default: :data:`DEFAULT_RATIO` (1/4, the paper's) in 1-D,
         :data:`DEFAULT_RATIO_2D` (1/2, measured) in 2-D.
     workload : {"prefix", "identity"} or ndarray
@@ -150,12 +211,17 @@ def plan_dawa(shape: int | tuple[int, ...], *, loss: PrivacyLoss, ratio: float |
             f"Flatten or slice the domain first.")
     r = _check_ratio((DEFAULT_RATIO if len(dims) == 1 else DEFAULT_RATIO_2D) if ratio is None else ratio)
     query, lo, hi, m = workload_runs(workload, dims)
-    part_loss, strat_loss = loss.split([r, 1 - r])
+    part_loss: PrivacyLoss
+    if loss.measure == "zcdp":
+        part_loss = partition_epsilon(loss, r)
+        strat_loss = loss - part_loss.charged_as("zcdp")                 # exactly the rest of rho
+    else:
+        part_loss, strat_loss = loss.split([r, 1 - r])
     n = int(np.prod(dims))
     for k, share in enumerate(partition_loss_shares(n), start=1):
         length = min(1 << k, n)
         part_loss.part(share).noise(Sensitivity.cells(per_cell=2 * (length - 1)), what="DAWA's partition")
-    b2 = 1.0 / equivalent_epsilon(strat_loss.noise(what="DAWA's bucket counts").variance())
+    b2 = bucket_cost(strat_loss.noise(what="DAWA's bucket counts"))
     order = hilbert_order(dims) if len(dims) == 2 else None
     return DawaPlan(shape=dims, loss=loss, partition_loss=part_loss, strategy_loss=strat_loss, ratio=r,
                     bucket_cost=b2, query=query, lo=lo, hi=hi, n_queries=m, order=order)
@@ -218,7 +284,7 @@ class DawaRelease:
 
     @property
     def loss(self) -> PrivacyLoss:
-        """The whole loss (exactly ``partition_loss + strategy_loss``)."""
+        """The whole loss (exactly ``partition_loss + strategy_loss``; the partition's charged as ``loss`` is)."""
         return self.plan.loss
 
     @property
@@ -343,8 +409,7 @@ def dawa(counts: np.ndarray, plan: DawaPlan | None = None, *, loss: PrivacyLoss 
     Stage 1 (:func:`~pandas_dp.algorithms.dawa.partition.private_partition`)
     chooses buckets minimising ``sum_B (dev(x, B) + b2)`` over noisy
     deviations, with ``b2 = 1 / epsilon_2`` the expected absolute Laplace noise
-    of one stage-2 bucket count (for other noise, ``epsilon_2`` is
-    :func:`~pandas_dp.algorithms.grids.equivalent_epsilon` of its variance). Stage 2
+    of one stage-2 bucket count (Gaussian noise: ``sigma sqrt(2 / pi)``). Stage 2
     (:mod:`~pandas_dp.algorithms.dawa.strategy`) answers the level sums of a
     binary tree over the buckets, each level with its exact share of the
     stage-2 loss, and takes the tree least-squares estimate
@@ -375,7 +440,7 @@ def dawa(counts: np.ndarray, plan: DawaPlan | None = None, *, loss: PrivacyLoss 
                                   rng=rng)                                             # reads true counts
     edges = partition.edges
     br = bucket_runs(plan.query, plan.lo, plan.hi, edges, plan.n_queries)
-    strategy: HierarchyStrategy = choose_strategy(br)                                 # public + noisy only
+    strategy: HierarchyStrategy = choose_strategy(br, measure=plan.strategy_loss.measure)  # public + noisy only
     bucket_counts = np.add.reduceat(line, edges[:-1])
     answers: HierarchicalAnswers = answer_hierarchy(bucket_counts, strategy, loss=plan.strategy_loss,
                                                     rng=rng)                          # reads true counts

@@ -27,6 +27,22 @@ strategy is ``loss``-DP. ``T_v`` needs only the nodes holding a run's two end
 buckets (nodes strictly inside a run contribute ``K_v``), so a level costs
 O(runs + nodes).
 
+Under zCDP (Gaussian noise)
+---------------------------
+The strategy is the matrix ``A`` of the weighted levels: level ``l``'s rows
+are its node sums times ``w_l``. Every bucket lies in exactly one node per
+level, so every column of ``A`` has the same L2 norm ``sqrt(sum_l w_l**2)``:
+that is the strategy's L2 sensitivity (the largest column's norm). Discrete
+Gaussian noise of ``sigma**2 = sum_l w_l**2 / (2 rho)`` on every row is
+``rho``-zCDP; dividing level ``l``'s rows by ``w_l``, it is the same as noising
+level ``l``'s node sums (L2 sensitivity 1) at ``rho_l = rho w_l**2 / sum w**2``
+(these add up to ``rho``), which is how it is drawn: the level shares under
+zCDP are ``w_l**2 / sum w**2``. The workload error of the weights is then
+``sum w**2 * E(w) / (2 rho)`` (``E`` = :func:`workload_error`) against
+``(sum w)**2 * 2 E(w) / epsilon**2`` under Laplace noise, so the candidates are
+compared with the weights scaled to unit L2 norm instead of unit sum
+(:func:`choose_strategy` with ``measure="zcdp"``).
+
 Inference
 ---------
 Each noised level is the vector of node sums plus noise; the estimate is the
@@ -212,7 +228,13 @@ def _exact_shares(w: np.ndarray) -> tuple[Fraction, ...]:
     return (1 - sum(upper, Fraction(0)), *upper)
 
 
-def choose_strategy(br: BucketRuns, *, max_queries: int = EVAL_QUERIES, sweeps: int = 2) -> HierarchyStrategy:
+def _normalised(w: np.ndarray, measure: str) -> np.ndarray:
+    """Weights scaled to sensitivity 1: unit sum (L1, pure) or unit L2 norm (zCDP)."""
+    return w / (float(np.sqrt(np.sum(w * w))) if measure == "zcdp" else float(np.sum(w)))
+
+
+def choose_strategy(br: BucketRuns, *, max_queries: int = EVAL_QUERIES, sweeps: int = 2,
+                    measure: str = "pure") -> HierarchyStrategy:
     """Level shares of the bucket hierarchy with the least exact workload variance.
 
     Parameters
@@ -223,6 +245,10 @@ def choose_strategy(br: BucketRuns, *, max_queries: int = EVAL_QUERIES, sweeps: 
         Queries of the evaluation subsample (evenly spaced by index).
     sweeps : int
         Coordinate-descent sweeps over the levels.
+    measure : {"pure", "zcdp"}
+        The stage-2 loss's measure: weights are compared at unit L1 sensitivity (Laplace noise)
+        or unit L2 sensitivity (Gaussian noise, module notes), and the returned shares are shares
+        of epsilon (``w_l / sum w``) or of rho (``w_l**2 / sum w**2``).
 
     Returns
     -------
@@ -249,7 +275,8 @@ def choose_strategy(br: BucketRuns, *, max_queries: int = EVAL_QUERIES, sweeps: 
     for step in (2, 3, 4):                      # uniform on every step-th level: a 2**step-ary tree
         if n_levels > step:
             cands[f"every {step} levels"] = (np.arange(n_levels) % step == 0) / np.ceil(n_levels / step)
-    errors = {name: workload_error(layout, sub, w) for name, w in cands.items()}
+    err = lambda w: workload_error(layout, sub, _normalised(w, measure))      # noqa: E731
+    errors = {name: err(w) for name, w in cands.items()}
     best_name = min(errors, key=lambda name: errors[name])
     w, best = cands[best_name].copy(), errors[best_name]
     for _ in range(sweeps if n_levels > 1 else 0):
@@ -262,13 +289,14 @@ def choose_strategy(br: BucketRuns, *, max_queries: int = EVAL_QUERIES, sweeps: 
                 trial = w.copy()
                 trial[level] = value
                 trial /= trial.sum()
-                e = workload_error(layout, sub, trial)
+                e = err(trial)
                 if e < best * (1 - 1e-3):
                     w, best, improved = trial, e, True
         if not improved:
             break
-    shares = _exact_shares(w)
-    errors["chosen"] = workload_error(layout, sub, np.array([float(s) for s in shares]))
+    shares = _exact_shares(w * w if measure == "zcdp" else w)
+    exact = np.array([float(s) for s in shares])
+    errors["chosen"] = workload_error(layout, sub, np.sqrt(exact) if measure == "zcdp" else exact)
     return HierarchyStrategy(layout=layout, shares=shares, greedy=greedy, errors=errors)
 
 
