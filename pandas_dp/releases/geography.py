@@ -308,8 +308,7 @@ def _public_totals(public_totals: Any, tree: RegionTree, projected: bool, intege
     """``{level position: totals}`` from ``public_totals=`` (public input, checked before any charge)."""
     if public_totals is None:
         return {}
-    # local: marginals_geography imports this module (the tree and level weights)
-    from pandas_dp.releases.marginals_geography import check_public_totals
+    from pandas_dp.releases.marginals_geography import check_public_totals  # local: it imports this module
 
     totals = check_public_totals(public_totals, tree, region_tree_layout(tree))
     finer = [tree.level_names[k] for k in sorted(totals) if k > 0]

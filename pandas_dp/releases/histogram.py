@@ -406,4 +406,3 @@ register_method(HistogramMethod("identity", ParamTable("method='identity'"), _pl
 from pandas_dp.releases import hierarchical as _hierarchical  # noqa: E402,F401  ("hierarchical")
 from pandas_dp.releases import data_dependent as _data_dependent  # noqa: E402,F401  ("ahp", "dpcube", "auto")
 from pandas_dp.releases import adaptive as _adaptive  # noqa: E402,F401  ("dawa", "ugrid", "agrid")
-from pandas_dp.releases import adaptive_zcdp as _adaptive_zcdp  # noqa: E402,F401  (rho= for "dawa")
