@@ -29,7 +29,6 @@ and unpickled fields are frozen again on the way in) and compare by value
 from __future__ import annotations
 
 import dataclasses
-import functools
 import math
 import weakref
 from dataclasses import dataclass, field
@@ -231,9 +230,14 @@ _ATOMS = frozenset({str, int, float, bool, complex, bytes, type(None), Fraction}
 _FROZEN: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
 
 
-@functools.lru_cache(maxsize=None)
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+
+
 def _field_names(cls: type) -> tuple[str, ...]:
-    return tuple(f.name for f in dataclasses.fields(cls))
+    names = _FIELD_NAMES.get(cls)
+    if names is None:
+        names = _FIELD_NAMES[cls] = tuple(f.name for f in dataclasses.fields(cls))
+    return names
 
 
 @dataclass
