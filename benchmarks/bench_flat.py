@@ -1,7 +1,7 @@
 """Speed and memory of the flat (identity) histogram against the floor, ``np.bincount``, in the same run.
 
 Run: ``python -m benchmarks.bench_flat [--rows 10000000] [--repeat 5] [--bins 1024 65536 1048576] [--no-peers]
-[--no-breakdown]``
+[--no-breakdown] [--no-small]``
 
 For 10^7 rows and 2^10 / 2^16 / 2^20 bins, one row per column and domain:
 
@@ -37,6 +37,13 @@ public domain (``make_grid``), the count (``bin_counts``), the mechanism
 (the identity method's ``release``: noise added in place into the counts, the
 result built around them), and the rest of the call (budget, ledger, checks:
 the whole release minus the three steps).
+
+With ``--small`` (default), the per-release overhead: ``--small-releases``
+releases of a 100-row frame (5 bins, seeded noise) inside one budget, best of
+``repeat``, as microseconds a release and releases a second. At that size the
+count and the noise are negligible, so this is the cost of the call itself
+(checks, domain, budget and ledger, the frozen result): what ``assert_dp``'s
+thousands of small runs pay.
 """
 
 from __future__ import annotations
@@ -116,6 +123,8 @@ def main() -> None:
     parser.add_argument("--bins", type=int, nargs="+", default=[2**10, 2**16, 2**20])
     parser.add_argument("--no-peers", dest="peers", action="store_false")
     parser.add_argument("--no-breakdown", dest="breakdown", action="store_false")
+    parser.add_argument("--no-small", dest="small", action="store_false")
+    parser.add_argument("--small-releases", type=int, default=1000)
     parser.add_argument("--peer-cap", type=float, default=60.0,
                         help="seconds: a peer whose run on 1%% of the rows takes more than cap/100 is shown "
                              "with that time as a lower bound (marked >)")
@@ -152,6 +161,22 @@ def main() -> None:
           f"compare ratios within one run)")
     if args.breakdown:
         _breakdown(args.rows, max(args.bins), args.repeat, budget)
+    if args.small:
+        _small_frames(args.small_releases, args.repeat)
+
+
+def _small_frames(releases: int, repeat: int) -> None:
+    """Per-release overhead: ``releases`` histograms of a 100-row frame in one budget (best of ``repeat``)."""
+    frame = pd.DataFrame({"x": np.random.default_rng(0).integers(0, 5, 100)})
+
+    def loop() -> None:
+        with pdp.budget(1e12):
+            for i in range(releases):
+                frame.dp.histogram("x", bins=range(6), epsilon=1.0, rng=np.random.default_rng(i))
+
+    t = best_of(loop, repeat)
+    print(f"small frames: {releases:,} releases of 100 rows x 5 bins in one budget: "
+          f"{t / releases * 1e6:,.0f} us a release, {releases / t:,.0f} releases/s")
 
 
 def _breakdown(rows: int, bins: int, repeat: int, budget: Any) -> None:

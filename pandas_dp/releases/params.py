@@ -324,8 +324,12 @@ def check_columns(frame: Any, columns: Any, *, name: str = "columns") -> list[An
     if bad:
         raise ParameterError(f"The '{name}' parameter must name columns by their labels. Got {safe_repr(bad[0])}, "
                              f"which is not a valid column label.")
-    labels = pd.Index(frame.columns)
-    shown_columns = safe_repr(list(labels[:20]), 400)
+    # The frame's own Index when it is one: its hash table (built once per frame) answers ``in``.
+    labels = frame.columns if isinstance(frame.columns, pd.Index) else pd.Index(frame.columns)
+
+    def shown_columns() -> str:  # built only for a message
+        return safe_repr(list(labels[:20]), 400)
+
     try:
         missing = [c for c in cols if c not in labels]
         # Distinct labels: 1, 1.0 and True are different columns of a frame, so the type is part of the key.
@@ -336,11 +340,11 @@ def check_columns(frame: Any, columns: Any, *, name: str = "columns") -> list[An
     except Exception as err:  # noqa: BLE001 - a label's own __eq__ raised while compared with the frame's
         raise ParameterError(f"The '{name}' parameter {safe_repr(columns)} cannot be compared with the frame's "
                              f"column labels ({type(err).__name__}); pass the labels as they appear in "
-                             f"frame.columns: {shown_columns}.") from err
+                             f"frame.columns: {shown_columns()}.") from err
     if missing:
         raise ParameterError(
             f"Column(s) {safe_repr(missing, 200)} of '{name}' not in the frame; check spelling. Columns: "
-            f"{shown_columns}."
+            f"{shown_columns()}."
         )
     if not distinct:
         raise ParameterError(f"The '{name}' parameter repeats a column: {safe_repr(cols, 200)}. Pass each column "

@@ -33,6 +33,7 @@ import math
 import weakref
 from dataclasses import dataclass, field
 from collections.abc import Mapping
+from fractions import Fraction
 from typing import Any, Callable, TypeVar
 
 import numpy as np
@@ -222,6 +223,23 @@ def _in_memory_index(index: pd.Index) -> pd.Index:
     return index.copy(deep=True)
 
 
+#: Immutable scalars: stored as they are (the checks below would all fall through for them).
+_ATOMS = frozenset({str, int, float, bool, complex, bytes, type(None), Fraction})
+
+#: Frozen dataclasses whose fields are frozen already (frozen in place, so a later pass has nothing to do).
+_FROZEN: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+
+
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+
+
+def _field_names(cls: type) -> tuple[str, ...]:
+    names = _FIELD_NAMES.get(cls)
+    if names is None:
+        names = _FIELD_NAMES[cls] = tuple(f.name for f in dataclasses.fields(cls))
+    return names
+
+
 @dataclass
 class _Freezing:
     """One freezing pass: objects already frozen, and whether values come from unpickling."""
@@ -254,12 +272,20 @@ class _Freezing:
         if id(obj) in self.seen:
             return obj
         self.seen.add(id(obj))
-        for f in dataclasses.fields(obj):
-            value = obj.__dict__.get(f.name, None) if hasattr(obj, "__dict__") else getattr(obj, f.name)
-            object.__setattr__(obj, f.name, self(value))
+        if not self.loaded and _FROZEN.get(id(obj)) is obj:
+            return obj  # frozen in place by an earlier pass (a release's domain is stored by several fields)
+        for name in _field_names(type(obj)):
+            value = obj.__dict__.get(name, None) if hasattr(obj, "__dict__") else getattr(obj, name)
+            object.__setattr__(obj, name, self(value))
+        try:
+            _FROZEN[id(obj)] = obj
+        except TypeError:  # no weak references (__slots__): frozen again next time, as before
+            pass
         return obj
 
     def __call__(self, value: Any) -> Any:
+        if type(value) in _ATOMS:
+            return value
         if isinstance(value, np.ndarray):
             return _locked(value)
         if isinstance(value, SeriesOnIndex):
