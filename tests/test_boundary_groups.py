@@ -175,7 +175,7 @@ def check_neighbours(d: Any, d2: Any, households: pd.DataFrame, mode: str, metho
 
 
 # -- count-of-counts: neighbour outcomes -----------------------------------------------------------
-@settings(max_examples=30, **SETTINGS)
+@settings(max_examples=30 if FULL else 12, **SETTINGS)
 @given(census=censuses(), kind=st.sampled_from(sorted(ADVERSARIES)), mode=st.sampled_from(["groups", "hierarchy"]),
        method=st.sampled_from(["hc", "hg", "naive"]), max_size=st.sampled_from([None, 6]))
 def test_count_of_counts_neighbours_pandas(census, kind, mode, method, max_size) -> None:

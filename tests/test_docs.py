@@ -41,7 +41,12 @@ def test_docs_have_examples():
     assert len(_pages()) >= 8
 
 
-@pytest.mark.parametrize("page", _pages())
+#: Pages whose examples run a long statistical check (assert_dp): in CI's slow step (default-run time).
+SLOW_PAGES = ("guide/testing-privacy.md",)
+
+
+@pytest.mark.parametrize("page", [pytest.param(p, marks=pytest.mark.slow) if p in SLOW_PAGES else p
+                                  for p in _pages()])
 def test_examples_run(page, tmp_path, monkeypatch):
     if page in NEEDS:
         pytest.importorskip(NEEDS[page])

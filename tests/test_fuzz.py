@@ -195,7 +195,7 @@ def entity_tables(draw: Any) -> tuple[pd.DataFrame, pd.DataFrame | None, pd.Data
     return persons, (groups if use_groups else None), (None if use_groups else hierarchy)
 
 
-@settings(FUZZ, max_examples=100)
+@settings(FUZZ, max_examples=250 if SLOW_FULL else 40)
 @given(tables=entity_tables(), epsilon=EPSILONS,
        location=st.sampled_from([["state", "county"], "county", ["county", "state"], [], "missing"]),
        max_size=st.sampled_from([None, 1, 5, 0, -1, 2.5, True, 10**4]),

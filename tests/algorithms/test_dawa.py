@@ -429,12 +429,14 @@ D1 = np.array([6, 6, 5, 7, 0, 0, 1, 0])
 D1_NEIGHBOUR = D1 + np.eye(8, dtype=np.int64)[3]
 
 
+@pytest.mark.slow  # long statistical check (default-run time, issue 29 item 10); runs in CI's slow step (tests/test_privacy_mechanisms.py keeps dawa by default)
 def test_dawa_1d_passes_assert_dp():
     report = assert_dp(lambda c, rng: dawa(c, loss=EPS1, rng=rng).estimates, D1, D1_NEIGHBOUR,
                        epsilon=1.0, trials=QUICK_TRIALS * 3, rng=1)
     assert report.passed
 
 
+@pytest.mark.slow  # long statistical check (default-run time, issue 29 item 10); runs in CI's slow step (tests/test_privacy_mechanisms.py keeps dawa by default)
 def test_dawa_2d_passes_assert_dp():
     d2 = np.array([[4, 5, 0, 0], [4, 4, 0, 1]])
     neighbour = d2.copy()

@@ -256,6 +256,7 @@ def test_bad_alpha_shape_and_rectangles_raise():
 
 # ----------------------------------------------------------------------------- privacy
 
+@pytest.mark.slow  # long statistical check (default-run time, issue 29 item 10); runs in CI's slow step (tests/test_privacy_mechanisms.py keeps agrid by default)
 def test_agrid_passes_assert_dp():
     """12 x 12 atoms: 10 x 10 first-level cells of 1-2 atoms; a count near 10 toggles the second level."""
     x = np.zeros((12, 12), dtype=np.int64)

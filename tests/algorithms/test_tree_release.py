@@ -37,7 +37,8 @@ def test_average_variance_is_paper_times_discrete_ratio(n, b, consistent, paper)
     assert rel.average_range_variance() == pytest.approx(paper * ratio, abs=0.005 * ratio)
 
 
-@pytest.mark.parametrize("n,b,consistent,trials", [(16, 2, True, 3000),   # the other two in the slow step
+@pytest.mark.slow  # Monte Carlo, long: in CI's slow step (the exact variance is checked densely by default)
+@pytest.mark.parametrize("n,b,consistent,trials", [(16, 2, True, 3000),
                                                    pytest.param(16, 2, False, 3000, marks=pytest.mark.slow),
                                                    pytest.param(64, 8, True, 1500, marks=pytest.mark.slow)])
 def test_monte_carlo_confirms_exact_average_variance(n, b, consistent, trials) -> None:
@@ -58,6 +59,7 @@ def test_monte_carlo_confirms_exact_average_variance(n, b, consistent, trials) -
     assert se < 0.05 * exact   # the check has power: 4 SE is under 20 % of the value
 
 
+@pytest.mark.slow  # long statistical check (default-run time, issue 29 item 10); runs in CI's slow step
 def test_monte_carlo_per_range_variance() -> None:
     # Individual ranges of an incomplete tree with per-level (geometric) budgets.
     rng = np.random.default_rng(7)

@@ -322,8 +322,8 @@ PERSONS = pd.DataFrame({"hh": [0, 0, 0, 1, 2, 2, 3, 4, 4, 4, 4, 5, 6, 7, 7, 8, 9
     HOUSEHOLDS, on="hh")
 
 
-@pytest.mark.parametrize("method", ["hc", pytest.param("hg", marks=pytest.mark.slow),
-                                    pytest.param("naive", marks=pytest.mark.slow)])
+@pytest.mark.slow  # assert_dp on whole groups: long statistical check, in CI's slow step (default-run time)
+@pytest.mark.parametrize("method", ["hc", "hg", "naive"])
 def test_count_of_counts_with_the_group_as_the_unit(method):
     from pandas_dp.releases.count_of_counts import group_unit_sensitivity
 
@@ -400,6 +400,7 @@ def test_geography_bounds_every_unit_on_the_leaf_table():
         assert 0 <= np.abs(hi - lo).sum() <= 3
 
 
+@pytest.mark.slow  # long statistical check (default-run time, issue 29 item 10); runs in CI's slow step
 def test_geography_with_units_is_dp_for_whole_units():
     base = PEOPLE[PEOPLE["rider"] < 6].reset_index(drop=True)
     heavy = pd.concat([base, pd.DataFrame({"rider": 77, "hour": 3, "fare": 1.0, "state": "A", "county": "a1"},

@@ -30,6 +30,9 @@ matplotlib.use("Agg")
 
 RELEASES = sorted(k for k, v in every_result().items() if not isinstance(v, (pd.DataFrame, pdp.RangeAnswer)))
 SKIP_METHODS = {"plot"}   # draws a figure (covered by tests/test_plots.py); it returns an Axes, not release data
+#: Methods that publish a new result from this one: walked once, not again on what they return (a published
+#: table set's own nonnegative()/integer()/sample() would re-publish at every depth, for nothing new).
+ONCE_METHODS = ("nonnegative", "integer", "sample")
 
 
 def _public(obj: Any) -> list[str]:
@@ -65,6 +68,8 @@ def reachable(obj: Any, path: str, depth: int = 0) -> Iterator[tuple[str, Any]]:
                 continue
             if inspect.ismethod(value) or inspect.isfunction(value):
                 if name in SKIP_METHODS or not _argument_free(value):
+                    continue
+                if name in ONCE_METHODS and any(f".{m}()" in path for m in ONCE_METHODS):
                     continue
                 try:
                     with warnings.catch_warnings():

@@ -128,6 +128,7 @@ def test_correct_tree_passes(budget_split):
     assert report.passed
 
 
+@pytest.mark.slow  # long statistical check (default-run time, issue 29 item 10); runs in CI's slow step
 def test_tree_with_sensitivity_one_is_caught():
     for seed in FEW_SEEDS:
         report = assert_dp(tree_mechanism(1.0, broken=True), TREE_COUNTS, TREE_NEIGHBOUR, epsilon=1.0,
@@ -215,6 +216,7 @@ def test_correct_naive_count_of_counts_passes(epsilon):
     assert report.passed
 
 
+@pytest.mark.slow  # long statistical check (default-run time, issue 29 item 10); runs in CI's slow step
 def test_naive_count_of_counts_with_sensitivity_one_is_caught():
     for seed in FEW_SEEDS:
         report = assert_dp(coc_naive(False, 1.0), COC, COC_NEIGHBOUR, epsilon=1.0, trials=4000, rng=seed,
@@ -242,6 +244,7 @@ def test_failure_report_is_readable():
     assert worst.epsilon_lower_bound == pytest.approx(np.log(worst.p_a_low / worst.p_b_high))
 
 
+@pytest.mark.slow  # long statistical check (default-run time, issue 29 item 10); runs in CI's slow step
 def test_public_method_runs_in_its_own_budget():
     mech = lambda df, rng: df.dp.histogram("x", bins=EDGES, epsilon=0.5, rng=rng)
     with pdp.budget(epsilon=1.0) as outer:
