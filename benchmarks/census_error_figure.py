@@ -1,10 +1,10 @@
 """The census tutorial's figure: error bars by level, with and without public state totals.
 
-Runs the release of docs/tutorials/census.md (bundled synthetic persons; age group x sex and voting
-age x sex for the nation, 5 states and 30 counties; rho = 1, level weights 1:1:2) twice: with the
-states' populations of the last census as public totals, and without them. Draws the exact standard
-error of (left) every cell of the age x sex table and (right) every region's total population, by
-level. Exact variances of the GLS estimate (no simulation): the figure is the same on every machine.
+Runs the release of docs/tutorials/census.md (bundled synthetic persons; age group x sex, race x
+ethnicity and voting age x race for the nation, 5 states and 30 counties; rho = 1, level weights
+1:1:2) twice: with the states' populations of the last census as public totals, and without them.
+Draws the exact standard error of (left) every cell of the race x ethnicity table and (right) every
+region's total population, by level. Exact variances of the GLS estimate (no simulation): the figure is the same on every machine.
 
 Run: ``python -m benchmarks.census_error_figure [--figure docs/img/census-error-by-level.png]``
 """
@@ -17,10 +17,12 @@ import numpy as np
 import pandas as pd
 
 import pandas_dp as pdp
-from pandas_dp.data import load_households, load_persons
+from pandas_dp.data import HISPANIC, RACES, load_households, load_persons
 
-WORKLOAD = [("age", "sex"), ("voting", "sex")]
-DOMAINS = dict(bins={"age": [0, 5, 18, 30, 45, 65, 95]}, categories={"sex": ["F", "M"], "voting": ["under 18", "18+"]})
+WORKLOAD = [("age", "sex"), ("race", "hispanic"), ("voting", "race")]
+DOMAINS = dict(bins={"age": [0, 5, 18, 30, 45, 65, 95]},
+               categories={"sex": ["F", "M"], "race": RACES, "hispanic": HISPANIC, "voting": ["under 18", "18+"]})
+CELL_TABLE = ("race", "hispanic")
 LAST_CENSUS = pd.Series({"Avalon": 1650, "Borealis": 1800, "Cascadia": 1650, "Dunmore": 3950, "Estoria": 700})
 
 
@@ -39,9 +41,9 @@ def releases() -> dict[str, pdp.MarginalTables]:
 
 
 def std_errors(census) -> pd.DataFrame:
-    """Per level: the std_error of every age x sex cell and of every region's total (exact)."""
+    """Per level: the std_error of every race x ethnicity cell and of every region's total (exact)."""
     tidy = census.to_frame()
-    cells = tidy[tidy["table"] == ("age", "sex")][["level", "std_error"]].assign(what="cell")
+    cells = tidy[tidy["table"] == CELL_TABLE][["level", "std_error"]].assign(what="cell")
     totals = [pd.DataFrame({"level": name, "std_error": np.sqrt(census.geography.variance(lvl, ())),
                             "what": "total"}) for lvl, name in enumerate(census.levels)]
     return pd.concat([cells, *totals], ignore_index=True)
@@ -57,7 +59,7 @@ def draw(path: str) -> pd.DataFrame:
     levels = ["national", "state", "county"]
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), layout="constrained")
     summary = []
-    for ax, what, title in zip(axes, ("cell", "total"), ("one cell of age x sex", "a region's total population")):
+    for ax, what, title in zip(axes, ("cell", "total"), ("one cell of race x ethnicity", "a region's total population")):
         for k, (name, frame) in enumerate(frames.items()):
             part = frame[frame["what"] == what]
             x = np.array([levels.index(v) for v in part["level"]]) + (k - 0.5) * 0.25

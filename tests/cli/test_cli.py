@@ -494,11 +494,11 @@ max_size = 16
 epsilon = 0.5
 """
 ODD_ROWS = {
-    "stray string in a numeric column": "9999,1,Avalon,AVA-01,forty,1000.0,F\n",
-    "unknown category": "9999,1,Atlantis,AVA-01,40,1000.0,F\n",
-    "malformed line (too many fields)": "9999,1,Avalon,AVA-01,40,1000.0,F,extra,fields\n",
-    "undecodable bytes": "9999,1,Av\xff\xfealon,AVA-01,40,1000.0,F\n",
-    "unclosed quote": "9999,1,\"Avalon,AVA-01,40,1000.0,F\n",
+    "stray string in a numeric column": "9999,1,Avalon,AVA-01,forty,1000.0,F,White,Not Hispanic\n",
+    "unknown category": "9999,1,Atlantis,AVA-01,40,1000.0,F,White,Not Hispanic\n",
+    "malformed line (too many fields)": "9999,1,Avalon,AVA-01,40,1000.0,F,White,Not Hispanic,extra,fields\n",
+    "undecodable bytes": "9999,1,Av\xff\xfealon,AVA-01,40,1000.0,F,White,Not Hispanic\n",
+    "unclosed quote": "9999,1,\"Avalon,AVA-01,40,1000.0,F,White,Not Hispanic\n",
 }
 
 
@@ -549,11 +549,11 @@ def test_one_odd_row_in_a_count_of_counts_run(workdir, odd):
 
 #: Lines that are not lines of the CLI's CSV dialect (docs/guide/cli.md, "Reading CSV"): each is one dropped line.
 BAD_LINES = {
-    "unclosed quote at the start": '"9999,1,Avalon,AVA-01,40,1000.0,F',
-    "unclosed quote in a field": '9999,1,"Avalon,AVA-01,40,1000.0,F',
-    "quote inside an unquoted field": '9999,1,Av"alon,"AVA-01,40,1000.0,F',
-    "bare carriage return": "9999,1,Avalon,AVA-01,40\r,1000.0,F",
-    "too many fields": "9999,1,Avalon,AVA-01,40,1000.0,F,extra",
+    "unclosed quote at the start": '"9999,1,Avalon,AVA-01,40,1000.0,F,White,Not Hispanic',
+    "unclosed quote in a field": '9999,1,"Avalon,AVA-01,40,1000.0,F,White,Not Hispanic',
+    "quote inside an unquoted field": '9999,1,Av"alon,"AVA-01,40,1000.0,F,White,Not Hispanic',
+    "bare carriage return": "9999,1,Avalon,AVA-01,40\r,1000.0,F,White,Not Hispanic",
+    "too many fields": "9999,1,Avalon,AVA-01,40,1000.0,F,White,Not Hispanic,extra",
     "a lone quote": '"',
 }
 
@@ -593,7 +593,8 @@ def test_a_quote_mid_file_changes_no_cli_output(workdir):
     d.mkdir()
     lines = (workdir / "persons.csv").read_text().splitlines()
     mid = len(lines) // 2
-    (d / "persons.csv").write_text("\n".join(lines[:mid] + ['"9999,1,Avalon,AVA-01,40,1000.0,F'] + lines[mid:]) + "\n")
+    odd = '"9999,1,Avalon,AVA-01,40,1000.0,F,White,Not Hispanic'
+    (d / "persons.csv").write_text("\n".join(lines[:mid] + [odd] + lines[mid:]) + "\n")
     (d / "households.csv").symlink_to(workdir / "households.csv")
     (d / "spec.toml").write_text(NEIGHBOUR_SPEC)
     pdp.Ledger.create(d / "ledger.sqlite")
