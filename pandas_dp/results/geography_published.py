@@ -34,7 +34,7 @@ from pandas_dp.domain.grid import Grid
 from pandas_dp.errors import ParameterError
 from pandas_dp.results.frozen import stored_fields
 from pandas_dp.results.geography_marginals import GeographyMarginalTables
-from pandas_dp.results.published import MAX_RECORDS, PUBLISHED_NOTE, PublishedHistogram, _published_table
+from pandas_dp.results.published import PUBLISHED_NOTE, PublishedHistogram, _published_table, sample_arguments
 
 __all__ = ["GeographyPublishedTables", "publish_by_region", "public_totals_of", "check_integer_totals"]
 
@@ -192,15 +192,7 @@ class GeographyPublishedTables(GeographyMarginalTables):
             workload column, labelled as the tables' cells are, in random order.
         """
         total = self.total
-        if n is None:
-            n = int(round(total))
-        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or not 0 <= n <= MAX_RECORDS:
-            raise ParameterError(f"sample(n=) takes a non-negative integer number of records, at most "
-                                 f"{MAX_RECORDS:,}, or None for the published total. Got {safe_repr(n)}.")
-        if rng is not None and not isinstance(rng, np.random.Generator):
-            raise ParameterError(f"sample(rng=) takes a numpy.random.Generator or None (the draws are "
-                                 f"post-processing of released values). Got {safe_repr(rng)}.")
-        generator = rng if rng is not None else np.random.default_rng()
+        n, generator = sample_arguments(n, rng, total)
         finest = np.asarray(self.joints[-1])
         if finest.dtype.kind == "i" and n == total:
             counts = finest

@@ -38,7 +38,7 @@ from pandas_dp.results._checks import find_label
 from pandas_dp.results.frozen import stored_fields
 from pandas_dp.results.marginals import MarginalHistogram, MarginalTables, _table
 
-__all__ = ["PublishedTables", "PublishedHistogram", "PUBLISHED_NOTE", "publish"]
+__all__ = ["PublishedTables", "PublishedHistogram", "PUBLISHED_NOTE", "publish", "sample_arguments"]
 
 
 #: Most records :meth:`PublishedTables.sample` draws at once (one int64 cell code each: 8 GB).
@@ -48,6 +48,20 @@ MAX_RECORDS = 10**9
 PUBLISHED_NOTE = ("biased: published (non-negative or integer) tables are not linear in the noise; variance, "
                   "std_error and intervals are those of the unconstrained GLS tables (result.unconstrained), the "
                   "noise only, not exact for the published values; error() says how far they moved")
+
+
+def sample_arguments(n: Any, rng: Any, total: float) -> tuple[int, np.random.Generator]:
+    """``sample(n=, rng=)``'s checked arguments: the number of records (the published total for None) and the
+    generator (public inputs: a clear error naming the argument)."""
+    if n is None:
+        n = int(round(total))
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or not 0 <= n <= MAX_RECORDS:
+        raise ParameterError(f"sample(n=) takes a non-negative integer number of records, at most "
+                             f"{MAX_RECORDS:,}, or None for the published total. Got {safe_repr(n)}.")
+    if rng is not None and not isinstance(rng, np.random.Generator):
+        raise ParameterError(f"sample(rng=) takes a numpy.random.Generator or None (the draws are "
+                             f"post-processing of released values). Got {safe_repr(rng)}.")
+    return int(n), (rng if rng is not None else np.random.default_rng())
 
 
 @stored_fields
@@ -228,16 +242,7 @@ class PublishedTables(MarginalTables):
             One row per record, one categorical column per workload column, labelled as the
             tables' cells are, in random order.
         """
-        total = self.total
-        if n is None:
-            n = int(round(total))
-        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or not 0 <= n <= MAX_RECORDS:
-            raise ParameterError(f"sample(n=) takes a non-negative integer number of records, at most "
-                                 f"{MAX_RECORDS:,}, or None for the published total. Got {safe_repr(n)}.")
-        if rng is not None and not isinstance(rng, np.random.Generator):
-            raise ParameterError(f"sample(rng=) takes a numpy.random.Generator or None (the draws are "
-                                 f"post-processing of released values). Got {safe_repr(rng)}.")
-        generator = rng if rng is not None else np.random.default_rng()
+        n, generator = sample_arguments(n, rng, self.total)
         counts = sample_joint(self._model(), int(n), generator)
         cells = np.repeat(np.arange(counts.size), counts.ravel())
         cells = cells[generator.permutation(cells.size)]

@@ -51,7 +51,8 @@ import numpy as np
 
 from pandas_dp.errors import DomainError, ParameterError
 
-__all__ = ["MAX_JOINT", "NonnegativeFit", "check_joint", "table_of", "project_nonnegative", "dyadic_round"]
+__all__ = ["MAX_JOINT", "NonnegativeFit", "check_joint", "table_of", "project_nonnegative", "dyadic_round",
+           "momentum_step"]
 
 #: Largest union domain (cells of the joint over every workload column) the projection and the
 #: record model work on: each iteration reads every cell once per table.
@@ -116,6 +117,15 @@ def dyadic_round(joint: np.ndarray, total: float) -> tuple[np.ndarray, float]:
     return np.maximum(np.round(joint / grid) * grid, 0.0), grid
 
 
+def momentum_step(x: np.ndarray, new: np.ndarray, y_point: np.ndarray, momentum: float) -> tuple[np.ndarray, float]:
+    """The next extrapolation point and momentum of accelerated projected gradient (FISTA, Beck and Teboulle
+    2009), with a gradient restart when the momentum direction points uphill (O'Donoghue and Candes 2015)."""
+    if float(np.add.reduce(((y_point - new) * (new - x)).ravel())) > 0.0:
+        return new, 1.0
+    nxt = (1.0 + math.sqrt(1.0 + 4.0 * momentum * momentum)) / 2.0
+    return new + ((momentum - 1.0) / nxt) * (new - x), nxt
+
+
 def project_nonnegative(shape: Sequence[int], tables: Sequence[Sequence[int]], targets: Sequence[np.ndarray],
                         weights: Sequence[float], *, tol: float = 1e-12, max_iter: int = 20_000) -> NonnegativeFit:
     """The weighted least-squares non-negative joint whose tables are closest to ``targets``.
@@ -171,14 +181,7 @@ def project_nonnegative(shape: Sequence[int], tables: Sequence[Sequence[int]], t
         if step <= tol * scale:
             x = new
             break
-        # gradient restart: the momentum direction points uphill
-        if float(np.add.reduce(((y_point - new) * (new - x)).ravel())) > 0.0:
-            momentum = 1.0
-            y_point = new
-        else:
-            nxt = (1.0 + math.sqrt(1.0 + 4.0 * momentum * momentum)) / 2.0
-            y_point = new + ((momentum - 1.0) / nxt) * (new - x)
-            momentum = nxt
+        y_point, momentum = momentum_step(x, new, y_point, momentum)
         x = new
     joint, grid = dyadic_round(x, _total(x))
     return NonnegativeFit(joint=joint, grid=grid, iterations=it, step=step)

@@ -271,15 +271,8 @@ def coverage(workload: Workload) -> Any:
     """
     from scipy.sparse import csr_matrix
 
-    index = workload.index
-    rows, cols, vals = [], [], []
-    for a in workload.closure:
-        for sub in _subsets(a):
-            rows.append(index[sub])
-            cols.append(index[a])
-            vals.append(1.0 / math.prod(workload.sizes[i] for i in a if i not in sub))
-    n = len(index)
-    return csr_matrix((vals, (rows, cols)), shape=(n, n))
+    entries = _coverage_entries(workload)
+    return csr_matrix((entries.vals, (entries.rows, entries.cols)), shape=entries.shape)
 
 
 def _subsets(attrs: Marginal) -> list[Marginal]:

@@ -79,7 +79,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pandas_dp.algorithms.controlled_rounding import controlled_round
-from pandas_dp.algorithms.marginals.nonnegative import check_joint
+from pandas_dp.algorithms.marginals.nonnegative import check_joint, momentum_step
 from pandas_dp.algorithms.marginals.publish import MAX_WEIGHT_RATIO, WEIGHT_VARIANCE_FLOOR
 from pandas_dp.algorithms.regions.layout import RegionLayout
 from pandas_dp.algorithms.regions.nonnegative import project_groups
@@ -239,13 +239,7 @@ def project_level(shape: Sequence[int], tables: Sequence[Sequence[int]], targets
         if step <= tol * scale:
             x = new
             break
-        if float(np.add.reduce(((y_point - new) * (new - x)).ravel())) > 0.0:   # gradient restart
-            momentum = 1.0
-            y_point = new
-        else:
-            nxt = (1.0 + math.sqrt(1.0 + 4.0 * momentum * momentum)) / 2.0
-            y_point = new + ((momentum - 1.0) / nxt) * (new - x)
-            momentum = nxt
+        y_point, momentum = momentum_step(x, new, y_point, momentum)
         x = new
     return x, it, step
 
