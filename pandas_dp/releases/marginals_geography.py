@@ -45,6 +45,7 @@ from pandas_dp.algorithms.marginals.geography import (geography_gls, measure_lev
                                                       region_workload)
 from pandas_dp.algorithms.marginals.plan import Objective, ResidualPlan, plan_residuals
 from pandas_dp.algorithms.marginals.workload import Marginal, Workload, make_workload
+from pandas_dp.algorithms.regions.geography import disagreeing_levels
 from pandas_dp.algorithms.regions.layout import RegionLayout, region_tree_layout
 from pandas_dp.domain.grid import MAX_CELLS, Grid
 from pandas_dp.domain.labels import positions
@@ -124,14 +125,11 @@ def check_public_totals(public_totals: Any, tree: RegionTree, layout: RegionLayo
             raise ParameterError(f"public_totals names level {safe_repr(key)}; the levels are "
                                  f"{list(tree.level_names)}.")
         out[lvl] = _totals_of(series, tree.level_names[lvl], tree.regions[lvl])
-    given = sorted(out)
-    for fine, coarse in zip(given[::-1], given[::-1][1:]):
-        summed = out[fine]
-        for lvl in range(fine, coarse, -1):
-            summed = layout.aggregate(summed, lvl)
-        if not np.allclose(summed, out[coarse], rtol=1e-12, atol=1e-9):
-            raise ParameterError(f"public_totals of level {tree.level_names[fine]!r} do not add up to those of level "
-                                 f"{tree.level_names[coarse]!r}: public facts must agree with each other.")
+    pair = disagreeing_levels(out, layout)
+    if pair is not None:
+        coarse, fine = pair
+        raise ParameterError(f"public_totals of level {tree.level_names[fine]!r} do not add up to those of level "
+                             f"{tree.level_names[coarse]!r}: public facts must agree with each other.")
     return out
 
 

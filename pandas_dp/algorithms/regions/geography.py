@@ -63,7 +63,7 @@ from pandas_dp.algorithms.regions.nonnegative import nonnegative_regions
 from pandas_dp.errors import ParameterError
 from pandas_dp.privacy.loss import Noise, PrivacyLoss, Sensitivity
 
-__all__ = ["GeographyRelease", "release_geography"]
+__all__ = ["GeographyRelease", "release_geography", "disagreeing_levels"]
 
 
 @dataclass(frozen=True)
@@ -252,15 +252,24 @@ def _level_totals(lay: RegionLayout, level_totals: Mapping[int, Any] | None, pub
                              "exactly); round the totals or drop integer.")
     if integer and 0 in out:
         out[0] = out[0].astype(np.int64)
-    given = sorted(out)
+    pair = disagreeing_levels(out, lay)
+    if pair is not None:
+        coarse, fine = pair
+        raise ParameterError(f"level_totals of levels {coarse} and {fine} disagree: the regions of level "
+                             f"{fine} do not add up to those of level {coarse}.")
+    return out
+
+
+def disagreeing_levels(totals: Mapping[int, np.ndarray], lay: RegionLayout) -> tuple[int, int] | None:
+    """``(coarse, fine)``: the first two given levels whose totals do not add up (fine summed to coarse), or None."""
+    given = sorted(totals)
     for fine, coarse in zip(given[::-1], given[::-1][1:]):
-        summed = out[fine]
+        summed = totals[fine]
         for lvl in range(fine, coarse, -1):
             summed = lay.aggregate(summed, lvl)
-        if not np.allclose(summed, out[coarse], rtol=1e-12, atol=1e-9):
-            raise ParameterError(f"level_totals of levels {coarse} and {fine} disagree: the regions of level "
-                                 f"{fine} do not add up to those of level {coarse}.")
-    return out
+        if not np.allclose(summed, totals[coarse], rtol=1e-12, atol=1e-9):
+            return coarse, fine
+    return None
 
 
 def _conditioned(inference: Any, observed: list[np.ndarray | None], lay: RegionLayout, sigma2: np.ndarray,
