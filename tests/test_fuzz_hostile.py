@@ -52,7 +52,7 @@ def _fuzz(examples: int) -> settings:
                                            HealthCheck.function_scoped_fixture])
 
 
-SPEEDS = [pytest.param(60, id="fast"), pytest.param(600, id="many", marks=pytest.mark.slow)]
+SPEEDS = [pytest.param(60, id="fast"), pytest.param(600 if SLOW_FULL else 300, id="many", marks=pytest.mark.slow)]
 
 
 # ------------------------------------------------------------------------------------- hostile values
@@ -618,7 +618,7 @@ RESULT_VALUES = st.one_of(*[_pick(v) for v in KINDS.values()], _pick(EVERYWHERE)
                           st.builds(_generator), st.builds(lambda: plt.figure()))
 
 
-@pytest.mark.parametrize("examples", SPEEDS[:1] + [pytest.param(1500 if SLOW_FULL else 750, id="many",
+@pytest.mark.parametrize("examples", SPEEDS[:1] + [pytest.param(1500 if SLOW_FULL else 300, id="many",
                                                                  marks=pytest.mark.slow)])
 def test_hostile_arguments_of_every_result_method(examples):
     zoo = _zoo()

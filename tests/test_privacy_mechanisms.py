@@ -544,5 +544,5 @@ def test_group_unit_neighbours_include_a_spread_household():
 @pytest.mark.parametrize("method", ["hc", "naive"])
 def test_group_unit_count_of_counts_is_dp_on_whole_households(method, case):
     report = assert_dp(coc_group_unit(1.0, method), PERSONS, GROUP_UNIT_CASES[case], epsilon=1.0,
-                       trials=max(SLOW_TRIALS, 300), statistic=coc_vector, rng=17)
+                       trials=SLOW_TRIALS, statistic=coc_vector, rng=17)
     assert report.passed
