@@ -688,11 +688,12 @@ def test_a_malformed_input_prints_no_byte_of_its_private_lines(tmp_path, form):
     with pytest.raises(SpecError) as err:
         preflight(spec)
     text = str(err.value)
+    assert str(tmp_path / name) in text  # the file's path is a public fact; the private pieces are sought elsewhere
+    masked = text.replace(str(tmp_path), "<tmp>")
     for piece in ("Zebulon", "Quixote", "987654321", "Yolanda", "Xerxes", "55511122", "extra", "98765", "row 1",
                   "line 2"):
-        assert piece not in text, (piece, text)
-    assert "'age'" in text  # the spec's names, and the file's path: the public facts
-    assert str(tmp_path / name) in text
+        assert piece not in masked, (piece, text)
+    assert "'age'" in text  # the spec's names: public facts
     assert _entries(tmp_path / "ledger.sqlite") == []
 
 SMALL_SPEC = """
