@@ -27,7 +27,7 @@ import pandas as pd
 
 __all__ = ["prepare", "fit_rule", "apply_rule", "leave_one_dataset_out", "CUTS", "MAX_PIECES", "MIN_CASES",
            "PENALTY_ABOVE", "FEATURE_CUTS", "MIN_SPLIT_CASES", "with_features", "fit_splits", "apply_splits",
-           "family_of", "held_out_splits"]
+           "family_of", "held_out_splits", "config_columns"]
 
 #: Candidate bounds of the pieces: log10(N epsilon) on half decades.
 CUTS = tuple(np.arange(1.5, 7.51, 0.5).round(1))
@@ -136,6 +136,13 @@ FEATURE_CUTS = tuple(np.arange(0.1, 0.951, 0.05).round(2))
 MIN_SPLIT_CASES = 6
 
 
+def config_columns(rows: pd.DataFrame) -> list[str]:
+    """The columns of ``rows`` that are configurations of ``auto`` (the rest are features)."""
+    from pandas_dp.releases.auto_rule import AUTO_CONFIGS
+
+    return [c for c in rows.columns if c in AUTO_CONFIGS]
+
+
 def with_features(cases: pd.DataFrame, features: pd.DataFrame) -> pd.DataFrame:
     """One row per (case, noisy draw): the case's ratios, the draw's ``lscale`` and features.
 
@@ -160,7 +167,7 @@ def fit_splits(rows: pd.DataFrame, rule: tuple[tuple[float, str], ...], feature:
     lowers its cost (:func:`_loss`, summed over rows) and at least ``min_cases`` distinct cases
     have their median draw at or above it. Ties go to the lower threshold.
     """
-    configs = [c for c in rows.columns if c not in ("lscale", feature, "top_share", "total")]
+    configs = config_columns(rows)
     f, v = rows["lscale"].to_numpy(), rows[feature].to_numpy()
     cost = _loss(rows[configs].to_numpy())
     case = pd.factorize(rows.index.droplevel("draw"))[0]
@@ -202,7 +209,7 @@ def _ratios_of(rows: pd.DataFrame, chosen: np.ndarray) -> np.ndarray:
 
 def family_of(dataset: str) -> str:
     """Shape family for leave-one-family-out: the DPBench sets, or each synthetic kind."""
-    return dataset.split("-", 1)[1] if dataset.startswith("SYN") else "DPBench"
+    return dataset.split("-")[1] if dataset.startswith("SYN") else "DPBench"      # SYN2-CITY-B: CITY
 
 
 def held_out_splits(rows: pd.DataFrame, by: str = "dataset", feature: str = "top_share", *,
@@ -215,7 +222,7 @@ def held_out_splits(rows: pd.DataFrame, by: str = "dataset", feature: str = "top
     """
     datasets = rows.index.get_level_values("dataset")
     groups = datasets if by == "dataset" else pd.Index([family_of(d) for d in datasets])
-    configs = [c for c in rows.columns if c not in ("lscale", "top_share", "total")]
+    configs = config_columns(rows)
     out = []
     for name in sorted(set(groups)):
         train, test = rows[groups != name], rows[groups == name]

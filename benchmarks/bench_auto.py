@@ -33,7 +33,7 @@ import pandas as pd
 
 from benchmarks import dpbench
 from benchmarks.auto_evidence import measure, release_estimates, seed_of, workloads, answers
-from benchmarks.auto_fit import (apply_rule, apply_splits, fit_rule, fit_splits, held_out_splits,
+from benchmarks.auto_fit import (apply_rule, apply_splits, config_columns, fit_rule, fit_splits, held_out_splits,
                                  leave_one_dataset_out, prepare, with_features)
 from benchmarks.bench_data_dependent import to_markdown
 from pandas_dp.releases.auto_rule import AUTO_FEATURE_RULE
@@ -121,7 +121,7 @@ def fitted_feature_rules(evidence: pd.DataFrame, features: pd.DataFrame) -> dict
 
 
 def _case_ratio(rows: pd.DataFrame, chosen: np.ndarray) -> pd.Series:
-    configs = [c for c in rows.columns if c not in ("lscale", "top_share")]
+    configs = config_columns(rows)
     index = {c: i for i, c in enumerate(configs)}
     values = rows[configs].to_numpy()
     r = values[np.arange(len(rows)), [index[c] for c in chosen]]
