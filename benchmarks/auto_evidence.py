@@ -8,8 +8,14 @@ each shape is measured at its natural scale and resampled (multinomial, fixed
 seed, DPBench's own protocol) to totals ``1e3 .. 1e7``, on its own domain and on
 a coarser one (1-D: 4096 -> 512 bins; 2-D: 256 x 256 -> 64 x 64 cells, summing
 blocks), at epsilon in {0.1, 1}. Synthetic shapes (:data:`SYNTHETIC`: flat,
-smooth bumps, sparse Zipf spikes, piecewise-constant steps; 1-D and 2-D) are
-resampled the same way (they have no natural scale). Workloads: 1-D Prefix1D, 2,000 random ranges and
+smooth bumps, sparse Zipf spikes, piecewise-constant steps; 1-D and 2-D; and in
+2-D three families written from the shape facts of held-out data, two shapes
+each: one dominant cell or 2 x 2 block over sparse spikes, like capital gain x
+loss; a few hundred small dense clusters and lines over an empty grid, like cab
+pick-ups and check-ins; a heavy-tailed axis times a smooth one, like income x
+age) are resampled the same way (they have no natural scale). The 2-D
+families were added with ``--datasets SYN2-DOMINANT ... --trials 3`` and the
+rows appended (5 minutes on one core). Workloads: 1-D Prefix1D, 2,000 random ranges and
 single bins; 2-D 2,000 random rectangles and single cells (seed 0, as in
 ``bench_dawa_grids``).
 
@@ -121,7 +127,7 @@ def _synthetic(name: str) -> np.ndarray:
     rng = np.random.default_rng(seed_of("synthetic", name))
     two_d = name.startswith("SYN2")
     shape = (256, 256) if two_d else (4096,)
-    kind = name.split("-", 1)[1]
+    kind = name.split("-")[1]          # SYN2-CITY-B: a second shape of the family CITY (its own seed)
     grids = np.meshgrid(*[np.arange(k) for k in shape], indexing="ij")
     if kind == "UNIFORM":
         p = np.ones(shape)
@@ -143,6 +149,45 @@ def _synthetic(name: str) -> np.ndarray:
             lo = [rng.integers(0, k) for k in shape]
             hi = [min(k, a + rng.integers(k // 32, k // 4)) for a, k in zip(lo, shape)]
             p[tuple(slice(a, b) for a, b in zip(lo, hi))] += rng.exponential()
+    elif kind == "DOMINANT":           # one cell holds 85% (a 0/0 cell, like capital gain x loss; -B: a
+        p = np.zeros(shape)            # 2 x 2 block holds 65%); the rest: sparse Zipf spikes, mostly on the
+        r0, c0 = (int(rng.integers(0, k // 16)) for k in shape)       # dominant row and column, a few anywhere
+        block = name.endswith("-B")
+        p[r0:r0 + 1 + block, c0:c0 + 1 + block] = 0.65 / 4 if block else 0.85
+        rest = ((("row", 0.14), ("col", 0.14), ("any", 0.07)) if block else
+                (("row", 0.06), ("col", 0.06), ("any", 0.03)))
+        for where, share in rest:
+            n = int(rng.integers(20, 60))
+            rows = np.full(n, r0) if where == "row" else rng.integers(0, shape[0], n)
+            cols = np.full(n, c0) if where == "col" else rng.integers(0, shape[1], n)
+            w = 1.0 / np.arange(1, n + 1) ** 1.2
+            np.add.at(p, (rows, cols), share * w / w.sum())
+    elif kind == "CITY":               # a few hundred small dense clusters and a few lines (streets)
+        p = np.zeros(shape)            # over a mostly empty grid, cluster weights heavy-tailed
+        n = int(rng.integers(200, 400))
+        centres = [rng.integers(0, k, n) for k in shape]
+        widths = rng.uniform(0.4, 2.0, n)
+        weights = rng.pareto(1.2, n) + 1.0
+        pts = int(rng.integers(60, 120))         # sample each cluster as points, kept on the grid
+        for axis_c, w, wt in zip(zip(*centres), widths, weights):
+            xy = [np.clip(np.rint(c + w * rng.standard_normal(pts)).astype(int), 0, k - 1)
+                  for c, k in zip(axis_c, shape)]
+            np.add.at(p, tuple(xy), wt / pts)
+        for _ in range(int(rng.integers(8, 16))):
+            a = [rng.integers(0, k) for k in shape]
+            b = [rng.integers(0, k) for k in shape]
+            t = np.linspace(0.0, 1.0, 400)
+            xy = tuple(np.rint(u + (v - u) * t).astype(int) for u, v in zip(a, b))
+            np.add.at(p, xy, 0.25 * weights.mean() * rng.random() / t.size)
+    elif kind == "INCOME":             # heavy-tailed skew along one axis times a smooth other axis
+        income = np.arange(shape[0], dtype=np.float64)
+        mode = rng.uniform(6, 20)
+        tail = (1.0 + income / mode) ** -rng.uniform(2.2, 3.2) * (1.0 - np.exp(-(income + 0.5) / (0.3 * mode)))
+        age = np.arange(shape[1], dtype=np.float64)
+        smooth = sum(rng.uniform(0.5, 1.0) * np.exp(-0.5 * ((age - rng.uniform(0.2, 0.8) * shape[1])
+                                                            / (rng.uniform(0.08, 0.2) * shape[1])) ** 2)
+                     for _ in range(2))
+        p = np.outer(tail, smooth)
     else:
         raise ValueError(name)
     return p / p.sum()
@@ -150,7 +195,8 @@ def _synthetic(name: str) -> np.ndarray:
 
 #: Synthetic shapes (1-D over 4096 bins, 2-D over 256 x 256), resampled like the DPBench ones.
 SYNTHETIC = ("SYN-UNIFORM", "SYN-BUMPS", "SYN-SPIKES", "SYN-STEPS",
-             "SYN2-UNIFORM", "SYN2-BUMPS", "SYN2-SPIKES", "SYN2-STEPS")
+             "SYN2-UNIFORM", "SYN2-BUMPS", "SYN2-SPIKES", "SYN2-STEPS",
+             "SYN2-DOMINANT", "SYN2-CITY", "SYN2-INCOME", "SYN2-DOMINANT-B", "SYN2-CITY-B", "SYN2-INCOME-B")
 
 
 def seed_of(*parts: Any) -> int:

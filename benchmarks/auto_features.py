@@ -28,7 +28,7 @@ from pandas_dp.privacy.loss import pure
 from pandas_dp.releases.auto_rule import coarse_counts, shape_features
 from pandas_dp.releases.data_dependent import AUTO_TOTAL_SHARE
 
-__all__ = ["DRAWS", "noisy_features", "exact_features"]
+__all__ = ["DRAWS", "noisy_features", "exact_features", "candidate_features", "CANDIDATES"]
 
 #: Noisy draws of the features per case.
 DRAWS = 20
@@ -39,8 +39,40 @@ def _datasets_2d() -> tuple[str, ...]:
     return tuple(dpbench.DATASETS_2D) + tuple(s for s in SYNTHETIC if s.startswith("SYN2"))
 
 
+#: Candidate second features (issue 28 item 1), from the same noisy blocks: the share of blocks whose noisy
+#: count is below twice the blocks' noise standard deviation (public), on the 32 x 32 blocks and on 8 x 8
+#: sums of them (16 noisy blocks each: 4 times the deviation), and the noisy L1 distance to uniform of
+#: the clipped shares, on both levels.
+CANDIDATES = ("sparse_share", "sparse_share8", "l1_uniform", "l1_uniform8")
+
+
+def candidate_features(noisy_blocks: np.ndarray, total: float, noise_std: float) -> dict[str, float]:
+    """The :data:`CANDIDATES` of one noisy coarse histogram (post-processing of the noisy counts only).
+
+    The threshold ``2 * noise_std`` is calibrated to the noise of the release (public), so a block
+    counts as sparse when the noise cannot tell its count from 0, at every epsilon.
+    """
+    v = np.asarray(noisy_blocks, dtype=np.float64)
+    out = {}
+    for suffix, level, std in (("", v, noise_std), ("8", _sum_blocks(v, 8), None)):
+        if std is None:
+            std = noise_std * np.sqrt(v.size / level.size)
+        share = np.maximum(level.ravel(), 0.0) / max(total, 1.0)
+        out[f"sparse_share{suffix}"] = float(np.mean(level.ravel() < 2.0 * std))
+        out[f"l1_uniform{suffix}"] = float(0.5 * np.abs(share - 1.0 / level.size).sum())
+    return out
+
+
+def _sum_blocks(v: np.ndarray, per_axis: int) -> np.ndarray:
+    """Sums of the noisy blocks over ``per_axis`` near-equal groups per axis (public grouping)."""
+    for axis, size in enumerate(v.shape):
+        v = np.add.reduceat(v, np.unique(np.arange(per_axis) * size // per_axis), axis=axis)
+    return v
+
+
 def noisy_features(draws: int = DRAWS, datasets: tuple[str, ...] | None = None) -> pd.DataFrame:
-    """One row per (case, draw): ``dataset, domain, scale, epsilon, draw, total, top_share, lscale``."""
+    """One row per (case, draw): ``dataset, domain, scale, epsilon, draw, total, top_share``, the
+    :data:`CANDIDATES` and ``lscale``."""
     rows = []
     for case in cases(datasets or _datasets_2d(), (1e3, 1e4, 1e5, 1e6, 1e7)):
         x = case["x"]
@@ -49,12 +81,14 @@ def noisy_features(draws: int = DRAWS, datasets: tuple[str, ...] | None = None) 
             loss, _ = pure(eps).split([AUTO_TOTAL_SHARE, 1 - AUTO_TOTAL_SHARE])
             half_total, half_blocks = loss.split([Fraction(1, 2), Fraction(1, 2)])     # as the release splits it
             total_noise, block_noise = half_total.noise(what="total"), half_blocks.noise(what="features")
+            std = float(np.sqrt(block_noise.variance()))
             rng = np.random.default_rng(seed_of("features", case["dataset"], case["domain"], case["scale"], eps))
             for d in range(draws):
                 total = float(total_noise.add(np.array([int(x.sum())]), rng)[0])
-                f = shape_features(block_noise.add(blocks, rng), total)
+                noisy = block_noise.add(blocks, rng)
+                f = shape_features(noisy, total)
                 rows.append({"dataset": case["dataset"], "domain": case["domain"], "scale": case["scale"],
-                             "epsilon": eps, "draw": d, **f,
+                             "epsilon": eps, "draw": d, **f, **candidate_features(noisy, total, std),
                              "lscale": float(np.log10(max(f["total"], 1.0) * eps))})
     return pd.DataFrame(rows)
 

@@ -27,7 +27,8 @@ import pandas as pd
 
 __all__ = ["prepare", "fit_rule", "apply_rule", "leave_one_dataset_out", "CUTS", "MAX_PIECES", "MIN_CASES",
            "PENALTY_ABOVE", "FEATURE_CUTS", "MIN_SPLIT_CASES", "with_features", "fit_splits", "apply_splits",
-           "family_of", "held_out_splits"]
+           "family_of", "held_out_splits", "config_columns",
+           "fit_feature_tree", "apply_feature_tree", "held_out_tree"]
 
 #: Candidate bounds of the pieces: log10(N epsilon) on half decades.
 CUTS = tuple(np.arange(1.5, 7.51, 0.5).round(1))
@@ -136,6 +137,13 @@ FEATURE_CUTS = tuple(np.arange(0.1, 0.951, 0.05).round(2))
 MIN_SPLIT_CASES = 6
 
 
+def config_columns(rows: pd.DataFrame) -> list[str]:
+    """The columns of ``rows`` that are configurations of ``auto`` (the rest are features)."""
+    from pandas_dp.releases.auto_rule import AUTO_CONFIGS
+
+    return [c for c in rows.columns if c in AUTO_CONFIGS]
+
+
 def with_features(cases: pd.DataFrame, features: pd.DataFrame) -> pd.DataFrame:
     """One row per (case, noisy draw): the case's ratios, the draw's ``lscale`` and features.
 
@@ -160,7 +168,7 @@ def fit_splits(rows: pd.DataFrame, rule: tuple[tuple[float, str], ...], feature:
     lowers its cost (:func:`_loss`, summed over rows) and at least ``min_cases`` distinct cases
     have their median draw at or above it. Ties go to the lower threshold.
     """
-    configs = [c for c in rows.columns if c not in ("lscale", feature, "top_share", "total")]
+    configs = config_columns(rows)
     f, v = rows["lscale"].to_numpy(), rows[feature].to_numpy()
     cost = _loss(rows[configs].to_numpy())
     case = pd.factorize(rows.index.droplevel("draw"))[0]
@@ -202,7 +210,7 @@ def _ratios_of(rows: pd.DataFrame, chosen: np.ndarray) -> np.ndarray:
 
 def family_of(dataset: str) -> str:
     """Shape family for leave-one-family-out: the DPBench sets, or each synthetic kind."""
-    return dataset.split("-", 1)[1] if dataset.startswith("SYN") else "DPBench"
+    return dataset.split("-")[1] if dataset.startswith("SYN") else "DPBench"      # SYN2-CITY-B: CITY
 
 
 def held_out_splits(rows: pd.DataFrame, by: str = "dataset", feature: str = "top_share", *,
@@ -215,7 +223,7 @@ def held_out_splits(rows: pd.DataFrame, by: str = "dataset", feature: str = "top
     """
     datasets = rows.index.get_level_values("dataset")
     groups = datasets if by == "dataset" else pd.Index([family_of(d) for d in datasets])
-    configs = [c for c in rows.columns if c not in ("lscale", "top_share", "total")]
+    configs = config_columns(rows)
     out = []
     for name in sorted(set(groups)):
         train, test = rows[groups != name], rows[groups == name]
@@ -233,3 +241,78 @@ def _exact_cases(rows: pd.DataFrame, configs: list[str]) -> pd.DataFrame:
     """Back from draws to cases (ratios) with the median draw's lscale, for :func:`fit_rule`."""
     g = rows.groupby(level=["dataset", "domain", "scale", "epsilon"])
     return g[configs].first().assign(lscale=g["lscale"].median())
+
+
+# ------------------------------------------------- a second feature: up to two thresholds per piece
+
+def fit_feature_tree(rows: pd.DataFrame, rule: tuple[tuple[float, str], ...], features: tuple[str, ...],
+                     depth: int = 2, min_cases: int = MIN_SPLIT_CASES) -> tuple[tuple[float, str, tuple], ...]:
+    """Per piece of ``rule``: ``(bound, default, splits)``, up to ``depth`` greedy thresholds, each on any of
+    ``features`` and either side (``(feature, ">=" or "<", threshold, config)``, read in order).
+
+    The generalisation of :func:`fit_splits` used to test a second feature (with ``features=("top_share",)``,
+    ``depth=1`` and the side ``>=`` it is :func:`fit_splits`): each split takes the rows of the piece not
+    taken by an earlier one, and is kept when it lowers their cost and ``min_cases`` distinct cases have
+    their median draw on its side.
+    """
+    configs = config_columns(rows)
+    f = rows["lscale"].to_numpy()
+    cost = _loss(rows[configs].to_numpy())
+    case = pd.factorize(rows.index.droplevel("draw"))[0]
+    values = {feat: rows[feat].to_numpy() for feat in features}
+    medians = {feat: pd.Series(v).groupby(case).transform("median").to_numpy() for feat, v in values.items()}
+    out, lo = [], -np.inf
+    for bound, default in rule:
+        region = (f >= lo) & (f < bound)
+        j = configs.index(default)
+        splits: list[tuple[str, str, float, str]] = []
+        for _ in range(depth):
+            best: tuple[float, tuple[str, str, float, str] | None] = (float(cost[region, j].sum()), None)
+            for feat in features:
+                v, med = values[feat], medians[feat]
+                for t in FEATURE_CUTS:
+                    for side, sel, msel in ((">=", v >= t, med >= t), ("<", v < t, med < t)):
+                        taken = region & sel
+                        if len(np.unique(case[taken & msel])) < min_cases:
+                            continue
+                        b = cost[taken].sum(axis=0)
+                        k = int(np.argmin(b))
+                        total = float(cost[region & ~sel, j].sum() + b[k])
+                        if configs[k] != default and total < best[0] - 1e-9:
+                            best = (total, (feat, side, float(t), configs[k]))
+            if best[1] is None:
+                break
+            splits.append(best[1])
+            feat, side, t, _ = best[1]
+            region &= ~((values[feat] >= t) if side == ">=" else (values[feat] < t))
+        out.append((float(bound), default, tuple(splits)))
+        lo = bound
+    return tuple(out)
+
+
+def apply_feature_tree(tree: tuple[tuple[float, str, tuple], ...], rows: pd.DataFrame) -> np.ndarray:
+    """The configuration :func:`fit_feature_tree`'s rule gives each row (noisy ``lscale`` and features)."""
+    k = np.searchsorted(np.array([p[0] for p in tree]), rows["lscale"].to_numpy(), side="right")
+    chosen = np.array([tree[i][1] for i in k], dtype=object)
+    done = np.zeros(len(k), dtype=bool)
+    for i, (_, _, splits) in enumerate(tree):
+        for feat, side, t, config in splits:
+            v = rows[feat].to_numpy()
+            hit = (k == i) & ~done & ((v >= t) if side == ">=" else (v < t))
+            chosen[hit] = config
+            done |= hit
+    return chosen
+
+
+def held_out_tree(rows: pd.DataFrame, by: str, features: tuple[str, ...], depth: int = 2) -> pd.DataFrame:
+    """:func:`held_out_splits` for :func:`fit_feature_tree` (pieces and thresholds refit without the fold)."""
+    datasets = rows.index.get_level_values("dataset")
+    groups = datasets if by == "dataset" else pd.Index([family_of(d) for d in datasets])
+    configs = config_columns(rows)
+    out = []
+    for name in sorted(set(groups)):
+        train, test = rows[groups != name], rows[groups == name]
+        tree = fit_feature_tree(train, fit_rule(_exact_cases(train, configs)), features, depth)
+        r = pd.Series(_ratios_of(test[configs], apply_feature_tree(tree, test)), index=test.index)
+        out.append(r.groupby(level=["dataset", "domain", "scale", "epsilon"]).mean().rename("ratio").to_frame())
+    return pd.concat(out)

@@ -33,7 +33,8 @@ import pandas as pd
 
 from benchmarks import dpbench
 from benchmarks.auto_evidence import measure, release_estimates, seed_of, workloads, answers
-from benchmarks.auto_fit import (apply_rule, apply_splits, fit_rule, fit_splits, held_out_splits,
+from benchmarks.auto_fit import (apply_rule, apply_splits, config_columns, fit_feature_tree, fit_rule, fit_splits,
+                                 held_out_splits, held_out_tree,
                                  leave_one_dataset_out, prepare, with_features)
 from benchmarks.bench_data_dependent import to_markdown
 from pandas_dp.releases.auto_rule import AUTO_FEATURE_RULE
@@ -109,19 +110,37 @@ def feature_rows(evidence: pd.DataFrame, features: pd.DataFrame, key: tuple[int,
     return with_features(sub, features)
 
 
+def select_feature_rule(evidence: pd.DataFrame, features: pd.DataFrame
+                        ) -> tuple[tuple[tuple[float, str, float, str], ...] | None, dict[str, pd.Series]]:
+    """The ``top_share`` thresholds of :func:`fit_splits` if they generalise, else None; and the held-out ratios.
+
+    The thresholds are kept only if they lower the held-out objective (mean log ratio plus the penalty
+    above 1.3x, :func:`_objective`) both leaving one dataset out and leaving one shape family out,
+    against the pieces alone read at the same noisy total: a threshold that helps only the shapes it
+    was fit on is not kept (issue 28: "do not tune on the shared sets").
+    """
+    rows = feature_rows(evidence, features)
+    splits = fit_splits(rows, fitted_rules(evidence)[0][(2, "ranges")])
+    held = {f"{name} {when}": held_out_splits(rows, by, thresholds=when == "after")["ratio"]
+            for by, name in (("dataset", "LODO"), ("family", "LOFO")) for when in ("before", "after")}
+    better = all(_objective(held[f"{n} after"].to_numpy()) < _objective(held[f"{n} before"].to_numpy())
+                 for n in ("LODO", "LOFO"))
+    return (splits if better else None), held
+
+
 def fitted_feature_rules(evidence: pd.DataFrame, features: pd.DataFrame) -> dict:
-    """``AUTO_FEATURE_RULE``: one ``top_share`` threshold per piece of the 2-D rule, fit to noisy draws.
+    """``AUTO_FEATURE_RULE``: one ``top_share`` threshold per piece of the 2-D rule, fit to noisy draws,
+    or nothing when the thresholds do not generalise (:func:`select_feature_rule`).
 
     The pieces are :func:`fitted_rules`' (2-D ranges; prefix takes the same, as there); the
     thresholds are fit to the rows of every 2-D case and noisy draw (:func:`fit_splits`).
     """
-    rules = fitted_rules(evidence)[0]
-    splits = fit_splits(feature_rows(evidence, features), rules[(2, "ranges")])
-    return {(2, "prefix"): splits, (2, "ranges"): splits}
+    splits, _ = select_feature_rule(evidence, features)
+    return {} if splits is None else {(2, "prefix"): splits, (2, "ranges"): splits}
 
 
 def _case_ratio(rows: pd.DataFrame, chosen: np.ndarray) -> pd.Series:
-    configs = [c for c in rows.columns if c not in ("lscale", "top_share")]
+    configs = config_columns(rows)
     index = {c: i for i, c in enumerate(configs)}
     values = rows[configs].to_numpy()
     r = values[np.arange(len(rows)), [index[c] for c in chosen]]
@@ -130,21 +149,30 @@ def _case_ratio(rows: pd.DataFrame, chosen: np.ndarray) -> pd.Series:
 
 def feature_report(evidence: pd.DataFrame, features: pd.DataFrame) -> str:
     """2-D ranges: before (pieces over the noisy scale only) and after (one threshold per piece), in-sample
-    and held out (leave one dataset out; leave one shape family out), per dataset."""
+    and held out (leave one dataset out; leave one shape family out), per dataset; then the candidate
+    second features (:func:`second_feature_report`)."""
     rules = fitted_rules(evidence)[0]
     rows = feature_rows(evidence, features)
-    splits = fitted_feature_rules(evidence, features)[(2, "ranges")]
+    kept, held = select_feature_rule(evidence, features)
+    splits = fit_splits(rows, rules[(2, "ranges")])
     before = tuple((b, c, np.inf, c) for b, c in rules[(2, "ranges")])
     lscale, share = rows["lscale"].to_numpy(), rows["top_share"].to_numpy()
     table = pd.DataFrame({"before": _case_ratio(rows, apply_splits(before, lscale, share)),
                           "after": _case_ratio(rows, apply_splits(splits, lscale, share))})
-    for by, name in (("dataset", "LODO"), ("family", "LOFO")):
-        table[f"{name} before"] = held_out_splits(rows, by, thresholds=False)["ratio"].reindex(table.index)
-        table[f"{name} after"] = held_out_splits(rows, by)["ratio"].reindex(table.index)
+    for name, ratio in held.items():
+        table[name] = ratio.reindex(table.index)
     out = ["#### 2-D: one threshold on the noisy top_share per piece (ratio to the best, mean over "
            f"{int(features['draw'].max()) + 1} noisy draws of the features per case)\n",
-           "rule: " + " ; ".join(f"log10(N eps) < {b:g}: {lo} (top_share >= {t:g}: {hi})" for b, lo, t, hi in splits),
-           ""]
+           "fitted: " + " ; ".join(f"log10(N eps) < {b:g}: {lo} (top_share >= {t:g}: {hi})" for b, lo, t, hi in splits),
+           "",
+           "held-out objective (mean log ratio + penalty above 1.3x), before -> after: " + ", ".join(
+               f"{n} {_objective(held[f'{n} before'].to_numpy()):.3f} -> {_objective(held[f'{n} after'].to_numpy()):.3f}"
+               for n in ("LODO", "LOFO")),
+           "",
+           "kept in AUTO_FEATURE_RULE: " + ("yes (lower held-out objective leaving out datasets and families)"
+                                           if kept is not None else
+                                           "no (the thresholds do not lower the held-out objective both leaving "
+                                           "out datasets and families; auto reads the noisy total only)")]
     for scope, part in (("all scales", table), ("natural scale", table[table.index.get_level_values("scale") ==
                                                                          "natural"])):
         g = part.groupby(level="dataset")
@@ -152,7 +180,39 @@ def feature_report(evidence: pd.DataFrame, features: pd.DataFrame) -> str:
         summary.loc["(all)"] = [*(part[c].pipe(lambda r: _gm(r.to_numpy())) for c in part.columns),
                                 *(part[c].max() for c in part.columns)]
         out += [f"\n##### {scope}\n", to_markdown(summary, digits=3)]
+    out += ["", second_feature_report(rows, rules[(2, "ranges")])]
     return "\n".join(out)
+
+
+#: Feature sets tried (``benchmarks.auto_features.CANDIDATES``), with the number of thresholds per piece.
+SECOND_FEATURES: tuple[tuple[tuple[str, ...], int], ...] = (
+    (("top_share",), 1), (("top_share",), 2),
+    (("top_share", "sparse_share"), 2), (("top_share", "sparse_share8"), 2),
+    (("top_share", "l1_uniform"), 2), (("top_share", "l1_uniform8"), 2),
+    (("top_share", "sparse_share", "sparse_share8", "l1_uniform", "l1_uniform8"), 2))
+
+
+def second_feature_report(rows: pd.DataFrame, pieces: tuple[tuple[float, str], ...]) -> str:
+    """Held-out ratios of up to two thresholds per piece on ``top_share`` and a candidate second feature
+    (either side; :func:`~benchmarks.auto_fit.fit_feature_tree`), against the pieces alone."""
+    lines = ["#### A second feature from the same noisy coarse histogram (2-D ranges; geo mean / max of the "
+             "held-out ratio; 'older sets': without the DOMINANT, CITY and INCOME families)\n",
+             "| features | thresholds per piece | fitted on all | LODO | LOFO | LODO older sets | LOFO older sets |",
+             "|---|---|---|---|---|---|---|"]
+    options: list[tuple[tuple[str, ...], int]] = [((), 0), *SECOND_FEATURES]
+    for feats, depth in options:
+        cells = []
+        for by in ("dataset", "family"):
+            r = (held_out_splits(rows, by, thresholds=False)["ratio"] if not feats else
+                 held_out_tree(rows, by, feats, depth)["ratio"])
+            cells.append(r)
+        tree = fit_feature_tree(rows, pieces, feats, depth) if feats else tuple((b, c, ()) for b, c in pieces)
+        fitted = " ; ".join(f"< {b:g}: {c}" + "".join(f" ({f} {s} {t:g}: {k})" for f, s, t, k in sp)
+                            for b, c, sp in tree)
+        old = [r[~r.index.get_level_values("dataset").str.contains("DOMINANT|CITY|INCOME")] for r in cells]
+        lines.append(f"| {', '.join(feats) or '(none: pieces only)'} | {depth} | {fitted} | " + " | ".join(
+            f"{_gm(r.to_numpy()):.3f} / {r.max():.1f}" for r in (*cells, *old)) + " |")
+    return "\n".join(lines)
 
 
 def _gm(x: np.ndarray) -> float:

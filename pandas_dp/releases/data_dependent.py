@@ -308,4 +308,5 @@ register_method(HistogramMethod("dpcube", DPCUBE_PARAMS, _plan_dpcube, _release_
 register_method(HistogramMethod("auto", AUTO_PARAMS, _plan_auto, _release_auto,
                                 measures=frozenset({"pure", "zcdp"}),
                                 summary="picks a method from public facts and the scale N x epsilon "
-                                        "(public or a noisy total), in 2-D also from noisy coarse features"))
+                                        "(public or a noisy total), and from noisy coarse features "
+                                        "where AUTO_FEATURE_RULE has thresholds"))
