@@ -320,7 +320,9 @@ def ugrid(counts: np.ndarray, plan: GridPlan | None = None, *, loss: PrivacyLoss
     ``m = ceil(sqrt(N epsilon / c))`` cells per axis (capped at the atoms), one
     noisy count per cell (cells are disjoint: sensitivity 1), spread evenly over
     its atoms. Variance of a rectangle covering a share ``f_k`` of cell ``k``:
-    ``s * sum_k f_k**2`` (exact noise variance; bias excluded).
+    ``s * sum_k f_k**2`` (exact noise variance; bias excluded). Under a
+    :class:`~pandas_dp.privacy.loss.ZCDP` loss the total and the cells are discrete Gaussian
+    at their exact parts of ``rho`` (``sigma**2 = 1 / (2 rho_part)``), and ``s`` is that variance.
 
     Examples
     --------
@@ -394,6 +396,12 @@ def agrid(counts: np.ndarray, plan: GridPlan | None = None, *, loss: PrivacyLoss
     per axis inside cell ``k``, noisy counts with the rest (all sub-cells are
     disjoint: sensitivity 1 per level). Then the per-cell generalized least
     squares of the module docstring, and uniform spreading over atoms.
+
+    Under a :class:`~pandas_dp.privacy.loss.ZCDP` loss (``histogram(method="agrid", rho=...)``)
+    the noisy total (``total_share`` of ``rho``), level 1 (``alpha`` of the rest) and level 2
+    (the remainder) are each discrete Gaussian with ``sigma**2 = 1 / (2 rho_part)``, the parts
+    adding up to ``rho`` exactly; level 1 is data-dependent only through its noisy counts, so
+    choosing ``m2`` from them is post-processing (module notes, "Under zCDP").
 
     Examples
     --------
