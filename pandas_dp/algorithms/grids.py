@@ -86,6 +86,8 @@ DEFAULT_C = 10.0
 DEFAULT_ALPHA = Fraction(1, 2)
 #: Share of the loss spent on the noisy total when no ``expected_total`` is given.
 DEFAULT_TOTAL_SHARE = Fraction(1, 20)
+#: Largest size per axis the size rules return as integers (callers cap sizes at the atoms of the axis).
+_MAX_SIZE = float(2 ** 62)
 
 def equivalent_epsilon(variance: float) -> float:
     """The epsilon of the discrete Laplace noise that has this variance.
@@ -128,10 +130,10 @@ def ugrid_size(total: float, epsilon: float, c: float = DEFAULT_C) -> int:
 
     Examples
     --------
-    >>> ugrid_size(1_000_000, 1.0), ugrid_size(19_435, 0.1), ugrid_size(-50, 1.0)
-    (317, 14, 1)
+    >>> ugrid_size(1_000_000, 1.0), ugrid_size(19_435, 0.1), ugrid_size(-50, 1.0), ugrid_size(1e6, 1e300, 1e-300)
+    (317, 14, 1, 4611686018427387904)
     """
-    return max(1, math.ceil(math.sqrt(max(float(total), 0.0) * epsilon / c)))
+    return max(1, math.ceil(min(math.sqrt(max(float(total), 0.0) * epsilon / c), _MAX_SIZE)))
 
 
 def agrid_first_size(total: float, epsilon: float, c: float = DEFAULT_C) -> int:
@@ -142,21 +144,27 @@ def agrid_first_size(total: float, epsilon: float, c: float = DEFAULT_C) -> int:
     >>> agrid_first_size(6_442_863, 1.0), agrid_first_size(32_561, 0.1)
     (201, 10)
     """
-    return max(10, math.ceil(math.sqrt(max(float(total), 0.0) * epsilon / c) / 4.0))
+    return max(10, math.ceil(min(math.sqrt(max(float(total), 0.0) * epsilon / c) / 4.0, _MAX_SIZE)))
 
 
 def agrid_second_size(noisy_counts: np.ndarray, epsilon_2: float, c2: float = DEFAULT_C / 2) -> np.ndarray:
     """AGrid's sub-cells per axis ``m2 = ceil(sqrt(N' epsilon_2 / c2))`` of every first-level cell (at least 1).
 
-    ``epsilon_2 = (1 - alpha) epsilon``; a noisy count ``N' <= 0`` gives ``m2 = 1``.
+    ``epsilon_2 = (1 - alpha) epsilon``; a noisy count ``N' <= 0`` gives ``m2 = 1``. Sizes are capped
+    at ``2**62`` (the caller caps them at the cell's atoms): a huge loss (``rho=1e300``: ``epsilon_2`` near
+    ``1e150``) or a tiny ``c`` must not overflow the integers.
 
     Examples
     --------
     >>> agrid_second_size(np.array([-3, 0, 10, 1000]), 0.5).tolist()
     [1, 1, 1, 10]
+    >>> int(agrid_second_size(np.array([1e6]), 1e300)[0]) == 2 ** 62
+    True
     """
     n = np.maximum(np.asarray(noisy_counts, dtype=np.float64), 0.0)
-    return np.maximum(1, np.ceil(np.sqrt(n * epsilon_2 / c2) - 1e-12)).astype(np.int64)
+    with np.errstate(over="ignore"):
+        m = np.ceil(np.sqrt(n * epsilon_2 / c2) - 1e-12)
+    return np.clip(np.nan_to_num(m, nan=1.0, posinf=_MAX_SIZE), 1.0, _MAX_SIZE).astype(np.int64)
 
 
 def axis_edges(n: int, parts: int) -> np.ndarray:
@@ -312,7 +320,9 @@ def ugrid(counts: np.ndarray, plan: GridPlan | None = None, *, loss: PrivacyLoss
     ``m = ceil(sqrt(N epsilon / c))`` cells per axis (capped at the atoms), one
     noisy count per cell (cells are disjoint: sensitivity 1), spread evenly over
     its atoms. Variance of a rectangle covering a share ``f_k`` of cell ``k``:
-    ``s * sum_k f_k**2`` (exact noise variance; bias excluded).
+    ``s * sum_k f_k**2`` (exact noise variance; bias excluded). Under a
+    :class:`~pandas_dp.privacy.loss.ZCDP` loss the total and the cells are discrete Gaussian
+    at their exact parts of ``rho`` (``sigma**2 = 1 / (2 rho_part)``), and ``s`` is that variance.
 
     Examples
     --------
@@ -386,6 +396,12 @@ def agrid(counts: np.ndarray, plan: GridPlan | None = None, *, loss: PrivacyLoss
     per axis inside cell ``k``, noisy counts with the rest (all sub-cells are
     disjoint: sensitivity 1 per level). Then the per-cell generalized least
     squares of the module docstring, and uniform spreading over atoms.
+
+    Under a :class:`~pandas_dp.privacy.loss.ZCDP` loss (``histogram(method="agrid", rho=...)``)
+    the noisy total (``total_share`` of ``rho``), level 1 (``alpha`` of the rest) and level 2
+    (the remainder) are each discrete Gaussian with ``sigma**2 = 1 / (2 rho_part)``, the parts
+    adding up to ``rho`` exactly; level 1 is data-dependent only through its noisy counts, so
+    choosing ``m2`` from them is post-processing (module notes, "Under zCDP").
 
     Examples
     --------

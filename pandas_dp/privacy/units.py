@@ -139,9 +139,17 @@ class UnitBounds:
         measurement is a count of disjoint sets (AHP, DPCube, DAWA, the grids)
         get exactly the noise of calibrating each measurement to sensitivity ``k``.
         """
+        return loss.for_unit_sensitivity(self.group_sensitivity())
+
+    def group_sensitivity(self) -> Sensitivity:
+        """``L1 = k``, ``L2 = k`` for ``k`` = :attr:`row_bound`: what :meth:`per_row_loss` calibrates for.
+
+        A count of a block of cells can move by all ``k`` rows of a unit (its ``c`` cells inside one
+        block under ``max_cells``), so this is the sensitivity of a disjoint-count measurement of blocks
+        (AHP's clusters, DPCube's partitions, DAWA's buckets, the grids' cells).
+        """
         k = self.row_bound
-        sens = Sensitivity(Fraction(k), Fraction(k * k))
-        return loss.for_unit_sensitivity(sens)
+        return Sensitivity(Fraction(k), Fraction(k * k))
 
     def describe(self) -> dict[str, Any]:
         """JSON-friendly record for results and the ledger."""

@@ -10,17 +10,16 @@ too small for the sampler is refused then); the release runs the algorithm on
 the exact counts and wraps a :class:`~pandas_dp.results.adaptive.DAWAHistogram`
 or :class:`~pandas_dp.results.adaptive.GridHistogram`.
 
-``rho=``: DAWA has a zCDP analysis (:mod:`pandas_dp.algorithms.dawa.release`: the
-partition stays pure at ``epsilon_1`` charged ``epsilon_1**2 / 2``; the bucket
-hierarchy gets discrete Gaussian noise calibrated to its L2 sensitivity with the
-rest of ``rho``), and its parameters that name a loss say which
-(``strategy_rho``, the partition's ``partition_epsilon`` and its charge
-``partition_rho``). UGrid and AGrid have their zCDP side in the algorithms
-(:mod:`pandas_dp.algorithms.grids`, "Under zCDP"), but
-``histogram(method="ugrid" | "agrid")`` still refuses ``rho=`` until the privacy
-suite (``tests/test_privacy_mechanisms.py``) has 2-D ``rho`` cases for them; adding
-them to :data:`ZCDP_METHODS` is then the whole change (their ``total_rho`` and
-``level_rhos`` are renamed below).
+``rho=``: DAWA, UGrid and AGrid have zCDP analyses, and their parameters that
+name a loss say which (``total_rho``, ``level_rhos``, ``strategy_rho``; DAWA's
+partition keeps ``partition_epsilon`` and adds its charge ``partition_rho``).
+DAWA (:mod:`pandas_dp.algorithms.dawa.release`): the partition stays pure at
+``epsilon_1`` charged ``epsilon_1**2 / 2``; the bucket hierarchy gets discrete
+Gaussian noise calibrated to its L2 sensitivity with the rest of ``rho``. The
+grids (:mod:`pandas_dp.algorithms.grids`, "Under zCDP"): every measurement (the
+noisy total, each level's cells) is a vector of disjoint counts, so each gets
+exact discrete Gaussian noise for its exact Fraction of ``rho``, and the sizes
+use ``sigma**2`` in place of the paper's ``2 / epsilon**2``.
 """
 
 from __future__ import annotations
@@ -203,11 +202,27 @@ def _release_grid(counts: np.ndarray, grid: Grid, planned: Planned, *, rng: Any,
 
     Notes
     -----
-    Without ``expected_total`` the loss splits exactly into the noisy total's
-    share and the counting levels (sequential composition); cells of a level
-    are disjoint (sensitivity 1). The noise variances are exact given the grid;
-    the bias of spreading a cell over its atoms is not in them
-    (``variance_exact`` is False) and intervals are whole-cell brackets.
+    What is charged for what (sequential composition; the parts are exact
+    Fractions of the loss and add up to it, charged once):
+
+    * without ``expected_total``, ``total_share`` of the loss buys the noisy
+      total ``N`` that sizes the grid (``total_epsilon`` / ``total_rho``);
+      with it, nothing is spent on the total;
+    * UGrid: the rest counts the cells of one grid; AGrid: ``alpha`` of the
+      rest counts the first level, and ``1 - alpha`` the second level, whose
+      sizes are read from the first level's noisy counts only
+      (``level_epsilons`` / ``level_rhos``).
+
+    Cells of a level are disjoint (sensitivity 1). Under ``epsilon=`` every
+    part gets discrete Laplace noise; under ``rho=`` exact discrete Gaussian
+    noise with ``sigma**2 = 1 / (2 rho_part)``, AGrid's first level included
+    (choosing the second level from its noisy counts is post-processing of a
+    zCDP measurement), and the size rules read ``epsilon`` as
+    :func:`~pandas_dp.algorithms.grids.size_epsilon` of the noise used
+    (``size_epsilons``: ``sqrt(2) / sigma`` under ``rho=``). The noise variances
+    are exact given the grid; the bias of spreading a cell over its atoms is
+    not in them (``variance_exact`` is False) and intervals are whole-cell
+    brackets, their radius from the level noise with the heaviest tail.
     """
     plan: _grids.GridPlan = planned.plan
     run = _grids.ugrid if plan.method == "ugrid" else _grids.agrid
@@ -217,11 +232,15 @@ def _release_grid(counts: np.ndarray, grid: Grid, planned: Planned, *, rng: Any,
     if nonnegative:
         est = clip_at_zero(est)
         post = ("clip at 0",)
-    noise = plan.level_noise[-1]
+    # Estimates combine the draws of every level: the radius of the heaviest-tailed one covers any combination
+    # (equal for discrete Laplace; under rho the smallest sigma**2 below 2). Ties keep the last level.
+    noise = max(reversed(plan.level_noise), key=lambda n: n.tail_factor(0.95))
+    size_epsilons = [plan.epsilon_used] + ([] if plan.epsilon_second is None else [plan.epsilon_second])
     params: dict[str, Any] = {
         **planned.knobs, "total": r.total, "total_is_noisy": r.total_is_noisy,
         "total_epsilon": None if plan.total_loss is None else str(plan.total_loss.amount),
         "level_epsilons": [str(part.amount) for part in plan.level_losses],
+        "size_epsilons": size_epsilons,
         "grid_shape": list(r.grid_shape), "n_cells": int((r.sub_shape[..., 0] * r.sub_shape[..., 1]).sum()),
         "noise": noise.name, "sensitivity_per_level": 1, "nonnegative": nonnegative,
         "variance": r.variance_note, "intervals": INTERVAL_NOTE}
@@ -233,7 +252,7 @@ def _release_grid(counts: np.ndarray, grid: Grid, planned: Planned, *, rng: Any,
 
 
 #: The adaptive methods that take ``rho=`` (module notes).
-ZCDP_METHODS = ("dawa",)
+ZCDP_METHODS = ("dawa", "ugrid", "agrid")
 
 #: Pure-named loss parameters and their names under zCDP.
 _RENAMED = {"total_epsilon": "total_rho", "level_epsilons": "level_rhos", "strategy_epsilon": "strategy_rho"}

@@ -171,7 +171,9 @@ def histogram_release(frame: Any, cols: list[Any], grid: Grid, loss: PrivacyLoss
         result = METHODS[final.method].release(coded.counts(chosen, key), grid, final, rng=rng,
                                                nonnegative=nonnegative, loss=rest)
         return replace(result, epsilon=loss.pure_epsilon, loss=loss,
-                       params={**result.params, **used_sensitivity(result.params, chosen, grid), **chosen.describe(),
+                       params={**result.params, **used_sensitivity(result.params, chosen, grid,
+                                                                group=not METHODS[final.method].unit_aware),
+                               **chosen.describe(),
                                "unit_sensitivity": chosen.histogram_sensitivity().describe(), **dropped})
 
     extra = {} if report_dropped is None else {"report_dropped": str(report_dropped)}
@@ -180,20 +182,25 @@ def histogram_release(frame: Any, cols: list[Any], grid: Grid, loss: PrivacyLoss
         count=lambda engine: engine.coded_rows(frame, grid, unit), mechanism=mechanism, budget=budget))
 
 
-def used_sensitivity(params: Mapping[str, Any], unit: UnitBounds, grid: Grid) -> dict[str, Any]:
+def used_sensitivity(params: Mapping[str, Any], unit: UnitBounds, grid: Grid, *,
+                     group: bool = False) -> dict[str, Any]:
     """The sensitivities a unit release's noise is calibrated for, replacing the row-level ``1`` of its method.
 
     A flat measurement (``"sensitivity"``) sees the unit's histogram sensitivity; a tree's level
     (``"sensitivity_per_level"``, with ``"branching"``) what the unit can do to a node of that level
-    (:meth:`~pandas_dp.privacy.units.UnitBounds.level_sensitivity`); methods run at the group-privacy
-    loss calibrate every disjoint count to the unit's histogram sensitivity.
+    (:meth:`~pandas_dp.privacy.units.UnitBounds.level_sensitivity`). Methods run at the group-privacy
+    loss (``group=True``: not unit-aware) calibrate every disjoint count to
+    :meth:`~pandas_dp.privacy.units.UnitBounds.group_sensitivity` (``L2**2 = k**2``: under
+    ``max_cells`` a block of cells can hold all of a unit's rows, which zCDP's Gaussian noise pays for).
     """
     out: dict[str, Any] = {}
-    flat = unit.histogram_sensitivity().describe()
+    flat = (unit.group_sensitivity() if group else unit.histogram_sensitivity()).describe()
     if "sensitivity" in params:
         out["sensitivity"] = flat
     if "sensitivity_per_level" in params:
-        if "branching" in params and "height" in params:
+        if group and "height" in params:      # a tree chosen by "auto", run at the group-privacy loss
+            out["sensitivity_per_level"] = [flat] * (int(params["height"]) + 1)
+        elif "branching" in params and "height" in params:
             b = int(params["branching"])
             out["sensitivity_per_level"] = [
                 unit.level_sensitivity(math.prod(min(b ** k, n) for n in grid.shape)).describe()

@@ -6,15 +6,15 @@ checked with ``assert_dp`` at the (epsilon, delta) their rho converts to, and
 the same twins calibrated with a rho 1.69x too large (sigma 30% too small)
 must fail.
 
-* AGrid (the algorithm; the histogram method refuses ``rho=`` until the
-  privacy suite has its 2-D rho cases) on a 4 x 4 domain with a public total: both levels are capped at one
+* AGrid (the algorithm, as ``histogram(method="agrid", rho=...)`` runs it) on a
+  4 x 4 domain with a public total: both levels are capped at one
   atom per (sub-)cell, so the release is two discrete Gaussian measurements of
   the 16 atoms at rho / 2 each (L2 sensitivity 1 per level).
 * DAWA's stage 2 given a partition (stage 1 is the pure partition, unchanged
   and tested by the pure suite): the weighted bucket hierarchy chosen at unit
   L2 sensitivity, each level at its rho share ``w_l**2 / sum w**2``.
 
-End to end, ``histogram(method="dawa", rho=...)`` is run by the privacy suite
+End to end, ``histogram(method="dawa" | "ugrid" | "agrid", rho=...)`` is run by the privacy suite
 (``tests/test_privacy_mechanisms.py`` takes every method the registry marks ``zcdp``).
 """
 
@@ -62,7 +62,7 @@ def agrid_twin(rho: Fraction):
 
 
 def public_agrid(rho: Fraction, seed: int) -> np.ndarray:
-    """:func:`agrid` on the exact counts (``histogram(method="agrid")`` runs it so; it refuses rho= for now)."""
+    """:func:`agrid` on the exact counts (``histogram(method="agrid", rho=...)`` runs it so)."""
     plan = plan_agrid((4, 4), loss=ZCDP(rho), expected_total=8)
     d = agrid(bin_counts(D, GRID2).reshape(4, 4), plan, rng=np.random.default_rng(seed))
     assert d.grid_shape == (4, 4) and int(d.sub_shape.max()) == 1

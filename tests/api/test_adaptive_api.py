@@ -22,7 +22,7 @@ from pandas_dp.algorithms.dawa.release import dawa, plan_dawa
 from pandas_dp.algorithms.dpcube import box_sums, summed_area
 from pandas_dp.algorithms.grids import agrid, plan_agrid
 from pandas_dp.domain.grid import make_grid
-from pandas_dp.privacy.loss import pure
+from pandas_dp.privacy.loss import PrivacyLoss, pure, zcdp
 from pandas_dp.releases.adaptive import public_ranges
 from pandas_dp.releases.histogram import METHODS, plan_method
 from pandas_dp.releases.registry import histogram_methods
@@ -46,8 +46,8 @@ def test_registered_with_their_knobs():
     assert methods["agrid"].names == ("alpha", "total_share", "expected_total", "c")
     assert methods["dawa"].defaults() == {"ratio": None, "workload": "ranges"}
     assert methods["agrid"].defaults()["alpha"] == Fraction(1, 2)
-    assert METHODS["dawa"].measures == frozenset({"pure", "zcdp"})                 # tests/api/test_adaptive_zcdp.py
-    assert all(METHODS[m].measures == frozenset({"pure"}) for m in ("ugrid", "agrid"))
+    # rho= for all three: tests/api/test_adaptive_zcdp.py
+    assert all(METHODS[m].measures == frozenset({"pure", "zcdp"}) for m in ("dawa", "ugrid", "agrid"))
 
 
 @pytest.mark.parametrize("method,cols,domain,kwargs,match", [
@@ -234,14 +234,16 @@ def dpbench_like_2d(seed: int, side: int = 48, total: int = 20000) -> np.ndarray
     return rng.multinomial(total, (p / p.sum()).ravel()).reshape(side, side)
 
 
-def _release(method: str, counts: np.ndarray, epsilon: float, seed: int, **knobs):
-    """The release step of histogram(method=...) on exact counts (what the pipeline runs after counting)."""
+def _release(method: str, counts: np.ndarray, epsilon: float | PrivacyLoss, seed: int, **knobs):
+    """The release step of histogram(method=...) on exact counts (what the pipeline runs after counting);
+    ``epsilon`` may be a loss of either measure."""
+    loss = epsilon if isinstance(epsilon, PrivacyLoss) else pure(epsilon)
     cols = ["a", "b"][:counts.ndim]
     grid = make_grid(pd.DataFrame({c: [0] for c in cols}), cols, bins=list(counts.shape) if counts.ndim > 1 else
                      counts.shape[0], range=[(0, s) for s in counts.shape] if counts.ndim > 1 else (0, counts.size))
-    planned = plan_method(method, grid, pure(epsilon), knobs)
+    planned = plan_method(method, grid, loss, knobs)
     return METHODS[method].release(counts, grid, planned, rng=np.random.default_rng(seed), nonnegative=False,
-                                   loss=pure(epsilon))
+                                   loss=loss)
 
 
 def _coverage(method, counts, epsilon, trials, **knobs) -> tuple[float, float, float]:
@@ -295,6 +297,16 @@ def test_noise_only_intervals_would_not_cover():
 def test_bracket_intervals_cover_at_least_nominal_more_data(method, knobs, dims, seed, epsilon):
     counts = dpbench_like_1d(seed) if dims == 1 else dpbench_like_2d(seed)
     boxes, cells, _ = _coverage(method, counts, epsilon, trials=40, **knobs)
+    assert boxes >= 0.95 and cells >= 0.95, (boxes, cells)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("rho", [0.005, 0.5, 4.0])
+@pytest.mark.parametrize("method", ["ugrid", "agrid"])
+def test_grid_brackets_cover_under_rho(method, rho):
+    # The same brackets with discrete Gaussian levels. At rho 4 the counting levels have sigma**2 below 2 (UGrid
+    # 1 / 7.6, AGrid 1 / 3.8 each: 19/20 of rho, halved), where the radius is the sub-Gaussian bound.
+    boxes, cells, _ = _coverage(method, dpbench_like_2d(3), zcdp(rho), trials=40)
     assert boxes >= 0.95 and cells >= 0.95, (boxes, cells)
 
 

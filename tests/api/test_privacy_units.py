@@ -21,6 +21,7 @@ import pandas_dp as pdp
 from pandas_dp.engines.pandas.bounding import bound_codes, coded_rows, unit_codes, unit_hashes
 from pandas_dp.noise.words import release_key
 from pandas_dp.domain.grid import make_grid
+from pandas_dp.releases.histogram import METHODS
 from pandas_dp.releases.registry import histogram_methods
 from pandas_dp.testing import assert_dp, assert_same_outcome, with_row
 from pandas_dp.privacy.units import AUTO_STEPS, unit_bounds
@@ -153,10 +154,13 @@ def test_unit_releases_record_the_sensitivity_their_noise_uses(method):
         u = RIDES.dp.unattributed_histogram("hour", epsilon=1.0, privacy_unit="rider", max_rows=4,
                                             rng=np.random.default_rng(0))
     flat = {"l1": "6", "l2_squared": "12"}
+    group = {"l1": "6", "l2_squared": "36"}     # methods run at the group-privacy loss: k = c r = 6 rows
     assert h.params["unit_sensitivity"] == flat
     assert 1 not in (h.params.get("sensitivity"), h.params.get("sensitivity_per_level"))
     if "sensitivity" in h.params:
-        assert h.params["sensitivity"] == flat
+        assert h.params["sensitivity"] == (flat if METHODS[method].unit_aware else group)
+    if method in ("agrid", "ugrid"):
+        assert h.params["sensitivity_per_level"] == group
     if method == "identity":
         assert h.params["noise_scale"] == "6"                                   # L1 / epsilon = 6 / 1
     if method == "hierarchical":

@@ -248,10 +248,9 @@ PURE_ONLY = sorted(name for name, spec in METHODS.items() if "zcdp" not in spec.
 
 
 def test_the_pure_only_methods_are_the_ones_without_a_zcdp_analysis():
-    # AHP and DPCube have no zCDP analysis; they refuse rho= (DAWA has one: test_adaptive_zcdp.py; the grids refuse
-    # it until the privacy suite has their 2-D rho cases).
+    # AHP and DPCube have no zCDP analysis; they refuse rho= (DAWA and the grids have one: test_adaptive_zcdp.py).
     assert {"ahp", "dpcube"} <= set(PURE_ONLY)
-    assert not {"identity", "hierarchical", "auto"} & set(PURE_ONLY)
+    assert not {"identity", "hierarchical", "auto", "dawa", "ugrid", "agrid"} & set(PURE_ONLY)
 
 
 @pytest.mark.parametrize("engine", ENGINES)
