@@ -190,7 +190,7 @@ def test_count_of_counts_neighbours_pandas(census, kind, mode, method, max_size)
 STRINGIFIED = {"list id", "dict id", "set id", "tuple id"}
 
 
-@settings(max_examples=16, **SETTINGS)
+@settings(max_examples=10, **SETTINGS)
 @given(census=censuses(), kind=st.sampled_from(sorted(ADVERSARIES)), mode=st.sampled_from(["groups", "hierarchy"]),
        method=st.sampled_from(["hc", "hg", "naive"]), max_size=st.sampled_from([None, 6]),
        npartitions=st.integers(1, 3), convert_string=st.booleans())
@@ -261,7 +261,7 @@ def unattributed_call(frame: Any, ids: Any, seed: int = 3) -> Callable[[], Any]:
     return lambda: frame.dp.unattributed_histogram("src", epsilon=1.0, groups=ids, rng=np.random.default_rng(seed))
 
 
-@settings(max_examples=60, **SETTINGS)
+@settings(max_examples=40, **SETTINGS)
 @given(counts=st.lists(st.integers(0, 6), min_size=1, max_size=12),
        kind=st.sampled_from(sorted(UNATTRIBUTED_ADVERSARIES)), public=st.sampled_from(["ids", "table", None]),
        dask_parts=st.sampled_from([0, 0, 0, 1, 3]), convert_string=st.booleans())

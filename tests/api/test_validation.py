@@ -49,7 +49,7 @@ def frames(draw: st.DrawFn) -> pd.DataFrame:
     })
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(frame=frames(), column=columns, epsilon=epsilons, bins=bins_specs, rng_range=ranges, cats=categories)
 def test_histogram_either_releases_or_raises_documented_error_without_charge(frame, column, epsilon, bins,
                                                                               rng_range, cats):
