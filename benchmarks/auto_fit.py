@@ -22,6 +22,8 @@ the fit on all datasets; ``tests/test_auto.py`` checks that it is.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pandas as pd
 
@@ -221,18 +223,25 @@ def held_out_splits(rows: pd.DataFrame, by: str = "dataset", feature: str = "top
     Returns one row per held-out case: the mean over its draws of the chosen configuration's ratio.
     ``thresholds=False`` refits the pieces only (the rule before the features, read at the noisy total).
     """
+    def choose(train: pd.DataFrame, test: pd.DataFrame, configs: list[str]) -> np.ndarray:
+        pieces = fit_rule(_exact_cases(train, configs))
+        splits = (fit_splits(train, pieces, feature) if thresholds else
+                  tuple((b, c, np.inf, c) for b, c in pieces))
+        return apply_splits(splits, test["lscale"].to_numpy(), test[feature].to_numpy())
+
+    return _held_out(rows, by, choose)
+
+
+def _held_out(rows: pd.DataFrame, by: str, choose: Any) -> pd.DataFrame:
+    """One fold per data set (``by="dataset"``) or shape family: ``choose(train, test, configs)`` gives the
+    held-out rows' configurations; returns each held-out case's mean ratio over its draws."""
     datasets = rows.index.get_level_values("dataset")
     groups = datasets if by == "dataset" else pd.Index([family_of(d) for d in datasets])
     configs = config_columns(rows)
     out = []
     for name in sorted(set(groups)):
         train, test = rows[groups != name], rows[groups == name]
-        exact = _exact_cases(train, configs)
-        pieces = fit_rule(exact)
-        splits = (fit_splits(train, pieces, feature) if thresholds else
-                  tuple((b, c, np.inf, c) for b, c in pieces))
-        chosen = apply_splits(splits, test["lscale"].to_numpy(), test[feature].to_numpy())
-        r = pd.Series(_ratios_of(test[configs], chosen), index=test.index)
+        r = pd.Series(_ratios_of(test[configs], choose(train, test, configs)), index=test.index)
         out.append(r.groupby(level=["dataset", "domain", "scale", "epsilon"]).mean().rename("ratio").to_frame())
     return pd.concat(out)
 
@@ -306,13 +315,8 @@ def apply_feature_tree(tree: tuple[tuple[float, str, tuple], ...], rows: pd.Data
 
 def held_out_tree(rows: pd.DataFrame, by: str, features: tuple[str, ...], depth: int = 2) -> pd.DataFrame:
     """:func:`held_out_splits` for :func:`fit_feature_tree` (pieces and thresholds refit without the fold)."""
-    datasets = rows.index.get_level_values("dataset")
-    groups = datasets if by == "dataset" else pd.Index([family_of(d) for d in datasets])
-    configs = config_columns(rows)
-    out = []
-    for name in sorted(set(groups)):
-        train, test = rows[groups != name], rows[groups == name]
-        tree = fit_feature_tree(train, fit_rule(_exact_cases(train, configs)), features, depth)
-        r = pd.Series(_ratios_of(test[configs], apply_feature_tree(tree, test)), index=test.index)
-        out.append(r.groupby(level=["dataset", "domain", "scale", "epsilon"]).mean().rename("ratio").to_frame())
-    return pd.concat(out)
+    def choose(train: pd.DataFrame, test: pd.DataFrame, configs: list[str]) -> np.ndarray:
+        return apply_feature_tree(fit_feature_tree(train, fit_rule(_exact_cases(train, configs)), features, depth),
+                                  test)
+
+    return _held_out(rows, by, choose)
