@@ -170,28 +170,9 @@ def fit_splits(rows: pd.DataFrame, rule: tuple[tuple[float, str], ...], feature:
     lowers its cost (:func:`_loss`, summed over rows) and at least ``min_cases`` distinct cases
     have their median draw at or above it. Ties go to the lower threshold.
     """
-    configs = config_columns(rows)
-    f, v = rows["lscale"].to_numpy(), rows[feature].to_numpy()
-    cost = _loss(rows[configs].to_numpy())
-    case = pd.factorize(rows.index.droplevel("draw"))[0]
-    median = pd.Series(v).groupby(case).transform("median").to_numpy()
-    out, lo = [], -np.inf
-    for bound, default in rule:
-        inside = (f >= lo) & (f < bound)
-        j = configs.index(default)
-        best = (float(cost[inside, j].sum()), np.inf, default, default)
-        for t in FEATURE_CUTS:
-            above = inside & (v >= t)
-            if len(np.unique(case[above & (median >= t)])) < min_cases:
-                continue
-            b = cost[above].sum(axis=0)
-            total = float(cost[inside & ~above, j].sum() + b.min())
-            if total < best[0] - 1e-9:
-                best = (total, float(t), default, configs[int(np.argmin(b))])
-        _, t, below, at = best
-        out.append((float(bound), below, t, at) if below != at else (float(bound), below, np.inf, below))
-        lo = bound
-    return tuple(out)
+    tree = fit_feature_tree(rows, rule, (feature,), depth=1, min_cases=min_cases, sides=(">=",))
+    return tuple((bound, default, splits[0][2], splits[0][3]) if splits else (bound, default, np.inf, default)
+                 for bound, default, splits in tree)
 
 
 def apply_splits(splits: tuple[tuple[float, str, float, str], ...], lscale: np.ndarray,
@@ -255,14 +236,15 @@ def _exact_cases(rows: pd.DataFrame, configs: list[str]) -> pd.DataFrame:
 # ------------------------------------------------- a second feature: up to two thresholds per piece
 
 def fit_feature_tree(rows: pd.DataFrame, rule: tuple[tuple[float, str], ...], features: tuple[str, ...],
-                     depth: int = 2, min_cases: int = MIN_SPLIT_CASES) -> tuple[tuple[float, str, tuple], ...]:
+                     depth: int = 2, min_cases: int = MIN_SPLIT_CASES, sides: tuple[str, ...] = (">=", "<")
+                     ) -> tuple[tuple[float, str, tuple], ...]:
     """Per piece of ``rule``: ``(bound, default, splits)``, up to ``depth`` greedy thresholds, each on any of
-    ``features`` and either side (``(feature, ">=" or "<", threshold, config)``, read in order).
+    ``features`` and any of ``sides`` (``(feature, ">=" or "<", threshold, config)``, read in order).
 
-    The generalisation of :func:`fit_splits` used to test a second feature (with ``features=("top_share",)``,
-    ``depth=1`` and the side ``>=`` it is :func:`fit_splits`): each split takes the rows of the piece not
-    taken by an earlier one, and is kept when it lowers their cost and ``min_cases`` distinct cases have
-    their median draw on its side.
+    Each split takes the rows of the piece not taken by an earlier one, and is kept when it lowers their
+    cost and ``min_cases`` distinct cases have their median draw on its side; ties go to the feature
+    named first, then the lower threshold. :func:`fit_splits` is the case of one feature, ``depth=1`` and
+    the side ``>=``.
     """
     configs = config_columns(rows)
     f = rows["lscale"].to_numpy()
@@ -280,7 +262,8 @@ def fit_feature_tree(rows: pd.DataFrame, rule: tuple[tuple[float, str], ...], fe
             for feat in features:
                 v, med = values[feat], medians[feat]
                 for t in FEATURE_CUTS:
-                    for side, sel, msel in ((">=", v >= t, med >= t), ("<", v < t, med < t)):
+                    for side in sides:
+                        sel, msel = (v >= t, med >= t) if side == ">=" else (v < t, med < t)
                         taken = region & sel
                         if len(np.unique(case[taken & msel])) < min_cases:
                             continue
