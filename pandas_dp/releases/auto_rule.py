@@ -10,10 +10,10 @@ stated share of the budget. Where the evidence shows that the scale is not
 enough and a feature generalises to held-out shapes, the same share buys, half
 and half, a noisy total and a noisy *coarse histogram* (Pythia, Kotsogiannis,
 Machanavajjhala, Hay and Miklau, SIGMOD 2017: choose the algorithm from noisy
-features of the data); the share of the total in the densest block
-(``top_share``) is read against one threshold per piece
-(:data:`AUTO_FEATURE_RULE`; empty on the current evidence: no threshold
-generalised).
+features of the data); the share of the total in the densest block (one
+cell on grids up to 256 x 256; ``top_share``) is read against one threshold
+per piece (:data:`AUTO_FEATURE_RULE`: in 2-D, one dense cell at large scale
+goes to DPCube-uniform).
 
 :data:`AUTO_RULE` is, per (dimensions, workload), a few pieces over
 ``log10(N * epsilon)``, each naming a configuration of :data:`AUTO_CONFIGS`
@@ -88,15 +88,19 @@ AUTO_RULE: dict[tuple[int, str], tuple[tuple[float, str], ...]] = {
 #: (dimensions, workload) -> pieces ``(upper bound of log10(N epsilon), configuration below the
 #: threshold, threshold on top_share, configuration at or above it)``; the bounds and the
 #: configurations below the thresholds are :data:`AUTO_RULE`'s. ``top_share`` is the share of the
-#: noisy total in the densest of the 32 x 32 public coarse blocks (:func:`shape_features`). Fit by
-#: ``python -m benchmarks.bench_auto --fit`` to noisy draws of the features (``benchmarks/auto_features.py``)
-#: and kept only where the thresholds lower the held-out error leaving out data sets and shape families.
-#: Empty: on the evidence with the dominant-cell, city and income families, the fitted thresholds
-#: (``top_share >= 0.75`` / ``0.85``) help only the data set they were fit on (ADULT-2D) and raise the
-#: leave-one-family-out error (geometric mean 1.31 -> 1.43), so ``"auto"`` buys no features and
-#: spends its share on the noisy total (``docs/methods/auto.md``). A key here makes 2-D releases
-#: buy and read them again.
-AUTO_FEATURE_RULE: dict[tuple[int, str], tuple[tuple[float, str, float, str], ...]] = {}
+#: noisy total in the densest of the (up to) 256 x 256 public blocks (:func:`shape_features`; on
+#: the evidence's grids, one cell per block). Fit by ``python -m benchmarks.bench_auto --fit`` to
+#: noisy draws of the features (``benchmarks/auto_features.py``) and kept only because the threshold
+#: lowers the held-out error both leaving out data sets and leaving out shape families (objective
+#: 0.605 -> 0.580 and 0.580 -> 0.555; ``docs/methods/auto.md``): one cell holding 85% of the rows at
+#: ``N epsilon >= 10^4`` goes to DPCube-uniform. Coarser 32 x 32 blocks gave a threshold that did not
+#: hold out (one block of SF-CABS-E holds 79% of its rows, no cell more than 9%).
+AUTO_FEATURE_RULE: dict[tuple[int, str], tuple[tuple[float, str, float, str], ...]] = {
+    (2, "prefix"): ((2.5, "hierarchical+nn", _INF, "hierarchical+nn"), (4, "agrid", _INF, "agrid"),
+                    (_INF, "hierarchical-geo+nn", 0.85, "dpcube-uniform")),
+    (2, "ranges"): ((2.5, "hierarchical+nn", _INF, "hierarchical+nn"), (4, "agrid", _INF, "agrid"),
+                    (_INF, "hierarchical-geo+nn", 0.85, "dpcube-uniform")),
+}
 
 #: Under zCDP (identity and hierarchical only): one configuration per (dimensions, workload).
 AUTO_RULE_ZCDP: dict[tuple[int, str], str] = {
@@ -265,9 +269,10 @@ def choose_method(shape: tuple[int, ...], *, epsilon: float | None, expected_tot
 # ----------------------------------------------------------------------- private features of the shape
 
 #: Blocks per axis of the coarse histogram ``"auto"`` measures in 2-D instead of a bare noisy total
-#: (32 x 32: fine enough that one dense cell still stands out as one block; the top block's share is
-#: read against a separately measured noisy total).
-FEATURE_BLOCKS = 32
+#: (256 x 256: one cell per block on grids up to 256 cells per axis, so ``top_share`` is the densest
+#: cell's share there; 32 x 32 blocks could not tell one dense cell from one dense block of many
+#: cells; the top block's share is read against a separately measured noisy total).
+FEATURE_BLOCKS = 256
 
 
 def coarse_starts(size: int, blocks: int = FEATURE_BLOCKS) -> np.ndarray:
@@ -296,7 +301,7 @@ def shape_features(noisy_blocks: np.ndarray, total: float | None = None) -> dict
     largest noisy block over that total (clipped to [0, 1]): the share of the rows in the
     densest coarse block (Pythia's "mass in the largest cells", Kotsogiannis et al. SIGMOD 2017).
     ``"auto"`` measures the total on its own (half the share) and the blocks with the other
-    half: the sum of 1,024 noisy blocks would carry 32 times the noise of one noisy total.
+    half: the sum of up to 65,536 noisy blocks would carry up to 256 times the noise of one noisy total.
 
     Examples
     --------
