@@ -40,9 +40,9 @@ def _datasets_2d() -> tuple[str, ...]:
 
 
 #: Candidate second features (issue 28 item 1), from the same noisy blocks: the share of blocks whose noisy
-#: count is below twice the blocks' noise standard deviation (public), on the 32 x 32 blocks and on 8 x 8
-#: sums of them (16 noisy blocks each: 4 times the deviation), and the noisy L1 distance to uniform of
-#: the clipped shares, on both levels.
+#: count is below twice the blocks' noise standard deviation (public), on the blocks (one cell each on the
+#: evidence's grids) and on 8 x 8 sums of them (1,024 noisy cells each on 256 x 256: 32 times the deviation),
+#: and the noisy L1 distance to uniform of the clipped shares, on both levels.
 CANDIDATES = ("sparse_share", "sparse_share8", "l1_uniform", "l1_uniform8")
 
 
