@@ -13,9 +13,10 @@ smooth bumps, sparse Zipf spikes, piecewise-constant steps; 1-D and 2-D; and in
 each: one dominant cell or 2 x 2 block over sparse spikes, like capital gain x
 loss; a few hundred small dense clusters and lines over an empty grid, like cab
 pick-ups and check-ins; a heavy-tailed axis times a smooth one, like income x
-age) are resampled the same way (they have no natural scale). The 2-D
-families were added with ``--datasets SYN2-DOMINANT ... --trials 3`` and the
-rows appended (5 minutes on one core). Workloads: 1-D Prefix1D, 2,000 random ranges and
+age; and two zero-inflated amounts, most rows at 0 / 0 and the rest on one
+axis each or, for 10% of them, on both, like capital gain x loss) are resampled
+the same way (they have no natural scale). Families are added with
+``--datasets SYN2-ZEROS SYN2-ZEROS-B --trials 10 --append`` (a few minutes). Workloads: 1-D Prefix1D, 2,000 random ranges and
 single bins; 2-D 2,000 random rectangles and single cells (seed 0, as in
 ``bench_dawa_grids``).
 
@@ -188,6 +189,26 @@ def _synthetic(name: str) -> np.ndarray:
                                                             / (rng.uniform(0.08, 0.2) * shape[1])) ** 2)
                      for _ in range(2))
         p = np.outer(tail, smooth)
+    elif kind == "ZEROS":              # two zero-inflated amounts (two incomes, gain and loss): most rows 0 / 0,
+        k = shape[0]                   # the rest on one axis each, a few distinct heavy-tailed values; -B: 10% of
+        both = 0.1 if name.endswith("-B") else 0.0                   # the non-zero rows have both amounts
+        p00 = rng.uniform(0.65, 0.75) if both else rng.uniform(0.8, 0.9)
+
+        def amount() -> np.ndarray:
+            support = np.sort(rng.choice(np.arange(1, k), int(rng.integers(30, 90)), replace=False))
+            weight = (1.0 + support / rng.uniform(5, 30)) ** -rng.uniform(1.5, 2.5) * rng.pareto(1.5, support.size)
+            v = np.zeros(k)
+            v[support] = weight
+            return v / v.sum()
+
+        first, second = amount(), amount()
+        non_zero = 1.0 - p00
+        on_first = non_zero * rng.uniform(0.3, 0.7)
+        p = np.zeros(shape)
+        p[0, 0] = p00
+        p[0, :] += on_first * (1.0 - both) * second
+        p[:, 0] += (non_zero - on_first) * (1.0 - both) * first
+        p += non_zero * both * np.outer(first, second)
     else:
         raise ValueError(name)
     return p / p.sum()
@@ -196,7 +217,8 @@ def _synthetic(name: str) -> np.ndarray:
 #: Synthetic shapes (1-D over 4096 bins, 2-D over 256 x 256), resampled like the DPBench ones.
 SYNTHETIC = ("SYN-UNIFORM", "SYN-BUMPS", "SYN-SPIKES", "SYN-STEPS",
              "SYN2-UNIFORM", "SYN2-BUMPS", "SYN2-SPIKES", "SYN2-STEPS",
-             "SYN2-DOMINANT", "SYN2-CITY", "SYN2-INCOME", "SYN2-DOMINANT-B", "SYN2-CITY-B", "SYN2-INCOME-B")
+             "SYN2-DOMINANT", "SYN2-CITY", "SYN2-INCOME", "SYN2-DOMINANT-B", "SYN2-CITY-B", "SYN2-INCOME-B",
+             "SYN2-ZEROS", "SYN2-ZEROS-B")
 
 
 def seed_of(*parts: Any) -> int:

@@ -196,7 +196,7 @@ def second_feature_report(rows: pd.DataFrame, pieces: tuple[tuple[float, str], .
     """Held-out ratios of up to two thresholds per piece on ``top_share`` and a candidate second feature
     (either side; :func:`~benchmarks.auto_fit.fit_feature_tree`), against the pieces alone."""
     lines = ["#### A second feature from the same noisy coarse histogram (2-D ranges; geo mean / max of the "
-             "held-out ratio; 'older sets': without the DOMINANT, CITY and INCOME families)\n",
+             "held-out ratio; 'older sets': without the DOMINANT, CITY, INCOME and ZEROS families)\n",
              "| features | thresholds per piece | fitted on all | LODO | LOFO | LODO older sets | LOFO older sets |",
              "|---|---|---|---|---|---|---|"]
     options: list[tuple[tuple[str, ...], int]] = [((), 0), *SECOND_FEATURES]
@@ -209,7 +209,7 @@ def second_feature_report(rows: pd.DataFrame, pieces: tuple[tuple[float, str], .
         tree = fit_feature_tree(rows, pieces, feats, depth) if feats else tuple((b, c, ()) for b, c in pieces)
         fitted = " ; ".join(f"< {b:g}: {c}" + "".join(f" ({f} {s} {t:g}: {k})" for f, s, t, k in sp)
                             for b, c, sp in tree)
-        old = [r[~r.index.get_level_values("dataset").str.contains("DOMINANT|CITY|INCOME")] for r in cells]
+        old = [r[~r.index.get_level_values("dataset").str.contains("DOMINANT|CITY|INCOME|ZEROS")] for r in cells]
         lines.append(f"| {', '.join(feats) or '(none: pieces only)'} | {depth} | {fitted} | " + " | ".join(
             f"{_gm(r.to_numpy()):.3f} / {r.max():.1f}" for r in (*cells, *old)) + " |")
     return "\n".join(lines)

@@ -12,8 +12,8 @@ and half, a noisy total and a noisy *coarse histogram* (Pythia, Kotsogiannis,
 Machanavajjhala, Hay and Miklau, SIGMOD 2017: choose the algorithm from noisy
 features of the data); the share of the total in the densest block (one
 cell on grids up to 256 x 256; ``top_share``) is read against one threshold
-per piece (:data:`AUTO_FEATURE_RULE`; empty on the current evidence: no
-threshold generalised).
+per piece (:data:`AUTO_FEATURE_RULE`: in 2-D, one dense cell at large scale
+goes to DPCube-uniform).
 
 :data:`AUTO_RULE` is, per (dimensions, workload), a few pieces over
 ``log10(N * epsilon)``, each naming a configuration of :data:`AUTO_CONFIGS`
@@ -77,8 +77,8 @@ AUTO_RULE: dict[tuple[int, str], tuple[tuple[float, str], ...]] = {
     (1, "prefix"): ((3.5, "dawa"), (_INF, "hierarchical+nn")),
     (1, "ranges"): ((_INF, "hierarchical+nn"),),
     (2, "bins"): ((_INF, "ahp+clip"),),
-    (2, "prefix"): ((3.5, "agrid"), (_INF, "hierarchical-geo+nn")),
-    (2, "ranges"): ((3.5, "agrid"), (_INF, "hierarchical-geo+nn")),
+    (2, "prefix"): ((2.5, "hierarchical+nn"), (3.5, "agrid"), (_INF, "hierarchical-geo+nn")),
+    (2, "ranges"): ((2.5, "hierarchical+nn"), (3.5, "agrid"), (_INF, "hierarchical-geo+nn")),
     (3, "bins"): ((_INF, "ahp+clip"),),
     (3, "prefix"): ((4, "hierarchical+nn"), (_INF, "hierarchical-geo+nn")),
     (3, "ranges"): ((4, "hierarchical+nn"), (_INF, "hierarchical-geo+nn")),
@@ -90,14 +90,17 @@ AUTO_RULE: dict[tuple[int, str], tuple[tuple[float, str], ...]] = {
 #: configurations below the thresholds are :data:`AUTO_RULE`'s. ``top_share`` is the share of the
 #: noisy total in the densest of the (up to) 256 x 256 public blocks (:func:`shape_features`; on
 #: the evidence's grids, one cell per block). Fit by ``python -m benchmarks.bench_auto --fit`` to
-#: noisy draws of the features (``benchmarks/auto_features.py``) and kept only where the threshold
-#: lowers the held-out error both leaving out data sets and leaving out shape families.
-#: Empty: on the evidence measured with 10 trials per case the fitted threshold (``top_share >=
-#: 0.85`` -> DPCube-uniform at ``N epsilon >= 10^3.5``) lowers the leave-one-dataset-out objective
-#: (0.506 -> 0.480) but raises the leave-one-family-out one (0.492 -> 0.538), so ``"auto"`` buys no
-#: features and spends its share on the noisy total (``docs/methods/auto.md``). A key here makes
-#: 2-D releases buy and read them again.
-AUTO_FEATURE_RULE: dict[tuple[int, str], tuple[tuple[float, str, float, str], ...]] = {}
+#: noisy draws of the features (``benchmarks/auto_features.py``) and kept only because the threshold
+#: lowers the held-out error both leaving out data sets (objective 0.559 -> 0.437) and leaving out
+#: shape families (0.596 -> 0.463): at ``N epsilon >= 10^3.5`` one cell with 75% of the rows (two
+#: zero-inflated amounts that are rarely both non-zero, like capital gain x loss) goes to
+#: DPCube-uniform instead of the tree (``docs/methods/auto.md``).
+AUTO_FEATURE_RULE: dict[tuple[int, str], tuple[tuple[float, str, float, str], ...]] = {
+    (2, "prefix"): ((2.5, "hierarchical+nn", _INF, "hierarchical+nn"), (3.5, "agrid", _INF, "agrid"),
+                    (_INF, "hierarchical-geo+nn", 0.75, "dpcube-uniform")),
+    (2, "ranges"): ((2.5, "hierarchical+nn", _INF, "hierarchical+nn"), (3.5, "agrid", _INF, "agrid"),
+                    (_INF, "hierarchical-geo+nn", 0.75, "dpcube-uniform")),
+}
 
 #: Under zCDP (identity and hierarchical only): one configuration per (dimensions, workload).
 AUTO_RULE_ZCDP: dict[tuple[int, str], str] = {

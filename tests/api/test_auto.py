@@ -169,16 +169,16 @@ def test_every_candidate_is_planned_before_the_charge():
     planned = plan_method("auto", grid, pure(0.5), {"workload": "ranges"})
     plan: AutoPlan = planned.plan
     assert planned.label == "auto" and plan.choice is None
-    assert set(auto_candidates((64, 32), workload="ranges")) == {"agrid", "hierarchical-geo+nn"}
+    assert set(auto_candidates((64, 32), workload="ranges")) == {"hierarchical+nn", "agrid", "hierarchical-geo+nn"}
     # 2-D: noisy features could choose another configuration of a piece where AUTO_FEATURE_RULE has a threshold
-    # (tests/api/test_auto_features.py); the shipped rule has none, so the candidates are the pieces'.
+    # (tests/api/test_auto_features.py): the shipped rule sends one dense cell at large scale to DPCube-uniform.
     assert set(plan.plans) == set(auto_candidates((64, 32), workload="ranges", features=True)) == \
-        {"agrid", "hierarchical-geo+nn"}
+        {"hierarchical+nn", "agrid", "hierarchical-geo+nn", "dpcube-uniform"}
     assert plan.total_loss + plan.rest == pure(0.5) and plan.total_loss == pure(0.5).part(AUTO_TOTAL_SHARE)
 
 
 def test_a_grid_chosen_from_the_noisy_total_is_sized_by_it():
-    # 4,000 spread rows at epsilon 0.5: log10(N epsilon) = 3.3 < 3.5: AGrid
+    # 4,000 spread rows at epsilon 0.5: log10(N epsilon) = 3.3 in [2.5, 3.5) and a small noisy top_share: AGrid
     with pdp.budget(1.0):
         h = FRAME.dp.histogram(["x", "y"], **TWO, epsilon=0.5, method="auto", rng=np.random.default_rng(6))
     assert h.method == "agrid" and h.params["total"] == h.params["auto_total"] and h.params["total_is_noisy"]
