@@ -54,20 +54,12 @@ def candidate_features(noisy_blocks: np.ndarray, total: float, noise_std: float)
     """
     v = np.asarray(noisy_blocks, dtype=np.float64)
     out = {}
-    for suffix, level, std in (("", v, noise_std), ("8", _sum_blocks(v, 8), None)):
-        if std is None:
-            std = noise_std * np.sqrt(v.size / level.size)
+    for suffix, level in (("", v), ("8", coarse_counts(v, v.shape, 8))):     # 8 near-equal public groups per axis
+        std = noise_std * np.sqrt(v.size / level.size)                       # a sum of v.size / level.size blocks
         share = np.maximum(level.ravel(), 0.0) / max(total, 1.0)
         out[f"sparse_share{suffix}"] = float(np.mean(level.ravel() < 2.0 * std))
         out[f"l1_uniform{suffix}"] = float(0.5 * np.abs(share - 1.0 / level.size).sum())
     return out
-
-
-def _sum_blocks(v: np.ndarray, per_axis: int) -> np.ndarray:
-    """Sums of the noisy blocks over ``per_axis`` near-equal groups per axis (public grouping)."""
-    for axis, size in enumerate(v.shape):
-        v = np.add.reduceat(v, np.unique(np.arange(per_axis) * size // per_axis), axis=axis)
-    return v
 
 
 def noisy_features(draws: int = DRAWS, datasets: tuple[str, ...] | None = None) -> pd.DataFrame:

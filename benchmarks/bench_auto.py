@@ -120,12 +120,19 @@ def select_feature_rule(evidence: pd.DataFrame, features: pd.DataFrame
     was fit on is not kept (issue 28: "do not tune on the shared sets").
     """
     rows = feature_rows(evidence, features)
-    splits = fit_splits(rows, fitted_rules(evidence)[0][(2, "ranges")])
+    splits, kept, held = _feature_selection(rows, fitted_rules(evidence)[0][(2, "ranges")])
+    return (splits if kept else None), held
+
+
+def _feature_selection(rows: pd.DataFrame, pieces: tuple[tuple[float, str], ...]
+                       ) -> tuple[tuple[tuple[float, str, float, str], ...], bool, dict[str, pd.Series]]:
+    """:func:`select_feature_rule` on prepared rows: the fitted thresholds, whether they are kept, the held-out ratios."""
+    splits = fit_splits(rows, pieces)
     held = {f"{name} {when}": held_out_splits(rows, by, thresholds=when == "after")["ratio"]
             for by, name in (("dataset", "LODO"), ("family", "LOFO")) for when in ("before", "after")}
-    better = all(_objective(held[f"{n} after"].to_numpy()) < _objective(held[f"{n} before"].to_numpy())
-                 for n in ("LODO", "LOFO"))
-    return (splits if better else None), held
+    kept = all(_objective(held[f"{n} after"].to_numpy()) < _objective(held[f"{n} before"].to_numpy())
+               for n in ("LODO", "LOFO"))
+    return splits, kept, held
 
 
 def fitted_feature_rules(evidence: pd.DataFrame, features: pd.DataFrame) -> dict:
@@ -153,8 +160,7 @@ def feature_report(evidence: pd.DataFrame, features: pd.DataFrame) -> str:
     second features (:func:`second_feature_report`)."""
     rules = fitted_rules(evidence)[0]
     rows = feature_rows(evidence, features)
-    kept, held = select_feature_rule(evidence, features)
-    splits = fit_splits(rows, rules[(2, "ranges")])
+    splits, kept, held = _feature_selection(rows, rules[(2, "ranges")])
     before = tuple((b, c, np.inf, c) for b, c in rules[(2, "ranges")])
     lscale, share = rows["lscale"].to_numpy(), rows["top_share"].to_numpy()
     table = pd.DataFrame({"before": _case_ratio(rows, apply_splits(before, lscale, share)),
@@ -170,7 +176,7 @@ def feature_report(evidence: pd.DataFrame, features: pd.DataFrame) -> str:
                for n in ("LODO", "LOFO")),
            "",
            "kept in AUTO_FEATURE_RULE: " + ("yes (lower held-out objective leaving out datasets and families)"
-                                           if kept is not None else
+                                           if kept else
                                            "no (the thresholds do not lower the held-out objective both leaving "
                                            "out datasets and families; auto reads the noisy total only)")]
     for scope, part in (("all scales", table), ("natural scale", table[table.index.get_level_values("scale") ==
@@ -180,7 +186,7 @@ def feature_report(evidence: pd.DataFrame, features: pd.DataFrame) -> str:
         summary.loc["(all)"] = [*(part[c].pipe(lambda r: _gm(r.to_numpy())) for c in part.columns),
                                 *(part[c].max() for c in part.columns)]
         out += [f"\n##### {scope}\n", to_markdown(summary, digits=3)]
-    out += ["", second_feature_report(rows, rules[(2, "ranges")])]
+    out += ["", second_feature_report(rows, rules[(2, "ranges")], (held["LODO before"], held["LOFO before"]))]
     return "\n".join(out)
 
 
@@ -192,20 +198,19 @@ SECOND_FEATURES: tuple[tuple[tuple[str, ...], int], ...] = (
     (("top_share", "sparse_share", "sparse_share8", "l1_uniform", "l1_uniform8"), 2))
 
 
-def second_feature_report(rows: pd.DataFrame, pieces: tuple[tuple[float, str], ...]) -> str:
+def second_feature_report(rows: pd.DataFrame, pieces: tuple[tuple[float, str], ...],
+                          pieces_only: tuple[pd.Series, pd.Series]) -> str:
     """Held-out ratios of up to two thresholds per piece on ``top_share`` and a candidate second feature
-    (either side; :func:`~benchmarks.auto_fit.fit_feature_tree`), against the pieces alone."""
+    (either side; :func:`~benchmarks.auto_fit.fit_feature_tree`), against the pieces alone (``pieces_only``:
+    their held-out ratios leaving out data sets and families, as :func:`select_feature_rule` measured them)."""
     lines = ["#### A second feature from the same noisy coarse histogram (2-D ranges; geo mean / max of the "
              "held-out ratio; 'older sets': without the DOMINANT, CITY, INCOME and ZEROS families)\n",
              "| features | thresholds per piece | fitted on all | LODO | LOFO | LODO older sets | LOFO older sets |",
              "|---|---|---|---|---|---|---|"]
     options: list[tuple[tuple[str, ...], int]] = [((), 0), *SECOND_FEATURES]
     for feats, depth in options:
-        cells = []
-        for by in ("dataset", "family"):
-            r = (held_out_splits(rows, by, thresholds=False)["ratio"] if not feats else
-                 held_out_tree(rows, by, feats, depth)["ratio"])
-            cells.append(r)
+        cells = list(pieces_only) if not feats else [held_out_tree(rows, by, feats, depth)["ratio"]
+                                                     for by in ("dataset", "family")]
         tree = fit_feature_tree(rows, pieces, feats, depth) if feats else tuple((b, c, ()) for b, c in pieces)
         fitted = " ; ".join(f"< {b:g}: {c}" + "".join(f" ({f} {s} {t:g}: {k})" for f, s, t, k in sp)
                             for b, c, sp in tree)
