@@ -5,7 +5,7 @@ Run: ``python -m benchmarks.auto_evidence [--trials 6] [--out benchmarks/results
 
 Cases. Every shared DPBench dataset (``benchmarks/dpbench.py``) gives a *shape*;
 each shape is measured at its natural scale and resampled (multinomial, fixed
-seed, DPBench's own protocol) to totals ``1e3 .. 1e7``, on its own domain and on
+seed, DPBench's own protocol) to totals ``1e3, 10^3.5, .., 1e7`` (half decades), on its own domain and on
 a coarser one (1-D: 4096 -> 512 bins; 2-D: 256 x 256 -> 64 x 64 cells, summing
 blocks), at epsilon in {0.1, 1}. Synthetic shapes (:data:`SYNTHETIC`: flat,
 smooth bumps, sparse Zipf spikes, piecewise-constant steps; 1-D and 2-D; and in
@@ -48,7 +48,10 @@ from pandas_dp.privacy.loss import pure
 from pandas_dp.releases.histogram import METHODS, plan_method
 
 EPSILONS = (0.1, 1.0)
-SCALES = (1e3, 1e4, 1e5, 1e6, 1e7)
+#: Resampled totals: half decades from 1e3 to 1e7, so that log10(N eps) at both epsilons steps by half a
+#: decade and the fit's quarter-decade bounds (``auto_fit.CUTS``) fall between measured scales, not on a
+#: guess halfway across a decade (a natural-scale set, ADULT-2D at N eps = 10^3.51, sat on such a guess).
+SCALES = tuple(float(10 ** (k / 2)) for k in range(6, 15))
 COARSE = {1: 8, 2: 4}      # block size per axis of the coarse domain
 
 #: name -> (method, knobs, nonnegative, dims, clip variant too). DAWA's workload is set per scored workload.

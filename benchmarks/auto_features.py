@@ -22,7 +22,7 @@ from fractions import Fraction
 import numpy as np
 import pandas as pd
 
-from benchmarks.auto_evidence import cases, seed_of, EPSILONS, SYNTHETIC
+from benchmarks.auto_evidence import cases, seed_of, EPSILONS, SCALES, SYNTHETIC
 from benchmarks import dpbench
 from pandas_dp.privacy.loss import pure
 from pandas_dp.releases.auto_rule import coarse_counts, shape_features
@@ -66,7 +66,7 @@ def noisy_features(draws: int = DRAWS, datasets: tuple[str, ...] | None = None) 
     """One row per (case, draw): ``dataset, domain, scale, epsilon, draw, total, top_share``, the
     :data:`CANDIDATES` and ``lscale``."""
     rows = []
-    for case in cases(datasets or _datasets_2d(), (1e3, 1e4, 1e5, 1e6, 1e7)):
+    for case in cases(datasets or _datasets_2d(), SCALES):
         x = case["x"]
         blocks = coarse_counts(x, x.shape)
         for eps in EPSILONS:
@@ -88,7 +88,7 @@ def noisy_features(draws: int = DRAWS, datasets: tuple[str, ...] | None = None) 
 def exact_features(datasets: tuple[str, ...] | None = None) -> pd.DataFrame:
     """The exact features of every 2-D case (no noise), for the report."""
     rows = []
-    for case in cases(datasets or _datasets_2d(), (1e3, 1e4, 1e5, 1e6, 1e7)):
+    for case in cases(datasets or _datasets_2d(), SCALES):
         x = case["x"]
         rows.append({"dataset": case["dataset"], "domain": case["domain"], "scale": case["scale"],
                      **shape_features(coarse_counts(x, x.shape))})

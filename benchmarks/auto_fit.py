@@ -10,7 +10,7 @@ Fitting. A case's *ratio* for a configuration is its error over the best
 configuration's error in that case. A piece costs
 ``sum log(ratio) + 2 sum max(0, log(ratio / 1.3))`` over its cases (the mean log
 ratio, plus a penalty above 1.3x, the issue's worst-case target); bounds are
-taken from a grid of half decades, at most :data:`MAX_PIECES` pieces, and every
+taken from a grid of quarter decades, at most :data:`MAX_PIECES` pieces, and every
 piece gets the configuration of least cost. With few cases per piece the
 fit would follow noise, so a piece needs :data:`MIN_CASES` cases.
 
@@ -32,8 +32,9 @@ __all__ = ["prepare", "fit_rule", "apply_rule", "leave_one_dataset_out", "CUTS",
            "family_of", "held_out_splits", "config_columns",
            "fit_feature_tree", "apply_feature_tree", "held_out_tree"]
 
-#: Candidate bounds of the pieces: log10(N epsilon) on half decades.
-CUTS = tuple(np.arange(1.5, 7.51, 0.5).round(1))
+#: Candidate bounds of the pieces: log10(N epsilon) on quarter decades (the evidence's scales step by half
+#: decades, so every measured scale has a bound on either side of it).
+CUTS = tuple(np.arange(1.25, 7.76, 0.25).round(2))
 #: Most pieces per (dimensions, workload).
 MAX_PIECES = 3
 #: Fewest cases in a piece.
