@@ -20,7 +20,7 @@ goes to DPCube-uniform).
 (a registered method, its knobs, and whether the estimates are clipped at 0).
 It is the fit of ``benchmarks/auto_fit.py`` to the measurements of
 ``benchmarks/auto_evidence.py`` (DPBench shapes at their natural scale and
-resampled to 1e3..1e7 rows, two domain sizes, epsilon 0.1 and 1), validated
+resampled to 1e3..1e7 rows in half decades, two domain sizes, epsilon 0.1 and 1), validated
 leaving one dataset out; ``docs/methods/auto.md`` gives the evidence and
 ``tests/test_auto.py`` checks that the table is that fit. Under zCDP only
 identity and the hierarchical tree have an analysis: :data:`AUTO_RULE_ZCDP`.
@@ -73,15 +73,15 @@ _INF = math.inf
 #: (dimensions, workload) -> pieces ``(upper bound of log10(N epsilon), configuration)``, ascending.
 #: Dimensions 3 stands for 3 and more. Fit by ``python -m benchmarks.bench_auto --fit``.
 AUTO_RULE: dict[tuple[int, str], tuple[tuple[float, str], ...]] = {
-    (1, "bins"): ((2.5, "ahp+clip"), (4.5, "dpcube-uniform+clip"), (_INF, "identity+clip")),
+    (1, "bins"): ((2.5, "ahp+clip"), (4.25, "dpcube-uniform+clip"), (_INF, "identity+clip")),
     (1, "prefix"): ((3.5, "dawa"), (_INF, "hierarchical+nn")),
     (1, "ranges"): ((_INF, "hierarchical+nn"),),
     (2, "bins"): ((_INF, "ahp+clip"),),
-    (2, "prefix"): ((2.5, "hierarchical+nn"), (3.5, "agrid"), (_INF, "hierarchical-geo+nn")),
-    (2, "ranges"): ((2.5, "hierarchical+nn"), (3.5, "agrid"), (_INF, "hierarchical-geo+nn")),
+    (2, "prefix"): ((2.25, "hierarchical+nn"), (3.25, "agrid"), (_INF, "hierarchical-geo+nn")),
+    (2, "ranges"): ((2.25, "hierarchical+nn"), (3.25, "agrid"), (_INF, "hierarchical-geo+nn")),
     (3, "bins"): ((_INF, "ahp+clip"),),
-    (3, "prefix"): ((4, "hierarchical+nn"), (_INF, "hierarchical-geo+nn")),
-    (3, "ranges"): ((4, "hierarchical+nn"), (_INF, "hierarchical-geo+nn")),
+    (3, "prefix"): ((3.25, "hierarchical+nn"), (_INF, "hierarchical-geo+nn")),
+    (3, "ranges"): ((3.25, "hierarchical+nn"), (_INF, "hierarchical-geo+nn")),
 }
 
 #: The rule with one threshold on a private feature per piece, where the evidence supports one:
@@ -91,14 +91,14 @@ AUTO_RULE: dict[tuple[int, str], tuple[tuple[float, str], ...]] = {
 #: noisy total in the densest of the (up to) 256 x 256 public blocks (:func:`shape_features`; on
 #: the evidence's grids, one cell per block). Fit by ``python -m benchmarks.bench_auto --fit`` to
 #: noisy draws of the features (``benchmarks/auto_features.py``) and kept only because the threshold
-#: lowers the held-out error both leaving out data sets (objective 0.559 -> 0.437) and leaving out
-#: shape families (0.596 -> 0.463): at ``N epsilon >= 10^3.5`` one cell with 75% of the rows (two
+#: lowers the held-out error both leaving out data sets (objective 0.589 -> 0.488) and leaving out
+#: shape families (0.613 -> 0.502): at ``N epsilon >= 10^3.25`` one cell with 75% of the rows (two
 #: zero-inflated amounts that are rarely both non-zero, like capital gain x loss) goes to
 #: DPCube-uniform instead of the tree (``docs/methods/auto.md``).
 AUTO_FEATURE_RULE: dict[tuple[int, str], tuple[tuple[float, str, float, str], ...]] = {
-    (2, "prefix"): ((2.5, "hierarchical+nn", _INF, "hierarchical+nn"), (3.5, "agrid", _INF, "agrid"),
+    (2, "prefix"): ((2.25, "hierarchical+nn", _INF, "hierarchical+nn"), (3.25, "agrid", _INF, "agrid"),
                     (_INF, "hierarchical-geo+nn", 0.75, "dpcube-uniform")),
-    (2, "ranges"): ((2.5, "hierarchical+nn", _INF, "hierarchical+nn"), (3.5, "agrid", _INF, "agrid"),
+    (2, "ranges"): ((2.25, "hierarchical+nn", _INF, "hierarchical+nn"), (3.25, "agrid", _INF, "agrid"),
                     (_INF, "hierarchical-geo+nn", 0.75, "dpcube-uniform")),
 }
 

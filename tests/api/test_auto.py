@@ -178,13 +178,13 @@ def test_every_candidate_is_planned_before_the_charge():
 
 
 def test_a_grid_chosen_from_the_noisy_total_is_sized_by_it():
-    # 4,000 spread rows at epsilon 0.5: log10(N epsilon) = 3.3 in [2.5, 3.5) and a small noisy top_share: AGrid
+    # 4,000 spread rows at epsilon 0.4: log10(N epsilon) = 3.2 in [2.25, 3.25) and a small noisy top_share: AGrid
     with pdp.budget(1.0):
-        h = FRAME.dp.histogram(["x", "y"], **TWO, epsilon=0.5, method="auto", rng=np.random.default_rng(6))
+        h = FRAME.dp.histogram(["x", "y"], **TWO, epsilon=0.4, method="auto", rng=np.random.default_rng(6))
     assert h.method == "agrid" and h.params["total"] == h.params["auto_total"] and h.params["total_is_noisy"]
-    assert h.params["total_epsilon"] == "1/100" and h.params["expected_total"] is None
+    assert h.params["total_epsilon"] == "1/125" and h.params["expected_total"] is None
     spent = Fraction(h.params["total_epsilon"]) + sum(Fraction(e) for e in h.params["level_epsilons"])
-    assert spent == Fraction(1, 2)
+    assert spent == Fraction(2, 5)
 
 
 def test_zcdp_uses_identity_or_the_tree_and_buys_nothing():
