@@ -13,7 +13,8 @@ Run:
   DPBench dataset at its natural scale, epsilon in {0.1, 1}, Prefix1D and 2,000 random
   ranges (1-D) or rectangles (2-D), against every candidate configuration measured in the
   same run (in 2-D also ``auto(N only)``: the rule without its features, as before them), and prints the ratio of auto's error to the best one's (issue 17's targets:
-  1.1x on average, never above 1.3x).
+  1.1x on average, never above 1.3x); ``--held-out`` adds ``auto(LODO)``, auto with the rule refit
+  without the data set it runs on (issue 28's target on leave-one-out folds, in the same run).
 
 Metric: DPBench's scaled L2 error (``benchmarks/dpbench.py``), mean over trials.
 """
@@ -37,7 +38,7 @@ from benchmarks.auto_fit import (apply_rule, apply_splits, config_columns, fit_f
                                  held_out_splits, held_out_tree,
                                  leave_one_dataset_out, prepare, with_features)
 from benchmarks.bench_data_dependent import to_markdown
-from pandas_dp.releases.auto_rule import AUTO_FEATURE_RULE
+from pandas_dp.releases.auto_rule import AUTO_FEATURE_RULE, AUTO_RULE
 from pandas_dp.releases.data_dependent import AUTO_TOTAL_SHARE
 
 EVIDENCE = Path(__file__).resolve().parent / "results" / "auto_evidence.csv.gz"
@@ -271,10 +272,42 @@ def without_features(off: bool = True) -> Iterator[None]:
         AUTO_FEATURE_RULE.update(saved)
 
 
-def target(trials: int, datasets: tuple[str, ...]) -> pd.DataFrame:
-    """Auto (noisy total; public total) against every candidate, natural scale, fine domain."""
+@contextmanager
+def rules_installed(rules: dict, feature_rules: dict) -> Iterator[None]:
+    """``auto`` with other tables in place of :data:`AUTO_RULE` and :data:`AUTO_FEATURE_RULE` (restored after)."""
+    saved = dict(AUTO_RULE), dict(AUTO_FEATURE_RULE)
+    AUTO_RULE.update(rules)
+    AUTO_FEATURE_RULE.clear()
+    AUTO_FEATURE_RULE.update(feature_rules)
+    try:
+        yield
+    finally:
+        AUTO_RULE.update(saved[0])
+        AUTO_FEATURE_RULE.clear()
+        AUTO_FEATURE_RULE.update(saved[1])
+
+
+def held_out_tables(name: str, evidence: pd.DataFrame, features: pd.DataFrame) -> tuple[dict, dict]:
+    """The rule as it would ship had ``name`` not been in the evidence: :func:`fitted_rules` and, where the
+    shipped rule has thresholds, :func:`fit_splits`' thresholds on the pieces, both fit without it."""
+    ev, fe = evidence[evidence["dataset"] != name], features[features["dataset"] != name]
+    rules = fitted_rules(ev)[0]
+    splits = fit_splits(feature_rows(ev, fe), rules[(2, "ranges")]) if AUTO_FEATURE_RULE else None
+    return rules, ({key: splits for key in AUTO_FEATURE_RULE} if splits else {})
+
+
+def target(trials: int, datasets: tuple[str, ...], held_out: bool = False) -> pd.DataFrame:
+    """Auto (noisy total; public total) against every candidate, natural scale, fine domain.
+
+    ``held_out=True`` adds ``auto(LODO)``: auto (noisy total) with the rule refit without the data set
+    (:func:`held_out_tables`), on the same candidates' run (issue 28: the target on leave-one-out folds).
+    """
     rows = []
+    if held_out:
+        evidence = pd.read_csv(EVIDENCE, dtype={"scale": str})
+        features = pd.read_csv(FEATURES, dtype={"scale": str})
     for name, x in dpbench.available(datasets):
+        tables = held_out_tables(name, evidence, features) if held_out else None
         case = {"dataset": name, "domain": "fine", "scale": "natural", "x": x}
         total = float(x.sum())
         wls = {wl: w for wl, w in workloads(x.shape).items() if wl != "bins"}
@@ -285,13 +318,17 @@ def target(trials: int, datasets: tuple[str, ...]) -> pd.DataFrame:
             for wl, w in wls.items():
                 best = cands[cands["workload"] == wl].sort_values("error").iloc[0]
                 for label, knobs in (("auto", {"workload": wl}), ("auto(N only)", {"workload": wl}),
-                                     ("auto(public N)", {"workload": wl, "expected_total": total})):
+                                     ("auto(public N)", {"workload": wl, "expected_total": total}),
+                                     ("auto(LODO)", {"workload": wl})):
                     if label == "auto(N only)" and x.ndim not in {k[0] for k in AUTO_FEATURE_RULE}:
+                        continue
+                    if label == "auto(LODO)" and not held_out:
                         continue
                     rng = np.random.default_rng(seed_of("target", name, eps, wl, label))
                     errs, picks = [], []
                     for _ in range(trials):
-                        with without_features(label == "auto(N only)"):
+                        with (rules_installed(*tables) if label == "auto(LODO)" else
+                              without_features(label == "auto(N only)")):
                             res = release_estimates(x, "auto", knobs, eps, False, rng, result=True)
                         errs.append(dpbench.scaled_l2_error(truth[wl], answers(
                             res.counts.to_numpy(dtype=np.float64).reshape(x.shape), w), total))
@@ -332,6 +369,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--fit", action="store_true", help="fit the rule to the evidence file")
     parser.add_argument("--target", action="store_true", help="run auto against the best method")
+    parser.add_argument("--held-out", action="store_true",
+                        help="with --target: also auto with the rule refit without each data set")
     parser.add_argument("--evidence", default=str(EVIDENCE))
     parser.add_argument("--trials", type=int, default=20)
     parser.add_argument("--datasets", nargs="*", default=list(dpbench.DATASETS_1D + dpbench.DATASETS_2D))
@@ -346,7 +385,7 @@ def main() -> None:
             print(feature_report(pd.read_csv(args.evidence), pd.read_csv(FEATURES)))
         if args.target:
             print(f"\n## Target run ({args.trials} trials)\n")
-            print(target_report(target(args.trials, tuple(args.datasets))))
+            print(target_report(target(args.trials, tuple(args.datasets), held_out=args.held_out)))
     text = buf.getvalue()
     print(text)
     if args.out:

@@ -21,8 +21,8 @@ import pandas as pd
 import pytest
 
 import pandas_dp as pdp
-from pandas_dp.releases.auto_rule import (AUTO_CONFIGS, AUTO_RULE, AUTO_RULE_ZCDP, AUTO_WORKLOADS, auto_candidates,
-                                          choose_method)
+from pandas_dp.releases.auto_rule import (AUTO_CONFIGS, AUTO_FEATURE_RULE, AUTO_RULE, AUTO_RULE_ZCDP, AUTO_WORKLOADS,
+                                          auto_candidates, choose_method)
 from pandas_dp.releases.data_dependent import AUTO_TOTAL_SHARE, AutoPlan
 from pandas_dp.releases.histogram import METHODS
 
@@ -59,6 +59,22 @@ def test_the_evidence_harness_never_changes_the_exact_counts():
         rows = measure({"dataset": "T", "domain": "fine", "scale": "natural", "x": x}, 1.0, 2)
         np.testing.assert_array_equal(x, before)
         assert {r["config"] for r in rows} >= {"identity", "hierarchical", "dawa"}
+
+
+def test_the_held_out_target_runs_auto_with_the_fold_rule_and_puts_the_tables_back():
+    # bench_auto --target --held-out installs the rule fit without a data set for auto(LODO), and must leave the
+    # shipped tables as they were, even when a release fails inside.
+    pytest.importorskip("benchmarks.bench_auto")
+    from benchmarks.bench_auto import rules_installed
+
+    shipped, shipped_features = dict(AUTO_RULE), dict(AUTO_FEATURE_RULE)
+    fold = {(1, "ranges"): ((2.0, "dawa"), (math.inf, "hierarchical+nn"))}
+    with rules_installed(fold, {}):
+        assert AUTO_RULE[(1, "ranges")] == fold[(1, "ranges")] and not AUTO_FEATURE_RULE
+        assert choose_method((64,), epsilon=0.01, expected_total=1_000, workload="ranges").config == "dawa"
+    with pytest.raises(RuntimeError), rules_installed(fold, {}):
+        raise RuntimeError
+    assert AUTO_RULE == shipped and AUTO_FEATURE_RULE == shipped_features
 
 
 def test_the_rule_is_well_formed():
