@@ -355,3 +355,62 @@ def test_a_durable_checkpoint_lets_a_new_process_verify_only_what_follows_it(bac
     new_process()
     with pytest.raises(LedgerError, match="entry #8 .* which an earlier process of this user .* verified, is gone"):
         pdp.budget(2.0, ledger=location, name="census")
+
+
+
+def test_a_fresh_read_overtaken_by_other_threads_is_not_a_rollback(backend, monkeypatch):
+    """A stale snapshot is confirmed on a fresh one; while the fresh read runs, other threads may commit and note
+    later heads. Those prove nothing about it: it is held to the mark as it was before it was taken (eight threads
+    raced here under load: a fresh head of 17 against a mark of 20 noted meanwhile)."""
+    from pandas_dp.accounting.ledger._ledger import store_for
+
+    location = backend.create()
+    heads = [parse_head(h) for h in spend(location, 4)]
+    store = store_for(location)
+    with store.read() as txn:
+        now = txn.meta()
+    ledger_id = now["ledger_id"]
+    stale = dict(now, entries=str(heads[2][0]), entries_head=heads[2][1])   # a snapshot taken before the 4th
+    real_fresh = _ops._fresh_meta
+
+    def fresh_then_overtaken(store):
+        meta = real_fresh(store)                                             # the fresh snapshot: head 4
+        _ops.note_head(store, ledger_id, 6, "f" * 64, check=False)           # meanwhile: two more charges, noted
+        return meta
+
+    monkeypatch.setattr(_ops, "_fresh_meta", fresh_then_overtaken)
+    _ops._SEEN[ledger_id] = heads[3]
+    _ops._note_or_confirm(store, stale)                   # stale 3 < 4: confirmed on the fresh read (4), not refused
+    assert _ops.seen_head(ledger_id) == (6, "f" * 64)     # the later mark stays
+    # A fresh read below the mark as it was before it is a rollback.
+    _ops._SEEN[ledger_id] = (5, "e" * 64)
+    with pytest.raises(LedgerError, match="rolled back.*head 5:"):
+        _ops._note_or_confirm(store, stale)
+
+
+def test_a_witness_read_before_the_fresh_snapshot_is_what_the_snapshot_is_held_to(backend, monkeypatch, tmp_path):
+    """The witness check, like the head check, confirms a stale snapshot on a fresh one: the witness is read
+    first, so every head it holds was committed before the fresh snapshot; heads appended while that snapshot is
+    taken (other writers) prove nothing about it. A fresh snapshot below the witness read before it is refused."""
+    from pandas_dp.accounting.ledger._ledger import store_for
+    from pandas_dp.accounting.ledger._witness import witness_of
+
+    location = backend.new()
+    path = tmp_path / "ledger.witness"
+    pdp.Ledger.create(location, witness=path)
+    heads = [parse_head(h) for h in spend(location, 4)]
+    store = store_for(location)
+    with store.read() as txn:
+        now = txn.meta()
+    stale = dict(now, entries=str(heads[2][0]), entries_head=heads[2][1])
+    real_fresh = _ops._fresh_meta
+
+    def fresh_then_appended(store):
+        meta = real_fresh(store)                          # the fresh snapshot: head 4
+        witness_of(now, store).append(6, "f" * 64)        # meanwhile another writer commits and appends a head
+        return meta
+
+    monkeypatch.setattr(_ops, "_fresh_meta", fresh_then_appended)
+    _ops.check_witness(store, stale)                      # stale 3 < 4: confirmed on the fresh snapshot, not refused
+    with pytest.raises(LedgerError, match="witness .* records head 6:"):
+        _ops.check_witness(store, stale)                  # now the witness read first already holds 6 > 4

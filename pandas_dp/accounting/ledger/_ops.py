@@ -19,7 +19,7 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from fractions import Fraction
-from typing import Callable, Iterator, Sequence, TypeVar
+from typing import Any, Callable, Iterator, Sequence, TypeVar
 
 from pandas_dp.errors import BudgetError, BudgetExceededError, LedgerError, ParameterError
 from pandas_dp.accounting.ledger._records import (FORMAT, VERSION, BudgetRow, ChainError, EntryRow, budget_genesis,
@@ -72,17 +72,24 @@ def seen_head(ledger_id: str) -> tuple[int, str] | None:
         return _SEEN.get(ledger_id)
 
 
-def note_head(store: Store, ledger_id: str, count: int | None, digest: str | None, *, check: bool = True) -> None:
+_NOW = object()
+
+
+def note_head(store: Store, ledger_id: str, count: int | None, digest: str | None, *, check: bool = True,
+              against: Any = _NOW) -> None:
     """Record a ledger head seen by this process; LedgerError when it is below (or beside) one seen before.
 
     ``count is None`` is a ledger without a head (written before heads existed): refused once a head was seen.
     ``check=False`` only raises the mark (a head this process just committed: another thread may have committed
-    and noted a later one meanwhile).
+    and noted a later one meanwhile). ``against`` checks against a mark read earlier (:func:`seen_head`) instead
+    of the current one: a head read from a snapshot taken after that mark was read must not be below it, but other
+    threads may have committed and noted later heads since the snapshot was taken.
     """
     if not store.durable:
         return  # an in-memory ledger cannot be restored from a copy
     with _SEEN_LOCK:
-        seen = _SEEN.get(ledger_id)
+        current = _SEEN.get(ledger_id)
+        seen = current if against is _NOW else against
         below = seen is not None and (count is None or count < seen[0] or (count == seen[0] and digest != seen[1]))
         if check and seen is not None and below:
             now_at = "no head" if count is None else f"head {head_text(count, digest or '')}"
@@ -92,7 +99,7 @@ def note_head(store: Store, ledger_id: str, count: int | None, digest: str | Non
                 f"its chain was rewritten, which forgets charges. Nothing was charged. Find the copy that holds "
                 f"every charge: `python -m pandas_dp ledger verify LOCATION --head {head_text(*seen)}` passes "
                 f"on it.")
-        if count is not None and digest is not None and (seen is None or count > seen[0]):
+        if count is not None and digest is not None and (current is None or count > current[0]):
             _SEEN[ledger_id] = (count, digest)
 
 
@@ -101,13 +108,16 @@ def check_witness(store: Store, meta: dict[str, str]) -> None:
     witness = witness_of(meta, store)
     if witness is None:
         return
+    top = None
     for attempt in (meta, None):
-        current = attempt if attempt is not None else _fresh_meta(store)  # a snapshot taken after the witness read
+        if attempt is None:  # the witness first, then a snapshot taken after it: heads it holds were committed
+            top = witness.highest(meta["ledger_id"])
+        current = attempt if attempt is not None else _fresh_meta(store)
         head = _meta_head(store, current)
         if head is None:
             raise damaged(store, "it names a witness but records no ledger head")
         try:
-            witness.check(store.display, meta["ledger_id"], *head)
+            witness.check(store.display, meta["ledger_id"], *head, top=top)
             return
         except LedgerError:
             if attempt is None or current.get("ledger_id") != meta["ledger_id"]:
@@ -164,17 +174,21 @@ def _note_or_confirm(store: Store, meta: dict[str, str]) -> None:
 
     A read snapshot (PostgreSQL's REPEATABLE READ) can predate a commit another
     thread or process made, and noted, while it was being taken: only a fresh
-    read that is still below proves a rollback.
+    read that is still below proves a rollback. The fresh read is checked against
+    the mark as it was before it was taken (every head noted by then was
+    committed by then); other threads may commit and note later heads while it
+    runs, and those prove nothing about it.
     """
     head = _meta_head(store, meta)
     try:
         note_head(store, meta["ledger_id"], *(head if head is not None else (None, None)))
     except LedgerError:
+        before = seen_head(meta["ledger_id"])
         fresh = _fresh_meta(store)
         if fresh.get("ledger_id") != meta["ledger_id"]:
             raise
         head = _meta_head(store, fresh)
-        note_head(store, meta["ledger_id"], *(head if head is not None else (None, None)))
+        note_head(store, meta["ledger_id"], *(head if head is not None else (None, None)), against=before)
 
 
 def _fresh_meta(store: Store) -> dict[str, str]:

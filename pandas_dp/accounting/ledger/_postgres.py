@@ -178,15 +178,20 @@ class TableWitness:
         self.store = store
         self.path = guard.WITNESS_TABLE
 
-    def check(self, display: str, ledger_id: str, count: int, digest: str) -> None:
-        """Refuse a ledger whose head is below the witness's highest, or beside it."""
+    def highest(self, ledger_id: str) -> tuple[int, str]:
+        """The highest head in the witness table (LedgerError when it is empty)."""
         with self.store.read() as txn:
             assert isinstance(txn, SQLTxn)
             rows = txn._rows(f"SELECT entries, head FROM {guard.WITNESS_TABLE} ORDER BY entries DESC LIMIT 1")
         if not rows:
-            raise LedgerError(f"The witness table {guard.WITNESS_TABLE} of the ledger {display} is empty: it "
-                              f"always holds the ledger's first head. It was emptied. Nothing was charged.")
-        top = (int(rows[0][0]), str(rows[0][1]))
+            raise LedgerError(f"The witness table {guard.WITNESS_TABLE} of the ledger {self.store.display} is "
+                              f"empty: it always holds the ledger's first head. It was emptied. Nothing was charged.")
+        return int(rows[0][0]), str(rows[0][1])
+
+    def check(self, display: str, ledger_id: str, count: int, digest: str,
+              top: tuple[int, str] | None = None) -> None:
+        """Refuse a ledger whose head is below the witness's highest (``top``, read now when None), or beside it."""
+        top = self.highest(ledger_id) if top is None else top
         if count < top[0] or (count == top[0] and digest != top[1]):
             h = head_text(*top)
             raise LedgerError(

@@ -74,9 +74,10 @@ class Witness:
             raise self._fail("holds no head")
         return max(found)
 
-    def check(self, display: str, ledger_id: str, count: int, digest: str) -> None:
-        """Refuse a ledger whose head is below the witness's highest, or beside it."""
-        top = self.highest(ledger_id)
+    def check(self, display: str, ledger_id: str, count: int, digest: str,
+              top: tuple[int, str] | None = None) -> None:
+        """Refuse a ledger whose head is below the witness's highest (``top``, read now when None), or beside it."""
+        top = self.highest(ledger_id) if top is None else top
         if count < top[0] or (count == top[0] and digest != top[1]):
             raise LedgerError(
                 f"The ledger {display} was rolled back: its witness {self.path!r} records head "
