@@ -62,11 +62,12 @@ def candidate_features(noisy_blocks: np.ndarray, total: float, noise_std: float)
     return out
 
 
-def noisy_features(draws: int = DRAWS, datasets: tuple[str, ...] | None = None) -> pd.DataFrame:
+def noisy_features(draws: int = DRAWS, datasets: tuple[str, ...] | None = None,
+                   domains: tuple[str, ...] = ("fine", "coarse")) -> pd.DataFrame:
     """One row per (case, draw): ``dataset, domain, scale, epsilon, draw, total, top_share``, the
     :data:`CANDIDATES` and ``lscale``."""
     rows = []
-    for case in cases(datasets or _datasets_2d(), SCALES):
+    for case in cases(datasets or _datasets_2d(), SCALES, domains):
         x = case["x"]
         blocks = coarse_counts(x, x.shape)
         for eps in EPSILONS:

@@ -34,6 +34,7 @@ import pandas as pd
 
 from benchmarks import dpbench
 from benchmarks.auto_evidence import measure, release_estimates, seed_of, workloads, answers
+from benchmarks.auto_features import noisy_features
 from benchmarks.auto_fit import (apply_rule, apply_splits, config_columns, fit_feature_tree, fit_rule, fit_splits,
                                  held_out_splits, held_out_tree,
                                  leave_one_dataset_out, prepare, with_features)
@@ -155,6 +156,20 @@ def _case_ratio(rows: pd.DataFrame, chosen: np.ndarray) -> pd.Series:
     return pd.Series(r, index=rows.index).groupby(level=["dataset", "domain", "scale", "epsilon"]).mean()
 
 
+def _scope_tables(table: pd.DataFrame) -> list[str]:
+    """Per data set, the geometric mean and the worst of each column of case ratios, over all scales and at
+    natural scale (markdown)."""
+    out = []
+    for scope, part in (("all scales", table), ("natural scale", table[table.index.get_level_values("scale") ==
+                                                                         "natural"])):
+        g = part.groupby(level="dataset")
+        summary = pd.concat({"geo mean": g.agg(lambda r: _gm(r.to_numpy())), "max": g.max()}, axis=1)
+        summary.loc["(all)"] = [*(part[c].pipe(lambda r: _gm(r.to_numpy())) for c in part.columns),
+                                *(part[c].max() for c in part.columns)]
+        out += [f"\n##### {scope}\n", to_markdown(summary, digits=3)]
+    return out
+
+
 def feature_report(evidence: pd.DataFrame, features: pd.DataFrame) -> str:
     """2-D ranges: before (pieces over the noisy scale only) and after (one threshold per piece), in-sample
     and held out (leave one dataset out; leave one shape family out), per dataset; then the candidate
@@ -180,14 +195,26 @@ def feature_report(evidence: pd.DataFrame, features: pd.DataFrame) -> str:
                                            if kept else
                                            "no (the thresholds do not lower the held-out objective both leaving "
                                            "out datasets and families; auto reads the noisy total only)")]
-    for scope, part in (("all scales", table), ("natural scale", table[table.index.get_level_values("scale") ==
-                                                                         "natural"])):
-        g = part.groupby(level="dataset")
-        summary = pd.concat({"geo mean": g.agg(lambda r: _gm(r.to_numpy())), "max": g.max()}, axis=1)
-        summary.loc["(all)"] = [*(part[c].pipe(lambda r: _gm(r.to_numpy())) for c in part.columns),
-                                *(part[c].max() for c in part.columns)]
-        out += [f"\n##### {scope}\n", to_markdown(summary, digits=3)]
+    out += _scope_tables(table)
     out += ["", second_feature_report(rows, rules[(2, "ranges")], (held["LODO before"], held["LOFO before"]))]
+    return "\n".join(out)
+
+
+def domain_report(evidence: pd.DataFrame, features: pd.DataFrame) -> str:
+    """The shipped 2-D rule (pieces alone, and with its ``top_share`` thresholds) on cases of a domain size the
+    fit never saw (``auto_evidence --domains mid``): ratio to the best per case, mean over the noisy draws."""
+    rows = feature_rows(evidence, features)
+    shipped = AUTO_FEATURE_RULE[(2, "ranges")]
+    lscale, share = rows["lscale"].to_numpy(), rows["top_share"].to_numpy()
+    table = pd.DataFrame({"pieces only": _case_ratio(rows, apply_splits(
+                              tuple((b, c, np.inf, c) for b, c, _, _ in shipped), lscale, share)),
+                          "shipped": _case_ratio(rows, apply_splits(shipped, lscale, share))})
+    out = [f"#### The shipped 2-D rule on a held-out domain size ({', '.join(sorted(set(evidence['domain'])))}: "
+           f"{len(table)} cases, ratio to the best, mean over {int(features['draw'].max()) + 1} noisy draws)\n",
+           "objective (mean log ratio + penalty above 1.3x): " + ", ".join(
+               f"{c} {_objective(table[c].to_numpy()):.3f}" for c in table.columns) + "; cases above 1.3x: " +
+           ", ".join(f"{c} {int((table[c] > 1.3).sum())}" for c in table.columns)]
+    out += _scope_tables(table)
     return "\n".join(out)
 
 
@@ -374,6 +401,9 @@ def main() -> None:
     parser.add_argument("--evidence", default=str(EVIDENCE))
     parser.add_argument("--trials", type=int, default=20)
     parser.add_argument("--datasets", nargs="*", default=list(dpbench.DATASETS_1D + dpbench.DATASETS_2D))
+    parser.add_argument("--held-out-domain", default=None, metavar="EVIDENCE",
+                        help="the shipped 2-D rule on an evidence file of another domain size "
+                             "(auto_evidence --domains mid --out EVIDENCE; its features are drawn here)")
     parser.add_argument("--out", default=None, help="also write the output to this file")
     args = parser.parse_args()
     buf = io.StringIO()
@@ -383,6 +413,11 @@ def main() -> None:
             print(fit_report(pd.read_csv(args.evidence)))
             print()
             print(feature_report(pd.read_csv(args.evidence), pd.read_csv(FEATURES)))
+        if args.held_out_domain:
+            other = pd.read_csv(args.held_out_domain, dtype={"scale": str})
+            other = other[other["dims"] == 2]
+            print(domain_report(other, noisy_features(datasets=tuple(other["dataset"].unique()),
+                                                      domains=tuple(other["domain"].unique()))))
         if args.target:
             print(f"\n## Target run ({args.trials} trials)\n")
             print(target_report(target(args.trials, tuple(args.datasets), held_out=args.held_out)))
