@@ -58,6 +58,10 @@ with pdp.budget(Fraction(total), ledger=ledger, name=name):
 """
 
 
+#: Children started by the running test (:func:`_start`); :func:`_reap` ends those still running when it ends.
+_STARTED: list[subprocess.Popen] = []
+
+
 def _start(tmp: Path, ledger: Path | str, *, name: str, total: str, eps: str, prefix: str, n: int,
            go: Path) -> tuple[subprocess.Popen, Path, Path]:
     out, ready = tmp / f"{prefix}.returned", tmp / f"{prefix}.ready"
@@ -66,7 +70,23 @@ def _start(tmp: Path, ledger: Path | str, *, name: str, total: str, eps: str, pr
                                  str(go), prefix, str(n)], stdout=subprocess.DEVNULL, stderr=err,
                                 cwd=Path(__file__).resolve().parents[2])
     proc.stderr_path = tmp / f"{prefix}.stderr"  # type: ignore[attr-defined]
+    _STARTED.append(proc)
     return proc, out, ready
+
+
+def _reap() -> None:
+    """Kill and wait for the children a failed test left running (else a later test meets their ResourceWarning)."""
+    while _STARTED:
+        proc = _STARTED.pop()
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+
+
+@pytest.fixture(autouse=True)
+def _no_child_outlives_its_test():
+    yield
+    _reap()
 
 
 def _stderr(proc: subprocess.Popen) -> str:

@@ -30,6 +30,14 @@ psycopg = pytest.importorskip("psycopg")
 TABLES = ("pandas_dp_meta", "pandas_dp_budgets", "pandas_dp_entries", "pandas_dp_witness")
 
 
+@pytest.fixture(autouse=True)
+def _no_child_outlives_its_test():
+    from test_ledger_robustness import _reap
+
+    yield
+    _reap()
+
+
 @pytest.fixture
 def guarded(postgres_server):
     """(owner URL, analyst URL) of a new guarded ledger; the analyst is a fresh login role."""
@@ -211,3 +219,31 @@ def test_two_analyst_processes_never_overspend_together(guarded, tmp_path):
     assert sum(Fraction(r[1]) for r in rows) == 1 and len(rows) == 40  # exactly filled, never more
     assert returned[0] and returned[1] and returned[0] | returned[1] == {r[0] for r in rows}
     assert pdp.Ledger(analyst).verify().entries == 40
+
+
+def test_a_budget_opened_while_another_session_adds_one_is_not_damage(guarded, monkeypatch):
+    """An analyst cannot lock the chain of budgets, so the new budget is left to the server's function (which
+    locks it): an unlocked read of meta and of the budget rows, one statement apart, straddled another session's
+    new budget under load ('records 0 budgets but holds 1'). Here the other session commits exactly there."""
+    from pandas_dp.accounting.ledger._sql import SQLTxn
+
+    _, analyst = guarded
+    real_lock, real_budgets = SQLTxn.lock_budget_list, SQLTxn.budgets
+    fired: list[bool] = []
+
+    def lock_budget_list(self):
+        self.writing_budget = True
+        return real_lock(self)
+
+    def budgets(self):
+        if getattr(self, "writing_budget", False) and not fired:
+            fired.append(True)
+            pdp.budget(1, ledger=analyst, name="other")       # another session adds a budget and commits
+        return real_budgets(self)
+
+    monkeypatch.setattr(SQLTxn, "lock_budget_list", lock_budget_list)
+    monkeypatch.setattr(SQLTxn, "budgets", budgets)
+    b = pdp.budget(1, ledger=analyst, name="mine")
+    b.spend(Fraction(1, 4), method="m")
+    monkeypatch.undo()
+    assert b.spent_exact == Fraction(1, 4) and pdp.Ledger(analyst).verify().entries == 1

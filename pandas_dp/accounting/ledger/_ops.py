@@ -230,6 +230,13 @@ def open_budget(store: Store, name: str, measure: str, total: Fraction, paramete
     if not create:
         raise LedgerError(f"The ledger {store.display} has no budget named {name!r}.")
     with store.write() as txn:
+        if txn.guarded:
+            # The server's function locks the chain of budgets, returns the budget another session made meanwhile
+            # or appends it. The analyst cannot lock that chain, so meta and the budget rows read here, one
+            # statement apart, could straddle another session's commit; the ledger was verified just above.
+            row = txn.add_budget_guarded(store, name, measure, rational_text(total), parent)
+            _same_definition(store, row, measure, total, parameter, parent)
+            return row
         txn.lock_budget_list()
         meta = read_meta(store, txn)
         budgets = budget_list(store, txn, meta)
@@ -238,7 +245,7 @@ def open_budget(store: Store, name: str, measure: str, total: Fraction, paramete
             _same_definition(store, row, measure, total, parameter, parent)
             return row
         row = add_budget(store, txn, meta, budgets, name, measure, total, parent)
-        _same_definition(store, row, measure, total, parameter, parent)  # a guarded ledger's may be another's
+        _same_definition(store, row, measure, total, parameter, parent)
     return row
 
 
