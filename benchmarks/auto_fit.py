@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["prepare", "fit_rule", "apply_rule", "leave_one_dataset_out", "CUTS", "MAX_PIECES", "MIN_CASES",
+__all__ = ["prepare", "fit_rule", "apply_rule", "ratio_of", "leave_one_dataset_out", "CUTS", "MAX_PIECES", "MIN_CASES",
            "PENALTY_ABOVE", "FEATURE_CUTS", "MIN_SPLIT_CASES", "with_features", "fit_splits", "apply_splits",
            "family_of", "held_out_splits", "config_columns",
            "fit_feature_tree", "apply_feature_tree", "held_out_tree"]
@@ -118,6 +118,12 @@ def apply_rule(rule: tuple[tuple[float, str], ...], lscale: np.ndarray) -> np.nd
     return names[np.searchsorted(bounds, np.asarray(lscale), side="right")]
 
 
+def ratio_of(cases: pd.DataFrame, chosen: np.ndarray) -> np.ndarray:
+    """Each case's ratio for the configuration ``chosen`` names in its row (one array lookup)."""
+    columns = cases.columns.get_indexer(pd.Index(chosen))
+    return cases.to_numpy(dtype=float)[np.arange(len(cases)), columns]
+
+
 def leave_one_dataset_out(cases: pd.DataFrame, **kwargs: int) -> pd.DataFrame:
     """Per case: the held-out rule's configuration and its ratio (fit on the other datasets)."""
     rows = []
@@ -126,7 +132,7 @@ def leave_one_dataset_out(cases: pd.DataFrame, **kwargs: int) -> pd.DataFrame:
         train, test = cases[datasets != name], cases[datasets == name]
         rule = fit_rule(train, **kwargs)
         chosen = apply_rule(rule, test["lscale"].to_numpy())
-        ratio = np.array([test[c].iloc[i] for i, c in enumerate(chosen)])
+        ratio = ratio_of(test, chosen)
         rows.append(pd.DataFrame({"chosen": chosen, "ratio": ratio, "lscale": test["lscale"].to_numpy()},
                                  index=test.index))
     return pd.concat(rows)

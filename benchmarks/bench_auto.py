@@ -36,7 +36,7 @@ from benchmarks import dpbench
 from benchmarks.auto_evidence import measure, release_estimates, seed_of, workloads, answers
 from benchmarks.auto_features import noisy_features
 from benchmarks.auto_fit import (apply_rule, apply_splits, config_columns, fit_feature_tree, fit_rule, fit_splits,
-                                 held_out_splits, held_out_tree,
+                                 held_out_splits, held_out_tree, ratio_of,
                                  leave_one_dataset_out, prepare, with_features)
 from benchmarks.bench_data_dependent import to_markdown
 from pandas_dp.releases.auto_rule import AUTO_FEATURE_RULE, AUTO_RULE
@@ -72,7 +72,7 @@ def select_rule(cases: pd.DataFrame) -> tuple[tuple[tuple[float, str], ...], dic
         rule = fit_rule(cases, max_pieces=k)
         held = leave_one_dataset_out(cases, max_pieces=k)
         chosen = apply_rule(rule, cases["lscale"].to_numpy())
-        inside = np.array([cases[c].iloc[i] for i, c in enumerate(chosen)])
+        inside = ratio_of(cases, chosen)
         stats[k] = {"rule": rule, "lodo": held, "in_sample": inside, "objective": _objective(held["ratio"].to_numpy())}
     def charged(k: int) -> float:
         return stats[k]["objective"] + (TOTAL_COST if len(stats[k]["rule"]) > 1 else 0.0)

@@ -63,18 +63,23 @@ def _is_type_checking(test: ast.expr) -> bool:
         isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
 
 
+def _walk(node: ast.AST, local: bool = False, guarded: bool = False):
+    """Every node under ``node``, with whether it is in a function's body and under ``if TYPE_CHECKING:``."""
+    yield node, local, guarded
+    function = isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+    checking = isinstance(node, ast.If) and _is_type_checking(node.test)
+    for field, value in ast.iter_fields(node):
+        for child in value if isinstance(value, list) else [value]:
+            if isinstance(child, ast.AST):
+                yield from _walk(child, local or (function and field == "body"),
+                                 guarded or (checking and field == "body"))
+
+
 def _imports_of(module: str, path: Path) -> list[Import]:
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    guarded: set[int] = set()
-    in_function: set[int] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.If) and _is_type_checking(node.test):
-            guarded.update(id(n) for stmt in node.body for n in ast.walk(stmt))
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            in_function.update(id(n) for stmt in node.body for n in ast.walk(stmt))
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     found = []
-    for node in ast.walk(tree):
+    for node, local, guarded in _walk(tree):
         pairs: list[tuple[str, str | None]]
         if isinstance(node, ast.Import):
             pairs = [(alias.name, None) for alias in node.names]
@@ -91,8 +96,7 @@ def _imports_of(module: str, path: Path) -> list[Import]:
                 continue
             if name is not None and f"{target}.{name}" in MODULES:  # ``from package import submodule``
                 target, name = f"{target}.{name}", None
-            found.append(Import(module, node.lineno, node.end_lineno or node.lineno, target, name,
-                                id(node) in in_function, id(node) in guarded))
+            found.append(Import(module, node.lineno, node.end_lineno or node.lineno, target, name, local, guarded))
     return found
 
 

@@ -348,7 +348,8 @@ def test_gaussian_count_of_counts(variant):
 
 
 def test_gaussian_public_count_of_counts_smoke():
-    check_gaussian(coc_public(loss_kw(QUICK_RHO, "rho"), "hc"), PERSONS, COC_QUICK, QUICK_RHO, 80, seed=26,
+    # walks the public path (about 30 ms a call); the slow twins below test it on every neighbour
+    check_gaussian(coc_public(loss_kw(QUICK_RHO, "rho"), "hc"), PERSONS, COC_QUICK, QUICK_RHO, 40, seed=26,
                    statistic=coc_vector)
 
 
@@ -370,7 +371,7 @@ def test_gaussian_public_count_of_counts_on_every_neighbour(variant, case):
 
 
 def test_public_count_of_counts_is_dp_smoke():
-    report = assert_dp(coc_public(1.0, "hc"), PERSONS, COC_QUICK, epsilon=1.0, trials=100, statistic=coc_vector,
+    report = assert_dp(coc_public(1.0, "hc"), PERSONS, COC_QUICK, epsilon=1.0, trials=50, statistic=coc_vector,
                        rng=15)
     assert report.charged_per_run == 1.0
 
