@@ -247,3 +247,42 @@ def test_a_budget_opened_while_another_session_adds_one_is_not_damage(guarded, m
     b.spend(Fraction(1, 4), method="m")
     monkeypatch.undo()
     assert b.spent_exact == Fraction(1, 4) and pdp.Ledger(analyst).verify().entries == 1
+
+
+@pytest.mark.parametrize("roles", [False, True], ids=["plain", "guarded"])
+def test_a_reservation_made_while_another_session_adds_a_budget_is_not_damage(postgres_server, roles, monkeypatch):
+    """A reservation adds its budget in the charge's transaction. Reading meta before locking the chain of budgets
+    (or, on a guarded ledger, reading at all: the analyst cannot lock it) let another session's new budget land
+    between meta and the budget rows, refused as damage. Here the other session commits exactly there: just
+    before the lock, or just before the server's function."""
+    import _postgres_server
+    from pandas_dp.accounting.ledger._postgres import GuardedTxn
+    from pandas_dp.accounting.ledger._sql import SQLTxn
+
+    url = _postgres_server.new_database(postgres_server, f"r{uuid.uuid4().hex[:12]}")
+    pdp.Ledger.create(url, roles=roles)
+    if roles:
+        login = f"bob_{uuid.uuid4().hex[:8]}"
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute(f"CREATE ROLE {login} LOGIN IN ROLE pandas_dp_analyst")
+        url = url.replace("postgresql://postgres@", f"postgresql://{login}@")
+    b = pdp.budget(1, ledger=url, name="mine")
+    fired: list[bool] = []
+
+    def other_session_first(real):
+        def wrapped(self, *args):
+            if not fired:
+                fired.append(True)
+                pdp.budget(1, ledger=url, name="other")           # another session adds a budget and commits
+            return real(self, *args)
+        return wrapped
+
+    monkeypatch.setattr(SQLTxn, "lock_budget_list", other_session_first(SQLTxn.lock_budget_list))
+    monkeypatch.setattr(GuardedTxn, "add_budget_guarded", other_session_first(GuardedTxn.add_budget_guarded))
+    with b.reserve(Fraction(1, 4)) as r:
+        r.spend(Fraction(1, 8), method="m")
+    monkeypatch.undo()
+    assert fired and b.spent_exact == Fraction(1, 8)  # the unused part went back when the reservation closed
+    budgets = pdp.Ledger(url).budgets().set_index("name")
+    assert {"mine", "other"} <= set(budgets.index) and (budgets["reservation_of"] == "mine").sum() == 1
+    assert pdp.Ledger(url).verify().entries == 4   # reserve, the charge inside, its return and the close

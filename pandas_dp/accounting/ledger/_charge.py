@@ -12,8 +12,8 @@ import pandas as pd
 
 from pandas_dp._utils.rational import safe_repr
 from pandas_dp.errors import LedgerError, ParameterError
-from pandas_dp.accounting.ledger._ops import Posting, add_budget, budget_list, post, read_meta, transact
-from pandas_dp.accounting.ledger._records import head_text
+from pandas_dp.accounting.ledger._ops import Posting, add_budget, locked_budget_list, post, transact
+from pandas_dp.accounting.ledger._records import head_text, rational_text
 from pandas_dp.accounting.ledger._store import Txn
 
 if TYPE_CHECKING:
@@ -135,12 +135,16 @@ def record(chain: list["Budget"], postings: list[Posting],
             ids.update(zip(mine, new))
             if reservation is not None and reservation[0]._store.key == key:
                 owner, name, own = reservation
-                meta = read_meta(owner._store, txn)
-                txn.lock_budget_list()
-                budgets = budget_list(owner._store, txn, meta)
-                add_budget(owner._store, txn, meta, budgets, name, own.measure, own.amount, owner.name)
+                rows = [(name, own.measure, own.amount, owner.name)]
                 if own.delta:  # the reservation's delta, charged outright to the owner's companion above
-                    add_budget(owner._store, txn, meta, budgets, name + DELTA_SUFFIX, "delta", own.delta, None)
+                    rows.append((name + DELTA_SUFFIX, "delta", own.delta, None))
+                if txn.guarded:  # the server's function locks the chain of budgets (an analyst cannot)
+                    for row in rows:
+                        txn.add_budget_guarded(owner._store, row[0], row[1], rational_text(row[2]), row[3])
+                else:
+                    meta, budgets = locked_budget_list(owner._store, txn)
+                    for row in rows:
+                        add_budget(owner._store, txn, meta, budgets, *row)
         written = txns[stores[0].key].written_head
         head[:] = [head_text(written[1], written[2]) if written is not None and stores[0].durable else ""]
         return [ids[i] for i in range(len(chain))]

@@ -207,6 +207,17 @@ def budget_list(store: Store, txn: Txn, meta: dict[str, str]) -> list[BudgetRow]
     return budgets
 
 
+def locked_budget_list(store: Store, txn: Txn) -> tuple[dict[str, str], list[BudgetRow]]:
+    """Lock the chain of budgets, then read ``meta`` and the budget rows (in a write transaction, unguarded).
+
+    The lock comes first: read before it, ``meta`` could predate another process's new budget that the rows
+    read after it hold (READ COMMITTED on PostgreSQL), a mismatch refused as damage.
+    """
+    txn.lock_budget_list()
+    meta = read_meta(store, txn)
+    return meta, budget_list(store, txn, meta)
+
+
 def open_budget(store: Store, name: str, measure: str, total: Fraction, parameter: str, *,
                 parent: str | None = None, create: bool = True) -> BudgetRow:
     """The budget row named ``name`` after a full verification of its chain; created when missing.
@@ -237,9 +248,7 @@ def open_budget(store: Store, name: str, measure: str, total: Fraction, paramete
             row = txn.add_budget_guarded(store, name, measure, rational_text(total), parent)
             _same_definition(store, row, measure, total, parameter, parent)
             return row
-        txn.lock_budget_list()
-        meta = read_meta(store, txn)
-        budgets = budget_list(store, txn, meta)
+        meta, budgets = locked_budget_list(store, txn)
         row = next((b for b in budgets if b.name == name), None)
         if row is not None:  # another process created it meanwhile (it has no entries yet or they verify)
             _same_definition(store, row, measure, total, parameter, parent)
