@@ -288,18 +288,6 @@ def fit_report(evidence: pd.DataFrame) -> str:
 # ------------------------------------------------------------------------ the target run
 
 @contextmanager
-def without_features(off: bool = True) -> Iterator[None]:
-    """``auto`` as before its features (a noisy total only, :data:`AUTO_RULE`), for the paired comparison."""
-    saved = dict(AUTO_FEATURE_RULE)
-    if off:
-        AUTO_FEATURE_RULE.clear()
-    try:
-        yield
-    finally:
-        AUTO_FEATURE_RULE.update(saved)
-
-
-@contextmanager
 def rules_installed(rules: dict, feature_rules: dict) -> Iterator[None]:
     """``auto`` with other tables in place of :data:`AUTO_RULE` and :data:`AUTO_FEATURE_RULE` (restored after)."""
     saved = dict(AUTO_RULE), dict(AUTO_FEATURE_RULE)
@@ -353,9 +341,11 @@ def target(trials: int, datasets: tuple[str, ...], held_out: bool = False) -> pd
                         continue
                     rng = np.random.default_rng(seed_of("target", name, eps, wl, label))
                     errs, picks = [], []
+                    # auto(LODO): the fold's tables; auto(N only): no features (a noisy total only, AUTO_RULE)
+                    installed = {"auto(LODO)": tables, "auto(N only)": ({}, {})}.get(
+                        label, ({}, dict(AUTO_FEATURE_RULE)))
                     for _ in range(trials):
-                        with (rules_installed(*tables) if label == "auto(LODO)" else
-                              without_features(label == "auto(N only)")):
+                        with rules_installed(*installed):
                             res = release_estimates(x, "auto", knobs, eps, False, rng, result=True)
                         errs.append(dpbench.scaled_l2_error(truth[wl], answers(
                             res.counts.to_numpy(dtype=np.float64).reshape(x.shape), w), total))
