@@ -135,7 +135,7 @@ def record(chain: list["Budget"], postings: list[Posting],
             ids.update(zip(mine, new))
             if reservation is not None and reservation[0]._store.key == key:
                 owner, name, own = reservation
-                rows = [(name, own.measure, own.amount, owner.name)]
+                rows: list[tuple[str, str, Fraction, str | None]] = [(name, own.measure, own.amount, owner.name)]
                 if own.delta:  # the reservation's delta, charged outright to the owner's companion above
                     rows.append((name + DELTA_SUFFIX, "delta", own.delta, None))
                 if txn.guarded:  # the server's function locks the chain of budgets (an analyst cannot)

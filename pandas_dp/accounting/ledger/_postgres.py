@@ -35,9 +35,10 @@ from pandas_dp.errors import BudgetError, BudgetExceededError, LedgerError
 from pandas_dp.accounting.ledger import _guard_sql as guard
 from pandas_dp.accounting.ledger._ops import NO_BLIND_RESTORE, damaged, exceeded_message
 from pandas_dp.accounting.ledger._pool import IdleConnections
-from pandas_dp.accounting.ledger._records import BudgetRow, head_text, parse_rational, rational_text
+from pandas_dp.accounting.ledger._records import BudgetRow, parse_rational, rational_text
 from pandas_dp.accounting.ledger._sql import POSTGRES, SQLTxn, TABLES
 from pandas_dp.accounting.ledger._store import Store, Txn
+from pandas_dp.accounting.ledger._witness import refuse_below
 from pandas_dp._utils.optional import import_optional, MissingDependencyError
 
 __all__ = ["PostgresStore", "is_postgres_url", "mask_url"]
@@ -191,14 +192,8 @@ class TableWitness:
     def check(self, display: str, ledger_id: str, count: int, digest: str,
               top: tuple[int, str] | None = None) -> None:
         """Refuse a ledger whose head is below the witness's highest (``top``, read now when None), or beside it."""
-        top = self.highest(ledger_id) if top is None else top
-        if count < top[0] or (count == top[0] and digest != top[1]):
-            h = head_text(*top)
-            raise LedgerError(
-                f"The ledger {display} was rolled back: its witness table {guard.WITNESS_TABLE} records head {h} "
-                f"({top[0]} entries) and the ledger has {head_text(count, digest)}. An older copy of the ledger "
-                f"tables was put back or its chain was rewritten, which forgets charges. Nothing was charged. Find "
-                f"the copy that passes `python -m pandas_dp ledger verify LOCATION --head {h}`.")
+        refuse_below(display, f"witness table {guard.WITNESS_TABLE}", "an older copy of the ledger tables",
+                     self.highest(ledger_id) if top is None else top, count, digest)
 
     def append(self, count: int, digest: str) -> None:
         """Nothing: the server's function appends the head in the charge's own transaction."""

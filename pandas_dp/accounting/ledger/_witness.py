@@ -25,7 +25,7 @@ from typing import Any
 
 from pandas_dp.errors import LedgerError
 
-__all__ = ["Witness", "witness_of", "witness_location", "create_witness", "remove_witness", "TABLE_PREFIX"]
+__all__ = ["Witness", "refuse_below", "witness_of", "witness_location", "create_witness", "remove_witness", "TABLE_PREFIX"]
 
 _MAGIC = "pandas_dp witness 1"
 #: ``meta["witness"]`` of a guarded PostgreSQL ledger: its witness table.
@@ -40,6 +40,19 @@ _CACHE_LOCK = threading.Lock()
 
 def _head(count: int, digest: str) -> str:
     return f"{count}:{digest}"
+
+
+def refuse_below(display: str, witness: str, copy: str, top: tuple[int, str], count: int, digest: str) -> None:
+    """LedgerError when the head ``(count, digest)`` is below the witness's highest head ``top``, or beside it.
+
+    ``witness`` names it in the message ("witness '/path'", "witness table t"), ``copy`` what was put back.
+    """
+    if count < top[0] or (count == top[0] and digest != top[1]):
+        raise LedgerError(
+            f"The ledger {display} was rolled back: its {witness} records head {_head(*top)} ({top[0]} entries) "
+            f"and the ledger has {_head(count, digest)}. {copy[0].upper() + copy[1:]} was put back or its chain "
+            f"was rewritten, which forgets charges. Nothing was charged. Find the copy that passes "
+            f"`python -m pandas_dp ledger verify LOCATION --head {_head(*top)}`.")
 
 
 class Witness:
@@ -77,13 +90,8 @@ class Witness:
     def check(self, display: str, ledger_id: str, count: int, digest: str,
               top: tuple[int, str] | None = None) -> None:
         """Refuse a ledger whose head is below the witness's highest (``top``, read now when None), or beside it."""
-        top = self.highest(ledger_id) if top is None else top
-        if count < top[0] or (count == top[0] and digest != top[1]):
-            raise LedgerError(
-                f"The ledger {display} was rolled back: its witness {self.path!r} records head "
-                f"{_head(*top)} ({top[0]} entries) and the ledger has {_head(count, digest)}. An older copy was "
-                f"put back or its chain was rewritten, which forgets charges. Nothing was charged. Find the copy "
-                f"that passes `python -m pandas_dp ledger verify LOCATION --head {_head(*top)}`.")
+        refuse_below(display, f"witness {self.path!r}", "an older copy",
+                     self.highest(ledger_id) if top is None else top, count, digest)
 
     def append(self, count: int, digest: str) -> None:
         """Append a head (best effort after a commit: a witness that lags behind its ledger is only weaker)."""
