@@ -286,6 +286,23 @@ def measure(case: dict, epsilon: float, trials: int) -> list[dict]:
     return rows
 
 
+def errors_of(x: np.ndarray, config: str, workload: str, epsilon: float, trials: int,
+              rng: np.random.Generator) -> np.ndarray:
+    """Scaled L2 errors of one configuration (a :data:`CONFIGS` name, ``+clip`` for its clipped variant) on one
+    workload, over ``trials`` releases of ``x``."""
+    clip = config.endswith("+clip")
+    method, knobs, nonneg, _, _ = CONFIGS[config.removesuffix("+clip")]
+    if method == "dawa":
+        knobs = dict(knobs, workload=DAWA_FOR[workload])
+    w = workloads(x.shape)[workload]
+    truth, total = answers(x, w), float(x.sum())
+    out = np.empty(trials)
+    for i in range(trials):
+        est = release_estimates(x, method, knobs, epsilon, nonneg, rng)
+        out[i] = dpbench.scaled_l2_error(truth, answers(np.maximum(est, 0.0) if clip else est, w), total)
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trials", type=int, default=6)
