@@ -61,6 +61,21 @@ def test_the_evidence_harness_never_changes_the_exact_counts():
         assert {r["config"] for r in rows} >= {"identity", "hierarchical", "dawa"}
 
 
+def test_the_confirmation_measures_a_configuration_as_the_evidence_does():
+    # bench_auto --confirm re-measures one configuration on one workload (errors_of); with the evidence's seed
+    # it gives the evidence's trials exactly, clipped variants and DAWA's per-workload runs included.
+    pytest.importorskip("benchmarks.auto_evidence")
+    from benchmarks.auto_evidence import errors_of, measure, seed_of
+
+    x = (np.arange(64, dtype=np.int64) % 7) * 5
+    case = {"dataset": "T", "domain": "fine", "scale": "natural", "x": x}
+    rows = {(r["config"], r["workload"]): r["error"] for r in measure(case, 0.5, 3)}
+    for config, wl, only in (("identity+clip", "prefix", None), ("hierarchical+nn", "ranges", None),
+                             ("dawa", "ranges", "ranges")):
+        rng = np.random.default_rng(seed_of("T", "fine", "natural", 0.5, config.removesuffix("+clip"), only))
+        assert errors_of(x, config, wl, 0.5, 3, rng).mean() == pytest.approx(rows[config, wl], rel=1e-12)
+
+
 def test_the_held_out_target_runs_auto_with_the_fold_rule_and_puts_the_tables_back():
     # bench_auto --target --held-out installs the rule fit without a data set for auto(LODO), and must leave the
     # shipped tables as they were, even when a release fails inside.
