@@ -367,27 +367,31 @@ def confirm(frame: pd.DataFrame, trials: int, above: float = 1.3) -> pd.DataFram
     """The cases of a target run above ``above`` (ratio or choice ratio), measured again with ``trials`` trials.
 
     A 30-trial ratio carries the noise of two means (up to ~19% each on heavy-tailed errors) and the best of
-    ~14 noisy means is biased low. Here only two configurations compete, each on fresh seeds: the one auto
-    chose most often and the run's best. ``ratio_se`` is the ratio's standard error (delta method). A case
-    whose confirmed ratio stays above ``above`` is a real gap of the choice, not the measurement's noise.
+    ~14 noisy means is biased low. Here only the configurations auto chose and the run's best compete, each on
+    fresh seeds. Per flagged auto row: ``choice_ratio`` is the mean, over auto's picks in the run, of the
+    picked configuration's error over the best's, and ``ratio_se`` its standard error (delta method). A case
+    that stays above ``above`` is a real gap of the choice, not the measurement's noise.
     """
     flagged = frame[(frame["ratio"] > above) | (frame["choice_ratio"] > above)]
     rows = []
     for (name, eps, wl), group in flagged.groupby(["dataset", "epsilon", "workload"], sort=False):
         x = dict(dpbench.available((name,)))[name]
-        chosen = {c.split(" x")[0] for c in ", ".join(group["chosen"]).split(", ")}
-        configs = sorted(chosen | {group["best"].iloc[0]})
+        picks = [{c: int(n) for c, n in (p.rsplit(" x", 1) for p in chosen.split(", "))} for chosen in group["chosen"]]
+        configs = sorted(set().union(*picks) | {group["best"].iloc[0]})
         errs = {c: errors_of(x, c, wl, eps, trials, np.random.default_rng(seed_of("confirm", name, eps, wl, c)))
                 for c in configs}
         mean = {c: float(e.mean()) for c, e in errs.items()}
-        rel = {c: float(e.std(ddof=1) / np.sqrt(trials)) / mean[c] for c, e in errs.items()}
+        se = {c: float(e.std(ddof=1) / np.sqrt(trials)) for c, e in errs.items()}
         best = min(mean, key=mean.__getitem__)
-        for c in sorted(chosen):
-            rows.append({"dataset": name, "epsilon": eps, "workload": wl, "auto chose": c,
-                         "flagged by": ", ".join(sorted(set(group["auto"]))), "best now": best,
-                         "chosen_error_1e6": 1e6 * mean[c], "best_error_1e6": 1e6 * mean[best],
-                         "ratio": mean[c] / mean[best],
-                         "ratio_se": mean[c] / mean[best] * float(np.hypot(rel[c], rel[best]))})
+        for label, chosen, counts in zip(group["auto"], group["chosen"], picks):
+            share = {c: n / sum(counts.values()) for c, n in counts.items()}
+            err = sum(share[c] * mean[c] for c in share)
+            err_se = float(np.sqrt(sum((share[c] * se[c]) ** 2 for c in share)))   # independent runs per config
+            ratio = err / mean[best]
+            rows.append({"dataset": name, "epsilon": eps, "workload": wl, "auto": label, "chosen": chosen,
+                         "best now": best, "chosen_error_1e6": 1e6 * err, "best_error_1e6": 1e6 * mean[best],
+                         "choice_ratio": ratio,
+                         "ratio_se": ratio * float(np.hypot(err_se / err, se[best] / mean[best]))})
     return pd.DataFrame(rows)
 
 
@@ -445,7 +449,8 @@ def main() -> None:
             print(target_report(run))
             if args.confirm:
                 print(f"\n#### The cases above 1.3x again, {args.confirm} trials (the chosen and the best only)\n")
-                print(to_markdown(confirm(run, args.confirm), index=False, digits=3))
+                again = confirm(run, args.confirm)
+                print(to_markdown(again, index=False, digits=3) if len(again) else "(none above 1.3x)")
     text = buf.getvalue()
     print(text)
     if args.out:
