@@ -331,7 +331,8 @@ def target(trials: int, datasets: tuple[str, ...], held_out: bool = False) -> pd
             t0 = time.perf_counter()
             cands = pd.DataFrame([r for r in measure(case, eps, trials) if r["workload"] in wls])
             for wl, w in wls.items():
-                best = cands[cands["workload"] == wl].sort_values("error").iloc[0]
+                ranked = cands[cands["workload"] == wl].sort_values("error")
+                best = ranked.iloc[0]
                 for label, knobs in (("auto", {"workload": wl}), ("auto(N only)", {"workload": wl}),
                                      ("auto(public N)", {"workload": wl, "expected_total": total}),
                                      ("auto(LODO)", {"workload": wl})):
@@ -357,7 +358,8 @@ def target(trials: int, datasets: tuple[str, ...], held_out: bool = False) -> pd
                                  "chosen": ", ".join(f"{c} x{n}" for c, n in pd.Series(picks).value_counts().items()),
                                  "auto_error_1e6": 1e6 * err,
                                  "sem_pct": 100 * float(np.std(errs, ddof=1) / np.sqrt(len(errs))) / err,
-                                 "best": best["config"], "best_error_1e6": 1e6 * best["error"],
+                                 "best": best["config"], "runners_up": ", ".join(ranked["config"].iloc[1:3]),
+                                 "best_error_1e6": 1e6 * best["error"],
                                  "ratio": err / best["error"], "choice_ratio": choice_ratio})
             print(f"{name:12s} eps={eps:<4g} {time.perf_counter() - t0:6.1f}s", file=sys.stderr, flush=True)
     return pd.DataFrame(rows)
@@ -368,16 +370,18 @@ def confirm(frame: pd.DataFrame, trials: int, above: float = 1.3) -> pd.DataFram
 
     A 30-trial ratio carries the noise of two means (up to ~19% each on heavy-tailed errors) and the best of
     ~14 noisy means is biased low. Here only the configurations auto chose and the run's best compete, each on
-    fresh seeds. Per flagged auto row: ``choice_ratio`` is the mean, over auto's picks in the run, of the
-    picked configuration's error over the best's, and ``ratio_se`` its standard error (delta method). A case
-    that stays above ``above`` is a real gap of the choice, not the measurement's noise.
+    fresh seeds, with the run's two runners-up (the best of ~14 noisy means may not be the best). Per flagged
+    auto row: ``choice_ratio`` is the mean, over auto's picks in the run, of the picked configuration's error
+    over the best's now, and ``ratio_se`` its standard error (delta method). A case that stays above ``above``
+    is a real gap of the choice, not the measurement's noise.
     """
     flagged = frame[(frame["ratio"] > above) | (frame["choice_ratio"] > above)]
     rows = []
     for (name, eps, wl), group in flagged.groupby(["dataset", "epsilon", "workload"], sort=False):
         x = dict(dpbench.available((name,)))[name]
         picks = [{c: int(n) for c, n in (p.rsplit(" x", 1) for p in chosen.split(", "))} for chosen in group["chosen"]]
-        configs = sorted(set().union(*picks) | {group["best"].iloc[0]})
+        runners_up = {c for c in group["runners_up"].iloc[0].split(", ") if c}
+        configs = sorted(set().union(*picks) | {group["best"].iloc[0]} | runners_up)
         errs = {c: errors_of(x, c, wl, eps, trials, np.random.default_rng(seed_of("confirm", name, eps, wl, c)))
                 for c in configs}
         mean = {c: float(e.mean()) for c, e in errs.items()}
@@ -448,7 +452,7 @@ def main() -> None:
             run = target(args.trials, tuple(args.datasets), held_out=args.held_out)
             print(target_report(run))
             if args.confirm:
-                print(f"\n#### The cases above 1.3x again, {args.confirm} trials (the chosen and the best only)\n")
+                print(f"\n#### The cases above 1.3x again, {args.confirm} trials (the chosen, the best and the two runners-up)\n")
                 again = confirm(run, args.confirm)
                 print(to_markdown(again, index=False, digits=3) if len(again) else "(none above 1.3x)")
     text = buf.getvalue()
