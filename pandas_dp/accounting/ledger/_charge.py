@@ -12,8 +12,8 @@ import pandas as pd
 
 from pandas_dp._utils.rational import safe_repr
 from pandas_dp.errors import LedgerError, ParameterError
-from pandas_dp.accounting.ledger._ops import Posting, add_budget, locked_budget_list, post, transact
-from pandas_dp.accounting.ledger._records import head_text, rational_text
+from pandas_dp.accounting.ledger._ops import Posting, add_budgets, post, transact
+from pandas_dp.accounting.ledger._records import head_text
 from pandas_dp.accounting.ledger._store import Txn
 
 if TYPE_CHECKING:
@@ -138,13 +138,7 @@ def record(chain: list["Budget"], postings: list[Posting],
                 rows: list[tuple[str, str, Fraction, str | None]] = [(name, own.measure, own.amount, owner.name)]
                 if own.delta:  # the reservation's delta, charged outright to the owner's companion above
                     rows.append((name + DELTA_SUFFIX, "delta", own.delta, None))
-                if txn.guarded:  # the server's function locks the chain of budgets (an analyst cannot)
-                    for row in rows:
-                        txn.add_budget_guarded(owner._store, row[0], row[1], rational_text(row[2]), row[3])
-                else:
-                    meta, budgets = locked_budget_list(owner._store, txn)
-                    for row in rows:
-                        add_budget(owner._store, txn, meta, budgets, *row)
+                add_budgets(owner._store, txn, rows)
         written = txns[stores[0].key].written_head
         head[:] = [head_text(written[1], written[2]) if written is not None and stores[0].durable else ""]
         return [ids[i] for i in range(len(chain))]

@@ -34,7 +34,7 @@ from pandas_dp.accounting.ledger._witness import witness_of
 
 __all__ = ["now", "new_meta", "read_meta", "open_budget", "verify_budget", "verify_ledger", "Posting", "post",
            "transact", "check_remaining", "exceeded_message", "damaged", "loss_of", "LedgerSummary",
-           "add_budget", "budget_list", "note_head", "seen_head", "NO_BLIND_RESTORE", "check_witness"]
+           "add_budgets", "budget_list", "note_head", "seen_head", "NO_BLIND_RESTORE", "check_witness"]
 
 T = TypeVar("T")
 
@@ -207,15 +207,27 @@ def budget_list(store: Store, txn: Txn, meta: dict[str, str]) -> list[BudgetRow]
     return budgets
 
 
-def locked_budget_list(store: Store, txn: Txn) -> tuple[dict[str, str], list[BudgetRow]]:
-    """Lock the chain of budgets, then read ``meta`` and the budget rows (in a write transaction, unguarded).
+def add_budgets(store: Store, txn: Txn, rows: Sequence[tuple[str, str, Fraction, str | None]], *,
+                existing_ok: bool = False) -> list[BudgetRow]:
+    """Append budgets ``(name, measure, total, parent)`` to the chain of budgets, in the caller's write transaction.
 
-    The lock comes first: read before it, ``meta`` could predate another process's new budget that the rows
-    read after it hold (READ COMMITTED on PostgreSQL), a mismatch refused as damage.
+    On a guarded ledger the server's function does it: it locks the chain of budgets (an analyst cannot) and
+    returns a budget another session made meanwhile. Otherwise the chain is locked first, then ``meta`` and the
+    budget rows are read: read before the lock, ``meta`` could predate another process's new budget that the
+    rows read after it hold (READ COMMITTED on PostgreSQL), a mismatch refused as damage. ``existing_ok``
+    returns a budget of that name another process made meanwhile instead of appending one.
     """
+    if txn.guarded:
+        return [txn.add_budget_guarded(store, name, measure, rational_text(total), parent)
+                for name, measure, total, parent in rows]
     txn.lock_budget_list()
     meta = read_meta(store, txn)
-    return meta, budget_list(store, txn, meta)
+    budgets = budget_list(store, txn, meta)
+    out = []
+    for row in rows:
+        found = next((b for b in budgets if b.name == row[0]), None) if existing_ok else None
+        out.append(found if found is not None else _append_budget(store, txn, meta, budgets, *row))
+    return out
 
 
 def open_budget(store: Store, name: str, measure: str, total: Fraction, parameter: str, *,
@@ -241,19 +253,8 @@ def open_budget(store: Store, name: str, measure: str, total: Fraction, paramete
     if not create:
         raise LedgerError(f"The ledger {store.display} has no budget named {name!r}.")
     with store.write() as txn:
-        if txn.guarded:
-            # The server's function locks the chain of budgets, returns the budget another session made meanwhile
-            # or appends it. The analyst cannot lock that chain, so meta and the budget rows read here, one
-            # statement apart, could straddle another session's commit; the ledger was verified just above.
-            row = txn.add_budget_guarded(store, name, measure, rational_text(total), parent)
-            _same_definition(store, row, measure, total, parameter, parent)
-            return row
-        meta, budgets = locked_budget_list(store, txn)
-        row = next((b for b in budgets if b.name == name), None)
-        if row is not None:  # another process created it meanwhile (it has no entries yet or they verify)
-            _same_definition(store, row, measure, total, parameter, parent)
-            return row
-        row = add_budget(store, txn, meta, budgets, name, measure, total, parent)
+        # Another process may have created it meanwhile (it has no entries yet or they verify).
+        row = add_budgets(store, txn, [(name, measure, total, parent)], existing_ok=True)[0]
         _same_definition(store, row, measure, total, parameter, parent)
     return row
 
@@ -306,15 +307,9 @@ def _verify_from_checkpoint(store: Store, txn: Txn, ledger_id: str, row: BudgetR
         checkpoint.save(ledger_id, row.genesis, count, row.head, spent)
 
 
-def add_budget(store: Store, txn: Txn, meta: dict[str, str], budgets: list[BudgetRow], name: str, measure: str,
-               total: Fraction, parent: str | None) -> BudgetRow:
-    """Append a new budget row to the chain of budgets (in the caller's write transaction)."""
-    if txn.guarded:
-        row = txn.add_budget_guarded(store, name, measure, rational_text(total), parent)
-        if all(b.name != row.name for b in budgets):
-            meta.update(budgets=str(row.position), budgets_head=row.genesis)
-            budgets.append(row)
-        return row
+def _append_budget(store: Store, txn: Txn, meta: dict[str, str], budgets: list[BudgetRow], name: str,
+                   measure: str, total: Fraction, parent: str | None) -> BudgetRow:
+    """Append a new budget row to the locked chain of budgets (:func:`add_budgets`, unguarded)."""
     position = len(budgets) + 1
     created = now()
     prev = meta["budgets_head"]
