@@ -17,7 +17,7 @@ goes to DPCube-uniform).
 
 :data:`AUTO_RULE` is, per (dimensions, workload), a few pieces over
 ``log10(N * epsilon)``, each naming a configuration of :data:`AUTO_CONFIGS`
-(a registered method, its knobs, and whether the estimates are clipped at 0).
+(a registered method, its knobs, and whether it releases with ``nonnegative=True``).
 It is the fit of ``benchmarks/auto_fit.py`` to the measurements of
 ``benchmarks/auto_evidence.py`` (DPBench shapes at their natural scale and
 resampled to 1e3..1e7 rows in half decades, two domain sizes, epsilon 0.1 and 1), validated
@@ -46,7 +46,8 @@ AUTO_WORKLOADS = ("ranges", "prefix", "bins")
 #: DAWA's workload knob for each of auto's workloads.
 _DAWA_WORKLOAD = {"ranges": "ranges", "prefix": "prefix", "bins": "identity"}
 
-#: Configuration -> (registered method, knobs, clip the estimates at 0, dimensions it takes).
+#: Configuration -> (registered method, knobs, ``nonnegative=True``, dimensions it takes). ``+nn`` names the
+#: methods whose non-negative estimates are a projection (the trees; DAWA's bucket tree), ``+clip`` those that clip at 0.
 AUTO_CONFIGS: dict[str, tuple[str, dict[str, Any], bool, tuple[int, ...] | None]] = {
     "identity": ("identity", {}, False, None),
     "identity+clip": ("identity", {}, True, None),
@@ -61,7 +62,7 @@ AUTO_CONFIGS: dict[str, tuple[str, dict[str, Any], bool, tuple[int, ...] | None]
     "dpcube-uniform": ("dpcube", {"estimate": "uniform"}, False, None),
     "dpcube-uniform+clip": ("dpcube", {"estimate": "uniform"}, True, None),
     "dawa": ("dawa", {}, False, (1, 2)),
-    "dawa+clip": ("dawa", {}, True, (1, 2)),
+    "dawa+nn": ("dawa", {}, True, (1, 2)),
     "ugrid": ("ugrid", {}, False, (2,)),
     "ugrid+clip": ("ugrid", {}, True, (2,)),
     "agrid": ("agrid", {}, False, (2,)),
@@ -120,7 +121,8 @@ class AutoChoice(NamedTuple):
     """What ``method="auto"`` releases: a registered method, its knobs, why, and its post-processing.
 
     ``config`` names the entry of :data:`AUTO_CONFIGS`; ``nonnegative`` says
-    whether the chosen configuration clips its estimates at 0.
+    whether the chosen configuration releases with ``nonnegative=True`` (a projection
+    for the ``+nn`` ones, clipping at 0 for the ``+clip`` ones).
     """
 
     method: str

@@ -311,6 +311,59 @@ def test_release_invariants_on_any_counts(values, seed):
     assert rel.range_estimate([0], [x.size])[0] == pytest.approx(rel.estimates.sum())
 
 
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.integers(0, 40), min_size=1, max_size=70), st.integers(0, 2**31),
+       st.sampled_from([Fraction(1, 20), Fraction(1, 2), Fraction(4)]))
+def test_nonnegative_estimates_are_the_bucket_trees_projection_spread_evenly(values, seed, eps):
+    """``nonnegative_estimates`` is post-processing of the noisy bucket tree: non-negative, constant inside
+    a bucket, the whole domain is the clipped least-squares root, and nothing moves where the least-squares
+    bucket totals are already non-negative."""
+    x = np.array(values)
+    rel = dawa(x, loss=PureDP(eps), rng=np.random.default_rng(seed))
+    before = rel.estimates.copy()
+    nn = rel.nonnegative_estimates()
+    np.testing.assert_array_equal(rel.estimates, before)                 # the least-squares release is kept
+    assert nn.shape == x.shape and np.all(nn >= 0)
+    sizes = np.diff(rel.edges)
+    totals = np.add.reduceat(nn, rel.edges[:-1])
+    np.testing.assert_allclose(nn, np.repeat(totals / sizes, sizes), rtol=1e-12, atol=1e-12)
+    assert totals.sum() == pytest.approx(max(rel.bucket_estimates.sum(), 0.0), rel=1e-9, abs=1e-9)
+    if np.all(rel.bucket_estimates >= 0):
+        np.testing.assert_allclose(nn, rel.estimates, rtol=1e-12, atol=1e-12)
+    np.testing.assert_array_equal(rel.nonnegative_estimates(), nn)     # deterministic: no new noise
+
+
+def test_nonnegative_estimates_in_2d_go_back_on_the_grid_along_the_hilbert_line():
+    rng = np.random.default_rng(3)
+    x = rng.poisson(0.3, (16, 16))
+    x[:4, :4] += 25
+    rel = dawa(x, loss=PureDP(Fraction(1, 5)), workload="prefix", rng=np.random.default_rng(2))
+    nn = rel.nonnegative_estimates()
+    assert nn.shape == x.shape and np.all(nn >= 0)
+    line = nn.ravel()[rel.order]
+    sizes = np.diff(rel.edges)
+    totals = np.add.reduceat(line, rel.edges[:-1])
+    np.testing.assert_allclose(line, np.repeat(totals / sizes, sizes), atol=1e-12)
+    assert totals.sum() == pytest.approx(max(rel.bucket_estimates.sum(), 0.0))
+
+
+def test_the_projection_lowers_prefix_error_where_clipping_raises_it():
+    """On a sparse shape at a small loss the least-squares bucket totals go negative: clipping them adds mass to
+    every prefix after them, the projection takes it from the neighbours. Mean squared prefix error over 40
+    fixed seeds (deterministic): the projection 0.94x the least squares', clipping 3.7x the projection."""
+    x = np.zeros(256, dtype=np.int64)
+    x[[3, 40, 41, 97, 180, 181, 182, 250]] = [30, 12, 9, 40, 5, 6, 7, 22]
+    truth = np.cumsum(x)
+    err = {"ls": [], "nn": [], "clip": []}
+    for seed in range(40):
+        rel = dawa(x, loss=PureDP(Fraction(1, 10)), workload="prefix", rng=np.random.default_rng(seed))
+        for name, est in (("ls", rel.estimates), ("nn", rel.nonnegative_estimates()),
+                          ("clip", np.maximum(rel.estimates, 0))):
+            err[name].append(np.mean((np.cumsum(est) - truth) ** 2))
+    ls, nn, clip = (np.mean(err[k]) for k in ("ls", "nn", "clip"))
+    assert nn <= ls and clip > 1.3 * nn
+
+
 # ----------------------------------------------------------------------------- 2-D
 
 def test_two_dimensional_dawa_runs_on_the_hilbert_line():

@@ -93,6 +93,23 @@ def test_dawa_release_is_the_algorithm_on_the_exact_counts(cols, domain):
     assert b.spent == 0.5 and list(b.ledger["method"]) == ["histogram:dawa"]
 
 
+
+@pytest.mark.parametrize("cols,domain,eps", [("x", ONE, Fraction(1, 20)), (["x", "y"], TWO, Fraction(1, 200))])
+def test_dawa_nonnegative_is_the_bucket_trees_projection_of_the_same_release(cols, domain, eps):
+    """``nonnegative=True`` post-processes the very release ``nonnegative=False`` makes with the same seed: the
+    counts are the bucket tree's projection, the variances, buckets and charge are unchanged."""
+    with pdp.budget(2.0) as b:
+        plain, nn = (FRAME.dp.histogram(cols, **domain, epsilon=eps, method="dawa", nonnegative=flag,
+                                        rng=np.random.default_rng(5)) for flag in (False, True))
+    np.testing.assert_array_equal(nn.counts.to_numpy(), nn.detail.nonnegative_estimates().ravel())
+    np.testing.assert_array_equal(nn.detail.estimates, plain.detail.estimates)
+    assert (nn.counts >= 0).all() and (plain.counts < 0).any()          # the case where the projection acts
+    np.testing.assert_array_equal(nn.variance.to_numpy(), plain.variance.to_numpy())
+    pd.testing.assert_frame_equal(nn.buckets, plain.buckets)
+    assert nn.post_processing == ("non-negative consistent projection of the bucket tree",)
+    assert plain.post_processing == () and nn.params["nonnegative"] and not plain.params["nonnegative"]
+    assert list(b.ledger["epsilon"]) == [float(eps)] * 2
+
 def test_agrid_release_is_the_algorithm_and_records_its_noisy_total():
     with pdp.budget(1.0) as b:
         h = FRAME.dp.histogram(["x", "y"], **TWO, epsilon=0.5, method="agrid", rng=np.random.default_rng(4))

@@ -60,6 +60,7 @@ from pandas_dp.algorithms.dawa.runs import (PREFIX_2D_CORNERS, Workload, merge_r
 from pandas_dp.algorithms.dawa.strategy import HierarchicalAnswers, HierarchyStrategy, answer_hierarchy, choose_strategy
 from pandas_dp.algorithms.grids import equivalent_epsilon
 from pandas_dp.algorithms.hilbert import hilbert_order
+from pandas_dp.algorithms.tree.inference import constrained_inference, nonnegative_tree
 from pandas_dp.algorithms.tree.layout import shape_dims
 from pandas_dp.errors import ParameterError
 from pandas_dp.privacy.loss import DiscreteLaplace, Noise, PrivacyLoss, PureDP, Sensitivity
@@ -307,6 +308,23 @@ class DawaRelease:
         """Every exact loss actually composed: partition levels, then strategy levels."""
         return tuple(self.partition.level_losses) + tuple(self.answers.level_losses)
 
+    def nonnegative_estimates(self) -> np.ndarray:
+        """Non-negative estimates of every bin / cell: the bucket tree's non-negative consistent projection.
+
+        Stage 2 measures a tree over the buckets and takes its least-squares estimate; here the same
+        noisy answers go through the tree's non-negative projection
+        (:func:`~pandas_dp.algorithms.tree.inference.nonnegative_tree`, what ``method="hierarchical"``
+        does for ``nonnegative=True``): the root is clipped at 0, then each node's children are
+        projected onto ``{c >= 0, sum c = parent}`` in the metric of their variances, and every
+        bucket's non-negative total is spread evenly over its bins. Post-processing of the noisy
+        answers only. Where the least-squares bucket totals are already non-negative they are
+        returned unchanged; otherwise the negative mass is taken from the bucket's siblings instead of
+        being added by clipping (on prefixes and ranges clipping biases every sum upwards).
+        """
+        layout = self.strategy.layout
+        inference = constrained_inference(layout, self.answers.noisy, self.answers.level_variances)
+        return _spread(nonnegative_tree(layout, inference)[0], self.edges, self.plan)
+
     # -- queries as runs on the line ----------------------------------------------------------
     def _runs(self, query: np.ndarray, lo: np.ndarray, hi: np.ndarray, m: int
               ) -> tuple[np.ndarray, np.ndarray]:
@@ -372,6 +390,19 @@ class DawaRelease:
         return {"inner_estimate": ie, "inner_variance": iv, "outer_estimate": oe, "outer_variance": ov}
 
 
+def _spread(bucket_values: np.ndarray, edges: np.ndarray, plan: DawaPlan, power: int = 1) -> np.ndarray:
+    """Every bucket's value over its bins, divided by ``|B_j| ** power`` (1: an estimate spread evenly;
+    2: its variance), put back on the grid along the plan's order (2-D)."""
+    sizes = np.diff(edges)
+    bucket_of = np.repeat(np.arange(sizes.size), sizes)
+    line = np.asarray(bucket_values, dtype=np.float64).ravel()[bucket_of] / sizes[bucket_of].astype(np.float64) ** power
+    if plan.order is None:
+        return line
+    out = np.empty(plan.size)
+    out[plan.order] = line
+    return out.reshape(plan.shape)
+
+
 def dawa(counts: np.ndarray, plan: DawaPlan | None = None, *, loss: PrivacyLoss | None = None,
          ratio: float | Fraction | None = None, workload: np.ndarray | Workload = "prefix",
          rng: Any = None) -> DawaRelease:
@@ -433,7 +464,6 @@ def dawa(counts: np.ndarray, plan: DawaPlan | None = None, *, loss: PrivacyLoss 
     elif tuple(x.shape) != plan.shape:
         raise ParameterError(f"The counts have shape {x.shape} but the DAWA plan was made for {plan.shape}. "
                              f"Plan on the counts' public domain.")
-    n = plan.size
     xi = np.asarray(x, dtype=np.int64)
     line = xi if plan.order is None else xi.ravel()[plan.order]
     partition = private_partition(line, loss=plan.partition_loss, bucket_cost=plan.bucket_cost,
@@ -444,18 +474,9 @@ def dawa(counts: np.ndarray, plan: DawaPlan | None = None, *, loss: PrivacyLoss 
     bucket_counts = np.add.reduceat(line, edges[:-1])
     answers: HierarchicalAnswers = answer_hierarchy(bucket_counts, strategy, loss=plan.strategy_loss,
                                                     rng=rng)                          # reads true counts
-    sizes = np.diff(edges)
-    bucket_of = np.repeat(np.arange(sizes.size), sizes)
-    est_line = answers.estimates[bucket_of] / sizes[bucket_of]
     bucket_var = answers.structure.variances[0].ravel()
-    var_line = bucket_var[bucket_of] / sizes[bucket_of].astype(np.float64) ** 2
-    if plan.order is None:
-        estimates, variances = est_line, var_line
-    else:
-        estimates = np.empty(n)
-        variances = np.empty(n)
-        estimates[plan.order], variances[plan.order] = est_line, var_line
-        estimates, variances = estimates.reshape(plan.shape), variances.reshape(plan.shape)
+    estimates = _spread(answers.estimates, edges, plan)
+    variances = _spread(bucket_var, edges, plan, power=2)
     return DawaRelease(estimates=estimates, variances=variances, edges=edges,
                        bucket_estimates=np.asarray(answers.estimates, dtype=np.float64),
                        bucket_variances=bucket_var, plan=plan, partition=partition,
