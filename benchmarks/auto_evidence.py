@@ -27,7 +27,10 @@ Candidates are the registered methods run through the release layer
 in 2-D), AHP, DPCube (least squares, uniform), DAWA tuned for the scored
 workload (``"prefix"``, ``"ranges"`` -- a public sample, not the scored ranges --
 or ``"identity"``), UGrid and AGrid (2-D), and, as free post-processing, every
-flat-ish release clipped at 0 (``+clip``). Metric: DPBench's scaled L2 error
+flat-ish release clipped at 0 (``+clip``) and DAWA's release with its bucket tree projected to
+non-negative totals (``dawa+nn``, what ``nonnegative=True`` gives). One configuration is measured
+again, its rows replaced and every other row kept, with ``--configs dawa --replace`` (DAWA's
+``+nn`` variant was added that way, same seeds: its plain rows came out identical). Metric: DPBench's scaled L2 error
 ``||W x - W x_hat||_2 / |W| / total``, mean over ``--trials`` releases.
 """
 
@@ -67,10 +70,14 @@ CONFIGS: dict[str, tuple[str, dict, bool, tuple[int, ...], bool]] = {
     "ahp": ("ahp", {}, False, (1, 2), True),
     "dpcube": ("dpcube", {}, False, (1, 2), True),
     "dpcube-uniform": ("dpcube", {"estimate": "uniform"}, False, (1, 2), True),
-    "dawa": ("dawa", {}, False, (1, 2), True),
+    "dawa": ("dawa", {}, False, (1, 2), False),
     "ugrid": ("ugrid", {}, False, (2,), True),
     "agrid": ("agrid", {}, False, (2,), True),
 }
+#: Configurations whose release also gives a ``+nn`` variant: the result's ``detail.nonnegative_estimates()``, what
+#: the method releases for ``nonnegative=True`` (DAWA: the bucket tree's non-negative consistent projection). Same
+#: draws as the plain variant: the projection is post-processing.
+PROJECTED = frozenset({"dawa"})
 #: DAWA's workload knob for each scored workload (2-D single cells: not run, too slow to tune).
 DAWA_FOR = {"prefix": "prefix", "ranges": "ranges", "bins": "identity"}
 
@@ -250,15 +257,15 @@ def cases(datasets: tuple[str, ...], scales: tuple[float, ...], domains: tuple[s
     return out
 
 
-def measure(case: dict, epsilon: float, trials: int) -> list[dict]:
-    """Mean scaled L2 error of every candidate on every workload of one case."""
+def measure(case: dict, epsilon: float, trials: int, configs: tuple[str, ...] | None = None) -> list[dict]:
+    """Mean scaled L2 error of every candidate (of ``configs``, all if None) on every workload of one case."""
     x = case["x"]
     d, total = x.ndim, float(x.sum())
     wls = workloads(x.shape)
     truth = {wl: answers(x, w) for wl, w in wls.items()}
     rows = []
     for cname, (method, knobs, nonneg, dims, clip) in CONFIGS.items():
-        if d not in dims:
+        if d not in dims or (configs is not None and cname not in configs):
             continue
         runs = [(wl, dict(knobs, workload=DAWA_FOR[wl])) for wl in wls] if method == "dawa" else [(None, knobs)]
         for only, kn in runs:
@@ -268,9 +275,9 @@ def measure(case: dict, epsilon: float, trials: int) -> list[dict]:
             errs: dict[tuple[str, str], list[float]] = {}
             t0 = time.perf_counter()
             for _ in range(trials):
-                est = release_estimates(x, method, kn, epsilon, nonneg, rng)
-                for variant, e in ((cname, est), (cname + "+clip", np.maximum(est, 0.0))):
-                    if variant != cname and not clip:
+                est, projected = _estimates(x, cname, kn, epsilon, rng)
+                for variant, e in ((cname, est), (cname + "+clip", np.maximum(est, 0.0)), (cname + "+nn", projected)):
+                    if variant != cname and not (clip if variant.endswith("+clip") else cname in PROJECTED):
                         continue
                     for wl, w in wls.items():
                         if only is None or wl == only:
@@ -286,20 +293,32 @@ def measure(case: dict, epsilon: float, trials: int) -> list[dict]:
     return rows
 
 
+def _estimates(x: np.ndarray, cname: str, knobs: dict, epsilon: float, rng: np.random.Generator
+               ) -> tuple[np.ndarray, np.ndarray | None]:
+    """One release of a :data:`CONFIGS` entry: its estimates, and for :data:`PROJECTED` ones the ``+nn`` variant."""
+    method, _, nonneg, _, _ = CONFIGS[cname]
+    if cname not in PROJECTED:
+        return release_estimates(x, method, knobs, epsilon, nonneg, rng), None
+    detail = release_estimates(x, method, knobs, epsilon, nonneg, rng, result=True).detail
+    return detail.estimates.reshape(x.shape), detail.nonnegative_estimates().reshape(x.shape)
+
+
 def errors_of(x: np.ndarray, config: str, workload: str, epsilon: float, trials: int,
               rng: np.random.Generator) -> np.ndarray:
-    """Scaled L2 errors of one configuration (a :data:`CONFIGS` name, ``+clip`` for its clipped variant) on one
-    workload, over ``trials`` releases of ``x``."""
-    clip = config.endswith("+clip")
-    method, knobs, nonneg, _, _ = CONFIGS[config.removesuffix("+clip")]
-    if method == "dawa":
+    """Scaled L2 errors of one configuration (a :data:`CONFIGS` name, ``+clip`` for its clipped variant, ``+nn`` for
+    the projected variant of a :data:`PROJECTED` one) on one workload, over ``trials`` releases of ``x``."""
+    base = config if config in CONFIGS else config.removesuffix("+clip").removesuffix("+nn")
+    variant = config.removeprefix(base)
+    knobs = CONFIGS[base][1]
+    if CONFIGS[base][0] == "dawa":
         knobs = dict(knobs, workload=DAWA_FOR[workload])
     w = workloads(x.shape)[workload]
     truth, total = answers(x, w), float(x.sum())
     out = np.empty(trials)
     for i in range(trials):
-        est = release_estimates(x, method, knobs, epsilon, nonneg, rng)
-        out[i] = dpbench.scaled_l2_error(truth, answers(np.maximum(est, 0.0) if clip else est, w), total)
+        est, projected = _estimates(x, base, knobs, epsilon, rng)
+        e = {"": est, "+clip": np.maximum(est, 0.0), "+nn": projected}[variant]
+        out[i] = dpbench.scaled_l2_error(truth, answers(e, w), total)
     return out
 
 
@@ -312,16 +331,32 @@ def main() -> None:
     parser.add_argument("--domains", nargs="*", default=["fine", "coarse"], choices=list(DOMAINS))
     parser.add_argument("--out", default="benchmarks/results/auto_evidence.csv.gz")
     parser.add_argument("--append", action="store_true", help="add the rows to those already in --out")
+    parser.add_argument("--configs", nargs="*", choices=list(CONFIGS), default=None,
+                        help="measure only these configurations (and their variants)")
+    parser.add_argument("--replace", action="store_true",
+                        help="with --configs: replace their rows (and their variants') in --out by the fresh ones, "
+                             "keep every other row")
     args = parser.parse_args()
-    rows: list[dict] = pd.read_csv(args.out).to_dict("records") if args.append else []
+    if args.replace and not args.configs:
+        parser.error("--replace needs --configs")
+    old = pd.read_csv(args.out, dtype={"scale": str}) if args.append or args.replace else pd.DataFrame()
+    if args.replace:
+        old = old[~old["config"].isin(variants_of(tuple(args.configs)))]
+    configs = None if args.configs is None else tuple(args.configs)
+    rows: list[dict] = []
     for case in cases(tuple(args.datasets), tuple(args.scales), tuple(args.domains)):
         for eps in EPSILONS:
             t0 = time.perf_counter()
-            rows += measure(case, eps, args.trials)
+            rows += measure(case, eps, args.trials, configs)
             print(f"{case['dataset']:12s} {case['domain']:6s} {case['scale']:8s} eps={eps:<4g} "
                   f"{time.perf_counter() - t0:6.1f}s", flush=True)
-            pd.DataFrame(rows).to_csv(args.out, index=False, float_format="%.5g")
-    print(f"wrote {len(rows)} rows to {args.out}")
+            pd.concat([old, pd.DataFrame(rows)]).to_csv(args.out, index=False, float_format="%.5g")
+    print(f"wrote {len(old) + len(rows)} rows to {args.out}")
+
+
+def variants_of(configs: tuple[str, ...]) -> list[str]:
+    """The evidence's names for ``configs`` and their ``+clip`` / ``+nn`` variants (what ``--replace`` removes)."""
+    return [v for c in configs for v in (c, c + "+clip", c + "+nn")]
 
 
 if __name__ == "__main__":

@@ -6,7 +6,8 @@ the public coarse blocks of ``pandas_dp.releases.auto_rule.coarse_counts`` and d
 :data:`DRAWS` noisy totals and coarse histograms with the library's own noise at the share ``auto``
 spends (``AUTO_TOTAL_SHARE`` of epsilon, half each, discrete Laplace, one row in one block). Each
 draw gives the features ``auto`` would read (``shape_features``): the noisy total and the top
-block's share of it. The
+block's share of it (0 when the top block is below ``top_floor``, a level the noise alone reaches
+with probability at most 1/1000). The
 fit then sees the noise of the features, not their exact values.
 
 The stored candidate errors were measured at the full epsilon, while a release spends the share on
@@ -25,7 +26,7 @@ import pandas as pd
 from benchmarks.auto_evidence import cases, seed_of, EPSILONS, SCALES, SYNTHETIC
 from benchmarks import dpbench
 from pandas_dp.privacy.loss import pure
-from pandas_dp.releases.auto_rule import coarse_counts, shape_features
+from pandas_dp.releases.auto_rule import coarse_counts, shape_features, top_floor
 from pandas_dp.releases.data_dependent import AUTO_TOTAL_SHARE
 
 __all__ = ["DRAWS", "noisy_features", "exact_features", "candidate_features", "CANDIDATES"]
@@ -75,11 +76,12 @@ def noisy_features(draws: int = DRAWS, datasets: tuple[str, ...] | None = None,
             half_total, half_blocks = loss.split([Fraction(1, 2), Fraction(1, 2)])     # as the release splits it
             total_noise, block_noise = half_total.noise(what="total"), half_blocks.noise(what="features")
             std = float(np.sqrt(block_noise.variance()))
+            floor = top_floor(block_noise, blocks.size)
             rng = np.random.default_rng(seed_of("features", case["dataset"], case["domain"], case["scale"], eps))
             for d in range(draws):
                 total = float(total_noise.add(np.array([int(x.sum())]), rng)[0])
                 noisy = block_noise.add(blocks, rng)
-                f = shape_features(noisy, total)
+                f = shape_features(noisy, total, floor=floor)
                 rows.append({"dataset": case["dataset"], "domain": case["domain"], "scale": case["scale"],
                              "epsilon": eps, "draw": d, **f, **candidate_features(noisy, total, std),
                              "lscale": float(np.log10(max(f["total"], 1.0) * eps))})

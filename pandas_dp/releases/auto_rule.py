@@ -29,16 +29,17 @@ identity and the hierarchical tree have an analysis: :data:`AUTO_RULE_ZCDP`.
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 from typing import Any, NamedTuple
 
 import numpy as np
 
 from pandas_dp.errors import ParameterError
-from pandas_dp.privacy.loss import PrivacyLoss
+from pandas_dp.privacy.loss import Noise, PrivacyLoss
 
 __all__ = ["AUTO_WORKLOADS", "AUTO_CONFIGS", "AUTO_RULE", "AUTO_RULE_ZCDP", "AUTO_FEATURE_RULE", "FEATURE_BLOCKS",
            "AutoChoice", "choose_method", "choose_config", "auto_candidates", "rule_for", "feature_rule_for",
-           "coarse_starts", "coarse_counts", "shape_features"]
+           "coarse_starts", "coarse_counts", "shape_features", "top_floor", "TOP_FLOOR_ALPHA"]
 
 #: What a release will mostly answer: range sums (rectangles in 2-D), prefix sums, single cells.
 AUTO_WORKLOADS = ("ranges", "prefix", "bins")
@@ -75,11 +76,11 @@ _INF = math.inf
 #: Dimensions 3 stands for 3 and more. Fit by ``python -m benchmarks.bench_auto --fit``.
 AUTO_RULE: dict[tuple[int, str], tuple[tuple[float, str], ...]] = {
     (1, "bins"): ((2.5, "ahp+clip"), (4.25, "dpcube-uniform+clip"), (_INF, "identity+clip")),
-    (1, "prefix"): ((3.5, "dawa"), (_INF, "hierarchical+nn")),
+    (1, "prefix"): ((3.5, "dawa+nn"), (_INF, "hierarchical+nn")),
     (1, "ranges"): ((_INF, "hierarchical+nn"),),
     (2, "bins"): ((_INF, "ahp+clip"),),
-    (2, "prefix"): ((2.25, "hierarchical+nn"), (3.25, "agrid"), (_INF, "hierarchical-geo+nn")),
-    (2, "ranges"): ((2.25, "hierarchical+nn"), (3.25, "agrid"), (_INF, "hierarchical-geo+nn")),
+    (2, "prefix"): ((3.25, "agrid"), (_INF, "hierarchical-geo+nn")),
+    (2, "ranges"): ((3.25, "agrid"), (_INF, "hierarchical-geo+nn")),
     (3, "bins"): ((_INF, "ahp+clip"),),
     (3, "prefix"): ((3.25, "hierarchical+nn"), (_INF, "hierarchical-geo+nn")),
     (3, "ranges"): ((3.25, "hierarchical+nn"), (_INF, "hierarchical-geo+nn")),
@@ -92,15 +93,13 @@ AUTO_RULE: dict[tuple[int, str], tuple[tuple[float, str], ...]] = {
 #: noisy total in the densest of the (up to) 256 x 256 public blocks (:func:`shape_features`; on
 #: the evidence's grids, one cell per block). Fit by ``python -m benchmarks.bench_auto --fit`` to
 #: noisy draws of the features (``benchmarks/auto_features.py``) and kept only because the threshold
-#: lowers the held-out error both leaving out data sets (objective 0.589 -> 0.488) and leaving out
-#: shape families (0.613 -> 0.502): at ``N epsilon >= 10^3.25`` one cell with 75% of the rows (two
+#: lowers the held-out error both leaving out data sets (objective 0.625 -> 0.496) and leaving out
+#: shape families (0.619 -> 0.493): at ``N epsilon >= 10^3.25`` one cell with 75% of the rows (two
 #: zero-inflated amounts that are rarely both non-zero, like capital gain x loss) goes to
 #: DPCube-uniform instead of the tree (``docs/methods/auto.md``).
 AUTO_FEATURE_RULE: dict[tuple[int, str], tuple[tuple[float, str, float, str], ...]] = {
-    (2, "prefix"): ((2.25, "hierarchical+nn", _INF, "hierarchical+nn"), (3.25, "agrid", _INF, "agrid"),
-                    (_INF, "hierarchical-geo+nn", 0.75, "dpcube-uniform")),
-    (2, "ranges"): ((2.25, "hierarchical+nn", _INF, "hierarchical+nn"), (3.25, "agrid", _INF, "agrid"),
-                    (_INF, "hierarchical-geo+nn", 0.75, "dpcube-uniform")),
+    (2, "prefix"): ((3.25, "agrid", _INF, "agrid"), (_INF, "hierarchical-geo+nn", 0.75, "dpcube-uniform")),
+    (2, "ranges"): ((3.25, "agrid", _INF, "agrid"), (_INF, "hierarchical-geo+nn", 0.75, "dpcube-uniform")),
 }
 
 #: Under zCDP (identity and hierarchical only): one configuration per (dimensions, workload).
@@ -276,6 +275,9 @@ def choose_method(shape: tuple[int, ...], *, epsilon: float | None, expected_tot
 #: cells; the top block's share is read against a separately measured noisy total).
 FEATURE_BLOCKS = 256
 
+#: The chance that noise alone puts the largest noisy block above :func:`top_floor` (over all blocks).
+TOP_FLOOR_ALPHA = Fraction(1, 1000)
+
 
 def coarse_starts(size: int, blocks: int = FEATURE_BLOCKS) -> np.ndarray:
     """Public first cell of each coarse block along an axis of ``size`` cells (near-equal blocks).
@@ -296,7 +298,24 @@ def coarse_counts(counts: np.ndarray, shape: tuple[int, ...], blocks: int = FEAT
     return out
 
 
-def shape_features(noisy_blocks: np.ndarray, total: float | None = None) -> dict[str, float]:
+def top_floor(block_noise: Noise, n_blocks: int) -> int:
+    """The level the largest of ``n_blocks`` noise draws exceeds with probability at most :data:`TOP_FLOOR_ALPHA`.
+
+    The exact ``1 - alpha / n_blocks`` quantile of one block's noise (union bound over the blocks); public,
+    an integer, the same on every machine. A noisy block below it may be noise alone.
+
+    Examples
+    --------
+    >>> from fractions import Fraction
+    >>> from pandas_dp.privacy.loss import PureDP
+    >>> top_floor(PureDP(Fraction(1, 1000)).noise(), 65_536)      # about 1000 x ln(65,536 x 1000 / 2)
+    17305
+    """
+    return int(block_noise.quantile(1 - TOP_FLOOR_ALPHA / int(n_blocks)))
+
+
+def shape_features(noisy_blocks: np.ndarray, total: float | None = None, floor: float | None = None
+                   ) -> dict[str, float]:
     """Features of the shape computed, by a public rule, from noisy measurements only.
 
     ``total`` is the noisy total (default: the sum of the noisy blocks); ``top_share`` the
@@ -304,6 +323,9 @@ def shape_features(noisy_blocks: np.ndarray, total: float | None = None) -> dict
     densest coarse block (Pythia's "mass in the largest cells", Kotsogiannis et al. SIGMOD 2017).
     ``"auto"`` measures the total on its own (half the share) and the blocks with the other
     half: the sum of up to 65,536 noisy blocks would carry up to 256 times the noise of one noisy total.
+    With ``floor`` (:func:`top_floor`), a largest block below it gives ``top_share`` 0: where the
+    noise of 65,536 empty blocks alone can reach three quarters of a small total (``N epsilon``
+    near ``10^3.3``), a dense cell is claimed only when the noise cannot explain it.
 
     Examples
     --------
@@ -315,5 +337,5 @@ def shape_features(noisy_blocks: np.ndarray, total: float | None = None) -> dict
     blocks = np.asarray(noisy_blocks, dtype=np.float64).ravel()
     total = float(blocks.sum()) if total is None else float(total)
     top = float(blocks.max()) if blocks.size else 0.0
-    share = min(max(top / total, 0.0), 1.0) if total > 0 else 0.0
+    share = min(max(top / total, 0.0), 1.0) if total > 0 and (floor is None or top >= floor) else 0.0
     return {"total": total, "top_share": round(share, 6)}

@@ -29,7 +29,7 @@ from pandas_dp.results.histogram import Histogram, as_series
 from pandas_dp.releases.adaptive import with_total
 from pandas_dp.releases.auto_rule import (AUTO_WORKLOADS, FEATURE_BLOCKS, AutoChoice, auto_candidates, choose_config,
                                           choose_method, coarse_counts, coarse_starts, feature_rule_for,
-                                          shape_features)
+                                          shape_features, top_floor)
 from pandas_dp.releases.histogram import METHODS, HistogramMethod, Planned, clip_at_zero, plan_method, register_method
 from pandas_dp.releases.params import Options, Param, ParamTable, Real
 
@@ -253,6 +253,7 @@ def _release_auto(counts: np.ndarray, grid: Grid, planned: Planned, *, rng: Any,
     knobs = planned.knobs
     total = knobs["auto_expected_total"]
     features: dict[str, float] | None = None
+    floor: int | None = None
     if plan.total_noise is None:
         assert plan.choice is not None, "_plan_auto chooses at planning time when the total is public"
         choice = plan.choice
@@ -262,7 +263,8 @@ def _release_auto(counts: np.ndarray, grid: Grid, planned: Planned, *, rng: Any,
         total = float(plan.total_noise.add(np.array([int(counts.sum())]), rng)[0])     # reads the true total
         if plan.block_noise is not None:      # reads the true coarse counts
             noisy_blocks = plan.block_noise.add(coarse_counts(counts, grid.shape).astype(np.int64), rng)
-            features = shape_features(noisy_blocks, total)
+            floor = top_floor(plan.block_noise, noisy_blocks.size)      # public: the noise's level
+            features = shape_features(noisy_blocks, total, floor=floor)
         planned_loss = plan.total_loss + plan.rest      # the loss it was planned at (per row with a privacy unit)
         choice = choose_method(grid.shape, epsilon=_epsilon(planned_loss), expected_total=max(total, 0.0),
                                workload=knobs["auto_workload"], loss=loss, total_is_noisy=True, features=features)
@@ -280,7 +282,8 @@ def _release_auto(counts: np.ndarray, grid: Grid, planned: Planned, *, rng: Any,
               "auto_nonnegative": choice.nonnegative}
     notes = []
     if features is not None:
-        params.update({"auto_features": features, "auto_feature_blocks": knobs.get("auto_feature_blocks"),
+        params.update({"auto_features": features, "auto_top_floor": floor,
+                       "auto_feature_blocks": knobs.get("auto_feature_blocks"),
                        f"auto_features_{loss.parameter}": knobs.get(f"auto_features_{loss.parameter}")})
         blocks = " x ".join(str(b) for b in knobs.get("auto_feature_blocks") or ())
         notes.append(f"auto chose {choice.config} from a noisy total and a noisy {blocks} coarse histogram "

@@ -58,7 +58,7 @@ def test_the_evidence_harness_never_changes_the_exact_counts():
             np.testing.assert_array_equal(x, before)
         rows = measure({"dataset": "T", "domain": "fine", "scale": "natural", "x": x}, 1.0, 2)
         np.testing.assert_array_equal(x, before)
-        assert {r["config"] for r in rows} >= {"identity", "hierarchical", "dawa"}
+        assert {r["config"] for r in rows} >= {"identity", "hierarchical", "dawa", "dawa+nn"}
 
 
 def test_the_confirmation_measures_a_configuration_as_the_evidence_does():
@@ -70,9 +70,10 @@ def test_the_confirmation_measures_a_configuration_as_the_evidence_does():
     x = (np.arange(64, dtype=np.int64) % 7) * 5
     case = {"dataset": "T", "domain": "fine", "scale": "natural", "x": x}
     rows = {(r["config"], r["workload"]): r["error"] for r in measure(case, 0.5, 3)}
-    for config, wl, only in (("identity+clip", "prefix", None), ("hierarchical+nn", "ranges", None),
-                             ("dawa", "ranges", "ranges")):
-        rng = np.random.default_rng(seed_of("T", "fine", "natural", 0.5, config.removesuffix("+clip"), only))
+    for config, wl, only, base in (("identity+clip", "prefix", None, "identity"),
+                                   ("hierarchical+nn", "ranges", None, "hierarchical+nn"),
+                                   ("dawa", "ranges", "ranges", "dawa"), ("dawa+nn", "prefix", "prefix", "dawa")):
+        rng = np.random.default_rng(seed_of("T", "fine", "natural", 0.5, base, only))
         assert errors_of(x, config, wl, 0.5, 3, rng).mean() == pytest.approx(rows[config, wl], rel=1e-12)
 
 
@@ -150,7 +151,7 @@ def test_the_noisy_total_is_charged_inside_the_one_ledger_row():
     row = json.loads(b.ledger.loc[0, "params"])
     assert b.ledger.loc[0, "method"] == "histogram:auto" and b.ledger.loc[0, "status"] == "ok"
     assert row["auto_total_share"] == str(AUTO_TOTAL_SHARE) == "1/50"
-    assert row["auto_total_epsilon"] == "1/100" and row["auto_candidates"] == ["dawa", "hierarchical+nn"]
+    assert row["auto_total_epsilon"] == "1/100" and row["auto_candidates"] == ["dawa+nn", "hierarchical+nn"]
     p = h.params
     assert p["auto_total_is_noisy"] and p["auto_total_epsilon"] == "1/100" and h.epsilon == 0.5
     assert p["auto_config"] in row["auto_candidates"] and "noisy total" in p["auto_reason"]
@@ -200,16 +201,16 @@ def test_every_candidate_is_planned_before_the_charge():
     planned = plan_method("auto", grid, pure(0.5), {"workload": "ranges"})
     plan: AutoPlan = planned.plan
     assert planned.label == "auto" and plan.choice is None
-    assert set(auto_candidates((64, 32), workload="ranges")) == {"hierarchical+nn", "agrid", "hierarchical-geo+nn"}
+    assert set(auto_candidates((64, 32), workload="ranges")) == {"agrid", "hierarchical-geo+nn"}
     # 2-D: noisy features could choose another configuration of a piece where AUTO_FEATURE_RULE has a threshold
     # (tests/api/test_auto_features.py): the shipped rule sends one dense cell at large scale to DPCube-uniform.
     assert set(plan.plans) == set(auto_candidates((64, 32), workload="ranges", features=True)) == \
-        {"hierarchical+nn", "agrid", "hierarchical-geo+nn", "dpcube-uniform"}
+        {"agrid", "hierarchical-geo+nn", "dpcube-uniform"}
     assert plan.total_loss + plan.rest == pure(0.5) and plan.total_loss == pure(0.5).part(AUTO_TOTAL_SHARE)
 
 
 def test_a_grid_chosen_from_the_noisy_total_is_sized_by_it():
-    # 4,000 spread rows at epsilon 0.4: log10(N epsilon) = 3.2 in [2.25, 3.25) and a small noisy top_share: AGrid
+    # 4,000 spread rows at epsilon 0.4: log10(N epsilon) = 3.2 below 3.25 and a small noisy top_share: AGrid
     with pdp.budget(1.0):
         h = FRAME.dp.histogram(["x", "y"], **TWO, epsilon=0.4, method="auto", rng=np.random.default_rng(6))
     assert h.method == "agrid" and h.params["total"] == h.params["auto_total"] and h.params["total_is_noisy"]

@@ -26,7 +26,8 @@ import pytest
 
 import pandas_dp as pdp
 from pandas_dp.privacy.loss import pure
-from pandas_dp.releases.auto_rule import (AUTO_CONFIGS, AUTO_FEATURE_RULE, AUTO_RULE, FEATURE_BLOCKS, auto_candidates,
+from pandas_dp.releases.auto_rule import (AUTO_CONFIGS, AUTO_FEATURE_RULE, AUTO_RULE, FEATURE_BLOCKS, TOP_FLOOR_ALPHA,
+                                          auto_candidates, top_floor,
                                           choose_method, coarse_counts, coarse_starts, shape_features)
 from pandas_dp.releases.data_dependent import AUTO_TOTAL_SHARE
 
@@ -41,8 +42,7 @@ TWO = dict(bins=[64, 32], range=[(0, 64), (0, 32)])
 #: The rule as shipped (before the fixture below installs FITTED).
 SHIPPED = dict(AUTO_FEATURE_RULE)
 #: The thresholds fit_splits gives on the committed evidence (kept: they lower both held-out objectives).
-FITTED = ((2.25, "hierarchical+nn", math.inf, "hierarchical+nn"), (3.25, "agrid", math.inf, "agrid"),
-          (math.inf, "hierarchical-geo+nn", 0.75, "dpcube-uniform"))
+FITTED = ((3.25, "agrid", math.inf, "agrid"), (math.inf, "hierarchical-geo+nn", 0.75, "dpcube-uniform"))
 
 
 @pytest.fixture(autouse=True)
@@ -115,9 +115,32 @@ def test_coarse_blocks_partition_the_grid():
     assert shape_features(np.array([-3, 1])) == {"total": -2.0, "top_share": 0.0}
 
 
+def test_the_top_floor_is_the_exact_quantile_and_keeps_noise_from_claiming_a_dense_cell():
+    """At N epsilon near 10^3.3 the largest of 65,536 empty noisy blocks can reach three quarters of the total (the
+    held-out STROKE case, issue 28): below ``top_floor`` the densest block is not read as a dense cell."""
+    noise = pure(Fraction(1, 1000)).noise()                  # a block's noise at epsilon 0.1 (1/100 of it)
+    floor = top_floor(noise, 65_536)
+    tail = TOP_FLOOR_ALPHA / 65_536
+    assert noise.quantile(1 - tail) == floor and noise.quantile(1 - tail) > noise.quantile(1 - 2 * tail)
+    # the union bound: 65,536 blocks each above the floor with probability <= alpha / 65,536
+    p = math.exp(-1 / 1000)
+    assert 65_536 * p ** (floor + 1) / (1 + p) <= float(TOP_FLOOR_ALPHA)
+    rng = np.random.default_rng(11)
+    total = 19_500.0                                         # STROKE: s = 3.29 at epsilon 0.1
+    shares = [shape_features(noise.add(np.zeros(65_536, dtype=np.int64), rng), total, floor=floor)["top_share"]
+              for _ in range(200)]
+    unfloored = [shape_features(noise.add(np.zeros(65_536, dtype=np.int64), rng), total)["top_share"]
+                 for _ in range(200)]
+    assert max(shares) == 0.0 and min(unfloored) > 0.4       # noise alone: 0.5-0.9 of the total without the floor
+    dense = np.zeros(65_536, dtype=np.int64)
+    dense[7] = 0.87 * 32_400                                 # ADULT-2D at epsilon 0.1: s = 3.51, 87% in one cell
+    kept = shape_features(noise.add(dense, rng), 32_400.0, floor=floor)["top_share"]
+    assert 0.75 < kept < 1.0
+
+
 @pytest.mark.parametrize("lscale,share,config", [
     (5.0, 0.90, "dpcube-uniform"), (5.0, 0.50, "hierarchical-geo+nn"),
-    (3.0, 0.90, "agrid"), (3.0, 0.05, "agrid"), (2.0, 0.90, "hierarchical+nn"),
+    (3.0, 0.90, "agrid"), (3.0, 0.05, "agrid"), (2.0, 0.90, "agrid"),
 ])
 def test_each_piece_reads_its_threshold(lscale, share, config):
     features = {"total": 10 ** lscale, "top_share": share}
@@ -127,7 +150,7 @@ def test_each_piece_reads_its_threshold(lscale, share, config):
     assert ("no threshold in this piece" in choice.reason) == (lscale < 3.5)
     # Without features (a public total), the pieces alone decide:
     plain = choose_method((64, 64), epsilon=1.0, expected_total=10 ** lscale, workload="ranges")
-    assert plain.config == ("hierarchical+nn" if lscale < 2.5 else "agrid" if lscale < 3.5 else "hierarchical-geo+nn")
+    assert plain.config == ("agrid" if lscale < 3.25 else "hierarchical-geo+nn")
 
 
 def test_the_features_are_one_coarse_histogram_charged_once_at_the_share():
@@ -147,9 +170,11 @@ def test_the_features_are_one_coarse_histogram_charged_once_at_the_share():
     assert half == pure(Fraction(1, 200))
     rng = np.random.default_rng(3)
     total = float(half.noise().add(np.array([len(SPIKE)]), rng)[0])
-    features = shape_features(half.noise().add(coarse_counts(counts, (64, 32)), rng), total)
+    floor = top_floor(half.noise(), 64 * 32)
+    features = shape_features(half.noise().add(coarse_counts(counts, (64, 32)), rng), total, floor=floor)
     p = h.params
     assert p["auto_features"] == features and p["auto_total"] == features["total"] and p["auto_total_is_noisy"]
+    assert p["auto_top_floor"] == floor
     assert p["auto_feature_blocks"] == [64, 32] and "coarse histogram" in p["auto_note"]
     assert "noisy top_share" in p["auto_reason"] and p["auto_reason"] in p["auto_note"]
 
@@ -187,7 +212,7 @@ def test_a_public_total_buys_no_features():
     with pdp.budget(1.0) as b:
         h = _auto(SPIKE, 6, expected_total=3000)
     assert b.spent == 0.5 and "auto_features" not in h.params and h.params["auto_total_share"] is None
-    assert h.params["auto_config"] == AUTO_RULE[(2, "ranges")][1][1] == "agrid"     # log10(1500) in [2.5, 3.5)
+    assert h.params["auto_config"] == AUTO_RULE[(2, "ranges")][0][1] == "agrid"     # log10(1500) below 3.25
     with pdp.budget(rho=1.0):                                                  # zCDP: one configuration, nothing bought
         z = SPIKE.dp.histogram(["x", "y"], **TWO, rho=0.1, method="auto", rng=np.random.default_rng(6))
     assert "auto_features" not in z.params and z.params["auto_total_share"] is None
