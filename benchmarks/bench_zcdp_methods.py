@@ -17,8 +17,10 @@ the algorithms directly (the same plans and noise objects, without a frame):
   = the default ratio of rho) and the Gaussian bucket hierarchy with the rest,
   tuned for the workload it is measured on (``"prefix"``, ``"identity"`` for
   single bins, or the library's public random ranges);
-* ``+clip``: the same release clipped at 0 (``nonnegative=True`` of these
-  methods, the ``+clip`` configurations of ``method="auto"``);
+* ``+clip``: the same release clipped at 0 (``nonnegative=True`` of identity
+  and the grids, the ``+clip`` configurations of ``method="auto"``); ``dawa+nn``:
+  the same DAWA release with the bucket tree's non-negative projection
+  (DAWA's ``nonnegative=True``);
 * references, not candidates: ``dawa (pure)`` and ``agrid (pure)`` at
   ``epsilon = sqrt(2 rho)``, which a rho budget charges ``epsilon**2 / 2 = rho``:
   what the Gaussian sides gain over running the pure method under the same budget
@@ -63,7 +65,8 @@ def methods(shape: tuple[int, ...], rho: float, workload: str) -> dict[str, Meth
     """Every method's ``estimates(counts, rng)`` at ``rho``; plans made once (public inputs only).
 
     A method may return several variants from one release (``{name: estimates}``): ``+clip`` is the
-    same release clipped at 0 (post-processing), as ``method="auto"``'s clipped configurations.
+    same release clipped at 0 (post-processing), as ``method="auto"``'s clipped configurations;
+    ``dawa+nn`` the same DAWA release projected (its ``nonnegative=True``).
     """
     loss = _rho(rho)
     eps = pure(Fraction(repr(float(np.sqrt(2 * rho)))).limit_denominator(10 ** 6))   # charged eps**2/2 ~ rho
@@ -91,7 +94,11 @@ def methods(shape: tuple[int, ...], rho: float, workload: str) -> dict[str, Meth
         if workload == "ranges":
             out["agrid (pure)"] = lambda x, rng: agrid(x, ap_pure, rng=rng).estimates
     dplan = plan_dawa(shape, loss=loss, workload=dawa_workload)
-    out["dawa"] = clipped("dawa", lambda x, rng: dawa(x, dplan, rng=rng).estimates)
+
+    def dawa_both(x: np.ndarray, rng: np.random.Generator) -> dict[str, np.ndarray]:
+        r = dawa(x, dplan, rng=rng)
+        return {"dawa": r.estimates, "dawa+nn": r.nonnegative_estimates()}
+    out["dawa"] = dawa_both
     if workload == "ranges":                      # the references on the ranges workload only (run time)
         dplan_pure = plan_dawa(shape, loss=eps, workload=dawa_workload)
         out["dawa (pure)"] = lambda x, rng: dawa(x, dplan_pure, rng=rng).estimates
