@@ -289,12 +289,13 @@ def _release_auto(counts: np.ndarray, grid: Grid, planned: Planned, *, rng: Any,
         notes.append(f"auto chose {choice.config} from a noisy total and a noisy {blocks} coarse histogram "
                      f"({knobs.get('auto_total_share')} of the loss, half each): {choice.reason}")
     if choice.nonnegative and knobs["auto_workload"] in ("ranges", "prefix"):
-        # Said with the numbers (issue 29, item 2): the rule picks clipping for its accuracy on the
-        # workload, and clipping biases sums of many cells.
-        notes.append("auto chose estimates clipped at 0, the most accurate for this workload (2-D boxes: "
-                               "RMSE 0.1-0.47x identity's on the DPBench sets, benchmarks/bench_auto_boxes.py), but "
-                               "sums over many cells (ranges, boxes) are biased by the clipped mass, which no interval "
-                               "includes; pass method='hierarchical' (budget_split='geometric' in 2-D: exact "
+        # Said with the numbers (issue 29, item 2): the rule picks non-negative estimates (a projection,
+        # +nn, or clipping, +clip) for their accuracy on the workload, and either biases sums of many cells.
+        how = "projected to non-negative counts" if choice.config.endswith("+nn") else "clipped at 0"
+        notes.append(f"auto chose estimates {how}, the most accurate for this workload (2-D boxes: "
+                     "RMSE 0.1-0.47x identity's on the DPBench sets, benchmarks/bench_auto_boxes.py), but "
+                     "sums over many cells (ranges, boxes) are biased by the mass the non-negativity moved, which "
+                     "no interval includes; pass method='hierarchical' (budget_split='geometric' in 2-D: exact "
                      "intervals) or method='identity' for unbiased sums")
     if notes:
         params["auto_note"] = "; ".join(notes)

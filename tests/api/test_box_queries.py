@@ -203,6 +203,8 @@ def test_auto_says_when_its_choice_biases_sums():
                                     rng=np.random.default_rng(0))
     assert auto.params["auto_nonnegative"] and auto.params["auto_workload"] == "ranges"
     assert "are biased" in auto.params["auto_note"] and "are biased" in repr(auto)
+    # the note names what was done: the tree's projection (+nn) is not clipping
+    assert auto.params["auto_config"].endswith("+nn") and "projected to non-negative counts" in auto.params["auto_note"]
     assert "method='identity'" in auto.to_frame().attrs["note"]
     assert "note" not in ident.to_frame().attrs
     box = auto.range_query((44.825, -93.35), (44.9, -93.2))   # answered, and says the sum is biased
