@@ -264,7 +264,7 @@ def measure(case: dict, epsilon: float, trials: int, configs: tuple[str, ...] | 
     wls = workloads(x.shape)
     truth = {wl: answers(x, w) for wl, w in wls.items()}
     rows = []
-    for cname, (method, knobs, nonneg, dims, clip) in CONFIGS.items():
+    for cname, (method, knobs, _, dims, _) in CONFIGS.items():
         if d not in dims or (configs is not None and cname not in configs):
             continue
         runs = [(wl, dict(knobs, workload=DAWA_FOR[wl])) for wl in wls] if method == "dawa" else [(None, knobs)]
@@ -275,10 +275,7 @@ def measure(case: dict, epsilon: float, trials: int, configs: tuple[str, ...] | 
             errs: dict[tuple[str, str], list[float]] = {}
             t0 = time.perf_counter()
             for _ in range(trials):
-                est, projected = _estimates(x, cname, kn, epsilon, rng)
-                for variant, e in ((cname, est), (cname + "+clip", np.maximum(est, 0.0)), (cname + "+nn", projected)):
-                    if variant != cname and not (clip if variant.endswith("+clip") else cname in PROJECTED):
-                        continue
+                for variant, e in _variants(x, cname, kn, epsilon, rng).items():
                     for wl, w in wls.items():
                         if only is None or wl == only:
                             errs.setdefault((variant, wl), []).append(
@@ -293,14 +290,21 @@ def measure(case: dict, epsilon: float, trials: int, configs: tuple[str, ...] | 
     return rows
 
 
-def _estimates(x: np.ndarray, cname: str, knobs: dict, epsilon: float, rng: np.random.Generator
-               ) -> tuple[np.ndarray, np.ndarray | None]:
-    """One release of a :data:`CONFIGS` entry: its estimates, and for :data:`PROJECTED` ones the ``+nn`` variant."""
-    method, _, nonneg, _, _ = CONFIGS[cname]
-    if cname not in PROJECTED:
-        return release_estimates(x, method, knobs, epsilon, nonneg, rng), None
-    detail = release_estimates(x, method, knobs, epsilon, nonneg, rng, result=True).detail
-    return detail.estimates.reshape(x.shape), detail.nonnegative_estimates().reshape(x.shape)
+def _variants(x: np.ndarray, cname: str, knobs: dict, epsilon: float, rng: np.random.Generator
+              ) -> dict[str, np.ndarray]:
+    """One release of a :data:`CONFIGS` entry, by name: its estimates, clipped at 0 (``+clip``, where the entry
+    says so) and, for :data:`PROJECTED` ones, the projected estimates (``+nn``): post-processing of one release."""
+    method, _, nonneg, _, clip = CONFIGS[cname]
+    if cname in PROJECTED:
+        detail = release_estimates(x, method, knobs, epsilon, nonneg, rng, result=True).detail
+        est = detail.estimates.reshape(x.shape)
+        out = {cname: est, cname + "+nn": detail.nonnegative_estimates().reshape(x.shape)}
+    else:
+        est = release_estimates(x, method, knobs, epsilon, nonneg, rng)
+        out = {cname: est}
+    if clip:
+        out[cname + "+clip"] = np.maximum(est, 0.0)
+    return out
 
 
 def errors_of(x: np.ndarray, config: str, workload: str, epsilon: float, trials: int,
@@ -308,7 +312,6 @@ def errors_of(x: np.ndarray, config: str, workload: str, epsilon: float, trials:
     """Scaled L2 errors of one configuration (a :data:`CONFIGS` name, ``+clip`` for its clipped variant, ``+nn`` for
     the projected variant of a :data:`PROJECTED` one) on one workload, over ``trials`` releases of ``x``."""
     base = config if config in CONFIGS else config.removesuffix("+clip").removesuffix("+nn")
-    variant = config.removeprefix(base)
     knobs = CONFIGS[base][1]
     if CONFIGS[base][0] == "dawa":
         knobs = dict(knobs, workload=DAWA_FOR[workload])
@@ -316,9 +319,7 @@ def errors_of(x: np.ndarray, config: str, workload: str, epsilon: float, trials:
     truth, total = answers(x, w), float(x.sum())
     out = np.empty(trials)
     for i in range(trials):
-        est, projected = _estimates(x, base, knobs, epsilon, rng)
-        e = {"": est, "+clip": np.maximum(est, 0.0), "+nn": projected}[variant]
-        out[i] = dpbench.scaled_l2_error(truth, answers(e, w), total)
+        out[i] = dpbench.scaled_l2_error(truth, answers(_variants(x, base, knobs, epsilon, rng)[config], w), total)
     return out
 
 

@@ -12,6 +12,8 @@ the same charge (stated in the ledger row and on the result).
 
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any
@@ -179,6 +181,9 @@ class AutoPlan:
         noisy total's (at the first half) and this the noise of each block of the coarse
         histogram (the second half; one row is in one block, parallel composition), from which
         :func:`~pandas_dp.releases.auto_rule.shape_features` computes the features.
+    top_floor : int or None
+        With ``block_noise``: :func:`~pandas_dp.releases.auto_rule.top_floor` of the blocks, the level
+        below which the densest noisy block is not read as a dense cell (public).
     """
 
     choice: AutoChoice | None
@@ -187,6 +192,7 @@ class AutoPlan:
     total_noise: Noise | None
     rest: PrivacyLoss
     block_noise: Noise | None = None
+    top_floor: int | None = None
 
 
 def _epsilon(loss: PrivacyLoss) -> float | None:
@@ -220,21 +226,22 @@ def _plan_auto(grid: Grid, loss: PrivacyLoss, knobs: dict[str, Any]) -> Planned:
                        label=choice.method)
     share = to_fraction(knobs["total_share"], name="total_share")
     total_loss, rest = loss.split([share, 1 - share])
-    block_noise = None
+    block_noise, floor = None, None
     if feature_rule_for(grid.shape, workload, loss) is not None:
         # The same share buys, half and half, the noisy total and a noisy histogram of public coarse blocks.
         configs = auto_candidates(grid.shape, workload=workload, loss=loss, features=True)
         half_total, half_blocks = total_loss.split([Fraction(1, 2), Fraction(1, 2)])
         noise = half_total.noise(what="the noisy total of method='auto'")
         block_noise = half_blocks.noise(what="the noisy coarse histogram of method='auto'")
-        record.update({"auto_feature_blocks": [int(coarse_starts(size, FEATURE_BLOCKS).size) for size in grid.shape],
-                       f"auto_features_{loss.parameter}": str(half_blocks.amount)})
+        blocks = [int(coarse_starts(size, FEATURE_BLOCKS).size) for size in grid.shape]
+        floor = top_floor(block_noise, math.prod(blocks))            # public: the noise's level, before the charge
+        record.update({"auto_feature_blocks": blocks, f"auto_features_{loss.parameter}": str(half_blocks.amount)})
     else:
         noise = total_loss.noise(what="the noisy total of method='auto'")
     plans = {config: _plan_config(choose_config(config, workload), grid, rest, 0.0) for config in configs}
     record.update({"auto_candidates": list(configs), "auto_total_share": str(share),
                    f"auto_total_{loss.parameter}": str(total_loss.amount)})
-    return Planned("auto", AutoPlan(None, plans, total_loss, noise, rest, block_noise), record, label="auto")
+    return Planned("auto", AutoPlan(None, plans, total_loss, noise, rest, block_noise, floor), record, label="auto")
 
 
 def _release_auto(counts: np.ndarray, grid: Grid, planned: Planned, *, rng: Any, nonnegative: bool,
@@ -253,7 +260,6 @@ def _release_auto(counts: np.ndarray, grid: Grid, planned: Planned, *, rng: Any,
     knobs = planned.knobs
     total = knobs["auto_expected_total"]
     features: dict[str, float] | None = None
-    floor: int | None = None
     if plan.total_noise is None:
         assert plan.choice is not None, "_plan_auto chooses at planning time when the total is public"
         choice = plan.choice
@@ -263,8 +269,7 @@ def _release_auto(counts: np.ndarray, grid: Grid, planned: Planned, *, rng: Any,
         total = float(plan.total_noise.add(np.array([int(counts.sum())]), rng)[0])     # reads the true total
         if plan.block_noise is not None:      # reads the true coarse counts
             noisy_blocks = plan.block_noise.add(coarse_counts(counts, grid.shape).astype(np.int64), rng)
-            floor = top_floor(plan.block_noise, noisy_blocks.size)      # public: the noise's level
-            features = shape_features(noisy_blocks, total, floor=floor)
+            features = shape_features(noisy_blocks, total, floor=plan.top_floor)
         planned_loss = plan.total_loss + plan.rest      # the loss it was planned at (per row with a privacy unit)
         choice = choose_method(grid.shape, epsilon=_epsilon(planned_loss), expected_total=max(total, 0.0),
                                workload=knobs["auto_workload"], loss=loss, total_is_noisy=True, features=features)
@@ -282,7 +287,7 @@ def _release_auto(counts: np.ndarray, grid: Grid, planned: Planned, *, rng: Any,
               "auto_nonnegative": choice.nonnegative}
     notes = []
     if features is not None:
-        params.update({"auto_features": features, "auto_top_floor": floor,
+        params.update({"auto_features": features, "auto_top_floor": plan.top_floor,
                        "auto_feature_blocks": knobs.get("auto_feature_blocks"),
                        f"auto_features_{loss.parameter}": knobs.get(f"auto_features_{loss.parameter}")})
         blocks = " x ".join(str(b) for b in knobs.get("auto_feature_blocks") or ())

@@ -60,7 +60,7 @@ from pandas_dp.algorithms.dawa.runs import (PREFIX_2D_CORNERS, Workload, merge_r
 from pandas_dp.algorithms.dawa.strategy import HierarchicalAnswers, HierarchyStrategy, answer_hierarchy, choose_strategy
 from pandas_dp.algorithms.grids import equivalent_epsilon
 from pandas_dp.algorithms.hilbert import hilbert_order
-from pandas_dp.algorithms.tree.inference import constrained_inference, nonnegative_tree
+from pandas_dp.algorithms.tree.inference import nonnegative_tree
 from pandas_dp.algorithms.tree.layout import shape_dims
 from pandas_dp.errors import ParameterError
 from pandas_dp.privacy.loss import DiscreteLaplace, Noise, PrivacyLoss, PureDP, Sensitivity
@@ -321,9 +321,7 @@ class DawaRelease:
         returned unchanged; otherwise the negative mass is taken from the bucket's siblings instead of
         being added by clipping (on prefixes and ranges clipping biases every sum upwards).
         """
-        layout = self.strategy.layout
-        inference = constrained_inference(layout, self.answers.noisy, self.answers.level_variances)
-        return _spread(nonnegative_tree(layout, inference)[0], self.edges, self.plan)
+        return _spread(nonnegative_tree(self.strategy.layout, self.answers.inference)[0], self.edges, self.plan)
 
     # -- queries as runs on the line ----------------------------------------------------------
     def _runs(self, query: np.ndarray, lo: np.ndarray, hi: np.ndarray, m: int

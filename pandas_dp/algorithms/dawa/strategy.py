@@ -69,7 +69,7 @@ import numpy as np
 
 from pandas_dp.algorithms.dawa.runs import (BucketRuns, VariancePlan, level_entries, compact_variances,
                                             plan_variance, subsample_runs, variance_plan)
-from pandas_dp.algorithms.tree.inference import TreeVariances, constrained_inference
+from pandas_dp.algorithms.tree.inference import TreeInference, TreeVariances, constrained_inference
 from pandas_dp.algorithms.tree.layout import TreeLayout, tree_layout
 from pandas_dp.errors import ParameterError
 from pandas_dp.privacy.loss import PrivacyLoss
@@ -312,17 +312,26 @@ class HierarchicalAnswers:
         Exact loss of every level (zero where not noised).
     level_variances : ndarray
         Variance of the noise actually drawn on every level (``inf`` if not noised).
-    estimates : ndarray
-        GLS estimate of every bucket count.
-    structure : TreeVariances
-        Variance structure of the GLS estimator (for :func:`query_variance`).
+    inference : TreeInference
+        The exact tree least squares of the noisy answers (with its bottom-up pass, which the
+        non-negative projection reads); ``estimates`` and ``structure`` are read from it.
     """
 
     noisy: tuple[np.ndarray | None, ...]
     level_losses: tuple[PrivacyLoss, ...]
     level_variances: np.ndarray
-    estimates: np.ndarray
-    structure: TreeVariances
+    inference: TreeInference
+
+    @property
+    def estimates(self) -> np.ndarray:
+        """GLS estimate of every bucket count."""
+        return self.inference.estimates[0]
+
+    @property
+    def structure(self) -> TreeVariances:
+        """Variance structure of the GLS estimator (for :func:`query_variance`)."""
+        inf = self.inference
+        return TreeVariances(vdown=inf.vdown, child_var=inf.child_var, variances=inf.variances)
 
 
 def answer_hierarchy(bucket_counts: np.ndarray, strategy: HierarchyStrategy, *, loss: PrivacyLoss,
@@ -364,8 +373,5 @@ def answer_hierarchy(bucket_counts: np.ndarray, strategy: HierarchyStrategy, *, 
             continue
         noisy.append(noise.add(true, rng))
         sigma2[level] = noise.variance()
-    inference = constrained_inference(layout, noisy, sigma2)
-    structure = TreeVariances(vdown=inference.vdown, child_var=inference.child_var,
-                              variances=inference.variances)
     return HierarchicalAnswers(noisy=tuple(noisy), level_losses=tuple(losses), level_variances=sigma2,
-                               estimates=inference.estimates[0], structure=structure)
+                               inference=constrained_inference(layout, noisy, sigma2))
