@@ -249,3 +249,37 @@ def test_auto_with_features_is_dp_on_a_tiny_domain():
     # 120 runs a dataset (~20 s): the features are the new part; the estimates are tested with the other methods.
     report = assert_dp(release, d, neighbour, epsilon=1.0, trials=120, statistic=outputs, rng=28)
     assert report.charged_per_run == 1.0
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_exact_dawa_compression_is_the_partition_stage_one_finds_without_noise(seed):
+    # bench_auto --bound reads DAWA's partition of the exact counts as a free feature; it must be the partition
+    # the first stage computes (same per-bin deviations, same dynamic programme) once its noise is negligible.
+    pytest.importorskip("benchmarks.bench_auto")
+    from benchmarks.auto_features import dawa_compression
+    from pandas_dp.algorithms.dawa.partition import private_partition
+
+    rng = np.random.default_rng(seed)
+    x = np.repeat(rng.integers(0, 50, 6), rng.multinomial(100, np.full(6, 1 / 6)) + 1)[:96]
+    x = x + rng.integers(0, 3, x.size)
+    for eps in (0.1, 1.0):
+        got = dawa_compression(x, (eps,))[eps]
+        edges = private_partition(x, loss=pure(10 ** 9), bucket_cost=1 / (0.75 * eps), rng=rng).edges
+        assert got == pytest.approx(1 - np.log(edges.size - 1) / np.log(x.size))
+    assert dawa_compression(np.full(64, 7), (1.0,)) == {1.0: 1.0}                        # one bucket
+    assert dawa_compression(np.tile([0, 1000], 32), (1e6,)) == {1e6: 0.0}                # one per bin
+
+
+def test_the_committed_bound_is_the_report_of_the_evidence():
+    # benchmarks/results/auto_1d_bound.md (the closing argument on 1-D ranges at N eps ~ 10^3) is what
+    # bench_auto --bound prints for the committed evidence.
+    pytest.importorskip("benchmarks.bench_auto")
+    from benchmarks.bench_auto import bound_report
+
+    report = bound_report(pd.read_csv(RESULTS / "auto_evidence.csv.gz", dtype={"scale": str}))
+    committed = (RESULTS / "auto_1d_bound.md").read_text()
+    assert report.strip() in committed
+    rows = [line for line in report.splitlines() if line.startswith("| ") and "oracle" not in line][1:]
+    window = [float(line.split(" | ")[3].split(" / ")[0]) for line in rows]
+    oracle = float(next(line for line in report.splitlines() if "oracle" in line).split(" | ")[3].split(" / ")[0])
+    assert oracle < 1.01 < 1.1 < min(window)      # what a per-case choice would gain; no feature choice comes near
