@@ -25,12 +25,13 @@ import pandas as pd
 
 from benchmarks.auto_evidence import cases, seed_of, EPSILONS, SCALES, SYNTHETIC
 from benchmarks import dpbench
-from pandas_dp.algorithms.dawa.partition import deviation_costs, least_cost_partition
+from pandas_dp.algorithms.dawa.partition import exact_partition
 from pandas_dp.privacy.loss import pure
 from pandas_dp.releases.auto_rule import coarse_counts, shape_features, top_floor
 from pandas_dp.releases.data_dependent import AUTO_TOTAL_SHARE
 
-__all__ = ["DRAWS", "noisy_features", "exact_features", "exact_candidates", "dawa_compression", "candidate_features", "CANDIDATES"]
+__all__ = ["DRAWS", "noisy_features", "exact_features", "exact_candidates", "dawa_compression", "candidate_features",
+           "CANDIDATES"]
 
 #: Noisy draws of the features per case.
 DRAWS = 20
@@ -99,42 +100,41 @@ def exact_features(datasets: tuple[str, ...] | None = None) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def exact_candidates(datasets: tuple[str, ...]) -> pd.DataFrame:
-    """``top_share`` and the :data:`CANDIDATES` of every case of ``datasets`` without noise and without cost.
+def exact_candidates(shapes: list[dict], epsilons: tuple[float, ...] = EPSILONS) -> pd.DataFrame:
+    """Exact features of every case of ``shapes`` (``auto_evidence.cases``) at every epsilon, without noise and
+    without cost: ``top_share``, the :data:`CANDIDATES` and, in 1-D, :func:`dawa_compression`.
 
-    No release can read these: they bound what any noisy feature of the coarse histogram could tell
-    ``auto`` (a noisy feature is worse, and costs a share of the budget). A block counts as sparse
-    when it is empty (the threshold of :func:`candidate_features` at a noise deviation of 1/2).
+    No release can read these: they bound what any noisy feature could tell ``auto`` (a noisy
+    feature is worse, and costs a share of the budget). A block counts as sparse when it is empty
+    (the threshold of :func:`candidate_features` at a noise deviation of 1/2).
     """
     rows = []
-    for case in cases(datasets, SCALES):
-        blocks = coarse_counts(case["x"], case["x"].shape).astype(np.float64)
+    for case in shapes:
+        x = case["x"]
+        blocks = coarse_counts(x, x.shape).astype(np.float64)
         total = float(blocks.sum())
-        rows.append({"dataset": case["dataset"], "domain": case["domain"], "scale": case["scale"],
-                     "top_share": shape_features(blocks, total)["top_share"],
-                     **candidate_features(blocks, total, 0.5)})
+        shared = {"dataset": case["dataset"], "domain": case["domain"], "scale": case["scale"],
+                  "top_share": shape_features(blocks, total)["top_share"], **candidate_features(blocks, total, 0.5)}
+        for eps in epsilons:
+            rows.append({**shared, "epsilon": eps, **({"dawa_compression": dawa_compression(x, eps)}
+                                                       if x.ndim == 1 else {})})
     return pd.DataFrame(rows)
 
 
-def dawa_compression(x: np.ndarray, epsilons: tuple[float, ...]) -> dict[float, float]:
-    """``1 - log(B) / log(n)`` per epsilon, for the ``B`` buckets of DAWA's least-cost partition of the *exact*
-    1-D counts ``x`` (``n`` bins): 1 for one bucket, 0 for one bucket per bin.
+def dawa_compression(x: np.ndarray, epsilon: float) -> float:
+    """``1 - log(B) / log(n)`` for the ``B`` buckets of DAWA's partition of the *exact* 1-D counts ``x`` (``n``
+    bins): 1 for one bucket, 0 for one bucket per bin.
 
-    The partition DAWA's first stage would find without its noise: the same candidate intervals, per-bin
-    deviations and dynamic programme (:func:`~pandas_dp.algorithms.dawa.partition.least_cost_partition`)
-    at the bucket cost of its second stage at the default ratio (``1 / epsilon_2``, ``epsilon_2 = 3/4
-    epsilon``). No release can read it: the most DAWA-specific feature of a shape, for the bound of
-    ``bench_auto --bound``.
+    The partition DAWA's first stage would find without its noise
+    (:func:`~pandas_dp.algorithms.dawa.partition.exact_partition`) at the bucket cost of its second stage at
+    the default ratio (``1 / epsilon_2``, ``epsilon_2 = 3/4 epsilon``). No release can read it: the most
+    DAWA-specific feature of a shape, for the bound of ``bench_auto --bound``.
     """
-    x = np.asarray(x, dtype=np.int64).ravel()
-    n = x.size
-    costs = tuple(c / (np.minimum((np.arange(c.size) + 1) << k, n) - (np.arange(c.size) << k))
-                  for k, c in enumerate(deviation_costs(x), start=1))      # per bin, as stage 1 scores them
-    out = {}
-    for eps in epsilons:
-        edges = least_cost_partition(costs, 1.0 / (0.75 * float(eps)), n)
-        out[float(eps)] = float(1.0 - np.log(edges.size - 1) / np.log(n)) if n > 1 else 1.0
-    return out
+    n = np.asarray(x).size
+    if n <= 1:
+        return 1.0
+    edges = exact_partition(x, 1.0 / (0.75 * float(epsilon)))
+    return float(1.0 - np.log(edges.size - 1) / np.log(n))
 
 
 FEATURES = "benchmarks/results/auto_features.csv.gz"

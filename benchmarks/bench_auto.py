@@ -37,9 +37,9 @@ import numpy as np
 import pandas as pd
 
 from benchmarks import dpbench
-from benchmarks.auto_evidence import EPSILONS, SCALES, errors_of, measure, release_estimates, seed_of, workloads, answers
+from benchmarks.auto_evidence import SCALES, errors_of, measure, release_estimates, seed_of, workloads, answers
 from benchmarks.auto_evidence import cases as auto_cases
-from benchmarks.auto_features import CANDIDATES, dawa_compression, exact_candidates, noisy_features
+from benchmarks.auto_features import CANDIDATES, exact_candidates, noisy_features
 from benchmarks.auto_fit import (apply_rule, apply_splits, config_columns, fit_feature_tree, fit_rule, fit_splits,
                                  held_out_splits, held_out_tree, ratio_of,
                                  leave_one_dataset_out, prepare, with_features)
@@ -60,13 +60,6 @@ ZCDP_CONFIGS = ("identity", "identity+clip", "hierarchical", "hierarchical+nn", 
 LOW_WINDOW = (2.25, 3.5)
 
 
-def _dawa_compression(index: pd.MultiIndex) -> np.ndarray:
-    """:func:`~benchmarks.auto_features.dawa_compression` of every 1-D case of ``index`` at its epsilon."""
-    values = {(c["dataset"], c["domain"], c["scale"]): dawa_compression(c["x"], EPSILONS)
-              for c in auto_cases(tuple(index.get_level_values("dataset").unique()), SCALES)}
-    return np.array([values[(d, dom, sc)][float(eps)] for d, dom, sc, eps, *_ in index])
-
-
 def bound_report(evidence: pd.DataFrame, key: tuple[int, str] = (1, "ranges")) -> str:
     """What a choice from exact, free features of the shape could reach, held out, on one (dimensions, workload).
 
@@ -77,11 +70,9 @@ def bound_report(evidence: pd.DataFrame, key: tuple[int, str] = (1, "ranges")) -
     what is at stake.
     """
     sub = prepare(evidence).xs(key, level=["dims", "workload"]).dropna(axis=1, how="any")
-    exact = exact_candidates(tuple(sub.index.get_level_values("dataset").unique()))
-    rows = (sub.reset_index().merge(exact, on=["dataset", "domain", "scale"], how="inner").assign(draw=0)
+    exact = exact_candidates(auto_cases(tuple(sub.index.get_level_values("dataset").unique()), SCALES))
+    rows = (sub.reset_index().merge(exact, on=["dataset", "domain", "scale", "epsilon"], how="inner").assign(draw=0)
             .set_index(["dataset", "domain", "scale", "epsilon", "draw"]))
-    if key[0] == 1:
-        rows["dawa_compression"] = _dawa_compression(rows.index)
     cases = rows.droplevel("draw")
     lo, hi = LOW_WINDOW
     scopes = {"all scales": np.ones(len(cases), dtype=bool),

@@ -14,8 +14,8 @@ import pandas_dp.algorithms.dawa.runs as dr
 import pandas_dp.algorithms.dawa.strategy as ds
 from pandas_dp.algorithms.dawa.release import (DEFAULT_RATIO, DEFAULT_RATIO_2D, dawa, partition_epsilon, plan_dawa,
                                                workload_runs)
-from pandas_dp.algorithms.dawa.partition import (deviation_costs, least_cost_partition, level_sensitivities,
-                                                 partition_loss_shares, private_partition)
+from pandas_dp.algorithms.dawa.partition import (deviation_costs, exact_partition, least_cost_partition,
+                                                 level_sensitivities, partition_loss_shares, private_partition)
 from pandas_dp.algorithms.hilbert import hilbert_order
 from pandas_dp.algorithms.tree.layout import tree_layout
 from pandas_dp.errors import ParameterError
@@ -104,10 +104,7 @@ def test_partition_dp_equals_brute_force_on_exact_costs(seed):
     n = int(rng.integers(2, 12))
     x = rng.integers(0, 20, n) * rng.integers(0, 2, n)
     b2 = float(rng.choice([0.5, 3.0, 10.0]))
-    layout = tree_layout(n, 2)
-    costs = tuple(c / (layout.intervals(k)[1] - layout.intervals(k)[0])
-                  for k, c in enumerate(deviation_costs(x), start=1))
-    edges = least_cost_partition(costs, b2, n)
+    edges = exact_partition(x, b2)
     best, _ = brute_force_partition(n, lambda a, b: dev(x, a, b) + b2)
     got = sum(dev(x, a, b) + b2 for a, b in zip(edges[:-1], edges[1:]))
     assert got == pytest.approx(best)
@@ -502,10 +499,7 @@ def test_dawa_2d_passes_assert_dp():
 def _dawa_partition_on_true_costs(counts: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """Broken DAWA: buckets chosen from the TRUE deviations (the structure leaks the data)."""
     x = np.asarray(counts, dtype=np.int64)
-    layout = tree_layout(x.size, 2)
-    costs = tuple(c / (layout.intervals(k)[1] - layout.intervals(k)[0])
-                  for k, c in enumerate(deviation_costs(x), start=1))
-    edges = least_cost_partition(costs, 2.0, x.size)
+    edges = exact_partition(x, 2.0)
     sizes = np.diff(edges)
     noisy = np.add.reduceat(x, edges[:-1]) + rng.laplace(0, 2.0, sizes.size)
     return np.repeat(noisy / sizes, sizes)

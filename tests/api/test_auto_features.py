@@ -263,11 +263,11 @@ def test_the_exact_dawa_compression_is_the_partition_stage_one_finds_without_noi
     x = np.repeat(rng.integers(0, 50, 6), rng.multinomial(100, np.full(6, 1 / 6)) + 1)[:96]
     x = x + rng.integers(0, 3, x.size)
     for eps in (0.1, 1.0):
-        got = dawa_compression(x, (eps,))[eps]
+        got = dawa_compression(x, eps)
         edges = private_partition(x, loss=pure(10 ** 9), bucket_cost=1 / (0.75 * eps), rng=rng).edges
         assert got == pytest.approx(1 - np.log(edges.size - 1) / np.log(x.size))
-    assert dawa_compression(np.full(64, 7), (1.0,)) == {1.0: 1.0}                        # one bucket
-    assert dawa_compression(np.tile([0, 1000], 32), (1e6,)) == {1e6: 0.0}                # one per bin
+    assert dawa_compression(np.full(64, 7), 1.0) == 1.0                        # one bucket
+    assert dawa_compression(np.tile([0, 1000], 32), 1e6) == 0.0                # one per bin
 
 
 def test_the_committed_bound_is_the_report_of_the_evidence():

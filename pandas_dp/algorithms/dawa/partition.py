@@ -57,7 +57,7 @@ from pandas_dp.algorithms.tree.layout import tree_layout
 from pandas_dp.privacy.loss import PrivacyLoss, Sensitivity
 
 __all__ = ["PrivatePartition", "deviation_costs", "level_sensitivities", "least_cost_partition",
-           "private_partition", "partition_loss_shares"]
+           "exact_partition", "private_partition", "partition_loss_shares"]
 
 
 def level_sensitivities(n: int) -> tuple[Fraction, ...]:
@@ -162,6 +162,24 @@ def least_cost_partition(level_costs: tuple[np.ndarray, ...], bucket_cost: float
         if k > 0:
             blocked = layout.expand(blocked | bucket, k - 1)
     return np.append(np.sort(np.concatenate(starts)), n).astype(np.int64)
+
+
+def exact_partition(counts: np.ndarray, bucket_cost: float) -> np.ndarray:
+    """The partition stage 1 would choose with its noise switched off: the least-cost partition of the
+    *exact* per-bin deviations (each candidate's :func:`deviation_costs` over its number of bins).
+
+    Reads the true counts and releases nothing: tests (a reference, a deliberately leaky DAWA) and
+    benchmarks (a bound on what a choice could know) only.
+
+    Examples
+    --------
+    >>> exact_partition(np.array([5, 5, 5, 5, 0, 9, 0, 9]), bucket_cost=2.0).tolist()
+    [0, 4, 5, 6, 7, 8]
+    """
+    x = np.asarray(counts, dtype=np.int64).ravel()
+    n = x.size
+    costs = tuple(c / np.subtract(*_intervals(n, k)[::-1]) for k, c in enumerate(deviation_costs(x), start=1))
+    return least_cost_partition(costs, bucket_cost, n)
 
 
 @dataclass(frozen=True)
