@@ -126,8 +126,9 @@ def _open_reservation_of(spec: Spec, ledger: Any) -> str:
     entries = ledger.entries()
     closed = set(entries.loc[entries["kind"] == "close", "budget"])
     found = []
-    for _, e in entries[(entries["kind"] == "reserve") & (entries["budget"] == spec.budget_name)].iterrows():
-        params = json.loads(e["params"])
+    reserves = entries.loc[(entries["kind"] == "reserve") & (entries["budget"] == spec.budget_name), "params"]
+    for text in reserves.tolist():  # the ledger's own entries (public to the operator), not private rows
+        params = json.loads(text)
         if (params.get("spec") == str(spec.path) and params.get("releases") == [r.name for r in spec.releases]
                 and params.get("reservation") not in closed):
             found.append(params["reservation"])
