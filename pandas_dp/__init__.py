@@ -1,11 +1,49 @@
-"""pandas_dp: differentially private histograms as one call on a pandas DataFrame.
+"""pandas_dp: differentially private tables as one call on a pandas DataFrame.
 
-Importing the package registers the ``.dp`` accessor on ``DataFrame`` and
-``Series``::
+Importing the package registers the ``.dp`` accessor on ``DataFrame`` and ``Series`` (and on Dask frames
+when ``dask.dataframe`` is imported). The nouns a user meets, in the order a release meets them:
+
+**Budget.** ``with pandas_dp.budget(epsilon=...) as b:`` (or ``rho=`` for zCDP, ``delta=`` for approximate
+DP) is the privacy loss a block may spend; every release inside is charged to it once, before any noise
+(:class:`Budget`, :class:`Charge`, :class:`Reservation`, :func:`active_budget`). A budget opened on a
+:class:`Ledger` (SQLite or PostgreSQL) is durable and tamper-evident across processes.
+
+**Frame.** The private rows: a ``pandas.DataFrame`` (or a Dask one). Only the engines read them; a row
+that does not fit the domain is dropped, uncounted, and never steers an error, a warning or the domain.
+
+**Domain.** Public cells you declare: ``bins=``/``range=`` for numbers and dates, ``categories=`` (a
+list, ``"dtype"``, or ``"discover"`` for labels without a codebook under ``(epsilon, delta)``), ``other=``
+for a cell of everything else. Never read from the data.
+
+**Privacy unit.** ``privacy_unit="person_id", max_rows=k``: several rows per person, bounded.
+
+**Releases.** ``df.dp.histogram`` (methods: identity, hierarchical, AHP, DPCube, DAWA, UGrid/AGrid,
+``"auto"``), ``df.dp.hierarchical_histogram`` and ``df.dp.range_query`` (trees for ranges),
+``persons.dp.count_of_counts(group, location)``, ``df.dp.unattributed_histogram``, and
+``df.dp.marginals(workload)`` (a table set from one ResidualPlanner measurement).
+
+**Geography.** ``by=`` with a public ``hierarchy=`` (and ``by_categories=``, ``level_weights=``,
+``public_totals=``): the same release for every region of a geography, consistent across levels.
+
+**Results.** Frozen, picklable objects with exact error bars (:class:`Histogram`,
+:class:`HierarchicalHistogram`, :class:`GeographyHistogram`, :class:`MarginalTables`,
+:class:`PublishedTables`, :class:`CountOfCounts`, ...): ``to_frame()``, ``confidence_interval()``,
+``range_query()``, ``plot()``, and free post-processing (non-negative or integer tables, synthetic rows).
+
+**Command line.** ``python -m pandas_dp release spec.toml`` for ETL, ``python -m pandas_dp ledger``.
+
+**Testing.** :mod:`pandas_dp.testing` (``assert_dp``) checks a release on neighbouring frames;
+:mod:`pandas_dp.schema` validates public hierarchy and group tables ahead of time.
+
+**Errors.** Every refusal is a :class:`PandasDPError` subclass, raised before any budget is spent.
+
+::
 
     import pandas_dp as pdp
     with pdp.budget(epsilon=1.0):
         h = df.dp.histogram("age", bins=range(0, 121), epsilon=0.2)
+
+docs/architecture.md maps the folders behind these nouns.
 """
 
 from __future__ import annotations
