@@ -10,7 +10,7 @@ a parent is the sum of its children's), and public totals are matched exactly.
 A :class:`GeographyPublishedTables` is a
 :class:`~pandas_dp.results.geography_marginals.GeographyMarginalTables` (so a ``MarginalTables``):
 ``table(columns, level=, region=)`` is a
-:class:`~pandas_dp.results.published.PublishedHistogram` whose ``variance`` is the unconstrained GLS
+:class:`~pandas_dp.results.marginals.PublishedHistogram` whose ``variance`` is the unconstrained GLS
 table's (not exact for the published values: ``variance_exact`` false, a note starting with
 "biased"); :meth:`~GeographyPublishedTables.error` reports how far each level's tables moved, and
 for integers the rounding's extra error per level.
@@ -34,7 +34,7 @@ from pandas_dp.domain.grid import Grid
 from pandas_dp.errors import ParameterError
 from pandas_dp.results.frozen import stored_fields
 from pandas_dp.results.geography_marginals import GeographyMarginalTables
-from pandas_dp.results.published import PUBLISHED_NOTE, PublishedHistogram, _published_table, sample_arguments
+from pandas_dp.results.marginals import PUBLISHED_NOTE, PublishedHistogram, _published_table, sample_arguments
 
 __all__ = ["GeographyPublishedTables", "publish_by_region", "public_totals_of", "check_integer_totals"]
 
