@@ -144,13 +144,13 @@ class GeographyMarginalTables(MarginalTables):
         out = _table(np.ascontiguousarray(est.marginal(attrs)), grid, subset, self, est.variance(attrs))
         return out
 
-    def nonnegative(self) -> GeographyPublishedTables:
+    def nonnegative(self) -> Any:
         """These tables made non-negative, consistent across tables and geography, public totals kept
         (post-processing, free): a :class:`GeographyPublishedTables`
         (:mod:`pandas_dp.algorithms.marginals.topdown`)."""
         return publish_by_region(self, "nonnegative")
 
-    def integer(self) -> GeographyPublishedTables:
+    def integer(self) -> Any:
         """These tables as consistent non-negative integers across tables and geography (post-processing,
         free), the rounding's extra error per level in ``error()``."""
         return publish_by_region(self, "integer")

@@ -304,13 +304,13 @@ class MarginalTables(FrozenRelease, MeasureView):
         """Every workload table, in the workload's order."""
         return [self.table(t) for t in self.workload]
 
-    def nonnegative(self) -> PublishedTables:
+    def nonnegative(self) -> Any:
         """These tables made non-negative and kept consistent (post-processing, free): a
         :class:`PublishedTables` (the weighted least-squares tables of a
         non-negative joint; see :mod:`pandas_dp.algorithms.marginals.nonnegative`)."""
         return publish(self, "nonnegative")
 
-    def integer(self) -> PublishedTables:
+    def integer(self) -> Any:
         """These tables as consistent non-negative integers (post-processing, free): a
         :class:`PublishedTables` with the rounding's extra error in its
         ``error()``."""
