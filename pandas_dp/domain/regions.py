@@ -10,6 +10,11 @@ the private frame's **column names only**, validates the public tables with
 pandera (every failure at once, one :class:`pandas_dp.SchemaError`), and
 returns a frozen :class:`RegionTree`. Engines then code the private rows on
 it; rows that do not fit are out of domain and dropped (DESIGN section 6).
+
+The validation (:mod:`pandas_dp.domain.schema`) is below this module and is imported when a tree is
+built, not when this module is: it loads pandera, which would add about a third to ``import pandas_dp``
+(every engine imports this module). The custodian's check of private rows against a tree
+(:mod:`pandas_dp.domain.persons_check`) is above both.
 """
 
 from __future__ import annotations
@@ -244,7 +249,7 @@ def region_tree(columns: Sequence[Any], group: str | None, location: Any, *,
     located = tuple(c for c in levels if c in cols)
     _check_unique_labels("frame", cols, [c for c in (group, *located) if c is not None])
 
-    from pandas_dp.domain.schema import validate_public_tables  # local: lazy pandera, imported only when a tree is built
+    from pandas_dp.domain.schema import validate_public_tables  # local: pandera loads when a tree is built, not on import
 
     hier = validate_public_tables(group, levels, groups=groups, hierarchy=hierarchy)
     regions = [pd.Index([ROOT])]

@@ -42,7 +42,7 @@ from pandas_dp.privacy.loss import UNIT, PrivacyLoss, Sensitivity
 from pandas_dp.releases.params import PrivacyUnit, check_choice, check_columns, check_rng
 from pandas_dp.releases.pipeline import Release, check_measure, privacy_loss, run
 from pandas_dp.results.marginals import MarginalDetail, MarginalTables
-from pandas_dp.results.published import publish as published
+from pandas_dp.results.marginals import publish as published
 
 __all__ = ["marginals", "MAX_SUBSETS"]
 

@@ -60,7 +60,7 @@ from pandas_dp.releases.params import PrivacyUnit, check_choice, check_rng
 from pandas_dp.releases.pipeline import Release, check_measure, privacy_loss, run
 from pandas_dp.algorithms.marginals.topdown import check_geography_joint
 from pandas_dp.results.geography_marginals import GeographyMarginalTables
-from pandas_dp.results.geography_published import check_integer_totals, publish_by_region
+from pandas_dp.results.geography_marginals import check_integer_totals, publish_by_region
 from pandas_dp.results.marginals import MarginalDetail
 
 __all__ = ["marginals_by_region", "check_public_totals", "RESERVED"]

@@ -6,9 +6,8 @@ from pandas_dp.results.adaptive import DAWAHistogram, GridHistogram
 from pandas_dp.results.count_of_counts import CountOfCounts
 from pandas_dp.results.data_dependent import AHPHistogram, DPCubeHistogram
 from pandas_dp.results.geography import GeographyHistogram
-from pandas_dp.results.marginals import MarginalHistogram, MarginalTables
-from pandas_dp.results.published import PublishedTables
-from pandas_dp.results.geography_published import GeographyPublishedTables
+from pandas_dp.results.marginals import MarginalHistogram, MarginalTables, PublishedTables
+from pandas_dp.results.geography_marginals import GeographyPublishedTables
 from pandas_dp.results.hierarchical import HierarchicalHistogram
 from pandas_dp.results.histogram import Histogram, RangeAnswer
 from pandas_dp.results.unattributed import UnattributedHistogram

@@ -1,4 +1,4 @@
-"""Tests for pandas_dp.domain.schema: public tables fail loudly before any charge; persons rows only in check_persons."""
+"""Tests for pandas_dp.domain.schema and domain.persons_check: public tables fail loudly before any charge; persons rows only in check_persons."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ import pytest
 
 import pandas_dp as pdp
 from pandas_dp.engines.pandas.groups import prepare_groups
-from pandas_dp.domain.schema import check_persons, entities_schema, groups_schema, hierarchy_schema
+from pandas_dp.domain.persons_check import check_persons
+from pandas_dp.domain.schema import entities_schema, groups_schema, hierarchy_schema
 
 
 @pytest.fixture

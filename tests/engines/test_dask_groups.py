@@ -25,7 +25,7 @@ import pandas_dp as pdp  # noqa: E402
 from pandas_dp.data import load_households, load_persons  # noqa: E402
 import pandas_dp.engines.dask.groups as dask_groups  # noqa: E402
 import pandas_dp.engines.pandas.groups as pandas_groups  # noqa: E402
-from pandas_dp.domain.schema import check_persons  # noqa: E402
+from pandas_dp.domain.persons_check import check_persons  # noqa: E402
 
 GROUP, LEVELS = "household_id", ["state", "county"]
 

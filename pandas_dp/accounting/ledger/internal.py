@@ -1,8 +1,7 @@
 """The ledger as the rest of the package sees it: one import surface over the private modules.
 
-The budget (:mod:`pandas_dp.accounting.budget`), reservations
-(:mod:`pandas_dp.accounting.reservation`) and the command line import the ledger's
-machinery from here, never from its ``_`` modules, so those can change behind it:
+Budgets and reservations (:mod:`pandas_dp.accounting.budget`) and the command line import the
+ledger's machinery from here, never from its ``_`` modules, so those can change behind it:
 
 * charging: :class:`Charge`, :func:`record` and the texts stored with an entry
   (:func:`columns_text`, :func:`entry_text`, :func:`params_text`), from ``_charge``;
