@@ -101,6 +101,11 @@ class Engine(Protocol):
                                    bounds: UnitBounds) -> CodedMarginalRows:
         """The rows coded by leaf region, attribute and privacy unit, for a table set by geography."""
 
+    def label_counts(self, frame: Any, column: Any, bounds: UnitBounds | None = None,
+                     key: bytes = b"") -> tuple[np.ndarray, np.ndarray]:
+        """``(labels, counts)``: every label present in ``column`` (:mod:`pandas_dp.domain.label_text`) and its
+        exact int64 count; with ``bounds``, after bounding every unit (``key``: the release's row key)."""
+
 
 _REGISTRY: dict[type, Callable[[], Engine]] = {}
 

@@ -19,8 +19,9 @@ import pandas as pd
 from pandas_dp.algorithms.marginals.workload import Marginal, Workload
 from pandas_dp.domain.grid import Grid
 from pandas_dp.domain.regions import RegionTree
-from pandas_dp.engines.dask import bounding, counts, groups, region_counts, marginals, region_marginals
+from pandas_dp.engines.dask import bounding, labels, counts, groups, region_counts, marginals, region_marginals
 from pandas_dp.engines.pandas.groups import GroupTables
+from pandas_dp.engines.pandas.labels import bounded_label_counts
 from pandas_dp.privacy.units import UnitBounds
 
 __all__ = ["DaskEngine", "DASK_ENGINE"]
@@ -68,6 +69,13 @@ class DaskEngine:
     def coded_region_marginal_rows(self, frame: Any, tree: RegionTree, dims: Sequence[Grid], workload: Workload,
                                    bounds: UnitBounds) -> region_marginals.DaskCodedRegionMarginalRows:
         return region_marginals.coded_region_marginal_rows(frame, tree, dims, workload, bounds)
+
+    def label_counts(self, frame: Any, column: Any, bounds: UnitBounds | None = None,
+                     key: bytes = b"") -> tuple[np.ndarray, np.ndarray]:
+        found, counts = labels.label_counts(frame[column])
+        if bounds is None:
+            return found, counts
+        return bounded_label_counts(frame, column, found, bounds, key, self.coded_rows)
 
     def __repr__(self) -> str:
         return "DaskEngine()"

@@ -17,7 +17,8 @@ import pandas as pd
 from pandas_dp.algorithms.marginals.workload import Marginal, Workload
 from pandas_dp.domain.grid import Grid
 from pandas_dp.domain.regions import RegionTree
-from pandas_dp.engines.pandas import bounding, counts, groups, region_counts, marginals, region_marginals
+from pandas_dp.engines.pandas import bounding, labels, counts, groups, region_counts, marginals, region_marginals
+from pandas_dp.domain.label_text import labels_and_codes
 from pandas_dp.privacy.units import UnitBounds
 
 __all__ = ["PandasEngine", "PANDAS_ENGINE"]
@@ -65,6 +66,13 @@ class PandasEngine:
     def coded_region_marginal_rows(self, frame: Any, tree: RegionTree, dims: Sequence[Grid], workload: Workload,
                                    bounds: UnitBounds) -> marginals.CodedMarginalRows:
         return region_marginals.coded_region_marginal_rows(frame, tree, dims, workload, bounds)
+
+    def label_counts(self, frame: pd.DataFrame, column: Any, bounds: UnitBounds | None = None,
+                     key: bytes = b"") -> tuple[np.ndarray, np.ndarray]:
+        if bounds is None:
+            return labels.label_counts(frame[column])
+        found = labels_and_codes(frame[column])[0]
+        return labels.bounded_label_counts(frame, column, found, bounds, key, self.coded_rows)
 
     def __repr__(self) -> str:
         return "PandasEngine()"
