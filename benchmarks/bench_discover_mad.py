@@ -41,7 +41,7 @@ import numpy as np
 import pandas as pd
 
 from pandas_dp.privacy.loss import DiscreteLaplace
-from pandas_dp.releases.discover import discovery_threshold
+from pandas_dp.privacy.selection import discovery_threshold
 
 
 def ratings(users: int, items: int, seed: int = 0) -> pd.DataFrame:

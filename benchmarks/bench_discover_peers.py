@@ -134,7 +134,7 @@ def exact_comparison(df: pd.DataFrame, epsilon: float, delta: float) -> list[dic
     from fractions import Fraction
 
     from pandas_dp.privacy.loss import DiscreteLaplace
-    from pandas_dp.releases.discover import discovery_threshold, truncated_mixture
+    from pandas_dp.privacy.selection import discovery_threshold, truncated_mixture
 
     sizes, how_many = np.unique(df["label"].value_counts().to_numpy(), return_counts=True)
     scale, d = 1 / Fraction(str(epsilon)), Fraction(str(delta))

@@ -199,7 +199,7 @@ def census_truth() -> tuple[list[np.ndarray], list]:
     """Exact age x sex tables of the bundled census by nation, state and county (its public geography)."""
     from pandas_dp.data import load_households, load_persons
     from pandas_dp.domain.grid import make_grid
-    from pandas_dp.engines.pandas.region_counts import region_bin_counts
+    from pandas_dp.engines.pandas import PANDAS_ENGINE
     from pandas_dp.domain.regions import region_tree
 
     persons = load_persons()
@@ -208,7 +208,7 @@ def census_truth() -> tuple[list[np.ndarray], list]:
     tree = region_tree(persons.columns, None, ["state", "county"], hierarchy=regions)
     grid = make_grid(persons, ["age", "sex"], bins={"age": AGES, "sex": SEXES},
                      range={"age": (0, AGES), "sex": (0, SEXES)})
-    return region_bin_counts(persons, tree, grid), [None, *tree.parents[1:]]
+    return PANDAS_ENGINE.region_bin_counts(persons, tree, grid), [None, *tree.parents[1:]]
 
 
 def level_errors(est: list[np.ndarray], truth: list[np.ndarray], lay: RegionLayout) -> dict:

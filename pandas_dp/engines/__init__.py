@@ -8,9 +8,17 @@ a value that does not fit the domain is out of domain, dropped and uncounted.
 Engines are registered by frame type (:func:`register_engine`); the release
 pipeline asks :func:`engine_for` for the engine of the frame it got. The pandas
 engine serves ``pandas.DataFrame``; the Dask engine registers itself for Dask
-collections when ``dask.dataframe`` is imported. An engine is an object of a class
-implementing the :class:`Engine` protocol (mypy checks both engines against it). Algorithms, the budget and
+collections when ``dask.dataframe`` is imported. Algorithms, the budget and
 results never see an engine.
+
+An engine is a :class:`~pandas_dp.engines.features.CountingEngine` (every method of the
+:class:`Engine` protocol, written once) over the engine's own implementation of the few
+:class:`~pandas_dp.engines.primitives.Primitives` (reduce pieces of rows, bound units, count
+labels, count groups, check a domain; mypy checks each engine's primitives). To add an engine:
+``engines/<name>/__init__.py`` implements the primitives and subclasses ``CountingEngine``, the
+engine registers itself for its frame type here (:func:`register_engine`), and the tests' engine
+matrix (the ``engine`` fixture of ``tests/test_conformance.py``, and ``tests/engines/test_dask_conformance.py``
+for equality with pandas) runs it.
 """
 
 from __future__ import annotations
@@ -53,8 +61,8 @@ class CodedMarginalRows(Protocol):
 
 
 class Engine(Protocol):
-    """Every operation a release asks of an engine (:class:`~pandas_dp.engines.pandas.PandasEngine`,
-    :class:`~pandas_dp.engines.dask.DaskEngine`).
+    """Every operation a release asks of an engine (:class:`~pandas_dp.engines.features.CountingEngine`, for
+    :class:`~pandas_dp.engines.pandas.PandasEngine` and :class:`~pandas_dp.engines.dask.DaskEngine`).
 
     Each method reads private rows and returns exact aggregates on a public domain; none raises,
     warns or reports because of a private value.
@@ -100,6 +108,11 @@ class Engine(Protocol):
     def coded_region_marginal_rows(self, frame: Any, tree: RegionTree, dims: Sequence[Grid], workload: Workload,
                                    bounds: UnitBounds) -> CodedMarginalRows:
         """The rows coded by leaf region, attribute and privacy unit, for a table set by geography."""
+
+    def label_counts(self, frame: Any, column: Any, bounds: UnitBounds | None = None,
+                     key: bytes = b"") -> tuple[np.ndarray, np.ndarray]:
+        """``(labels, counts)``: every label present in ``column`` (:mod:`pandas_dp.domain.label_text`) and its
+        exact int64 count; with ``bounds``, after bounding every unit (``key``: the release's row key)."""
 
 
 _REGISTRY: dict[type, Callable[[], Engine]] = {}

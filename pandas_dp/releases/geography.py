@@ -15,7 +15,7 @@ Order (the one release pipeline, :mod:`pandas_dp.releases.pipeline`):
    sensitivity 1 (a loss too small for the sampler is refused here).
 2. **Budget check, count, charge** (:func:`~pandas_dp.releases.pipeline.run`):
    the engine counts every region's cells
-   (:mod:`pandas_dp.engines.pandas.region_counts`, or its Dask twin); a row whose
+   (:mod:`pandas_dp.engines.pandas.geography_counts`, on every engine); a row whose
    region is unknown, missing or odd, or whose coarser ``by`` columns disagree
    with the tree, is out of domain and dropped, silently.
 3. **Mechanism** (:func:`~pandas_dp.algorithms.regions.geography.release_geography`):

@@ -14,7 +14,7 @@ Order (the one release pipeline, :mod:`pandas_dp.releases.pipeline`):
    small for the sampler).
 2. **Budget check, count, charge**: the engine counts every maximal marginal
    over (finest region, cells) in one pass
-   (:mod:`pandas_dp.engines.pandas.region_marginals`); a row whose region is
+   (:mod:`pandas_dp.engines.pandas.geography_marginals`); a row whose region is
    not in the tree (unknown, missing, or whose coarser ``by`` columns disagree
    with it), or whose value is outside a workload column's domain, is dropped
    from every table, silently and uncounted.

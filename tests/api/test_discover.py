@@ -22,7 +22,7 @@ import pytest
 
 import pandas_dp as pdp
 from pandas_dp.privacy.loss import DiscreteGaussian, DiscreteLaplace, PureDP, Sensitivity, ZCDP
-from pandas_dp.releases.discover import discovery_threshold
+from pandas_dp.privacy.selection import discovery_threshold
 
 
 # ----------------------------------------------------------------------------- brute-force privacy profile

@@ -12,19 +12,19 @@ import pandas as pd
 import pytest
 
 import pandas_dp as pdp
-from pandas_dp.releases.discover import _labels_and_codes
+from pandas_dp.domain.label_text import labels_and_codes
 
 
 def test_numbers_spelt_as_python_writes_them_join_their_number_and_other_text_stays_text():
     values = pd.Series([5, "5", "5.0", "a", True, "True", "007", "1e+20", 1e20, None, "nan", 2.5, "2.5", "-0.0",
                         "-0", "+5", "1e3", " 5", "1e+999", "False", "1234567890123456"], dtype=object)
-    labels, codes = _labels_and_codes(values)
+    labels, codes = labels_and_codes(values)
     shown = [labels[c] if c >= 0 else None for c in codes]
     assert shown == [5, 5, 5, "a", 1, 1, "007", 1e20, 1e20, None, "nan", 2.5, 2.5, 0,
                      "-0", "+5", "1e3", " 5", "1e+999", 0, "1234567890123456"]
     assert len(set(map(repr, labels))) == len(labels)  # one label per value shown
     # A column of text only: the codes stand when nothing merges.
-    labels, codes = _labels_and_codes(pd.Series(["3", "1", "x", "3"], dtype="str"))
+    labels, codes = labels_and_codes(pd.Series(["3", "1", "x", "3"], dtype="str"))
     assert [labels[c] for c in codes] == [3, 1, "x", 3]
 
 

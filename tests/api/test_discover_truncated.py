@@ -23,7 +23,7 @@ import pytest
 import pandas_dp as pdp
 from pandas_dp.noise.truncated_laplace import truncated_discrete_laplace, truncated_discrete_laplace_variance
 from pandas_dp.privacy.loss import DiscreteLaplace
-from pandas_dp.releases.discover import discovery_threshold, truncated_mixture, truncated_threshold
+from pandas_dp.privacy.selection import discovery_threshold, truncated_mixture, truncated_threshold
 
 
 def _outcomes(scale: Fraction, bound: int, threshold: int, count: int, top: int) -> np.ndarray:

@@ -18,7 +18,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import pandas_dp as pdp
-from pandas_dp.engines.pandas.bounding import bound_codes, coded_rows, unit_codes, unit_hashes
+from pandas_dp.engines.pandas import PANDAS_ENGINE
+from pandas_dp.engines.pandas.bounding import bound_codes, unit_codes, unit_hashes
 from pandas_dp.noise.words import release_key
 from pandas_dp.domain.grid import make_grid
 from pandas_dp.releases.histogram import METHODS
@@ -117,8 +118,8 @@ def test_a_unit_with_1000_rows_in_one_cell_moves_it_by_at_most_the_bound():
     key = release_key(np.random.default_rng(0))
     for kwargs, bound in ((dict(max_rows=4), 4), (dict(max_cells=3, max_rows_per_cell=2), 2)):
         b = unit_bounds(big.columns, "rider", **kwargs)
-        without = coded_rows(RIDES, grid, b).counts(b, key)
-        with_ = coded_rows(big, grid, b).counts(b, key)
+        without = PANDAS_ENGINE.coded_rows(RIDES, grid, b).counts(b, key)
+        with_ = PANDAS_ENGINE.coded_rows(big, grid, b).counts(b, key)
         diff = with_ - without
         assert diff[5] == bound and np.abs(diff).sum() == bound   # one cell, by at most the bound
         assert np.all(diff[np.arange(24) != 5] == 0)
@@ -391,15 +392,14 @@ def test_geography_bounds_every_unit_on_the_leaf_table():
     heavy = pd.concat([PEOPLE, pd.DataFrame({"rider": 999, "hour": 3, "fare": 1.0, "state": "A", "county": "a1"},
                                             index=range(500))], ignore_index=True)
     from pandas_dp.algorithms.regions.layout import level_tables
-    from pandas_dp.engines.pandas.region_counts import coded_region_rows
     from pandas_dp.domain.regions import region_tree
 
     tree = region_tree(heavy.columns, None, ["state", "county"], hierarchy=GEO)
     grid = make_grid(heavy, ["hour"], bins=6, range=(0, 24))
     bounds = unit_bounds(heavy.columns, "rider", max_rows=3)
     key = release_key(np.random.default_rng(0))
-    before = coded_region_rows(PEOPLE, tree, grid, bounds).counts(bounds, key)
-    after = coded_region_rows(heavy, tree, grid, bounds).counts(bounds, key)
+    before = PANDAS_ENGINE.coded_region_rows(PEOPLE, tree, grid, bounds).counts(bounds, key)
+    after = PANDAS_ENGINE.coded_region_rows(heavy, tree, grid, bounds).counts(bounds, key)
     for lo, hi in zip(level_tables(before.reshape(3, 6), tree), level_tables(after.reshape(3, 6), tree)):
         assert 0 <= np.abs(hi - lo).sum() <= 3
 

@@ -153,9 +153,9 @@ def test_pandas_and_dask_give_the_same_counts_and_release(column):
     pd.testing.assert_series_equal(a.counts, b.counts)
     pd.testing.assert_series_equal(c.counts, d.counts)
     grid = make_grid(FRAME, [column], **domain)
-    import pandas_dp.engines.dask.counts as dask_engine
+    from pandas_dp.engines.dask import DASK_ENGINE
     with dask.config.set(scheduler="sync"):
-        np.testing.assert_array_equal(dask_engine.bin_counts(lazy, grid), bin_counts(FRAME, grid))
+        np.testing.assert_array_equal(DASK_ENGINE.bin_counts(lazy, grid), bin_counts(FRAME, grid))
 
 
 # ------------------------------------------------------------------------------------ the boundary rule

@@ -21,9 +21,9 @@ distributed = pytest.importorskip("distributed")
 
 import pandas_dp as pdp  # noqa: E402
 from pandas_dp.domain.grid import make_grid  # noqa: E402
-import pandas_dp.engines.dask.counts as dask_engine  # noqa: E402
+import pandas_dp.engines.dask.graph as dask_graph  # noqa: E402
 from pandas_dp.engines import engine_for  # noqa: E402
-from pandas_dp.engines.dask import DaskEngine  # noqa: E402
+from pandas_dp.engines.dask import DASK_ENGINE, DaskEngine  # noqa: E402
 from pandas_dp.engines.pandas import PandasEngine  # noqa: E402
 import pandas_dp.engines.pandas.counts as pandas_engine  # noqa: E402
 
@@ -132,7 +132,7 @@ def test_tree_reduction_exact(people, sync, split_every):
     ddf = dd.from_pandas(people, npartitions=23)
     grid = make_grid(people, ["age", "sex"], bins={"age": 16}, range={"age": (0, 128)}, categories={"sex": "dtype"})
     expected = pandas_engine.bin_counts(people, grid)
-    got = dask_engine.bin_counts(ddf, grid, split_every=split_every)
+    got = DaskEngine(split_every=split_every).bin_counts(ddf, grid)
     assert got.dtype == np.int64 and got.shape == (16, 3)
     np.testing.assert_array_equal(got, expected)
 
@@ -141,7 +141,7 @@ def test_count_graph_is_a_tree(people):
     """Partitions are counted separately and combined by at most split_every at a time."""
     ddf = dd.from_pandas(people, npartitions=20)
     parts = [dask.delayed(np.ones)(3, dtype=np.int64) for _ in range(20)]
-    total = dask_engine.tree_sum(parts, split_every=4)
+    total = dask_graph.tree_sum(parts, split_every=4)
     graph = dict(total.__dask_graph__())
     sums = [t for k, t in graph.items() if "sum_arrays" in str(k)]
     # 20 leaves -> 5 -> 2 -> 1: eight combining tasks, none with more than four inputs.
@@ -157,7 +157,7 @@ def test_counts_equal_pandas_for_any_partitioning(sync, values, npartitions, bin
     frame = pd.DataFrame({"v": pd.array(values, dtype="Int64")})
     ddf = dd.from_pandas(frame, npartitions=npartitions, sort=False)
     grid = make_grid(frame, ["v"], bins=bins, range=(0, 120))
-    np.testing.assert_array_equal(dask_engine.bin_counts(ddf, grid), pandas_engine.bin_counts(frame, grid))
+    np.testing.assert_array_equal(DASK_ENGINE.bin_counts(ddf, grid), pandas_engine.bin_counts(frame, grid))
 
 
 def test_unknown_categories_need_categories(people, sync):
@@ -239,7 +239,7 @@ def test_count_result_is_only_the_domain(people, sync):
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(Delayed, "compute", spy)
-        dask_engine.bin_counts(ddf, grid)
+        DASK_ENGINE.bin_counts(ddf, grid)
     assert len(computed) == 1
     assert isinstance(computed[0], np.ndarray) and computed[0].size == 128
 
@@ -322,7 +322,7 @@ def test_group_counts_engine(people, sync, public_ids):
         ids = pd.Index(np.arange(-5, 100))
         expected = np.bincount(ids.get_indexer(people["age"])[ids.get_indexer(people["age"]) >= 0],
                                minlength=len(ids))
-        np.testing.assert_array_equal(dask_engine.group_counts(ddf["age"], ids, split_every=2), expected)
+        np.testing.assert_array_equal(DaskEngine(split_every=2).group_counts(ddf["age"], ids), expected)
     else:
         expected = np.sort(people["state"].value_counts().to_numpy())
-        np.testing.assert_array_equal(np.sort(dask_engine.group_counts(ddf["state"], None)), expected)
+        np.testing.assert_array_equal(np.sort(DASK_ENGINE.group_counts(ddf["state"], None)), expected)

@@ -242,8 +242,10 @@ def test_any_partitioning_gives_the_exact_tables(sizes, leaves, npartitions, buc
 def test_mixed_ids_across_partitions_group_as_on_pandas(convert_string):
     """Ids whose dtype differs by partition (one odd row makes a partition ``object``) merge by value and
     class: True is not 1 (as in typed columns), 2.0 is 2, lists are dropped."""
-    import pandas_dp.engines.dask.counts as dask_engine
     import pandas_dp.engines.pandas.counts as pandas_engine
+    from pandas_dp.engines.dask import DaskEngine
+
+    dask_engine = DaskEngine(split_every=2)
 
     ids = pd.Series([1, 1, 2, True, True, 2.0, [1], None, "a", "a", 3, True], dtype=object)
     frame = pd.DataFrame({"hh": ids, "county": ["a", "a", "b", "a", "a", "b", "a", "a", "b", "b", "a", "b"]})
@@ -256,6 +258,6 @@ def test_mixed_ids_across_partitions_group_as_on_pandas(convert_string):
                                    dask_groups.prepare_groups(ddf, "hh", "county", hierarchy=hierarchy, buckets=2,
                                                               split_every=2))
                 np.testing.assert_array_equal(np.sort(pandas_engine.group_counts(ids, None)),
-                                              np.sort(dask_engine.group_counts(ddf["hh"], None, split_every=2)))
-            got = np.sort(dask_engine.group_counts(ddf["hh"], pd.Index([1, 2, 3]), split_every=2))
+                                              np.sort(dask_engine.group_counts(ddf["hh"], None)))
+            got = np.sort(dask_engine.group_counts(ddf["hh"], pd.Index([1, 2, 3])))
             np.testing.assert_array_equal(got, [1, 2, 2])  # ids 1, 2 (and 2.0), 3; never True

@@ -125,7 +125,7 @@ def test_bounding_units_peaks_below_twice_the_columns_it_reads(monkeypatch):
     # so that the bound holds at a test's size (benchmarks/bench_unit_memory.py measures 10**7 and 10**8:
     # 1.9x there, where pandas' factorization of the units caps its hash table at 2**20 entries; at this
     # size its table, sized by the rows, is most of the coding step's peak, so that step is bounded by it).
-    from pandas_dp.engines.pandas import bounding
+    from pandas_dp.engines.pandas import PANDAS_ENGINE, bounding
     from pandas_dp.privacy.units import UnitBounds
 
     monkeypatch.setattr(bounding, "_CHUNK", 1 << 12)
@@ -135,12 +135,13 @@ def test_bounding_units_peaks_below_twice_the_columns_it_reads(monkeypatch):
     frame = pd.DataFrame({"unit": rng.integers(0, rows // 10, rows), "x": rng.integers(0, 64, rows)})
     columns = frame.memory_usage(index=False).sum()            # 16 bytes a row
     grid, bounds = make_grid(frame, ["x"], bins=64, range=(0, 64)), UnitBounds("unit", max_rows=5)
-    coded, coding = _peak(lambda: bounding.coded_rows(frame, grid, bounds))
-    assert coded.cells.dtype == coded.units.dtype == np.int32
+    coded, coding = _peak(lambda: PANDAS_ENGINE.coded_rows(frame, grid, bounds))
+    cells, units = coded.rows.piece.codes[0], coded.rows.piece.units
+    assert cells.dtype == units.dtype == np.int32
     _, factorize = _peak(lambda: pd.factorize(frame["unit"].to_numpy()))
     assert coding <= factorize + 8 * rows
     counts, counting = _peak(lambda: coded.counts(bounds, bytes(32)))
-    assert counting + coded.cells.nbytes + coded.units.nbytes <= 2 * columns
+    assert counting + cells.nbytes + units.nbytes <= 2 * columns
     assert counts.sum() < rows and counts.sum() == np.minimum(np.bincount(frame["unit"]), 5).sum()
 
 

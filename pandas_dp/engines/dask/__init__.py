@@ -1,73 +1,77 @@
-"""The Dask engine: the same operations as the pandas engine, partition by partition.
+"""The Dask engine: the primitives partition by partition; only counts come back to the client.
 
 :class:`DaskEngine` is the :class:`~pandas_dp.engines.Engine` that
 :func:`~pandas_dp.engines.engine_for` returns for a ``dask.dataframe`` collection
-(registered by :mod:`pandas_dp.accessors.dask` when Dask imports). Its results
-equal the pandas engine's on the same rows, so a seeded ``rng`` gives identical
-releases. Importing this package does not import Dask: its modules load it on
-first use through :func:`pandas_dp._utils.optional.import_optional`.
+(registered by :mod:`pandas_dp.accessors.dask` when Dask imports): the features written
+once (:class:`~pandas_dp.engines.features.CountingEngine`) over :class:`DaskPrimitives`,
+whose pieces are the partitions, counted with the pandas kernels where they live and
+combined in reduction trees (:mod:`.graph`); the unit path shuffles the coded rows by unit
+(:mod:`.shuffle`). Its results equal the pandas engine's on the same rows, so a seeded
+``rng`` gives identical releases. Importing this package does not import Dask: its modules
+load it on first use through :func:`pandas_dp._utils.optional.import_optional`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
-from pandas_dp.algorithms.marginals.workload import Marginal, Workload
 from pandas_dp.domain.grid import Grid
 from pandas_dp.domain.regions import RegionTree
-from pandas_dp.engines.dask import bounding, counts, groups, region_counts, marginals, region_marginals
+from pandas_dp.engines.dask import groups, labels
+from pandas_dp.engines.dask.graph import (SPLIT_EVERY, check_known_categories, compute_private, dask_module, partitions,
+                                          share, tree_sum)
+from pandas_dp.engines.dask.shuffle import DaskUnitRows
+from pandas_dp.engines.features import CountingEngine
 from pandas_dp.engines.pandas.groups import GroupTables
-from pandas_dp.privacy.units import UnitBounds
 
-__all__ = ["DaskEngine", "DASK_ENGINE"]
+__all__ = ["DaskEngine", "DaskPrimitives", "DASK_ENGINE"]
 
 
-class DaskEngine:
-    """Every operation a release asks of an engine, on a Dask frame (see :class:`~pandas_dp.engines.Engine`)."""
+class DaskPrimitives:
+    """The primitives on a Dask collection: every partition is a piece; reduction trees of fan-in ``split_every``."""
 
     name = "dask"
 
-    def bin_counts(self, frame: Any, grid: Grid) -> np.ndarray:
-        return counts.bin_counts(frame, grid)
+    def __init__(self, split_every: int = SPLIT_EVERY) -> None:
+        self.split_every = split_every
 
-    def group_counts(self, values: Any, ids: pd.Index | None) -> np.ndarray:
-        return counts.group_counts(values, ids)
+    def check_domain(self, frame: Any, grid: Grid) -> None:
+        check_known_categories(frame, grid)
 
-    def coded_rows(self, frame: Any, grid: Grid, bounds: UnitBounds) -> bounding.DaskCodedRows:
-        return bounding.coded_rows(frame, grid, bounds)
+    def reduce(self, data: Any, columns: Sequence[Any] | None, count: Callable[[Any, Any], Any], public: Any,
+               combine: Callable[..., Any], finish: Callable[[Any], Any] | None = None) -> Any:
+        dask = dask_module()
+        parts = partitions(data if columns is None else data[list(columns)])
+        run = dask.delayed(count, pure=True)
+        shared = share(public) if public is not None else None
+        total = tree_sum([run(p, shared) for p in parts], split_every=self.split_every, combine=combine)
+        if finish is not None:
+            total = dask.delayed(finish, pure=True)(total)
+        return compute_private(total)
 
-    def coded_group_rows(self, frame: Any, group: Any, ids: pd.Index | None,
-                         bounds: UnitBounds) -> bounding.DaskCodedGroupRows:
-        return bounding.coded_group_rows(frame, group, ids, bounds)
+    def unit_rows(self, frame: Any, columns: Sequence[Any], code: Callable[[Any, Any], Sequence[np.ndarray]],
+                  public: Any, unit: Any, *, hashes: bool, n_codes: int) -> DaskUnitRows:
+        # The unit hashes always travel: the shuffle is keyed by them.
+        return DaskUnitRows(frame, columns, code, public, unit, n_codes, self.split_every)
+
+    def label_counts(self, values: Any) -> tuple[np.ndarray, np.ndarray]:
+        return labels.label_counts(values)
 
     def count_groups(self, persons: Any, tree: RegionTree, *, group_unit: bool = False) -> GroupTables:
-        return groups.count_groups(persons, tree, group_unit=group_unit)
+        return groups.count_groups(persons, tree, split_every=self.split_every, group_unit=group_unit)
 
-    def region_bin_counts(self, frame: Any, tree: RegionTree, grid: Grid) -> list[np.ndarray]:
-        return region_counts.region_bin_counts(frame, tree, grid)
 
-    def coded_region_rows(self, frame: Any, tree: RegionTree, grid: Grid,
-                          bounds: UnitBounds) -> region_counts.DaskCodedRegionRows:
-        return region_counts.coded_region_rows(frame, tree, grid, bounds)
+class DaskEngine(CountingEngine):
+    """Every operation a release asks of an engine, on a Dask frame (see :class:`~pandas_dp.engines.Engine`).
 
-    def marginal_counts(self, frame: Any, dims: Sequence[Grid], workload: Workload) -> dict[Marginal, np.ndarray]:
-        return marginals.marginal_counts(frame, dims, workload)
+    ``split_every``: fan-in of the reduction trees.
+    """
 
-    def coded_marginal_rows(self, frame: Any, dims: Sequence[Grid], workload: Workload,
-                            bounds: UnitBounds) -> marginals.DaskCodedMarginalRows:
-        return marginals.coded_marginal_rows(frame, dims, workload, bounds)
-
-    def region_marginal_counts(self, frame: Any, tree: RegionTree, dims: Sequence[Grid],
-                               workload: Workload) -> dict[Marginal, np.ndarray]:
-        return region_marginals.region_marginal_counts(frame, tree, dims, workload)
-
-    def coded_region_marginal_rows(self, frame: Any, tree: RegionTree, dims: Sequence[Grid], workload: Workload,
-                                   bounds: UnitBounds) -> region_marginals.DaskCodedRegionMarginalRows:
-        return region_marginals.coded_region_marginal_rows(frame, tree, dims, workload, bounds)
+    def __init__(self, split_every: int = SPLIT_EVERY) -> None:
+        super().__init__(DaskPrimitives(split_every))
 
     def __repr__(self) -> str:
         return "DaskEngine()"

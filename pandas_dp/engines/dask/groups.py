@@ -3,7 +3,7 @@
 The region tree is public: it is built on the client from the frame's column
 names and the public tables (:func:`pandas_dp.domain.regions.region_tree`), as on
 pandas. Everything that reads persons runs as Dask tasks with the pandas
-engine's per-row rules (:mod:`.pandas_groups`): a row out of domain is
+engine's per-row rules (:mod:`pandas_dp.engines.pandas.groups`): a row out of domain is
 dropped in the partition that holds it, silently. No task raises or warns on
 a value, no dtype metadata is enforced on the partitions (they are read with
 ``to_delayed``), and only run-length histograms (leaves times distinct
@@ -45,7 +45,8 @@ from pandas_dp.algorithms.count_of_counts import Runs
 from pandas_dp.errors import ParameterError
 from pandas_dp.domain.regions import RegionTree, region_tree
 from pandas_dp.domain.unit_values import canonical_unit_hashes
-from pandas_dp.engines.dask.counts import SPLIT_EVERY, compute_private, merge_by_id, partitions, share, sum_arrays, tree_sum
+from pandas_dp.engines.dask.graph import SPLIT_EVERY, compute_private, partitions, share, tree_sum
+from pandas_dp.engines.pieces import merge_by_id, sum_arrays
 from pandas_dp.engines.pandas.groups import GroupTables, group_leaf_sizes, public_group_positions, tables_from_leaf_runs
 
 __all__ = ["count_groups", "prepare_groups", "DENSE_MAX_GROUPS"]

@@ -1,70 +1,77 @@
-"""The pandas engine: counts, group rows, region counts and unit bounding on in-memory frames.
+"""The pandas engine: the primitives on an in-memory ``pandas.DataFrame``, and the kernels every engine counts with.
 
 :class:`PandasEngine` is the :class:`~pandas_dp.engines.Engine` that
-:func:`~pandas_dp.engines.engine_for` returns for a ``pandas.DataFrame``; its
-methods are the functions of :mod:`.counts`, :mod:`.groups`, :mod:`.region_counts`
-and :mod:`.bounding`, which stay importable for tests and benchmarks.
+:func:`~pandas_dp.engines.engine_for` returns for a ``pandas.DataFrame``: the features
+written once (:class:`~pandas_dp.engines.features.CountingEngine`) over
+:class:`PandasPrimitives`, for which the whole frame is one piece. The modules of this
+package are the pandas kernels that code and count one pandas frame (a whole frame, or a
+partition of another engine): :mod:`.counts` (cells, groups), :mod:`.bounding` (units,
+row keys, contribution bounding), :mod:`.geography_counts`, :mod:`.marginals`,
+:mod:`.geography_marginals`, :mod:`.groups` (count-of-counts) and :mod:`.labels` (key discovery).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from pandas_dp.algorithms.marginals.workload import Marginal, Workload
 from pandas_dp.domain.grid import Grid
 from pandas_dp.domain.regions import RegionTree
-from pandas_dp.engines.pandas import bounding, counts, groups, region_counts, marginals, region_marginals
-from pandas_dp.privacy.units import UnitBounds
+from pandas_dp.engines.features import CountingEngine
+from pandas_dp.engines.pandas import groups, labels
+from pandas_dp.engines.pandas.bounding import units_of
+from pandas_dp.engines.primitives import Piece
 
-__all__ = ["PandasEngine", "PANDAS_ENGINE"]
+__all__ = ["PandasEngine", "PandasPrimitives", "PANDAS_ENGINE"]
 
 
-class PandasEngine:
-    """Every operation a release asks of an engine, on a ``pandas.DataFrame`` (see :class:`~pandas_dp.engines.Engine`)."""
+@dataclass(frozen=True)
+class WholeFrame:
+    """A pandas frame's coded rows: one piece, every unit's rows in it (private)."""
+
+    piece: Piece
+
+    def reduce(self, step: Callable[..., Any], args: tuple[Any, ...], combine: Callable[..., Any],
+               finish: Callable[[Any], Any] | None = None) -> Any:
+        out = step(self.piece, *args)
+        return out if finish is None else finish(out)
+
+
+class PandasPrimitives:
+    """The primitives on a ``pandas.DataFrame``: the frame is one piece, read in place (no copy, no projection)."""
 
     name = "pandas"
 
-    def bin_counts(self, frame: pd.DataFrame, grid: Grid) -> np.ndarray:
-        return counts.bin_counts(frame, grid)
+    def check_domain(self, frame: pd.DataFrame, grid: Grid) -> None:
+        return None  # a pandas frame's categories are always known
 
-    def group_counts(self, values: pd.Series, ids: pd.Index | None) -> np.ndarray:
-        return counts.group_counts(values, ids)
+    def reduce(self, data: Any, columns: Sequence[Any] | None, count: Callable[[Any, Any], Any], public: Any,
+               combine: Callable[..., Any], finish: Callable[[Any], Any] | None = None) -> Any:
+        out = count(data, public)
+        return out if finish is None else finish(out)
 
-    def coded_rows(self, frame: pd.DataFrame, grid: Grid, bounds: UnitBounds) -> bounding.CodedRows:
-        return bounding.coded_rows(frame, grid, bounds)
+    def unit_rows(self, frame: pd.DataFrame, columns: Sequence[Any], code: Callable[[Any, Any], Sequence[np.ndarray]],
+                  public: Any, unit: Any, *, hashes: bool, n_codes: int) -> WholeFrame:
+        codes = tuple(code(frame, public))
+        units, unit_hash = units_of(frame[unit], hashes=hashes)
+        return WholeFrame(Piece(codes, units, unit_hash, None))
 
-    def coded_group_rows(self, frame: pd.DataFrame, group: Any, ids: pd.Index | None,
-                         bounds: UnitBounds) -> bounding.CodedRows:
-        return bounding.coded_group_rows(frame, group, ids, bounds)
+    def label_counts(self, values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+        return labels.label_counts(values)
 
     def count_groups(self, persons: pd.DataFrame, tree: RegionTree, *, group_unit: bool = False) -> groups.GroupTables:
         return groups.count_groups(persons, tree, group_unit=group_unit)
 
-    def region_bin_counts(self, frame: pd.DataFrame, tree: RegionTree, grid: Grid) -> list[np.ndarray]:
-        return region_counts.region_bin_counts(frame, tree, grid)
 
-    def coded_region_rows(self, frame: pd.DataFrame, tree: RegionTree, grid: Grid,
-                          bounds: UnitBounds) -> bounding.CodedRows:
-        return region_counts.coded_region_rows(frame, tree, grid, bounds)
+class PandasEngine(CountingEngine):
+    """Every operation a release asks of an engine, on a ``pandas.DataFrame`` (:class:`~pandas_dp.engines.Engine`)."""
 
-    def marginal_counts(self, frame: Any, dims: Sequence[Grid], workload: Workload) -> dict[Marginal, np.ndarray]:
-        return marginals.marginal_counts(frame, dims, workload)
-
-    def coded_marginal_rows(self, frame: Any, dims: Sequence[Grid], workload: Workload,
-                            bounds: UnitBounds) -> marginals.CodedMarginalRows:
-        return marginals.coded_marginal_rows(frame, dims, workload, bounds)
-
-    def region_marginal_counts(self, frame: Any, tree: RegionTree, dims: Sequence[Grid],
-                               workload: Workload) -> dict[Marginal, np.ndarray]:
-        return region_marginals.region_marginal_counts(frame, tree, dims, workload)
-
-    def coded_region_marginal_rows(self, frame: Any, tree: RegionTree, dims: Sequence[Grid], workload: Workload,
-                                   bounds: UnitBounds) -> marginals.CodedMarginalRows:
-        return region_marginals.coded_region_marginal_rows(frame, tree, dims, workload, bounds)
+    def __init__(self) -> None:
+        super().__init__(PandasPrimitives())
 
     def __repr__(self) -> str:
         return "PandasEngine()"

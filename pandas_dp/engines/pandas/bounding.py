@@ -23,21 +23,17 @@ rows of the units that are over their bound.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from pandas_dp.domain.labels import factorize, positions
-from pandas_dp.domain.grid import Grid
-from pandas_dp.engines.pandas.counts import cell_codes
+from pandas_dp.domain.labels import positions
 from pandas_dp.domain.unit_values import canonical_unit_hashes
 from pandas_dp.privacy.units import AUTO_STEPS, UnitBounds
 
-__all__ = ["CodedRows", "coded_rows", "coded_group_rows", "group_cells", "row_keys", "bound_codes", "contribution_histogram",
-           "kept_and_dropped",
-           "unit_hashes", "unit_codes"]
+__all__ = ["group_cells", "row_keys", "bound_codes", "bounded_cell_counts", "contribution_histogram",
+           "kept_and_dropped", "unit_hashes", "unit_codes", "units_of", "index_dtype"]
 
 
 _CHUNK = 1 << 19  # positions per AES call (8 MiB of keystream)
@@ -102,7 +98,7 @@ def _exact_keep(groups: np.ndarray, keys: np.ndarray, limit: int) -> np.ndarray:
 _ROWS = 1 << 20  # rows per chunk of the passes over every row (their temporaries stay this small)
 
 
-def _index_dtype(n: int) -> np.dtype[Any]:
+def index_dtype(n: int) -> np.dtype[Any]:
     """int32 for positions and codes below ``n`` when they fit (half the memory per row), else int64."""
     return np.dtype(np.int32) if n < 2**31 - 1 else np.dtype(np.int64)
 
@@ -148,7 +144,7 @@ def _dropped_rows(groups: np.ndarray, cells: np.ndarray | None, limit: int, keys
     is read back from its packed word, and every pass over all rows goes a chunk at a time.
     """
     n = groups.size
-    index = _index_dtype(n)
+    index = index_dtype(n)
     none = np.zeros(0, dtype=index)
     if n == 0 or int(groups.max()) < 0:
         return none
@@ -250,7 +246,7 @@ def _live_positions(units: np.ndarray, cells: np.ndarray) -> np.ndarray:
     mask = np.empty(n, dtype=bool)
     for a in range(0, n, _ROWS):
         np.logical_and(units[a:a + _ROWS] >= 0, cells[a:a + _ROWS] >= 0, out=mask[a:a + _ROWS])
-    live = np.empty(int(np.count_nonzero(mask)), dtype=_index_dtype(n))
+    live = np.empty(int(np.count_nonzero(mask)), dtype=index_dtype(n))
     filled = 0
     for a in range(0, n, _ROWS):
         rows = np.flatnonzero(mask[a:a + _ROWS])
@@ -275,7 +271,7 @@ def _cells_dropped_rows(cells: np.ndarray, units: np.ndarray, bounds: UnitBounds
         pair_value[a:a + _ROWS] += cells[rows]
     codes, pairs = pd.factorize(pair_value)
     del pair_value
-    pair_of_row = codes.astype(_index_dtype(pairs.size), copy=False)
+    pair_of_row = codes.astype(index_dtype(pairs.size), copy=False)
     del codes
     pair_count = pairs.size
     del pairs
@@ -322,40 +318,22 @@ def kept_and_dropped(cells: np.ndarray, units: np.ndarray, k: int) -> np.ndarray
     return np.array([np.minimum(rows, k).sum(), np.clip(rows - k, 0, k).sum()], dtype=np.int64)
 
 
-@dataclass(frozen=True)
-class CodedRows:
-    """The private rows of a frame coded on a public grid and by unit (never leaves the release)."""
+def bounded_cell_counts(cells: np.ndarray, units: np.ndarray, bounds: UnitBounds, key: bytes, size: int, *,
+                        positions: np.ndarray | None = None, unit_hashes: np.ndarray | None = None) -> np.ndarray:
+    """Exact counts per cell (``size`` cells) after bounding every unit's contribution (see :func:`bound_codes`).
 
-    cells: np.ndarray
-    units: np.ndarray
-    unit_hashes: np.ndarray | None
-    size: int
-    positions: np.ndarray | None = None
-    cell_ids: np.ndarray | None = None
-
-    def counts(self, bounds: UnitBounds, key: bytes) -> np.ndarray:
-        """Exact counts per cell after bounding every unit's contribution.
-
-        The live rows' counts less those of the rows the bounds drop (no array of kept codes;
-        the passes over every row go a chunk at a time).
-        """
-        pos = None if self.positions is None else np.asarray(self.positions, dtype=np.uint64)
-        if bounds.scheme == "rows":
-            drop = _dropped_rows(self.units, self.cells, bounds.row_bound, _rows_keys(key, pos))
-        else:
-            drop = _cells_dropped_rows(self.cells, self.units, bounds, key, pos, self.unit_hashes, self.cell_ids)
-        counts = _live_bincount(self.cells, self.units, self.cells, self.size)
-        for a in range(0, drop.size, _ROWS):
-            counts -= np.bincount(self.cells[drop[a:a + _ROWS]], minlength=self.size)
-        return counts
-
-    def contributions(self) -> np.ndarray:
-        """Units per step of rows in the domain (for ``max_rows="auto"``, :data:`~pandas_dp.privacy.units.AUTO_STEPS`)."""
-        return contribution_histogram(self.cells, self.units)
-
-    def kept_and_dropped(self, k: int) -> np.ndarray:
-        """Rows ``max_rows=k`` keeps and drops (each unit's dropped rows capped at ``k``): :func:`kept_and_dropped`."""
-        return kept_and_dropped(self.cells, self.units, k)
+    The live rows' counts less those of the rows the bounds drop (no array of kept codes; the passes
+    over every row go a chunk at a time).
+    """
+    pos = None if positions is None else np.asarray(positions, dtype=np.uint64)
+    if bounds.scheme == "rows":
+        drop = _dropped_rows(units, cells, bounds.row_bound, _rows_keys(key, pos))
+    else:
+        drop = _cells_dropped_rows(cells, units, bounds, key, pos, unit_hashes, None)
+    counts = _live_bincount(cells, units, cells, size)
+    for a in range(0, drop.size, _ROWS):
+        counts -= np.bincount(cells[drop[a:a + _ROWS]], minlength=size)
+    return counts
 
 
 def unit_hashes(values: pd.Series) -> np.ndarray:
@@ -374,7 +352,7 @@ def unit_hashes(values: pd.Series) -> np.ndarray:
 
 def unit_codes(hashes: np.ndarray) -> np.ndarray:
     """Unit codes ``0..`` from unit hashes; -1 where there is no unit (hash 0)."""
-    codes = np.full(hashes.size, -1, dtype=_index_dtype(hashes.size))
+    codes = np.full(hashes.size, -1, dtype=index_dtype(hashes.size))
     ok = hashes != 0
     if ok.all():
         codes[...] = pd.factorize(hashes)[0]
@@ -397,14 +375,6 @@ def group_cells(values: pd.Series, ids: pd.Index | None) -> tuple[np.ndarray, np
     return unit_codes(hashes), hashes
 
 
-def coded_group_rows(frame: pd.DataFrame, group: Any, ids: pd.Index | None, bounds: UnitBounds) -> CodedRows:
-    """Rows coded by group (the unattributed histogram's cells) and by unit (pandas engine)."""
-    cells, identity = group_cells(frame[group], ids)
-    size = len(ids) if ids is not None else (int(cells.max()) + 1 if cells.size else 0)
-    hashes = unit_hashes(frame[bounds.column])
-    return CodedRows(cells, unit_codes(hashes), hashes, size, cell_ids=identity)
-
-
 def units_of(values: pd.Series, *, hashes: bool) -> tuple[np.ndarray, np.ndarray | None]:
     """Unit codes of every row (-1: no unit), and their hashes when asked (the cells scheme's pair keys).
 
@@ -414,13 +384,6 @@ def units_of(values: pd.Series, *, hashes: bool) -> tuple[np.ndarray, np.ndarray
     dtype = values.dtype
     if not hashes and isinstance(dtype, np.dtype) and dtype.kind in "ib":
         codes = pd.factorize(values.to_numpy(), use_na_sentinel=True)[0]
-        return codes.astype(_index_dtype(codes.size), copy=False), None
+        return codes.astype(index_dtype(codes.size), copy=False), None
     unit_hash = unit_hashes(values)
     return unit_codes(unit_hash), unit_hash
-
-
-def coded_rows(frame: pd.DataFrame, grid: Grid, bounds: UnitBounds) -> CodedRows:
-    """Code every row of ``frame`` on ``grid`` and by unit (pandas engine); never raises on a value."""
-    cells = cell_codes(frame, grid, dtype=_index_dtype(grid.size))
-    units, hashes = units_of(frame[bounds.column], hashes=bounds.scheme == "cells")
-    return CodedRows(cells, units, hashes, grid.size)

@@ -1,6 +1,6 @@
 """The pandas engine for count-of-counts: persons + the public region tree -> exact size histograms.
 
-Only this module (and its Dask twin, :mod:`.dask_groups`) reads persons rows.
+Only this module (and its Dask twin, :mod:`pandas_dp.engines.dask.groups`) reads persons rows.
 It never validates them, never raises and never warns on them: the public
 tables were validated when the :class:`~pandas_dp.domain.regions.RegionTree` was
 built, and a person row that does not fit that tree is **out of domain and

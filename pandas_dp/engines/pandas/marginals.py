@@ -1,4 +1,4 @@
-"""Table sets on the pandas engine: every maximal marginal of a workload in one pass over the rows.
+"""Table sets, the pandas kernels: every maximal marginal of a workload over one frame in one pass.
 
 Each column of the workload is coded once on its public dimension (the
 histogram's coders: :func:`~pandas_dp.engines.pandas.counts.cell_codes` on a
@@ -11,16 +11,15 @@ column and row) are all the memory used besides the tables. A row outside the
 domain of any workload column is dropped from every marginal: all tables count
 one set of rows. Nothing here raises or warns because of a value.
 
-With a privacy unit, the rows are coded by attribute and by unit, and each unit
-keeps at most ``max_rows`` of its rows in the domain, chosen at random by the
-row keys of :mod:`~pandas_dp.engines.pandas.bounding` (the same rows on the Dask
-engine), before counting.
+Every engine counts with these kernels, one piece of rows at a time; with a privacy
+unit, each unit keeps at most ``max_rows`` of its rows in the domain, chosen at random
+by the row keys of :mod:`~pandas_dp.engines.pandas.bounding`, before counting
+(:func:`pandas_dp.engines.pieces.bounded_tables`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -28,12 +27,9 @@ import pandas as pd
 from pandas_dp.algorithms.marginals.counting import closure_marginals
 from pandas_dp.algorithms.marginals.workload import Marginal, Workload
 from pandas_dp.domain.grid import Grid
-from pandas_dp.engines.pandas.bounding import bound_codes, units_of
 from pandas_dp.engines.pandas.counts import cell_codes
-from pandas_dp.privacy.units import UnitBounds
 
-__all__ = ["BLOCK_ROWS", "attribute_codes", "in_domain", "marginal_counts", "add_tables", "CodedMarginalRows",
-           "coded_marginal_rows"]
+__all__ = ["BLOCK_ROWS", "attribute_codes", "in_domain", "marginal_counts"]
 
 #: Rows coded at a time (their codes stay small next to the tables).
 BLOCK_ROWS = 1 << 20
@@ -50,15 +46,6 @@ def in_domain(codes: Sequence[np.ndarray], sizes: Sequence[int]) -> np.ndarray:
     for c, n in zip(codes, sizes):
         ok &= (c >= 0) & (c < n)
     return ok
-
-
-def add_tables(*parts: dict[Marginal, np.ndarray]) -> dict[Marginal, np.ndarray]:
-    """Cell-wise sum of count tables keyed by marginal (exact int64)."""
-    total = {a: np.array(t, dtype=np.int64, copy=True) for a, t in parts[0].items()}
-    for more in parts[1:]:
-        for a, t in more.items():
-            total[a] += t
-    return total
 
 
 def _empty(workload: Workload) -> dict[Marginal, np.ndarray]:
@@ -93,34 +80,3 @@ def marginal_counts(frame: pd.DataFrame, dims: Sequence[Grid], workload: Workloa
         for a in workload.maximal:
             total[a] += counted[a]
     return total
-
-
-@dataclass(frozen=True)
-class CodedMarginalRows:
-    """The private rows coded by attribute and by unit (never leaves the release)."""
-
-    codes: tuple[np.ndarray, ...]
-    units: np.ndarray
-    workload: Workload
-    positions: np.ndarray | None = None
-
-    def marginals(self, bounds: UnitBounds, key: bytes) -> dict[Marginal, np.ndarray]:
-        """Exact counts of every maximal marginal after each unit keeps at most ``max_rows`` rows.
-
-        A row counts toward its unit's bound only when it is inside the domain (the histogram's
-        rule); the kept rows are the unit's rows of smallest key (uniformly random, the same
-        rows on every engine).
-        """
-        live = np.where(in_domain(self.codes, self.workload.sizes), 0, -1).astype(np.int64)
-        kept = bound_codes(live, self.units, bounds, key, positions=self.positions) >= 0
-        codes = [np.where(kept, c, -1) for c in self.codes]
-        if not codes:
-            return _empty(self.workload)
-        return closure_marginals(codes, self.workload, only=self.workload.maximal)
-
-
-def coded_marginal_rows(frame: pd.DataFrame, dims: Sequence[Grid], workload: Workload,
-                        bounds: UnitBounds) -> CodedMarginalRows:
-    """Code every row by attribute and by unit (pandas engine); never raises on a value."""
-    units, _ = units_of(frame[bounds.column], hashes=False)
-    return CodedMarginalRows(tuple(attribute_codes(frame, dims)), units, workload)

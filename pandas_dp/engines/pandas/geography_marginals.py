@@ -1,7 +1,7 @@
-"""Table sets by geography on the pandas engine: every region's maximal marginals in one pass.
+"""Table sets by geography, the pandas kernel: every region's maximal marginals of one frame in one pass.
 
 The finest region of a row is one more attribute (attribute 0, coded by
-:func:`~pandas_dp.engines.pandas.region_counts.leaf_positions`: ``-1`` when the
+:func:`~pandas_dp.engines.pandas.geography_counts.leaf_positions`: ``-1`` when the
 region is not in the public tree, missing, or its coarser location columns
 disagree with the tree), so the workload with the region in every table
 (:func:`~pandas_dp.algorithms.marginals.geography.region_workload`) is counted
@@ -22,12 +22,10 @@ from pandas_dp.algorithms.marginals.counting import closure_marginals
 from pandas_dp.algorithms.marginals.workload import Marginal, Workload
 from pandas_dp.domain.grid import Grid
 from pandas_dp.domain.regions import RegionTree
-from pandas_dp.engines.pandas.bounding import units_of
-from pandas_dp.engines.pandas.marginals import BLOCK_ROWS, CodedMarginalRows, attribute_codes
-from pandas_dp.engines.pandas.region_counts import leaf_positions
-from pandas_dp.privacy.units import UnitBounds
+from pandas_dp.engines.pandas.geography_counts import leaf_positions
+from pandas_dp.engines.pandas.marginals import BLOCK_ROWS, attribute_codes
 
-__all__ = ["region_attribute_codes", "region_marginal_counts", "coded_region_marginal_rows"]
+__all__ = ["region_attribute_codes", "region_marginal_counts"]
 
 
 def region_attribute_codes(frame: pd.DataFrame, tree: RegionTree, dims: Sequence[Grid]) -> list[np.ndarray]:
@@ -48,10 +46,3 @@ def region_marginal_counts(frame: pd.DataFrame, tree: RegionTree, dims: Sequence
         for a in workload.maximal:
             total[a] += counted[a]
     return total
-
-
-def coded_region_marginal_rows(frame: pd.DataFrame, tree: RegionTree, dims: Sequence[Grid], workload: Workload,
-                               bounds: UnitBounds) -> CodedMarginalRows:
-    """Rows coded by (leaf region, attributes) and unit: each unit keeps at most ``max_rows`` rows in the domain."""
-    units, _ = units_of(frame[bounds.column], hashes=False)
-    return CodedMarginalRows(tuple(region_attribute_codes(frame, tree, dims)), units, workload)

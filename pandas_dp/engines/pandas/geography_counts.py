@@ -1,7 +1,8 @@
-"""The pandas engine for tables by geography: exact cell counts of every region of a public region tree.
+"""Tables by geography, the pandas kernels: every row's (leaf region, cell) and their exact counts.
 
-Only this module (and its Dask twin, :mod:`.dask_region_counts`) reads rows
-for ``histogram(..., by=[...], hierarchy=...)``. The region tree
+These kernels code and count one pandas frame (a whole frame, or one piece of a partitioned
+one) for ``histogram(..., by=[...], hierarchy=...)``; every engine counts with them
+(:meth:`~pandas_dp.engines.features.CountingEngine.region_bin_counts`). The region tree
 (:class:`~pandas_dp.domain.regions.RegionTree`) and the grid
 (:class:`~pandas_dp.domain.grid.Grid`) are public and were validated before any
 row is read; a row that does not fit them is **out of domain and dropped**,
@@ -17,31 +18,26 @@ silently and uncounted (how many were dropped is never returned):
 
 Region labels meet the public labels value by value
 (:func:`pandas_dp.domain.labels.positions`), exactly as count-of-counts places its
-persons (:mod:`.pandas_groups`), so whether a row counts, and where, depends
+persons (:mod:`.groups`), so whether a row counts, and where, depends
 on that row and the public inputs only: adding or removing one row changes
 one cell of one region per level by one (L1 = L2 = 1 per level).
 
 The leaf table is one ``bincount`` of ``leaf * cells + cell`` per chunk of
-rows (temporaries stay O(chunk)); coarser levels are sums of their children
-(:meth:`RegionLayout.aggregate <pandas_dp.algorithms.regions.layout.RegionLayout.aggregate>`).
+rows (temporaries stay O(chunk)); the engine sums the coarser levels from it
+(:func:`pandas_dp.algorithms.regions.layout.level_tables`).
 """
 
 from __future__ import annotations
-
-from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from pandas_dp.domain.labels import positions
-from pandas_dp.algorithms.regions.layout import level_tables
 from pandas_dp.domain.grid import Grid
 from pandas_dp.domain.regions import RegionTree
-from pandas_dp.privacy.units import UnitBounds
-from pandas_dp.engines.pandas.bounding import CodedRows, units_of
 from pandas_dp.engines.pandas.counts import CHUNK_ROWS, cell_codes
 
-__all__ = ["region_bin_counts", "leaf_positions", "leaf_cell_codes", "leaf_cell_counts", "coded_region_rows"]
+__all__ = ["leaf_positions", "leaf_cell_codes", "leaf_cell_counts"]
 
 
 def leaf_positions(frame: pd.DataFrame, tree: RegionTree) -> np.ndarray:
@@ -87,55 +83,3 @@ def leaf_cell_counts(frame: pd.DataFrame, tree: RegionTree, grid: Grid, *,
         codes = leaf_cell_codes(part, tree, grid)
         counts += np.bincount(codes + 1, minlength=counts.size)
     return counts[1:].reshape(n_leaves, cells)
-
-
-def coded_region_rows(frame: pd.DataFrame, tree: RegionTree, grid: Grid, bounds: UnitBounds) -> CodedRows:
-    """Rows coded by (leaf region, cell) and by unit, for bounding every unit's contribution (pandas engine).
-
-    The bounds apply to the leaf table; the coarser levels are sums of it, so
-    a unit moves each level by at most its row bound (L1 and L2).
-    """
-    units, hashes = units_of(frame[bounds.column], hashes=bounds.scheme == "cells")
-    return CodedRows(leaf_cell_codes(frame, tree, grid), units, hashes, len(tree.regions[-1]) * grid.size)
-
-
-def region_bin_counts(frame: pd.DataFrame, tree: RegionTree, grid: Grid, **options: Any) -> list[np.ndarray]:
-    """Exact cell counts of every region of ``tree`` (the private step of a release by geography).
-
-    Parameters
-    ----------
-    frame : pandas.DataFrame
-        The private rows; only ``tree.located`` and ``grid.columns`` are read.
-    tree : RegionTree
-        The public regions (from :func:`pandas_dp.domain.regions.region_tree`, without groups).
-    grid : Grid
-        The public cells of every region's histogram.
-    **options
-        ``chunk_rows`` (rows coded at once).
-
-    Returns
-    -------
-    list of numpy.ndarray
-        One int64 table per level of ``tree`` (root first), shaped
-        ``(n_regions, grid.size)``; every parent's row is the sum of its
-        children's.
-
-    Notes
-    -----
-    Rows out of domain (see the module notes) are dropped before counting,
-    silently; nothing here raises or warns on the rows' values.
-
-    Examples
-    --------
-    >>> import pandas as pd
-    >>> from pandas_dp.domain.grid import make_grid
-    >>> from pandas_dp.domain.regions import region_tree
-    >>> hier = pd.DataFrame({"state": ["A", "A", "B"], "county": ["a1", "a2", "b1"]})
-    >>> df = pd.DataFrame({"state": ["A", "B", "A", "B"], "county": ["a2", "b1", "b1", None],
-    ...                    "sex": ["F", "M", "F", "F"]})
-    >>> tree = region_tree(df.columns, None, ["state", "county"], hierarchy=hier)
-    >>> grid = make_grid(df, ["sex"], categories=["F", "M"])
-    >>> [t.tolist() for t in region_bin_counts(df, tree, grid)]
-    [[[1, 1]], [[1, 0], [0, 1]], [[0, 0], [1, 0], [0, 1]]]
-    """
-    return level_tables(leaf_cell_counts(frame, tree, grid, **options), tree)
