@@ -118,13 +118,15 @@ from pandas_dp.domain.label_text import public_order
 from pandas_dp.errors import ParameterError
 from pandas_dp.noise.words import release_key
 from pandas_dp.privacy.loss import check_delta
-from pandas_dp.privacy.selection import selection_plan, unit_shape
+from pandas_dp.privacy.selection import discovery_threshold, selection_plan, unit_shape
 from pandas_dp.privacy.units import UnitArguments
 from pandas_dp.releases.params import check_columns, check_flag, check_rng
 from pandas_dp.releases.pipeline import Release, privacy_loss, run
 from pandas_dp.results.histogram import Histogram, as_series, constant_cells
 
-__all__ = ["DISCOVER", "discover_histogram"]
+#: ``discovery_threshold`` stays importable from here, the path the API reference gave before it moved to
+#: :mod:`pandas_dp.privacy.selection` with the rest of the selection arithmetic.
+__all__ = ["DISCOVER", "discover_histogram", "discovery_threshold"]
 
 #: The ``categories=`` value that asks for key discovery.
 DISCOVER = "discover"
