@@ -21,7 +21,7 @@ import pytest
 import pandas_dp  # noqa: F401  (registers the accessors)
 from pandas_dp.accessors.pandas import DataFrameDPAccessor, DPAccessorBase, SeriesDPAccessor
 from pandas_dp.privacy.units import UNIT_ARGUMENTS, UnitArguments, UnitBounds
-from pandas_dp.releases.histogram import METHODS, MethodName
+from pandas_dp.releases.methods import METHODS, MethodName
 from pandas_dp.releases.params import UNIT_PARAMS, VAR_KEYWORD, PrivacyUnit
 from pandas_dp.releases.registry import ENTRIES, histogram_methods
 

@@ -52,9 +52,11 @@ from pandas_dp.results.geography import GeographyHistogram
 from pandas_dp.algorithms.regions.layout import level_tables, region_tree_layout
 from pandas_dp.noise.words import release_key
 from pandas_dp.privacy.units import AUTO_MAX_ROWS, AUTO_SHARE, UnitArguments, UnitBounds
-from pandas_dp.releases.histogram import BOTH_MEASURES, METHODS, choose_max_rows, method_named
+from pandas_dp.releases.methods import METHODS, method_named
+from pandas_dp.releases.methods.base import BOTH_MEASURES
 from pandas_dp.releases.params import Param, check_columns, check_flag, check_rng
 from pandas_dp.releases.pipeline import Release, check_measure, privacy_loss, run
+from pandas_dp.releases.shared import choose_max_rows
 
 __all__ = ["GEOGRAPHY_ARGUMENTS", "GEOGRAPHY_PARAMS", "GEOGRAPHY_METHODS", "GeographyPlan", "geography_tree", "level_shares",
            "plan_geography", "histogram_by_region"]

@@ -8,7 +8,7 @@ its bounds as one constraint
 (:class:`~pandas_dp.releases.params.PrivacyUnit`), and its knobs (an entry's
 own, or those of every histogram method through ``method=`` and
 ``**method_params``). Histogram methods are the entries of
-:data:`~pandas_dp.releases.histogram.METHODS`.
+:data:`~pandas_dp.releases.methods.METHODS`.
 
 The table is the declaration: ``DataFrame.dp``/``Series.dp`` dispatch to the
 entry's function through it, their docstrings' knob paragraphs are generated
@@ -26,8 +26,10 @@ from typing import Any, Callable, Mapping
 
 from pandas_dp.releases.count_of_counts import COUNT_OF_COUNTS_PARAMS, count_of_counts
 from pandas_dp.releases.geography import GEOGRAPHY_METHODS, GEOGRAPHY_PARAMS
-from pandas_dp.releases.hierarchical import TREE_PARAMS, hierarchical_histogram, range_query
-from pandas_dp.releases.histogram import METHODS, histogram
+from pandas_dp.releases.hierarchical import hierarchical_histogram, range_query
+from pandas_dp.releases.histogram import histogram
+from pandas_dp.releases.methods import METHODS
+from pandas_dp.releases.methods.hierarchical import TREE_PARAMS
 from pandas_dp.releases.marginals import marginals
 from pandas_dp.releases.params import (KEYWORD, POSITIONAL, REQUIRED, UNIT_PARAMS, VAR_KEYWORD, Flag, Options, Param,
                                        ParamTable)

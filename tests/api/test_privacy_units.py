@@ -21,7 +21,7 @@ import pandas_dp as pdp
 from pandas_dp.engines.pandas.bounding import bound_codes, coded_rows, unit_codes, unit_hashes
 from pandas_dp.noise.words import release_key
 from pandas_dp.domain.grid import make_grid
-from pandas_dp.releases.histogram import METHODS
+from pandas_dp.releases.methods import METHODS
 from pandas_dp.releases.registry import histogram_methods
 from pandas_dp.testing import assert_dp, assert_same_outcome, with_row
 from pandas_dp.privacy.units import AUTO_STEPS, unit_bounds
