@@ -29,6 +29,7 @@ from pandas_dp.results.histogram import Histogram
 from pandas_dp.releases.discover import discover_histogram
 from pandas_dp.releases.dropped import check_report_dropped, estimate_dropped
 from pandas_dp.releases.geography import histogram_by_region
+from pandas_dp.releases.geography_arguments import GeographyArguments
 from pandas_dp.releases.methods import METHODS, MethodName, method_named, plan_method
 from pandas_dp.releases.methods.base import Planned
 from pandas_dp.releases.params import PrivacyUnit, check_columns, check_flag, check_rng
@@ -69,17 +70,14 @@ def histogram(frame: pd.DataFrame, columns: Any, *, bins: Any = None, range: Any
         raise ParameterError("The 'delta' parameter is used only by histogram(categories='discover') (key "
                              "discovery needs approximate DP); a histogram over public categories or bins is pure "
                              "or zCDP. Drop delta=.")
-    if by is not None or hierarchy is not None or by_categories is not None or level_weights is not None \
-            or public_totals is not None:
+    geography = GeographyArguments(by, hierarchy, by_categories, level_weights, public_totals)
+    if geography.given:
         if report_dropped is not None:
             raise ParameterError("report_dropped= estimates the rows max_rows dropped for a histogram without by=; "
                                  "release the table without by= to get it, or drop report_dropped=.")
-        return histogram_by_region(frame, columns, bins=bins, range=range, categories=categories, other=other,
-                                   epsilon=epsilon,
-                                   rho=rho, method=method, rng=rng, nonnegative=nonnegative, by=by,
-                                   hierarchy=hierarchy, by_categories=by_categories, level_weights=level_weights,
-                                   integer=integer, public_totals=public_totals, unit_arguments=unit,
-                                   **method_params)
+        return histogram_by_region(frame, columns, geography, bins=bins, range=range, categories=categories,
+                                   other=other, epsilon=epsilon, rho=rho, method=method, rng=rng,
+                                   nonnegative=nonnegative, integer=integer, unit_arguments=unit, **method_params)
     if integer is not None:
         method_params["integer"] = integer  # a knob of method="hierarchical"
     return flat_histogram(frame, columns, bins=bins, range=range, categories=categories, other=other,

@@ -26,6 +26,7 @@ from typing import Any, Callable, Mapping
 
 from pandas_dp.releases.count_of_counts import COUNT_OF_COUNTS_PARAMS, count_of_counts
 from pandas_dp.releases.geography import GEOGRAPHY_METHODS, GEOGRAPHY_PARAMS
+from pandas_dp.releases.geography_arguments import GEOGRAPHY_KEYWORDS
 from pandas_dp.releases.hierarchical import hierarchical_histogram, range_query
 from pandas_dp.releases.histogram import histogram
 from pandas_dp.releases.methods import METHODS
@@ -125,9 +126,7 @@ COUNT_OF_COUNTS_ENTRY_PARAMS = ParamTable("count_of_counts", (
     _arg("group", REQUIRED, POSITIONAL), _arg("location", REQUIRED, POSITIONAL), *LOSS_PARAMS, _arg("groups"),
     _arg("hierarchy"), *COUNT_OF_COUNTS_PARAMS, RNG, _arg("privacy_unit"), _arg("level_weights")))
 #: The arguments that make ``marginals`` a table set by geography (every table for every region).
-MARGINALS_GEOGRAPHY_PARAMS: tuple[Param, ...] = tuple(Param(name, None, None) for name in
-                                                     ("by", "hierarchy", "by_categories", "level_weights",
-                                                      "public_totals"))
+MARGINALS_GEOGRAPHY_PARAMS: tuple[Param, ...] = tuple(Param(name, None, None) for name in GEOGRAPHY_KEYWORDS)
 MARGINALS_PARAMS = ParamTable("marginals", (
     _arg("workload", REQUIRED, POSITIONAL), _arg("bins"), _arg("categories"), OTHER, *LOSS_PARAMS, _arg("weights"),
     _arg("loss", "sum"),
