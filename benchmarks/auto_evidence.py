@@ -48,7 +48,7 @@ import pandas as pd
 from benchmarks import dpbench
 from pandas_dp.domain.grid import Grid, make_grid
 from pandas_dp.privacy.loss import pure
-from pandas_dp.releases.histogram import METHODS, plan_method
+from pandas_dp.releases.methods import METHODS, plan_method
 
 EPSILONS = (0.1, 1.0)
 #: Resampled totals: half decades from 1e3 to 1e7, so that log10(N eps) at both epsilons steps by half a

@@ -2,7 +2,7 @@
 
 For every 2-D case of ``benchmarks/auto_evidence.py`` (a shape at a scale, on a domain, at an
 epsilon; reproducible from its name, scale and seed) this rebuilds the exact counts, sums them over
-the public coarse blocks of ``pandas_dp.releases.auto_rule.coarse_counts`` and draws
+the public coarse blocks of ``pandas_dp.releases.methods.auto_rule.coarse_counts`` and draws
 :data:`DRAWS` noisy totals and coarse histograms with the library's own noise at the share ``auto``
 spends (``AUTO_TOTAL_SHARE`` of epsilon, half each, discrete Laplace, one row in one block). Each
 draw gives the features ``auto`` would read (``shape_features``): the noisy total and the top
@@ -27,8 +27,8 @@ from benchmarks.auto_evidence import cases, seed_of, EPSILONS, SCALES, SYNTHETIC
 from benchmarks import dpbench
 from pandas_dp.algorithms.dawa.partition import exact_partition
 from pandas_dp.privacy.loss import pure
-from pandas_dp.releases.auto_rule import coarse_counts, shape_features, top_floor
-from pandas_dp.releases.data_dependent import AUTO_TOTAL_SHARE
+from pandas_dp.releases.methods.auto_rule import coarse_counts, shape_features, top_floor
+from pandas_dp.releases.methods.auto import AUTO_TOTAL_SHARE
 
 __all__ = ["DRAWS", "noisy_features", "exact_features", "exact_candidates", "dawa_compression", "candidate_features",
            "CANDIDATES"]

@@ -16,7 +16,7 @@ fit would follow noise, so a piece needs :data:`MIN_CASES` cases.
 
 Validation. Leave one dataset (shape) out: fit on the cases of the other
 datasets, apply to the held-out one's cases (every scale, domain and epsilon),
-and report its ratios. The rule in ``pandas_dp.releases.data_dependent`` is
+and report its ratios. The rule in ``pandas_dp.releases.methods.auto_rule`` is
 the fit on all datasets; ``tests/test_auto.py`` checks that it is.
 """
 
@@ -148,7 +148,7 @@ MIN_SPLIT_CASES = 6
 
 def config_columns(rows: pd.DataFrame) -> list[str]:
     """The columns of ``rows`` that are configurations of ``auto`` (the rest are features)."""
-    from pandas_dp.releases.auto_rule import AUTO_CONFIGS
+    from pandas_dp.releases.methods.auto_rule import AUTO_CONFIGS
 
     return [c for c in rows.columns if c in AUTO_CONFIGS]
 

@@ -7,7 +7,7 @@ Run:
 * ``python -m benchmarks.bench_auto --fit`` fits the rule to it (per dimensions and
   workload, 1 to 3 pieces over ``log10(N epsilon)``, the number of pieces chosen by
   leave-one-dataset-out validation) and prints it as the table of
-  ``pandas_dp.releases.auto_rule``, with its in-sample and held-out ratios;
+  ``pandas_dp.releases.methods.auto_rule``, with its in-sample and held-out ratios;
 * ``python -m benchmarks.bench_auto --target [--trials 20]`` runs ``histogram(method="auto")``
   (its noisy total included, and with the true total given as public) on every shared
   DPBench dataset at its natural scale, epsilon in {0.1, 1}, Prefix1D and 2,000 random
@@ -44,8 +44,8 @@ from benchmarks.auto_fit import (apply_rule, apply_splits, config_columns, fit_f
                                  held_out_splits, held_out_tree, ratio_of,
                                  leave_one_dataset_out, prepare, with_features)
 from benchmarks.bench_data_dependent import to_markdown
-from pandas_dp.releases.auto_rule import AUTO_FEATURE_RULE, AUTO_RULE
-from pandas_dp.releases.data_dependent import AUTO_TOTAL_SHARE
+from pandas_dp.releases.methods.auto_rule import AUTO_FEATURE_RULE, AUTO_RULE
+from pandas_dp.releases.methods.auto import AUTO_TOTAL_SHARE
 
 EVIDENCE = Path(__file__).resolve().parent / "results" / "auto_evidence.csv.gz"
 #: Noisy features of the 2-D cases (``python -m benchmarks.auto_features``).
@@ -331,7 +331,7 @@ def fit_report(evidence: pd.DataFrame) -> str:
                                          "LODO max": g.max(), "cases": g.size()}))
     out.append("\n#### Leave-one-dataset-out ratio per held-out dataset (the chosen number of pieces)\n")
     out.append(to_markdown(pd.concat(per_dataset)))
-    out.append("\n#### The table for pandas_dp/releases/auto_rule.py\n")
+    out.append("\n#### The table for pandas_dp/releases/methods/auto_rule.py\n")
     out.append("```python\nAUTO_RULE = {")
     for key in sorted(rules):
         pieces = ", ".join(f"({'_INF' if not np.isfinite(b) else f'{b:g}'}, {c!r})" for b, c in rules[key])

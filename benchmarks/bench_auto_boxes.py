@@ -25,7 +25,7 @@ import pandas as pd
 
 from benchmarks import dpbench
 from benchmarks.auto_evidence import release_estimates, seed_of
-from pandas_dp.releases.auto_rule import AUTO_CONFIGS, choose_method
+from pandas_dp.releases.methods.auto_rule import AUTO_CONFIGS, choose_method
 
 EPSILONS = (0.1, 1.0)
 

@@ -3,7 +3,7 @@
 Run: ``python -m benchmarks.bench_auto_max_rows [--seeds 200] [--epsilon 1.0]``
 
 Units with log-normal numbers of rows (three shapes: median 60, 10 and 200 rows), 300 to 20,000 units.
-For each, the library's rule (:func:`pandas_dp.releases.histogram.choose_max_rows` on the units' histogram
+For each, the library's rule (:func:`pandas_dp.releases.shared.choose_max_rows` on the units' histogram
 over :data:`~pandas_dp.privacy.units.AUTO_STEPS`, noise of ``AUTO_SHARE`` of epsilon) runs on 200 seeds;
 printed: the target (the smallest step at or above the true 0.9 quantile of rows per unit), the share of
 seeds choosing it, the share within one step of it, and the 5-95% range of the chosen bounds. Beside it,
@@ -23,7 +23,7 @@ import numpy as np
 
 from pandas_dp.privacy.loss import PureDP
 from pandas_dp.privacy.units import AUTO_QUANTILE, AUTO_SHARE, AUTO_STEPS
-from pandas_dp.releases.histogram import choose_max_rows
+from pandas_dp.releases.shared import choose_max_rows
 
 STEPS = np.asarray(AUTO_STEPS)
 

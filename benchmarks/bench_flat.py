@@ -60,7 +60,7 @@ from benchmarks._timing import best_of, traced_peak
 from pandas_dp.domain.grid import make_grid
 from pandas_dp.engines.pandas.counts import bin_counts
 from pandas_dp.privacy.loss import pure
-from pandas_dp.releases.histogram import METHODS, plan_method
+from pandas_dp.releases.methods import METHODS, plan_method
 
 
 def diffprivlib_histogram(values: np.ndarray, bins: Any, rng: Any) -> Callable[[], Any] | None:

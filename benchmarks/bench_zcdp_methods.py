@@ -51,7 +51,7 @@ from pandas_dp.algorithms.dawa.release import dawa, plan_dawa
 from pandas_dp.algorithms.grids import agrid, plan_agrid, plan_ugrid, ugrid
 from pandas_dp.algorithms.tree.release import plan_tree, release_tree
 from pandas_dp.privacy.loss import ZCDP, pure
-from pandas_dp.releases.adaptive import public_ranges
+from pandas_dp.releases.methods.dawa import public_ranges
 
 Method = Callable[[np.ndarray, np.random.Generator], Any]
 RHOS = (0.005, 0.5)

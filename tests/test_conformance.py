@@ -35,7 +35,7 @@ def two_dimensional_only(method: str, kwargs: dict) -> bool:
     """Whether the method's plan refuses the 1-D domain of the suite (asked from public inputs only)."""
     from pandas_dp.domain.grid import make_grid
     from pandas_dp.privacy.loss import pure
-    from pandas_dp.releases.histogram import plan_method
+    from pandas_dp.releases.methods import plan_method
 
     try:
         plan_method(method, make_grid(pd.DataFrame({"age": [0]}), ["age"], **BINS), pure(0.5), kwargs)

@@ -10,8 +10,10 @@ registered method and every knob.
 
 from __future__ import annotations
 
+import importlib
 import inspect
 import logging
+import pkgutil
 import typing
 from pathlib import Path
 
@@ -21,7 +23,9 @@ import pytest
 import pandas_dp  # noqa: F401  (registers the accessors)
 from pandas_dp.accessors.pandas import DataFrameDPAccessor, DPAccessorBase, SeriesDPAccessor
 from pandas_dp.privacy.units import UNIT_ARGUMENTS, UnitArguments, UnitBounds
-from pandas_dp.releases.histogram import METHODS, MethodName
+import pandas_dp.releases.methods as method_modules
+from pandas_dp.releases.methods import METHODS, MethodName
+from pandas_dp.releases.methods.base import HistogramMethod
 from pandas_dp.releases.params import UNIT_PARAMS, VAR_KEYWORD, PrivacyUnit
 from pandas_dp.releases.registry import ENTRIES, histogram_methods
 
@@ -80,6 +84,19 @@ def test_method_literal_is_the_registered_methods():
         assert set(typing.get_args(hints["method"])) == set(METHODS) | extra
         assert set(ENTRIES[name].params["method"].constraint.choices) == set(METHODS) | extra  # type: ignore[union-attr]
 
+
+
+def test_every_method_module_is_one_page_and_in_the_one_table():
+    """Each module of releases/methods/ (but the shared base and auto's rule) is a docs/methods page, and every
+    HistogramMethod they define is listed in METHODS: a method module missing from the table is caught here."""
+    docs = Path(__file__).resolve().parents[1] / "docs" / "methods"
+    defined: list[HistogramMethod] = []
+    for info in pkgutil.iter_modules(method_modules.__path__):
+        module = importlib.import_module(f"{method_modules.__name__}.{info.name}")
+        if info.name not in ("base", "auto_rule"):
+            assert (docs / f"{info.name}.md").is_file(), info.name
+        defined += [v for v in vars(module).values() if isinstance(v, HistogramMethod)]
+    assert {id(m) for m in defined} == {id(m) for m in METHODS.values()}
 
 def test_knob_tables_are_parts_of_the_entry_tables():
     """An entry's own knobs and the privacy unit are the very Param objects of the entry's table."""

@@ -266,7 +266,7 @@ TWO_D_ONLY = {"ugrid", "agrid"}
 
 
 def _supports(method: str, loss: dict[str, Any], ndim: int = 1) -> bool:
-    from pandas_dp.releases.histogram import METHODS
+    from pandas_dp.releases.methods import METHODS
 
     return ("pure" if "epsilon" in loss else "zcdp") in METHODS[method].measures \
         and (ndim == 2 or method not in TWO_D_ONLY)

@@ -193,7 +193,7 @@ ARGUMENT_KINDS = {
     "workload": "workload", "weights": "weights", "loss": "choice",
     # the other cell of label domains (domain/categories.py)
     "other": "label",
-    # table sets by geography (releases/marginals_geography.py)
+    # table sets by geography (releases/geography_marginals.py)
     "public_totals": "table",
     # approximate DP for key discovery (releases/discover.py)
     "delta": "amount",

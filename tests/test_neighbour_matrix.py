@@ -1,7 +1,7 @@
 """The neighbour matrix: every release kind x every unit scheme x every engine and input path (issue 24, item 6).
 
 The kinds are DERIVED from the registry (:data:`pandas_dp.releases.registry.ENTRIES`, one kind per
-histogram method of :data:`~pandas_dp.releases.histogram.METHODS`, plus the geography form of the
+histogram method of :data:`~pandas_dp.releases.methods.METHODS`, plus the geography form of the
 methods that take ``by=``), and the unit schemes from each entry's declared arguments: ``none``
 always, ``max_rows`` and ``max_cells`` where the entry takes them, ``group`` where its
 ``privacy_unit`` has no row bounds (count-of-counts). A release kind added to the registry is in

@@ -36,7 +36,7 @@ from pandas_dp.engines.pandas.groups import prepare_groups
 from pandas_dp.privacy.loss import pure, zcdp
 from pandas_dp.noise.laplace import discrete_laplace, noise_scale
 from pandas_dp.releases.count_of_counts import estimate_count_of_counts, plan_count_of_counts
-from pandas_dp.releases.histogram import METHODS
+from pandas_dp.releases.methods import METHODS
 from pandas_dp.testing import assert_dp, neighbours
 
 from _slow import FULL, QUICK_TRIALS, SLOW_TRIALS, quick_levels, slow_cases, slow_levels
@@ -98,7 +98,7 @@ def grid_outputs(r: pdp.GridHistogram) -> np.ndarray:
 
 def auto_outputs(r: pdp.Histogram) -> np.ndarray:
     """Every estimate, the noisy total auto bought and the configuration it chose (as a number)."""
-    from pandas_dp.releases.auto_rule import AUTO_CONFIGS
+    from pandas_dp.releases.methods.auto_rule import AUTO_CONFIGS
 
     return np.concatenate([r.counts.to_numpy(float),
                            [r.params["auto_total"], list(AUTO_CONFIGS).index(r.params["auto_config"])]])

@@ -20,8 +20,8 @@ from typing import Any, Callable, Literal
 import pandas as pd
 
 from pandas_dp.releases.count_of_counts import Estimator, Merge
-from pandas_dp.releases.hierarchical import BudgetSplit
-from pandas_dp.releases.histogram import MethodName
+from pandas_dp.releases.methods import MethodName
+from pandas_dp.releases.methods.hierarchical import BudgetSplit
 from pandas_dp.releases.params import fill_doc
 from pandas_dp.releases.registry import ENTRIES
 from pandas_dp.results.hierarchical import HierarchicalHistogram

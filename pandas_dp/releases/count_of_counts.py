@@ -22,7 +22,6 @@ Budget split, recorded in the ledger entry's parameters:
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Callable, Literal, get_args
@@ -41,7 +40,7 @@ from pandas_dp.privacy.loss import Noise, PrivacyLoss, Sensitivity
 from pandas_dp.domain.regions import region_tree
 from pandas_dp.results.count_of_counts import CountOfCounts
 from pandas_dp.releases.params import Options, Param, ParamTable, check_rng
-from pandas_dp.releases.geography import _weight
+from pandas_dp.releases.geography_arguments import level_shares
 from pandas_dp.releases.pipeline import Release, check_measure, privacy_loss, run
 
 __all__ = ["count_of_counts", "MAX_GROUPS", "MAX_SIZE_SHARE", "GROUP_TOTALS_SHARE", "CountOfCountsPlan",
@@ -170,55 +169,6 @@ class CountOfCountsPlan:
         return len(set(self.level_losses)) == 1
 
 
-def level_shares(level_weights: Any, levels: tuple[str, ...] | list[str]) -> tuple[Fraction, ...]:
-    """Each level's exact share of the levels' loss from ``level_weights`` (public).
-
-    ``None``: equal shares. A sequence gives one weight per level, national
-    first; a mapping gives them by level name. Weights are numbers >= 0; levels
-    of weight 0 must all be at the fine end (they are not measured, and not
-    released): a count-of-counts table of a region cannot be estimated from
-    its parent's, and a parent's would have to be matched to its children's
-    estimates, which Kuo et al.'s top-down pass needs measured.
-
-    Examples
-    --------
-    >>> level_shares([1, 0, 0], ("national", "state", "county"))
-    (Fraction(1, 1), Fraction(0, 1), Fraction(0, 1))
-    >>> level_shares({"national": 1, "state": 3}, ("national", "state"))
-    (Fraction(1, 4), Fraction(3, 4))
-    """
-    n = len(levels)
-    if level_weights is None:
-        return tuple([Fraction(1, n)] * n)
-    if isinstance(level_weights, Mapping):
-        keys = list(level_weights)
-        if not all(isinstance(k, str) for k in keys) or set(map(str.__str__, keys)) != set(levels) or len(keys) != n:
-            raise ParameterError(f"level_weights= as a mapping must give a weight to every level {list(levels)} "
-                                 f"(0 leaves a fine level out). Got keys {safe_repr(keys)}.")
-        values = [level_weights[name] for name in levels]
-    elif isinstance(level_weights, (list, tuple, np.ndarray, pd.Series)) and not isinstance(level_weights, str):
-        values = list(level_weights)
-        if len(values) != n:
-            raise ParameterError(f"level_weights= must give one weight per level {list(levels)} (national first, "
-                                 f"{n} in all). Got {len(values)}: {safe_repr(values)}.")
-    else:
-        raise ParameterError(f"The 'level_weights' parameter must be a list of {n} weights (one per level "
-                             f"{list(levels)}), a dict keyed by level, or None (equal). Got "
-                             f"{safe_repr(level_weights)}.")
-    raw = [_weight(v, repr(name)) for v, name in zip(values, levels)]
-    measured = [i for i, w in enumerate(raw) if w > 0]
-    if not measured:
-        raise ParameterError(f"level_weights= needs a positive weight for at least one level {list(levels)}. "
-                             f"Got {safe_repr(level_weights)}.")
-    if measured != list(range(len(measured))):
-        raise ParameterError(f"level_weights= may give 0 only to the finest levels (they are then not released): "
-                             f"a count-of-counts level is matched to the measured level above it. Got "
-                             f"{safe_repr(level_weights)} for {list(levels)}; e.g. [1, 0, 0] releases the "
-                             f"national table alone.")
-    total = sum(raw, Fraction(0))
-    return tuple(w / total for w in raw)
-
-
 def group_unit_sensitivity(method: str, max_size: int, min_size: int) -> Sensitivity:
     """How far one whole group (its every person changed) moves one level's estimator input.
 
@@ -244,8 +194,9 @@ def plan_count_of_counts(loss: PrivacyLoss, *, n_levels: int, method: str, max_s
 
     ``max_size`` not given (``hc``/``naive``): 1/20 of the loss for a noisy maximum; ``groups`` not
     given: 1/10 for the numbers of groups per region; the rest split equally over the ``L``
-    levels (root included), or by ``shares`` (:func:`level_shares`: the levels of share 0 at the fine
-    end are not measured). The parts add up to the loss exactly. ``group_unit``: the privacy unit
+    levels (root included), or by ``shares``
+    (:func:`~pandas_dp.releases.geography_arguments.level_shares` with ``unmeasured="dropped"``: the
+    levels of share 0 at the fine end are not measured). The parts add up to the loss exactly. ``group_unit``: the privacy unit
     is the whole group (its persons), with the public ``max_size`` as truncation
     (:func:`group_unit_sensitivity`).
     """
@@ -352,7 +303,7 @@ def count_of_counts(frame: pd.DataFrame, group: str, location: Any, *, epsilon: 
                              f"row of the frame) or 'group' (one group with all its persons). Got "
                              f"{safe_repr(privacy_unit)}.")
     privacy_unit = unit
-    shares = level_shares(level_weights, tuple(tree.level_names))
+    shares = level_shares(level_weights, tuple(tree.level_names), unmeasured="dropped")
     plan = plan_count_of_counts(loss, n_levels=len(tree.level_names), method=knobs["method"],
                                 max_size=knobs["max_size"], groups_public=tree.groups_public,
                                 group_unit=privacy_unit == "group", shares=shares)

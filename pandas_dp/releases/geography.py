@@ -10,7 +10,8 @@ Order (the one release pipeline, :mod:`pandas_dp.releases.pipeline`):
    method (``"identity"``: a flat table per region); the region tree from the
    public ``hierarchy`` table (or ``by_categories`` for one level), validated
    loudly by :func:`pandas_dp.domain.regions.region_tree`; the grid of cells; the
-   level weights. The plan splits the loss across the levels
+   public totals; the level weights (the five geography arguments come as one
+   :class:`~pandas_dp.releases.geography_arguments.GeographyArguments`). The plan splits the loss across the levels
    (``loss.split(shares)``, exact) and calibrates each level's noise for
    sensitivity 1 (a loss too small for the sampler is refused here).
 2. **Budget check, count, charge** (:func:`~pandas_dp.releases.pipeline.run`):
@@ -32,7 +33,6 @@ release's loss exactly, which is charged once (one ledger row).
 
 from __future__ import annotations
 
-import numbers
 from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
@@ -41,33 +41,36 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from pandas_dp._utils.rational import fraction_text, safe_repr, to_fraction
+from pandas_dp._utils.rational import fraction_text
 from pandas_dp.algorithms.regions.geography import release_geography
 from pandas_dp.domain.grid import MAX_CELLS, Grid, make_grid
 from pandas_dp.errors import DomainError, ParameterError
 from pandas_dp.privacy.loss import UNIT, Noise, PrivacyLoss
-from pandas_dp.domain.regions import RegionTree, region_tree
+from pandas_dp.domain.regions import RegionTree
 from pandas_dp.results.geography_layout import geography_index, RESERVED_NAMES
 from pandas_dp.results.geography import GeographyHistogram
 from pandas_dp.algorithms.regions.layout import level_tables, region_tree_layout
 from pandas_dp.noise.words import release_key
 from pandas_dp.privacy.units import AUTO_MAX_ROWS, AUTO_SHARE, UnitArguments, UnitBounds
-from pandas_dp.releases.histogram import BOTH_MEASURES, METHODS, choose_max_rows, method_named
+from pandas_dp.releases.geography_arguments import GEOGRAPHY_KEYWORDS, GeographyArguments
+from pandas_dp.releases.methods import METHODS, method_named
+from pandas_dp.releases.methods.base import BOTH_MEASURES
 from pandas_dp.releases.params import Param, check_columns, check_flag, check_rng
 from pandas_dp.releases.pipeline import Release, check_measure, privacy_loss, run
+from pandas_dp.releases.shared import choose_max_rows
 
-__all__ = ["GEOGRAPHY_ARGUMENTS", "GEOGRAPHY_PARAMS", "GEOGRAPHY_METHODS", "GeographyPlan", "geography_tree", "level_shares",
-           "plan_geography", "histogram_by_region"]
+__all__ = ["GEOGRAPHY_PARAMS", "GEOGRAPHY_METHODS", "GeographyPlan", "check_size", "plan_geography",
+           "histogram_by_region"]
 
-#: The arguments of ``histogram`` that make it a release by geography (the CLI accepts them too); they
-#: are checked here, in :func:`histogram_by_region`'s order.
+#: The arguments of ``histogram`` that make it a release by geography (the CLI accepts them too), in its
+#: signature order: the five of :class:`~pandas_dp.releases.geography_arguments.GeographyArguments`, with
+#: ``integer`` (integer tables) before ``public_totals``; they are checked in :func:`histogram_by_region`'s order.
 GEOGRAPHY_PARAMS: tuple[Param, ...] = tuple(Param(name, None, None) for name in
-                                            ("by", "hierarchy", "by_categories", "level_weights", "integer",
-                                             "public_totals"))
-GEOGRAPHY_ARGUMENTS = tuple(p.name for p in GEOGRAPHY_PARAMS)
+                                            (*GEOGRAPHY_KEYWORDS[:4], "integer", GEOGRAPHY_KEYWORDS[4]))
 
 #: Histogram methods whose per-region tables this release can noise and make consistent.
 GEOGRAPHY_METHODS = ("identity",)
+
 
 @dataclass(frozen=True)
 class GeographyPlan:
@@ -100,160 +103,13 @@ class GeographyPlan:
         return self.tree.level_names
 
 
-def _by_levels(by: Any) -> list[str]:
-    # A str subclass is read as its plain text: its own __eq__/__hash__ are never called.
-    if isinstance(by, str) and by:
-        return [str.__str__(by)]
-    if isinstance(by, (list, tuple)) and by and all(isinstance(c, str) and c for c in by):
-        plain = [str.__str__(c) for c in by]
-        if len(set(plain)) != len(plain):
-            raise ParameterError(f"The 'by' parameter repeats a column: {plain}. List each level once.")
-        return plain
-    raise ParameterError(f"The 'by' parameter must be a column name or a list of column names, coarse to fine "
-                         f"(e.g. by=['state', 'county']). Got {safe_repr(by)}.")
-
-
-def _category_table(column: str, by_categories: Any) -> pd.DataFrame:
-    """The one-level hierarchy table of ``by_categories`` (public labels: checked loudly)."""
-    if isinstance(by_categories, (str, bytes, Mapping)) or not hasattr(by_categories, "__len__"):
-        raise ParameterError(f"The 'by_categories' parameter must be a list of every group label of column "
-                             f"{column!r} (public knowledge). Got {safe_repr(by_categories)}.")
-    try:
-        listed = list(by_categories)
-        labels = pd.Index(listed, dtype=object)
-        missing = bool(labels.hasnans)
-        repeated = labels[labels.duplicated()].unique().tolist()
-    except Exception as err:  # noqa: BLE001 - unhashable labels, a label whose __hash__/__eq__ raises
-        raise DomainError(f"The 'by_categories' for column {column!r} must be plain labels (strings, numbers, "
-                          f"dates). Got {safe_repr(by_categories)}.") from err
-    if len(labels) == 0:
-        raise DomainError(f"The 'by_categories' parameter for column {column!r} is empty; list every group label.")
-    if missing:
-        raise DomainError(f"The 'by_categories' for column {column!r} contain a missing value; pass real labels.")
-    if repeated:
-        raise DomainError(f"The 'by_categories' for column {column!r} repeat labels {safe_repr(repeated[:5])}; pass "
-                          f"each label once.")
-    return pd.DataFrame({column: pd.Index(listed)})
-
-
-def geography_tree(columns: Any, by: Any, *, hierarchy: pd.DataFrame | None = None,
-                   by_categories: Any = None) -> RegionTree:
-    """The public region tree of a release by geography (the frame's column names only are read).
-
-    Parameters
-    ----------
-    columns : sequence of labels
-        The private frame's column names.
-    by : str or list of str
-        Geography columns coarse to fine: the levels released below ``"national"``.
-    hierarchy : DataFrame, optional
-        Public region table: one column per level (others are ignored), one
-        row per finest region (rows repeating the same regions are merged, so
-        one table of states and counties also serves ``by="state"``).
-    by_categories : list, optional
-        Every group label of the single ``by`` column (the flat case).
-
-    Raises
-    ------
-    ParameterError, DomainError, SchemaError
-        Before any row is read: wrong arguments, regions that would come from
-        the data, failures of the public table (all at once).
-    """
-    levels = _by_levels(by)
-    if hierarchy is not None and by_categories is not None:
-        raise ParameterError("Pass either hierarchy= (a public table of regions, one column per level) or "
-                             "by_categories= (the labels of one by column), not both.")
-    if by_categories is not None:
-        if len(levels) != 1:
-            raise ParameterError(f"by_categories= lists the groups of one column; got by={levels}. For several "
-                                 f"levels pass hierarchy= (one column per level, one row per finest region).")
-        hierarchy = _category_table(levels[0], by_categories)
-    if hierarchy is None:
-        raise DomainError(
-            f"A histogram by {levels} needs its regions from public knowledge: pass hierarchy= (a table with "
-            f"one column per level {levels}, one row per finest region) or, for one column, by_categories=[...] "
-            f"with every label. Regions read from the frame would reveal which ones occur.")
-    if not isinstance(hierarchy, pd.DataFrame):
-        raise ParameterError(f"The 'hierarchy' parameter must be a pandas DataFrame (one column per level). "
-                             f"Got {type(hierarchy).__name__}.")
-    cols = list(columns)
-    if levels[-1] not in cols:
-        raise ParameterError(f"The finest by column {levels[-1]!r} is not a column of the frame; it places every "
-                             f"row in its region. Columns: {cols[:20]}.")
-    if all(c in hierarchy.columns for c in levels) and list(hierarchy.columns) != levels:
-        try:
-            hierarchy = hierarchy[levels].drop_duplicates()
-        except Exception:  # noqa: BLE001 - unhashable labels (or a __hash__ that raises)
-            pass  # unhashable labels: region_tree reports them (SchemaError) with the rest
-    return region_tree(cols, None, levels, hierarchy=hierarchy)
-
-
-def _weight(value: Any, name: str) -> Fraction:
-    # np.timedelta64 registers as an Integral (it subclasses np.signedinteger) but is a duration.
-    if isinstance(value, (bool, np.bool_, np.timedelta64)) or not isinstance(value, numbers.Real):
-        raise ParameterError(f"Level weight {name} must be a number >= 0. Got {safe_repr(value)}.")
-    if value == 0:
-        return Fraction(0)
-    try:
-        return to_fraction(value, name=f"level weight {name}")
-    except ParameterError as err:
-        raise ParameterError(f"Level weight {name} must be a finite number >= 0. Got {safe_repr(value)}.") from err
-
-
-def level_shares(level_weights: Any, levels: tuple[str, ...], *, flat: bool = False) -> tuple[Fraction, ...]:
-    """Each level's exact share of the loss from ``level_weights`` (public).
-
-    ``None``: uniform over every level (``"national"`` included), or for the
-    flat case (``by_categories``) the whole loss on the groups. A sequence
-    gives one weight per level, coarse to fine with ``"national"`` first; a
-    mapping gives them by level name. Weights are non-negative numbers (a
-    level of weight 0 is not measured: its tables are the sums of its
-    children's); the finest level's is positive. Shares are ``w / sum(w)``,
-    exactly.
-
-    Examples
-    --------
-    >>> level_shares([1, 1, 2], ("national", "state", "county"))
-    (Fraction(1, 4), Fraction(1, 4), Fraction(1, 2))
-    >>> level_shares(None, ("national", "origin"), flat=True)
-    (Fraction(0, 1), Fraction(1, 1))
-    """
-    n = len(levels)
-    if level_weights is None:
-        raw = [Fraction(0)] * (n - 1) + [Fraction(1)] if flat else [Fraction(1)] * n
-    elif isinstance(level_weights, Mapping):
-        keys = list(level_weights)
-        if not all(isinstance(k, str) for k in keys) or set(map(str.__str__, keys)) != set(levels) \
-                or len(keys) != n:
-            raise ParameterError(f"level_weights= as a mapping must give a weight to every level {list(levels)} "
-                                 f"(0 leaves a level unmeasured). Got keys {safe_repr(keys)}.")
-        raw = [_weight(level_weights[name], repr(name)) for name in levels]
-    elif isinstance(level_weights, (list, tuple, np.ndarray, pd.Series)) and not isinstance(level_weights, str):
-        values = list(level_weights)
-        if len(values) != n:
-            raise ParameterError(f"level_weights= must give one weight per level {list(levels)} (national first, "
-                                 f"{n} in all). Got {len(values)}: {safe_repr(values)}.")
-        raw = [_weight(v, repr(name)) for v, name in zip(values, levels)]
-    else:
-        raise ParameterError(f"The 'level_weights' parameter must be a list of {n} weights (one per level "
-                             f"{list(levels)}), a dict keyed by level, or None (uniform). Got {safe_repr(level_weights)}.")
-    if raw[-1] == 0:
-        raise ParameterError(f"The finest level {levels[-1]!r} needs a positive weight: its regions cannot be "
-                             f"estimated from their parents alone. Got level_weights={safe_repr(level_weights)}.")
-    total = sum(raw, Fraction(0))
-    return tuple(w / total for w in raw)
-
-
-def plan_geography(tree: RegionTree, grid: Grid, loss: PrivacyLoss, *, level_weights: Any = None,
-                   flat: bool = False) -> GeographyPlan:
-    """Split the loss across the levels and calibrate each level's noise (public inputs only; before any charge).
+def check_size(tree: RegionTree, grid: Grid) -> None:
+    """Refuse a release of more than ``MAX_CELLS`` estimates (public inputs only; before any charge).
 
     Raises
     ------
     DomainError
         When the release would hold more than ``MAX_CELLS`` estimates.
-    ParameterError
-        For bad weights, or a level's loss too small for the sampler.
     """
     n_regions = [len(r) for r in tree.regions]
     total = sum(n_regions) * grid.size
@@ -261,14 +117,21 @@ def plan_geography(tree: RegionTree, grid: Grid, loss: PrivacyLoss, *, level_wei
         raise DomainError(f"A histogram of {grid.size:,} cells for each of {sum(n_regions):,} regions "
                           f"({' + '.join(f'{k:,}' for k in n_regions)}) has {total:,} estimates; the limit is "
                           f"{MAX_CELLS:,} (2**26). Use coarser bins or fewer levels.")
-    shares = level_shares(level_weights, tree.level_names, flat=flat)
+
+
+def plan_geography(tree: RegionTree, grid: Grid, loss: PrivacyLoss, shares: tuple[Fraction, ...]) -> GeographyPlan:
+    """Split the loss across the levels by ``shares`` and calibrate each level's noise (public; before any charge).
+
+    Raises
+    ------
+    ParameterError
+        For a level's loss too small for the sampler.
+    """
     parts = loss.split(shares)
     losses = tuple(p if s > 0 else None for p, s in zip(parts, shares))
     noises = tuple(None if part is None else part.noise(UNIT, what=f"level {name!r} of the geography")
                    for part, name in zip(losses, tree.level_names))
     return GeographyPlan(tree, grid, shares, losses, noises)
-
-
 
 
 def _ledger_params(plan: GeographyPlan, loss: PrivacyLoss, method: str, nonnegative: bool,
@@ -304,13 +167,12 @@ def _wrap(rel: Any, plan: GeographyPlan, loss: PrivacyLoss, method: str, params:
         variance_exact=rel.variance_exact, loss=loss, noises=rel.noises, detail=rel)
 
 
-def _public_totals(public_totals: Any, tree: RegionTree, projected: bool, integer: bool) -> dict[int, np.ndarray]:
+def _public_totals(geography: GeographyArguments, tree: RegionTree, projected: bool,
+                   integer: bool) -> dict[int, np.ndarray]:
     """``{level position: totals}`` from ``public_totals=`` (public input, checked before any charge)."""
-    if public_totals is None:
+    if geography.public_totals is None:
         return {}
-    from pandas_dp.releases.marginals_geography import check_public_totals  # local: it imports this module
-
-    totals = check_public_totals(public_totals, tree, region_tree_layout(tree))
+    totals = geography.totals(tree, region_tree_layout(tree))
     finer = [tree.level_names[k] for k in sorted(totals) if k > 0]
     if projected and finer:
         raise ParameterError(f"Non-negative and integer tables by geography keep a public total of 'national' "
@@ -322,16 +184,16 @@ def _public_totals(public_totals: Any, tree: RegionTree, projected: bool, intege
     return totals
 
 
-def histogram_by_region(frame: Any, columns: Any, *, bins: Any = None, range: Any = None, categories: Any = None,
-                        other: Any = None,
-                        epsilon: Any = None, rho: Any = None, method: str = "identity", rng: Any = None,
-                        nonnegative: bool = False, by: Any = None, hierarchy: pd.DataFrame | None = None,
-                        by_categories: Any = None, level_weights: Any = None, integer: bool | None = None,
-                        public_totals: Any = None, unit_arguments: UnitArguments = UnitArguments(),
+def histogram_by_region(frame: Any, columns: Any, geography: GeographyArguments, /, *, bins: Any = None,
+                        range: Any = None, categories: Any = None, other: Any = None, epsilon: Any = None,
+                        rho: Any = None, method: str = "identity", rng: Any = None, nonnegative: bool = False,
+                        integer: bool | None = None, unit_arguments: UnitArguments = UnitArguments(),
                         **method_params: Any) -> GeographyHistogram:
     """Release one consistent histogram per region of a public geography (see ``DataFrame.dp.histogram``).
 
-    ``unit_arguments`` carries the privacy-unit arguments (checked here, once the region columns are known).
+    ``geography`` carries the five geography arguments (:class:`~pandas_dp.releases.geography_arguments.GeographyArguments`)
+    and ``unit_arguments`` the privacy-unit arguments, each checked here at its point (the unit once the
+    region columns are known).
     With a ``privacy_unit``, every unit's rows are bounded on the leaf table (its (finest region,
     cell) pairs) as for a flat histogram, and every level is noised for a unit of at most its row
     bound (group privacy, :meth:`~pandas_dp.privacy.units.UnitBounds.per_row_loss`): the coarser levels
@@ -343,12 +205,7 @@ def histogram_by_region(frame: Any, columns: Any, *, bins: Any = None, range: An
     :func:`~pandas_dp.algorithms.regions.geography.release_geography`). Non-negative and integer
     tables keep totals of ``"national"`` only (integer ones need an integer total).
     """
-    if by is None:
-        given = [name for name, v in (("hierarchy", hierarchy), ("by_categories", by_categories),
-                                      ("level_weights", level_weights), ("public_totals", public_totals))
-                 if v is not None]
-        raise ParameterError(f"{', '.join(given)} apply to tables by geography: pass by= too (the frame's "
-                             f"geography columns, coarse to fine), e.g. by=['state', 'county'].")
+    geography.check_by()
     cols = check_columns(frame, columns)
     loss = privacy_loss(epsilon, rho)
     generator = check_rng(rng)
@@ -365,14 +222,16 @@ def histogram_by_region(frame: Any, columns: Any, *, bins: Any = None, range: An
     if clash:
         raise ParameterError(f"Column(s) {clash} share a name with the result's index or columns "
                              f"{list(RESERVED_NAMES)}; rename them (df.rename(columns=...)) first.")
-    tree = geography_tree(frame.columns, by, hierarchy=hierarchy, by_categories=by_categories)
+    tree = geography.tree(frame.columns)
     unit = unit_arguments.bounds(frame.columns, reserved=(*cols, *tree.located))
     grid = make_grid(frame, cols, bins=bins, range=range, categories=categories, other=other)
-    totals = _public_totals(public_totals, tree, nonneg or whole, whole)
+    totals = _public_totals(geography, tree, nonneg or whole, whole)
+    check_size(tree, grid)
+    shares = geography.shares(tree.level_names)
 
     def planned(bounds: UnitBounds | None, share: PrivacyLoss) -> GeographyPlan:
         per_row = share if bounds is None else bounds.per_row_loss(share)
-        return plan_geography(tree, grid, per_row, level_weights=level_weights, flat=by_categories is not None)
+        return plan_geography(tree, grid, per_row, shares)
 
     if unit is None:
         plan = planned(None, loss)

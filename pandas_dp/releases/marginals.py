@@ -20,120 +20,28 @@ that sensitivity.
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Mapping
 from typing import Any
 
-import numpy as np
-import pandas as pd
-
 from pandas_dp._utils.checks import check_flag
-from pandas_dp._utils.rational import safe_repr
 from pandas_dp.algorithms.marginals.counting import sum_down
 from pandas_dp.algorithms.marginals.nonnegative import check_joint
 from pandas_dp.algorithms.marginals.measure import measure_marginals
-from pandas_dp.algorithms.marginals.plan import Objective, ResidualPlan, plan_residuals
+from pandas_dp.algorithms.marginals.plan import Objective, plan_residuals
 from pandas_dp.algorithms.marginals.reconstruct import reconstruct
-from pandas_dp.algorithms.marginals.workload import Workload, make_workload
-from pandas_dp.domain.grid import MAX_CELLS, Grid, make_grid, other_labels
+from pandas_dp.algorithms.marginals.workload import make_workload
+from pandas_dp.domain.grid import MAX_CELLS, Grid
 from pandas_dp.errors import DomainError, ParameterError
 from pandas_dp.noise.words import release_key
-from pandas_dp.privacy.loss import UNIT, PrivacyLoss, Sensitivity
-from pandas_dp.releases.params import PrivacyUnit, check_choice, check_columns, check_rng
+from pandas_dp.privacy.loss import UNIT
+from pandas_dp.releases.geography_arguments import GeographyArguments
+from pandas_dp.releases.geography_marginals import marginals_by_region
+from pandas_dp.releases.params import PrivacyUnit, check_choice, check_rng
 from pandas_dp.releases.pipeline import Release, check_measure, privacy_loss, run
+from pandas_dp.releases.shared import MAX_SUBSETS, cached_plan, dimensions, workload_columns, workload_weights
 from pandas_dp.results.marginals import MarginalDetail, MarginalTables
 from pandas_dp.results.marginals import publish as published
 
-__all__ = ["marginals", "MAX_SUBSETS"]
-
-#: Largest sum over the workload's tables of ``2**columns`` (a bound on the closure's size, checked
-#: before the closure is built).
-MAX_SUBSETS = 1 << 20
-
-
-def _workload_columns(frame: Any, workload: Any) -> tuple[list[Any], list[tuple[Any, ...]]]:
-    """The attributes (in order of first appearance) and the workload's tables as tuples of labels."""
-    hint = "Pass a list of tuples of column names, e.g. [('age', 'sex'), ('sex', 'race')]."
-    if isinstance(workload, (str, bytes)) or not isinstance(workload, (list, tuple)):
-        raise ParameterError(f"The 'workload' parameter must be a list of tables, each a tuple of column names. "
-                             f"Got {safe_repr(workload)}. {hint}")
-    if not workload:
-        raise ParameterError(f"The 'workload' parameter is empty. {hint}")
-    tables: list[tuple[Any, ...]] = []
-    for table in workload:
-        if isinstance(table, (str, bytes)) or not isinstance(table, (list, tuple)):
-            raise ParameterError(f"Every table of the 'workload' parameter must be a tuple of column names. Got "
-                                 f"{safe_repr(table)}. {hint} A one-column table is written ('age',).")
-        if not table:
-            raise ParameterError(f"A table of the 'workload' parameter is empty: every table names at least one "
-                                 f"column. {hint}")
-        checked = tuple(check_columns(frame, list(table), name="workload"))
-        if any({(type(c), c) for c in t} == {(type(c), c) for c in checked} for t in tables):
-            raise ParameterError(f"The 'workload' parameter repeats the table {safe_repr(checked)} (its columns in "
-                                 f"some order). Pass each table once.")
-        tables.append(checked)
-    attrs: list[Any] = []
-    seen: set[tuple[type, Any]] = set()
-    for table in tables:
-        for c in table:
-            if (type(c), c) not in seen:
-                seen.add((type(c), c))
-                attrs.append(c)
-    return attrs, tables
-
-
-def _dimension_specs(value: Any, name: str, attrs: list[Any]) -> Mapping[Any, Any]:
-    if value is None:
-        return {}
-    if not isinstance(value, Mapping):
-        raise ParameterError(f"The '{name}' parameter of marginals must be a dict keyed by column, e.g. "
-                             f"{name}={{'age': [0, 18, 65, 120]}} or categories={{'sex': ['F', 'M']}}. Got "
-                             f"{safe_repr(value)}.")
-    keys = {(type(c), c) for c in attrs}
-    try:
-        unknown = [k for k in value if (type(k), k) not in keys]
-    except Exception as err:  # noqa: BLE001 - a key whose __hash__/__eq__ raises
-        raise ParameterError(f"The '{name}' dict must be keyed by column labels of the workload "
-                             f"{safe_repr(attrs)}.") from err
-    if unknown:
-        raise ParameterError(f"The '{name}' dict names columns {safe_repr(unknown)} that are not in the workload "
-                             f"{safe_repr(attrs)}. Remove them or add a table with them.")
-    return value
-
-
-def _dimensions(frame: Any, attrs: list[Any], bins: Any, categories: Any, other: Any = None) -> list[Grid]:
-    """One public one-column grid per attribute (``histogram``'s domain rules, from the arguments only)."""
-    bins_of = _dimension_specs(bins, "bins", attrs)
-    cats_of = _dimension_specs(categories, "categories", attrs)
-    other_of = dict(zip(attrs, other_labels(other, attrs, [cats_of.get(c) is not None for c in attrs])))
-    dims = []
-    for c in attrs:
-        b = bins_of.get(c)
-        k = cats_of.get(c)
-        dims.append(make_grid(frame, [c], bins=None if b is None else {c: b},
-                              categories=None if k is None else {c: k}, other=other_of[c]))
-    return dims
-
-
-def _weights(weights: Any, tables: int) -> list[Any] | None:
-    """The ``weights`` argument as a list of one value per table (each checked by the plan), or None."""
-    if weights is None:
-        return None
-    if not isinstance(weights, (list, tuple, np.ndarray, pd.Series)):
-        raise ParameterError(f"The 'weights' parameter must be a list of positive numbers, one per workload table "
-                             f"({tables}). Got {safe_repr(weights)}.")
-    values = list(np.asarray(weights, dtype=object).ravel()) if isinstance(weights, (np.ndarray, pd.Series)) \
-        else list(weights)
-    if len(values) != tables:
-        raise ParameterError(f"The 'weights' parameter must give one positive weight per workload table ({tables}). "
-                             f"Got {len(values)}: {safe_repr(values)}.")
-    return values
-
-
-@functools.lru_cache(maxsize=32)
-def _cached_plan(work: Workload, privacy: PrivacyLoss, objective: Objective, sensitivity: Sensitivity) -> ResidualPlan:
-    """The plan of an unweighted workload: public inputs only, so the same inputs reuse one solve."""
-    return plan_residuals(work, loss=privacy, objective=objective, sensitivity=sensitivity)
+__all__ = ["marginals"]
 
 
 def marginals(frame: Any, workload: Any, *, bins: Any = None, categories: Any = None, other: Any = None,
@@ -150,16 +58,14 @@ def marginals(frame: Any, workload: Any, *, bins: Any = None, categories: Any = 
     ``PublishedTables``, by geography a ``GeographyPublishedTables``: both are ``MarginalTables``); the
     union domain's size is checked against the projection's cap before anything is read.
     """
-    if any(v is not None for v in (by, hierarchy, by_categories, level_weights, public_totals)):
+    geography = GeographyArguments(by, hierarchy, by_categories, level_weights, public_totals)
+    if geography.given:
         nonneg, whole = check_flag(nonnegative, "nonnegative", "marginals"), check_flag(integer, "integer", "marginals")
-        from pandas_dp.releases.marginals_geography import marginals_by_region  # a cycle: it reuses our checks
-        return marginals_by_region(frame, workload, bins=bins, categories=categories, other=other, epsilon=epsilon,
-                                   rho=rho,
-                                   weights=weights, loss=loss, privacy_unit=privacy_unit, max_rows=max_rows, by=by,
-                                   hierarchy=hierarchy, by_categories=by_categories, level_weights=level_weights,
-                                   public_totals=public_totals, rng=rng,
+        return marginals_by_region(frame, workload, geography, bins=bins, categories=categories, other=other,
+                                   epsilon=epsilon, rho=rho, weights=weights, loss=loss, privacy_unit=privacy_unit,
+                                   max_rows=max_rows, rng=rng,
                                    publish="integer" if whole else "nonnegative" if nonneg else None)
-    attrs, tables = _workload_columns(frame, workload)
+    attrs, tables = workload_columns(frame, workload)
     privacy = privacy_loss(epsilon, rho)
     check_measure(privacy, frozenset({"pure", "zcdp"}), "marginals")
     objective: Objective = "max" if check_choice(loss, "loss", ("sum", "max")) == "max" else "sum"
@@ -172,7 +78,7 @@ def marginals(frame: Any, workload: Any, *, bins: Any = None, categories: Any = 
                           f"its tables is above {MAX_SUBSETS:,}). Use tables of fewer columns.")
     nonneg, whole = check_flag(nonnegative, "nonnegative", "marginals"), check_flag(integer, "integer", "marginals")
     publish = "integer" if whole else "nonnegative" if nonneg else None
-    dims = _dimensions(frame, attrs, bins, categories, other)
+    dims = dimensions(frame, attrs, bins, categories, other)
     if publish is not None:
         check_joint([d.size for d in dims], f"marginals({publish}=True)")
     position = {(type(c), c): i for i, c in enumerate(attrs)}
@@ -183,9 +89,9 @@ def marginals(frame: Any, workload: Any, *, bins: Any = None, categories: Any = 
                           f"{MAX_CELLS:,} (2**26), as every measured cell gets its own noisy count. Use coarser "
                           f"bins or fewer columns per table.")
     sensitivity = UNIT if unit is None else unit.histogram_sensitivity()
-    checked = _weights(weights, len(work.tables))
+    checked = workload_weights(weights, len(work.tables))
     if checked is None:
-        plan = _cached_plan(work, privacy, objective, sensitivity)
+        plan = cached_plan(work, privacy, objective, sensitivity)
     else:
         plan = plan_residuals(work, loss=privacy, objective=objective, weights=checked, sensitivity=sensitivity)
     names = [[str(c) for c in t] for t in tables]

@@ -8,7 +8,7 @@ its bounds as one constraint
 (:class:`~pandas_dp.releases.params.PrivacyUnit`), and its knobs (an entry's
 own, or those of every histogram method through ``method=`` and
 ``**method_params``). Histogram methods are the entries of
-:data:`~pandas_dp.releases.histogram.METHODS`.
+:data:`~pandas_dp.releases.methods.METHODS`.
 
 The table is the declaration: ``DataFrame.dp``/``Series.dp`` dispatch to the
 entry's function through it, their docstrings' knob paragraphs are generated
@@ -26,8 +26,11 @@ from typing import Any, Callable, Mapping
 
 from pandas_dp.releases.count_of_counts import COUNT_OF_COUNTS_PARAMS, count_of_counts
 from pandas_dp.releases.geography import GEOGRAPHY_METHODS, GEOGRAPHY_PARAMS
-from pandas_dp.releases.hierarchical import TREE_PARAMS, hierarchical_histogram, range_query
-from pandas_dp.releases.histogram import METHODS, histogram
+from pandas_dp.releases.geography_arguments import GEOGRAPHY_KEYWORDS
+from pandas_dp.releases.hierarchical import hierarchical_histogram, range_query
+from pandas_dp.releases.histogram import histogram
+from pandas_dp.releases.methods import METHODS
+from pandas_dp.releases.methods.hierarchical import TREE_PARAMS
 from pandas_dp.releases.marginals import marginals
 from pandas_dp.releases.params import (KEYWORD, POSITIONAL, REQUIRED, UNIT_PARAMS, VAR_KEYWORD, Flag, Options, Param,
                                        ParamTable)
@@ -123,9 +126,7 @@ COUNT_OF_COUNTS_ENTRY_PARAMS = ParamTable("count_of_counts", (
     _arg("group", REQUIRED, POSITIONAL), _arg("location", REQUIRED, POSITIONAL), *LOSS_PARAMS, _arg("groups"),
     _arg("hierarchy"), *COUNT_OF_COUNTS_PARAMS, RNG, _arg("privacy_unit"), _arg("level_weights")))
 #: The arguments that make ``marginals`` a table set by geography (every table for every region).
-MARGINALS_GEOGRAPHY_PARAMS: tuple[Param, ...] = tuple(Param(name, None, None) for name in
-                                                     ("by", "hierarchy", "by_categories", "level_weights",
-                                                      "public_totals"))
+MARGINALS_GEOGRAPHY_PARAMS: tuple[Param, ...] = tuple(Param(name, None, None) for name in GEOGRAPHY_KEYWORDS)
 MARGINALS_PARAMS = ParamTable("marginals", (
     _arg("workload", REQUIRED, POSITIONAL), _arg("bins"), _arg("categories"), OTHER, *LOSS_PARAMS, _arg("weights"),
     _arg("loss", "sum"),

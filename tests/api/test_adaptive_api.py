@@ -23,8 +23,8 @@ from pandas_dp.algorithms.dpcube import box_sums, summed_area
 from pandas_dp.algorithms.grids import agrid, plan_agrid
 from pandas_dp.domain.grid import make_grid
 from pandas_dp.privacy.loss import PrivacyLoss, pure, zcdp
-from pandas_dp.releases.adaptive import public_ranges
-from pandas_dp.releases.histogram import METHODS, plan_method
+from pandas_dp.releases.methods.dawa import public_ranges
+from pandas_dp.releases.methods import METHODS, plan_method
 from pandas_dp.releases.registry import histogram_methods
 from pandas_dp.results._base import noise_radius
 

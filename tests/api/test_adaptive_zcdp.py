@@ -29,7 +29,7 @@ from pandas_dp.domain.grid import make_grid
 from pandas_dp.engines.pandas.counts import bin_counts
 from pandas_dp.noise.discrete_gaussian import discrete_gaussian_variance
 from pandas_dp.privacy.loss import ZCDP
-from pandas_dp.releases.histogram import METHODS
+from pandas_dp.releases.methods import METHODS
 
 from _cli import run
 

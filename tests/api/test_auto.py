@@ -21,10 +21,10 @@ import pandas as pd
 import pytest
 
 import pandas_dp as pdp
-from pandas_dp.releases.auto_rule import (AUTO_CONFIGS, AUTO_FEATURE_RULE, AUTO_RULE, AUTO_RULE_ZCDP, AUTO_WORKLOADS,
+from pandas_dp.releases.methods.auto_rule import (AUTO_CONFIGS, AUTO_FEATURE_RULE, AUTO_RULE, AUTO_RULE_ZCDP, AUTO_WORKLOADS,
                                           auto_candidates, choose_method)
-from pandas_dp.releases.data_dependent import AUTO_TOTAL_SHARE, AutoPlan
-from pandas_dp.releases.histogram import METHODS
+from pandas_dp.releases.methods.auto import AUTO_TOTAL_SHARE, CANDIDATES, AutoPlan
+from pandas_dp.releases.methods import METHODS
 
 EVIDENCE = Path(__file__).resolve().parents[2] / "benchmarks" / "results" / "auto_evidence.csv.gz"
 RNG = np.random.default_rng(17)
@@ -103,6 +103,12 @@ def test_the_rule_is_well_formed():
                 allowed = AUTO_CONFIGS[config][3]
                 assert allowed is None or dims in allowed, (dims, workload, config)
             assert METHODS[AUTO_CONFIGS[AUTO_RULE_ZCDP[(dims, workload)]][0]].measures >= {"zcdp"}
+
+
+def test_auto_runs_every_configured_method_as_the_table_has_it():
+    """Every method a configuration names is one of auto's candidates, the very object of METHODS."""
+    for method, *_ in AUTO_CONFIGS.values():
+        assert CANDIDATES[method] is METHODS[method]
 
 
 @pytest.mark.parametrize("key", sorted(AUTO_RULE))
@@ -195,7 +201,7 @@ def test_auto_sets_the_post_processing_through_its_own_plan():
 def test_every_candidate_is_planned_before_the_charge():
     from pandas_dp.domain.grid import make_grid
     from pandas_dp.privacy.loss import pure
-    from pandas_dp.releases.histogram import plan_method
+    from pandas_dp.releases.methods import plan_method
 
     grid = make_grid(FRAME, ["x", "y"], **TWO)
     planned = plan_method("auto", grid, pure(0.5), {"workload": "ranges"})

@@ -26,10 +26,10 @@ import pytest
 
 import pandas_dp as pdp
 from pandas_dp.privacy.loss import pure
-from pandas_dp.releases.auto_rule import (AUTO_CONFIGS, AUTO_FEATURE_RULE, AUTO_RULE, FEATURE_BLOCKS, TOP_FLOOR_ALPHA,
+from pandas_dp.releases.methods.auto_rule import (AUTO_CONFIGS, AUTO_FEATURE_RULE, AUTO_RULE, FEATURE_BLOCKS, TOP_FLOOR_ALPHA,
                                           auto_candidates, top_floor,
                                           choose_method, coarse_counts, coarse_starts, shape_features)
-from pandas_dp.releases.data_dependent import AUTO_TOTAL_SHARE
+from pandas_dp.releases.methods.auto import AUTO_TOTAL_SHARE
 
 RESULTS = Path(__file__).resolve().parents[2] / "benchmarks" / "results"
 RNG = np.random.default_rng(28)

@@ -22,7 +22,7 @@ from pandas_dp.engines.pandas import PANDAS_ENGINE
 from pandas_dp.engines.pandas.bounding import bound_codes, unit_codes, unit_hashes
 from pandas_dp.noise.words import release_key
 from pandas_dp.domain.grid import make_grid
-from pandas_dp.releases.histogram import METHODS
+from pandas_dp.releases.methods import METHODS
 from pandas_dp.releases.registry import histogram_methods
 from pandas_dp.testing import assert_dp, assert_same_outcome, with_row
 from pandas_dp.privacy.units import AUTO_STEPS, unit_bounds

@@ -32,7 +32,7 @@ from pandas_dp.domain.grid import make_grid
 from pandas_dp.engines.pandas.counts import bin_counts
 from pandas_dp.errors import DataSourceError
 from pandas_dp.privacy.loss import ZCDP, zcdp
-from pandas_dp.releases.histogram import METHODS
+from pandas_dp.releases.methods import METHODS
 from pandas_dp.testing import assert_dp, neighbours
 from pandas_dp.testing._binomial import lower_bound
 

@@ -1,13 +1,12 @@
-"""Data-dependent histogram methods for ``histogram(method=...)``: ``"ahp"``, ``"dpcube"``, ``"auto"``.
+"""``method="auto"``: a method chosen from public facts and the scale ``N x epsilon`` (``docs/methods/auto.md``).
 
-Each method is a :class:`~pandas_dp.releases.histogram.HistogramMethod`: its
-plan checks the knobs against the public domain before any charge; its
-release receives the exact counts, runs the pure algorithm and wraps the
-result. ``"auto"`` chooses a configuration with the rule of
-:mod:`pandas_dp.releases.auto_rule` from public facts and the scale
+``"auto"`` chooses a configuration with the rule of
+:mod:`pandas_dp.releases.methods.auto_rule` from public facts and the scale
 ``N x epsilon``: ``N`` is the caller's ``expected_total`` or, when the choice
 depends on it, a noisy total bought with ``total_share`` of the loss inside
-the same charge (stated in the ledger row and on the result).
+the same charge (stated in the ledger row and on the result). Every
+configuration it may choose is a method of :data:`CANDIDATES`, planned before
+the charge and released through that method's own ``release``.
 """
 
 from __future__ import annotations
@@ -21,125 +20,27 @@ from typing import Any
 import numpy as np
 
 from pandas_dp._utils.rational import to_fraction
-from pandas_dp.algorithms import ahp as _ahp
-from pandas_dp.algorithms import dpcube as _dpcube
 from pandas_dp.domain.grid import Grid
-from pandas_dp.errors import ParameterError
 from pandas_dp.privacy.loss import Noise, PrivacyLoss
-from pandas_dp.results.data_dependent import AHPHistogram, DPCubeHistogram
-from pandas_dp.results.histogram import Histogram, as_series
-from pandas_dp.releases.adaptive import with_total
-from pandas_dp.releases.auto_rule import (AUTO_WORKLOADS, FEATURE_BLOCKS, AutoChoice, auto_candidates, choose_config,
-                                          choose_method, coarse_counts, coarse_starts, feature_rule_for,
-                                          shape_features, top_floor)
-from pandas_dp.releases.histogram import METHODS, HistogramMethod, Planned, clip_at_zero, plan_method, register_method
+from pandas_dp.results.histogram import Histogram
+from pandas_dp.releases.methods.ahp import AHP
+from pandas_dp.releases.methods.auto_rule import (AUTO_WORKLOADS, FEATURE_BLOCKS, AutoChoice, auto_candidates,
+                                                  choose_config, choose_method, coarse_counts, coarse_starts,
+                                                  feature_rule_for, shape_features, top_floor)
+from pandas_dp.releases.methods.base import BOTH_MEASURES, SHARE, HistogramMethod, Planned, plan_with
+from pandas_dp.releases.methods.dawa import DAWA
+from pandas_dp.releases.methods.dpcube import DPCUBE
+from pandas_dp.releases.methods.grids import AGRID, UGRID, with_total
+from pandas_dp.releases.methods.hierarchical import HIERARCHICAL
+from pandas_dp.releases.methods.identity import IDENTITY
 from pandas_dp.releases.params import Options, Param, ParamTable, Real
 
-__all__ = ["choose_method", "AutoChoice", "AutoPlan", "AUTO_TOTAL_SHARE", "AUTO_PARAMS"]
+__all__ = ["AUTO", "AUTO_PARAMS", "AUTO_TOTAL_SHARE", "AutoPlan", "CANDIDATES", "choose_method", "AutoChoice"]
 
-_SPLIT = Real(0.0, 1.0, low_open=True)
-
-
-# ------------------------------------------------------------------------------------------ AHP
-
-AHP_PARAMS = ParamTable("method='ahp'", (
-    Param("epsilon_split", _SPLIT, _ahp.DEFAULT_EPSILON_SPLIT, "share of the loss spent on the noisy counts"),
-    Param("eta", Real(0.0), _ahp.DEFAULT_ETA, "threshold multiplier, theta = eta * ln(n) / epsilon_1"),
-    Param("clustering", Options(("greedy", "empirical", "optimal")), "greedy", "clustering strategy"),
-))
-
-
-def _plan_ahp(grid: Grid, loss: PrivacyLoss, knobs: dict[str, Any]) -> Planned:
-    clustering = knobs["clustering"]
-    limit = {"optimal": _ahp.OPTIMAL_MAX_BINS, "empirical": _ahp.EMPIRICAL_MAX_BINS}.get(clustering)
-    if limit is not None and grid.size > limit:
-        raise ParameterError(
-            f"clustering={clustering!r} is limited to {limit} bins; this domain has {grid.size}. "
-            f"Use clustering='greedy' (the default) for large domains.")
-    plan = _ahp.plan_ahp(grid.size, loss=loss, epsilon_split=knobs["epsilon_split"], eta=knobs["eta"],
-                         clustering=clustering)
-    return Planned("ahp", plan, knobs)
-
-
-def _release_ahp(counts: np.ndarray, grid: Grid, planned: Planned, *, rng: Any, nonnegative: bool,
-                 loss: PrivacyLoss) -> AHPHistogram:
-    """AHP (Zhang et al. 2014): cluster bins by noisy counts, one noisy sum per cluster.
-
-    Notes
-    -----
-    The loss splits into the noisy-counts phase (``epsilon_split``) and the
-    cluster sums (the rest), exactly (sequential composition). The reported
-    variance of a bin of cluster C is Var(Z)/|C|^2: noise only, the
-    approximation error is excluded.
-    """
-    r = _ahp.ahp(counts.reshape(-1), planned.plan, rng=rng)
-    est = r.estimates
-    post: tuple[str, ...] = ()
-    if nonnegative:
-        est = clip_at_zero(est)
-        post = ("clip at 0",)
-    knobs = planned.knobs
-    return AHPHistogram(
-        counts=as_series(est, grid, "estimate"),
-        variance=as_series(r.variances, grid, "variance"),
-        epsilon=loss.pure_epsilon, method="ahp",
-        params={"epsilon_split": knobs["epsilon_split"], "epsilon_1": str(r.plan.loss_1.amount),
-                "epsilon_2": str(r.plan.loss_2.amount), "eta": knobs["eta"], "threshold": r.theta,
-                "clustering": knobs["clustering"], "n_clusters": int(r.cluster_sizes.size),
-                "noise": r.plan.noise_1.name, "sensitivity": 1, "nonnegative": nonnegative,
-                "variance": "noise only: excludes the approximation (bias) error of cluster means"},
-        domain=grid, post_processing=post, variance_exact=False, detail=r, loss=loss, noise=r.plan.noise_2)
-
-
-# --------------------------------------------------------------------------------------- DPCube
-
-DPCUBE_PARAMS = ParamTable("method='dpcube'", (
-    Param("epsilon_split", _SPLIT, _dpcube.DEFAULT_EPSILON_SPLIT, "share of the loss spent on the cell histogram"),
-    Param("threshold", Real(0.0, allow_inf=True), None, "kd-tree variance threshold xi_0 (default: from the noise)",
-          optional=True),
-    Param("estimate", Options(("least_squares", "uniform")), "least_squares", "cell estimator"),
-))
-
-
-def _plan_dpcube(grid: Grid, loss: PrivacyLoss, knobs: dict[str, Any]) -> Planned:
-    threshold = None if knobs["threshold"] is None else float(knobs["threshold"])
-    knobs = dict(knobs, threshold=threshold)
-    plan = _dpcube.plan_dpcube(loss=loss, epsilon_split=knobs["epsilon_split"], threshold=threshold,
-                               estimate=knobs["estimate"])
-    return Planned("dpcube", plan, knobs)
-
-
-def _release_dpcube(counts: np.ndarray, grid: Grid, planned: Planned, *, rng: Any, nonnegative: bool,
-                    loss: PrivacyLoss) -> DPCubeHistogram:
-    """DPCube (Xiao et al.): noisy cells, kd-tree on them, noisy partition counts.
-
-    Notes
-    -----
-    ``least_squares`` variances are exact (GLS per partition); ``uniform`` ones cover the
-    noise only. ``nonnegative=True`` clips at 0 and makes every variance noise-only.
-    """
-    r = _dpcube.dpcube(counts, planned.plan, rng=rng)
-    est = r.estimates.reshape(-1)
-    post: tuple[str, ...] = ()
-    if nonnegative:
-        est = clip_at_zero(est)
-        post = ("clip at 0",)
-    estimate = planned.knobs["estimate"]
-    exact = estimate == "least_squares" and not nonnegative
-    return DPCubeHistogram(
-        counts=as_series(est, grid, "estimate"),
-        variance=as_series(r.variances.reshape(-1), grid, "variance"),
-        epsilon=loss.pure_epsilon, method="dpcube",
-        params={"epsilon_split": planned.knobs["epsilon_split"], "epsilon_1": str(r.plan.loss_1.amount),
-                "epsilon_2": str(r.plan.loss_2.amount), "threshold": r.threshold, "estimate": estimate,
-                "n_partitions": int(r.lo.shape[0]), "noise": r.plan.noise_1.name, "sensitivity": 1,
-                "nonnegative": nonnegative,
-                "variance": "exact (generalized least squares)" if exact else
-                "noise only: excludes the approximation (bias) error of the uniform assumption"},
-        domain=grid, post_processing=post, variance_exact=exact, detail=r, loss=loss, noise=r.plan.noise_1)
-
-
-# ----------------------------------------------------------------------------------------- auto
+#: The methods ``"auto"`` may run, by name: every method named in
+#: :data:`~pandas_dp.releases.methods.auto_rule.AUTO_CONFIGS` (``tests/api/test_auto.py`` checks it).
+CANDIDATES: dict[str, HistogramMethod] = {m.name: m for m in (IDENTITY, HIERARCHICAL, DAWA, UGRID, AGRID, AHP,
+                                                                DPCUBE)}
 
 #: Share of the loss ``"auto"`` spends on a noisy total when its choice depends on the total and
 #: no ``expected_total`` is given (1/50: the scale N x epsilon is needed to within a factor ~2 only).
@@ -152,7 +53,7 @@ AUTO_PARAMS = ParamTable("method='auto'", (
           optional=True),
     Param("workload", Options(AUTO_WORKLOADS), "ranges", "what the release will mostly answer: range sums "
           "(rectangles in 2-D), prefix sums, or single bins"),
-    Param("total_share", _SPLIT, AUTO_TOTAL_SHARE, "share of the loss spent on the noisy total when one is "
+    Param("total_share", SHARE, AUTO_TOTAL_SHARE, "share of the loss spent on the noisy total when one is "
           "needed"),
 ))
 
@@ -180,9 +81,9 @@ class AutoPlan:
         When the rule reads features: ``total_loss`` is split in halves, ``total_noise`` is the
         noisy total's (at the first half) and this the noise of each block of the coarse
         histogram (the second half; one row is in one block, parallel composition), from which
-        :func:`~pandas_dp.releases.auto_rule.shape_features` computes the features.
+        :func:`~pandas_dp.releases.methods.auto_rule.shape_features` computes the features.
     top_floor : int or None
-        With ``block_noise``: :func:`~pandas_dp.releases.auto_rule.top_floor` of the blocks, the level
+        With ``block_noise``: :func:`~pandas_dp.releases.methods.auto_rule.top_floor` of the blocks, the level
         below which the densest noisy block is not read as a dense cell (public).
     """
 
@@ -203,10 +104,10 @@ def _plan_config(choice: AutoChoice, grid: Grid, loss: PrivacyLoss, total: float
     knobs = dict(choice.params)
     if choice.method in _GRIDS and total is not None:
         knobs["expected_total"] = total          # the grids use auto's total instead of buying their own
-    return plan_method(choice.method, grid, loss, knobs)
+    return plan_with(CANDIDATES[choice.method], grid, loss, knobs)
 
 
-def _plan_auto(grid: Grid, loss: PrivacyLoss, knobs: dict[str, Any]) -> Planned:
+def _plan(grid: Grid, loss: PrivacyLoss, knobs: dict[str, Any]) -> Planned:
     """Choose now when public information decides; otherwise plan every candidate and buy a noisy total.
 
     Everything that can run after the charge is planned here, before it: a
@@ -244,7 +145,7 @@ def _plan_auto(grid: Grid, loss: PrivacyLoss, knobs: dict[str, Any]) -> Planned:
     return Planned("auto", AutoPlan(None, plans, total_loss, noise, rest, block_noise, floor), record, label="auto")
 
 
-def _release_auto(counts: np.ndarray, grid: Grid, planned: Planned, *, rng: Any, nonnegative: bool,
+def _release(counts: np.ndarray, grid: Grid, planned: Planned, *, rng: Any, nonnegative: bool,
                   loss: PrivacyLoss) -> Histogram:
     """Release the chosen configuration; with a noisy total, draw it first and choose from it.
 
@@ -261,11 +162,11 @@ def _release_auto(counts: np.ndarray, grid: Grid, planned: Planned, *, rng: Any,
     total = knobs["auto_expected_total"]
     features: dict[str, float] | None = None
     if plan.total_noise is None:
-        assert plan.choice is not None, "_plan_auto chooses at planning time when the total is public"
+        assert plan.choice is not None, "_plan chooses at planning time when the total is public"
         choice = plan.choice
         chosen = plan.plans[choice.config]
     else:
-        assert plan.total_loss is not None, "_plan_auto gives a noisy total its loss"
+        assert plan.total_loss is not None, "_plan gives a noisy total its loss"
         total = float(plan.total_noise.add(np.array([int(counts.sum())]), rng)[0])     # reads the true total
         if plan.block_noise is not None:      # reads the true coarse counts
             noisy_blocks = plan.block_noise.add(coarse_counts(counts, grid.shape).astype(np.int64), rng)
@@ -276,7 +177,7 @@ def _release_auto(counts: np.ndarray, grid: Grid, planned: Planned, *, rng: Any,
         chosen = plan.plans[choice.config]
         if chosen.method in _GRIDS:
             chosen = with_total(chosen, max(total, 0.0))
-    result = METHODS[chosen.method].release(counts, grid, chosen, rng=rng, nonnegative=nonnegative or
+    result = CANDIDATES[chosen.method].release(counts, grid, chosen, rng=rng, nonnegative=nonnegative or
                                             choice.nonnegative, loss=loss)
     noisy = plan.total_noise is not None
     params = {**result.params, "chosen_by": "auto", "auto_reason": choice.reason, "auto_config": choice.config,
@@ -310,12 +211,7 @@ def _release_auto(counts: np.ndarray, grid: Grid, planned: Planned, *, rng: Any,
     return replace(result, params=params)
 
 
-register_method(HistogramMethod("ahp", AHP_PARAMS, _plan_ahp, _release_ahp,
-                                summary="clusters bins by noisy counts, one noisy sum per cluster"))
-register_method(HistogramMethod("dpcube", DPCUBE_PARAMS, _plan_dpcube, _release_dpcube,
-                                summary="kd-tree partitions of the noisy cell grid"))
-register_method(HistogramMethod("auto", AUTO_PARAMS, _plan_auto, _release_auto,
-                                measures=frozenset({"pure", "zcdp"}),
-                                summary="picks a method from public facts and the scale N x epsilon "
-                                        "(public or a noisy total), and from noisy coarse features "
-                                        "where AUTO_FEATURE_RULE has thresholds"))
+AUTO = HistogramMethod("auto", AUTO_PARAMS, _plan, _release, measures=BOTH_MEASURES,
+                       summary="picks a method from public facts and the scale N x epsilon "
+                               "(public or a noisy total), and from noisy coarse features "
+                               "where AUTO_FEATURE_RULE has thresholds")

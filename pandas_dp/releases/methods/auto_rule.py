@@ -17,7 +17,8 @@ goes to DPCube-uniform).
 
 :data:`AUTO_RULE` is, per (dimensions, workload), a few pieces over
 ``log10(N * epsilon)``, each naming a configuration of :data:`AUTO_CONFIGS`
-(a registered method, its knobs, and whether it releases with ``nonnegative=True``).
+(a method of :data:`~pandas_dp.releases.methods.METHODS`, its knobs, and whether it releases with
+``nonnegative=True``).
 It is the fit of ``benchmarks/auto_fit.py`` to the measurements of
 ``benchmarks/auto_evidence.py`` (DPBench shapes at their natural scale and
 resampled to 1e3..1e7 rows in half decades, two domain sizes, epsilon 0.1 and 1), validated
@@ -47,7 +48,7 @@ AUTO_WORKLOADS = ("ranges", "prefix", "bins")
 #: DAWA's workload knob for each of auto's workloads.
 _DAWA_WORKLOAD = {"ranges": "ranges", "prefix": "prefix", "bins": "identity"}
 
-#: Configuration -> (registered method, knobs, ``nonnegative=True``, dimensions it takes). ``+nn`` names the
+#: Configuration -> (method of METHODS, knobs, ``nonnegative=True``, dimensions it takes). ``+nn`` names the
 #: methods whose non-negative estimates are a projection (the trees; DAWA's bucket tree), ``+clip`` those that clip at 0.
 AUTO_CONFIGS: dict[str, tuple[str, dict[str, Any], bool, tuple[int, ...] | None]] = {
     "identity": ("identity", {}, False, None),
@@ -117,7 +118,7 @@ AUTO_RULE_ZCDP: dict[tuple[int, str], str] = {
 
 
 class AutoChoice(NamedTuple):
-    """What ``method="auto"`` releases: a registered method, its knobs, why, and its post-processing.
+    """What ``method="auto"`` releases: a method of METHODS, its knobs, why, and its post-processing.
 
     ``config`` names the entry of :data:`AUTO_CONFIGS`; ``nonnegative`` says
     whether the chosen configuration releases with ``nonnegative=True`` (a projection

@@ -6,8 +6,8 @@ Order (the one release pipeline, :mod:`pandas_dp.releases.pipeline`):
    domains, the loss, ``weights``, ``loss=``, ``rng``, the privacy unit) and as
    ``histogram(by=...)`` checks its geography (the region tree from the public
    ``hierarchy`` table, or ``by_categories`` for one level, validated by
-   :func:`~pandas_dp.releases.geography.geography_tree`; ``level_weights`` by
-   :func:`~pandas_dp.releases.geography.level_shares`), then ``public_totals``
+   :func:`~pandas_dp.releases.geography_arguments.geography_tree`; ``level_weights`` by
+   :func:`~pandas_dp.releases.geography_arguments.level_shares`), then ``public_totals``
    (one finite non-negative number per region of the level, consistent across
    levels). The loss is split across the levels exactly; every measured level
    gets ResidualPlanner's plan for its part (refused here when a part is too
@@ -38,24 +38,19 @@ from fractions import Fraction
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
-from pandas_dp._utils.rational import fraction_text, safe_repr
+from pandas_dp._utils.rational import fraction_text
 from pandas_dp.algorithms.marginals.geography import (geography_gls, measure_levels, region_sum_down,
                                                       region_workload)
 from pandas_dp.algorithms.marginals.plan import Objective, ResidualPlan, plan_residuals
 from pandas_dp.algorithms.marginals.workload import Marginal, Workload, make_workload
-from pandas_dp.algorithms.regions.geography import disagreeing_levels
 from pandas_dp.algorithms.regions.layout import RegionLayout, region_tree_layout
 from pandas_dp.domain.grid import MAX_CELLS, Grid
-from pandas_dp.domain.labels import positions
-from pandas_dp.domain.regions import RegionTree
 from pandas_dp.errors import DomainError, ParameterError
 from pandas_dp.noise.words import release_key
 from pandas_dp.privacy.loss import UNIT, PrivacyLoss
-from pandas_dp.releases.geography import geography_tree, level_shares
-from pandas_dp.releases.marginals import (MAX_SUBSETS, _cached_plan, _dimensions, _weights,
-                                          _workload_columns)
+from pandas_dp.releases.geography_arguments import GeographyArguments
+from pandas_dp.releases.shared import MAX_SUBSETS, cached_plan, dimensions, workload_columns, workload_weights
 from pandas_dp.releases.params import PrivacyUnit, check_choice, check_rng
 from pandas_dp.releases.pipeline import Release, check_measure, privacy_loss, run
 from pandas_dp.algorithms.marginals.topdown import check_geography_joint
@@ -63,74 +58,10 @@ from pandas_dp.results.geography_marginals import GeographyMarginalTables
 from pandas_dp.results.geography_marginals import check_integer_totals, publish_by_region
 from pandas_dp.results.marginals import MarginalDetail
 
-__all__ = ["marginals_by_region", "check_public_totals", "RESERVED"]
+__all__ = ["marginals_by_region", "RESERVED"]
 
 #: Column names of the tidy result that a workload column may not take.
 RESERVED = ("level", "region", "table", "estimate", "variance", "std_error")
-
-
-def _totals_of(series: Any, name: str, regions: pd.Index) -> np.ndarray:
-    """One level's public totals in the tree's region order (public input: checked loudly)."""
-    fix = (f"Pass a pandas Series indexed by every region of level {name!r} (each once), of non-negative "
-           f"finite numbers (public facts, never computed from the private frame).")
-    if not isinstance(series, pd.Series):
-        raise ParameterError(f"public_totals[{name!r}] must be a pandas Series. Got {safe_repr(series)}. {fix}")
-    if not pd.api.types.is_numeric_dtype(series.dtype) or pd.api.types.is_bool_dtype(series.dtype) \
-            or pd.api.types.is_complex_dtype(series.dtype):
-        raise ParameterError(f"public_totals[{name!r}] must hold numbers; got dtype {series.dtype}. {fix}")
-    values = series.to_numpy(dtype=np.float64, na_value=np.nan)
-    if not np.all(np.isfinite(values)) or np.any(values < 0):
-        raise ParameterError(f"public_totals[{name!r}] holds a missing, infinite or negative total. {fix}")
-    try:
-        index = pd.Index(series.index, dtype=object)
-        bad = bool(index.hasnans) or not index.is_unique
-        if not bad:
-            where = positions(index, pd.Series(regions, dtype=object))
-    except Exception as err:  # noqa: BLE001 - unhashable labels or a label whose __eq__/__hash__ raises
-        raise ParameterError(f"public_totals[{name!r}] must be indexed by region labels. {fix}") from err
-    if bad:
-        raise ParameterError(f"public_totals[{name!r}] repeats a region or has a missing label. {fix}")
-    if len(index) != len(regions) or np.any(where < 0):
-        missing = [regions[i] for i in np.flatnonzero(where < 0)[:5]]
-        raise ParameterError(f"public_totals[{name!r}] must give one total for each of the {len(regions)} regions "
-                             f"of level {name!r}, and nothing else; got {len(index)} labels"
-                             f"{', missing ' + safe_repr(missing) if missing else ''}. {fix}")
-    return values[where]
-
-
-def check_public_totals(public_totals: Any, tree: RegionTree, layout: RegionLayout) -> dict[int, np.ndarray]:
-    """``{level position: totals in region order}`` from ``public_totals={level name: Series}`` (public input).
-
-    Raises
-    ------
-    ParameterError
-        Not a dict keyed by level names, a Series that misses or adds a region, a value that is not a
-        finite non-negative number, or totals of two levels that disagree (a parent's total is not the
-        sum of its children's).
-    """
-    if public_totals is None:
-        return {}
-    if not isinstance(public_totals, Mapping) or not public_totals:
-        raise ParameterError(f"The 'public_totals' parameter must be a dict {{level: Series of totals by region}}, "
-                             f"e.g. {{'state': pd.Series({{'A': 120, 'B': 80}})}}. Got {safe_repr(public_totals)}.")
-    try:
-        items = list(public_totals.items())
-    except Exception as err:  # noqa: BLE001 - a mapping whose items() raises
-        raise ParameterError("The 'public_totals' parameter must be a plain dict {level: Series}.") from err
-    out: dict[int, np.ndarray] = {}
-    for key, series in items:
-        plain = str.__str__(key) if isinstance(key, str) else None
-        lvl = tree.level_names.index(plain) if plain is not None and plain in tree.level_names else None
-        if lvl is None:
-            raise ParameterError(f"public_totals names level {safe_repr(key)}; the levels are "
-                                 f"{list(tree.level_names)}.")
-        out[lvl] = _totals_of(series, tree.level_names[lvl], tree.regions[lvl])
-    pair = disagreeing_levels(out, layout)
-    if pair is not None:
-        coarse, fine = pair
-        raise ParameterError(f"public_totals of level {tree.level_names[fine]!r} do not add up to those of level "
-                             f"{tree.level_names[coarse]!r}: public facts must agree with each other.")
-    return out
 
 
 def _plans(work: Workload, loss: PrivacyLoss, shares: tuple[Fraction, ...], objective: Objective,
@@ -140,7 +71,7 @@ def _plans(work: Workload, loss: PrivacyLoss, shares: tuple[Fraction, ...], obje
         if share == 0:
             plans.append(None)
         elif weights is None:
-            plans.append(_cached_plan(work, part, objective, sensitivity))
+            plans.append(cached_plan(work, part, objective, sensitivity))
         else:
             plans.append(plan_residuals(work, loss=part, objective=objective, weights=weights,
                                         sensitivity=sensitivity))
@@ -161,11 +92,9 @@ def _level_counts(leaf: Mapping[Marginal, np.ndarray], work: Workload, layout: R
     return out
 
 
-def marginals_by_region(frame: Any, workload: Any, *, bins: Any = None, categories: Any = None, other: Any = None,
-                        epsilon: Any = None,
-                        rho: Any = None, weights: Any = None, loss: Any = "sum", privacy_unit: Any = None,
-                        max_rows: Any = None, by: Any = None, hierarchy: Any = None, by_categories: Any = None,
-                        level_weights: Any = None, public_totals: Any = None,
+def marginals_by_region(frame: Any, workload: Any, geography: GeographyArguments, /, *, bins: Any = None,
+                        categories: Any = None, other: Any = None, epsilon: Any = None, rho: Any = None,
+                        weights: Any = None, loss: Any = "sum", privacy_unit: Any = None, max_rows: Any = None,
                         rng: Any = None, publish: str | None = None) -> GeographyMarginalTables:
     """Release a workload of consistent cross-tabulations for every region (see ``DataFrame.dp.marginals``).
 
@@ -175,13 +104,8 @@ def marginals_by_region(frame: Any, workload: Any, *, bins: Any = None, categori
     the joints' size (union domain times every region) and, for integers, whole public totals are
     checked before anything is read.
     """
-    if by is None:
-        given = [name for name, v in (("hierarchy", hierarchy), ("by_categories", by_categories),
-                                      ("level_weights", level_weights), ("public_totals", public_totals))
-                 if v is not None]
-        raise ParameterError(f"{', '.join(given)} apply to tables by geography: pass by= too (the frame's "
-                             f"geography columns, coarse to fine), e.g. by=['state', 'county'].")
-    attrs, tables = _workload_columns(frame, workload)
+    geography.check_by()
+    attrs, tables = workload_columns(frame, workload)
     privacy = privacy_loss(epsilon, rho)
     check_measure(privacy, frozenset({"pure", "zcdp"}), "marginals")
     objective: Objective = "max" if check_choice(loss, "loss", ("sum", "max")) == "max" else "sum"
@@ -190,7 +114,7 @@ def marginals_by_region(frame: Any, workload: Any, *, bins: Any = None, categori
     if clash:
         raise ParameterError(f"Workload column(s) {clash} share a name with the result's columns {list(RESERVED)}; "
                              f"rename them (df.rename(columns=...)) first.")
-    tree = geography_tree(frame.columns, by, hierarchy=hierarchy, by_categories=by_categories)
+    tree = geography.tree(frame.columns)
     located = [c for c in tree.located if c in attrs]
     if located:
         raise ParameterError(f"The geography column(s) {located} are also workload columns: every table is already "
@@ -201,7 +125,7 @@ def marginals_by_region(frame: Any, workload: Any, *, bins: Any = None, categori
     if sum(1 << len(t) for t in tables) > MAX_SUBSETS:
         raise DomainError(f"The workload's tables have too many sub-tables to measure (the sum of 2**columns over "
                           f"its tables is above {MAX_SUBSETS:,}). Use tables of fewer columns.")
-    dims = _dimensions(frame, attrs, bins, categories, other)
+    dims = dimensions(frame, attrs, bins, categories, other)
     position = {(type(c), c): i for i, c in enumerate(attrs)}
     work = make_workload([d.size for d in dims], [[position[(type(c), c)] for c in t] for t in tables])
     n_regions = [len(r) for r in tree.regions]
@@ -211,14 +135,14 @@ def marginals_by_region(frame: Any, workload: Any, *, bins: Any = None, categori
                           f"regions have {cells:,} cells; the limit is {MAX_CELLS:,} (2**26). Use coarser bins, "
                           f"fewer columns per table or fewer regions.")
     layout = region_tree_layout(tree)
-    shares = level_shares(level_weights, tree.level_names, flat=by_categories is not None)
-    totals = check_public_totals(public_totals, tree, layout)
+    shares = geography.shares(tree.level_names)
+    totals = geography.totals(tree, layout)
     if publish is not None:
         check_geography_joint([d.size for d in dims], sum(n_regions), f"marginals({publish}=True)")
         if publish == "integer":
             check_integer_totals(totals, tree.level_names)
     sensitivity = UNIT if unit is None else unit.histogram_sensitivity()
-    plans = _plans(work, privacy, shares, objective, _weights(weights, len(work.tables)), sensitivity)
+    plans = _plans(work, privacy, shares, objective, workload_weights(weights, len(work.tables)), sensitivity)
     rwork = region_workload(work, n_regions[-1])
     finest = plans[-1]
     assert finest is not None, "level_shares gives the finest level a positive share"
