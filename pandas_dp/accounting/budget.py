@@ -46,11 +46,11 @@ import pandas as pd
 
 from pandas_dp._utils.rational import safe_repr
 from pandas_dp.errors import BudgetError, LedgerError, NoActiveBudgetError, ParameterError
-from pandas_dp.accounting.ledger.internal import (DELTA_SUFFIX, NO_BLIND_RESTORE, ChainError, Charge, MemoryStore, Posting, Store, Txn,
-                                                   check_remaining, columns_text, damaged, entries_frame, entry_text,
-                                                   loss_of, new_meta, open_budget, open_store, params_text, post,
-                                                   read_meta, record, store_for, transact, verify_budget,
-                                                   verify_budget_chain)
+from pandas_dp.accounting.ledger import (DELTA_SUFFIX, NO_BLIND_RESTORE, ChainError, Charge, MemoryStore, Posting, Store, Txn,
+                                          check_remaining, columns_text, damaged, entries_frame, entry_text,
+                                          loss_of, new_meta, open_budget, open_store, params_text, post,
+                                          read_meta, record, store_for, transact, verify_budget,
+                                          verify_budget_chain)
 from pandas_dp.privacy.loss import PrivacyLoss, check_delta, loss_from
 
 __all__ = ["Budget", "Reservation", "Charge", "budget", "active_budget", "ACTIVE_BUDGETS", "DELTA_SUFFIX"]

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 import pandas_dp as pdp
-from pandas_dp.accounting.ledger.internal import loss_of
+from pandas_dp.accounting.ledger import loss_of
 from pandas_dp.accounting.budget import Reservation
 from pandas_dp.cli.preflight import call_release, preflight, read_input, write_atomic
 from pandas_dp.cli.spec import ReleaseError, Spec, SpecError, jsonable, load_spec, parse_spec, release_table
