@@ -12,7 +12,7 @@ counties, age 0-99 x sex = 200 cells per region, about 610k released cells):
   on a Dask frame read from Parquet (``--no-dask`` skips it), checked equal
   to the pandas release for one seed;
 * **algorithm part** (``--no-speed`` skips it): each step of
-  :func:`pandas_dp.algorithms.regions.geography.release_geography` on the exact tables;
+  :func:`pandas_dp.algorithms.geography.release.release_geography` on the exact tables;
 * **accuracy** (epsilon split equally over the three levels, ``--trials``
   releases), on the synthetic population and on the bundled census
   (:mod:`pandas_dp.data`: its persons by state and county, the households
@@ -45,10 +45,10 @@ import pandas as pd
 import pandas_dp as pdp
 from benchmarks._timing import best_of, traced_peak
 from pandas_dp.algorithms.controlled_rounding import controlled_round
-from pandas_dp.algorithms.regions.geography import release_geography
-from pandas_dp.algorithms.regions.inference import region_inference
-from pandas_dp.algorithms.regions.layout import RegionLayout, region_layout
-from pandas_dp.algorithms.regions.nonnegative import nonnegative_regions
+from pandas_dp.algorithms.geography.release import release_geography
+from pandas_dp.algorithms.geography.inference import region_inference
+from pandas_dp.algorithms.geography.layout import RegionLayout, region_layout
+from pandas_dp.algorithms.geography.nonnegative import nonnegative_regions
 from pandas_dp.privacy.loss import PrivacyLoss, PureDP, ZCDP
 
 AGES, SEXES = 100, 2
@@ -200,7 +200,7 @@ def census_truth() -> tuple[list[np.ndarray], list]:
     from pandas_dp.data import load_households, load_persons
     from pandas_dp.domain.grid import make_grid
     from pandas_dp.engines.pandas import PANDAS_ENGINE
-    from pandas_dp.domain.regions import region_tree
+    from pandas_dp.domain.geography import region_tree
 
     persons = load_persons()
     persons["sex"] = (persons["sex"] == "M").astype(np.int8)

@@ -28,7 +28,7 @@ from hypothesis import strategies as st
 import pandas_dp as pdp
 import pandas_dp.engines.pandas.counts as pandas_engine
 import pandas_dp.engines.pandas.groups as pandas_groups
-from pandas_dp.domain.regions import region_tree
+from pandas_dp.domain.geography import region_tree
 from pandas_dp.testing import assert_dp
 
 from _slow import FULL, QUICK_TRIALS, SLOW_TRIALS, quick_levels

@@ -77,8 +77,8 @@ from typing import Any, Literal
 
 import numpy as np
 
-from pandas_dp.algorithms.regions.layout import as_layout
-from pandas_dp.algorithms.regions.layout import RegionLayout
+from pandas_dp.algorithms.geography.layout import as_layout
+from pandas_dp.algorithms.geography.layout import RegionLayout
 from pandas_dp.algorithms.tree.layout import TreeLayout
 from pandas_dp.errors import ParameterError
 

@@ -9,7 +9,7 @@ A domain is never derived from the private frame. The parts, in the order a rele
 * :mod:`~pandas_dp.domain.binning`, :mod:`~pandas_dp.domain.numeric_values`,
   :mod:`~pandas_dp.domain.labels`, :mod:`~pandas_dp.domain.categories`: private values to cell codes,
   never raising on a value (out of domain -> dropped);
-* :mod:`~pandas_dp.domain.regions`, :mod:`~pandas_dp.domain.schema`: public geographies and the
+* :mod:`~pandas_dp.domain.geography`, :mod:`~pandas_dp.domain.schema`: public geographies and the
   pandera schemas of the public Hierarchy and Groups tables.
 """
 

@@ -5,7 +5,7 @@ release would drop as out of domain, and why: group ids and locations that are n
 missing, unknown to the public Groups table or Hierarchy, or disagreeing with them. It is for the
 custodian's own eyes; no release calls it (releases drop such rows silently and uncounted).
 
-It builds a :class:`~pandas_dp.domain.regions.RegionTree` (:func:`~pandas_dp.domain.regions.region_tree`,
+It builds a :class:`~pandas_dp.domain.geography.RegionTree` (:func:`~pandas_dp.domain.geography.region_tree`,
 which validates the public tables with :mod:`pandas_dp.domain.schema`) and checks the rows with the
 same schemas and failure frames, so it sits above both modules. Public path: ``pandas_dp.schema``.
 """
@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from pandas_dp.domain.labels import factorize, positions
-from pandas_dp.domain.regions import RegionTree, region_tree
+from pandas_dp.domain.geography import RegionTree, region_tree
 from pandas_dp.domain.schema import (FAILURE_COLUMNS, _collect, entities_schema, join_failures, raise_failures,
                                      scalar_failures)
 from pandas_dp.errors import ParameterError

@@ -5,7 +5,7 @@ boundary rule):
 
 * **Public tables** are validated loudly, before any private row is read and
   before any budget is charged (:func:`validate_public_tables`, called by
-  :func:`pandas_dp.domain.regions.region_tree`):
+  :func:`pandas_dp.domain.geography.region_tree`):
 
   - **Groups** (``groups=``): unique, non-missing group ids; every group in
     exactly one leaf region (non-missing locations, one row per group);
@@ -26,7 +26,7 @@ boundary rule):
   custodian's quality check of the persons frame against the public tables;
   it is **not private** (it lists private rows) and no release calls it.
 
-This module is below :mod:`pandas_dp.domain.regions`: a region tree is built from public tables this
+This module is below :mod:`pandas_dp.domain.geography`: a region tree is built from public tables this
 module validated, and :mod:`pandas_dp.domain.persons_check`, which checks private rows against a built
 tree, is above both. It imports pandera, so nothing imported by ``import pandas_dp`` imports it at
 module level: ``region_tree`` loads it when a tree is built, ``pandas_dp.schema`` on first use.

@@ -31,7 +31,7 @@ import pandas as pd
 
 from pandas_dp.algorithms.marginals.workload import Marginal, Workload
 from pandas_dp.domain.grid import Grid
-from pandas_dp.domain.regions import RegionTree
+from pandas_dp.domain.geography import RegionTree
 from pandas_dp.engines.pandas import PANDAS_ENGINE
 from pandas_dp.engines.pandas.groups import GroupTables
 from pandas_dp.errors import ParameterError

@@ -18,11 +18,11 @@ import numpy as np
 import pandas as pd
 
 from pandas_dp.algorithms.marginals.workload import Marginal, Workload
-from pandas_dp.algorithms.regions.layout import level_tables
+from pandas_dp.algorithms.geography.layout import level_tables
 from pandas_dp.domain.categories import CategoryDomain
 from pandas_dp.domain.grid import Grid
 from pandas_dp.domain.label_text import public_order
-from pandas_dp.domain.regions import RegionTree
+from pandas_dp.domain.geography import RegionTree
 from pandas_dp.engines import pieces
 from pandas_dp.engines.pandas.groups import GroupTables
 from pandas_dp.engines.primitives import Primitives, UnitRows
@@ -144,7 +144,7 @@ class CountingEngine:
         --------
         >>> import pandas as pd
         >>> from pandas_dp.domain.grid import make_grid
-        >>> from pandas_dp.domain.regions import region_tree
+        >>> from pandas_dp.domain.geography import region_tree
         >>> from pandas_dp.engines.pandas import PANDAS_ENGINE
         >>> hier = pd.DataFrame({"state": ["A", "A", "B"], "county": ["a1", "a2", "b1"]})
         >>> df = pd.DataFrame({"state": ["A", "B", "A", "B"], "county": ["a2", "b1", "b1", None],

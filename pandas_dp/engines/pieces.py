@@ -19,7 +19,7 @@ from pandas_dp.algorithms.marginals.counting import closure_marginals
 from pandas_dp.algorithms.marginals.workload import Marginal, Workload
 from pandas_dp.domain.grid import Grid
 from pandas_dp.domain.labels import factorize, value_classes
-from pandas_dp.domain.regions import RegionTree
+from pandas_dp.domain.geography import RegionTree
 from pandas_dp.engines.pandas.bounding import (bound_codes, bounded_cell_counts, contribution_histogram, group_cells,
                                                index_dtype, kept_and_dropped, unit_hashes)
 from pandas_dp.engines.pandas.counts import bin_counts, cell_codes, group_counts

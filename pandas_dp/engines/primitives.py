@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 
 from pandas_dp.domain.grid import Grid
-from pandas_dp.domain.regions import RegionTree
+from pandas_dp.domain.geography import RegionTree
 
 if TYPE_CHECKING:  # the tables' class lives with the pandas kernels that build them
     from pandas_dp.engines.pandas.groups import GroupTables

@@ -37,7 +37,7 @@ from pandas_dp._utils.rational import safe_repr
 from pandas_dp.domain.grid import MAX_CELLS
 from pandas_dp.errors import ParameterError
 from pandas_dp.privacy.loss import Noise, PrivacyLoss, Sensitivity
-from pandas_dp.domain.regions import region_tree
+from pandas_dp.domain.geography import region_tree
 from pandas_dp.results.count_of_counts import CountOfCounts
 from pandas_dp.releases.params import Options, Param, ParamTable, check_rng
 from pandas_dp.releases.geography_arguments import level_shares

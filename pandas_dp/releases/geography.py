@@ -9,7 +9,7 @@ Order (the one release pipeline, :mod:`pandas_dp.releases.pipeline`):
 1. **Public inputs.** The columns, the loss, the rng and the flags; the
    method (``"identity"``: a flat table per region); the region tree from the
    public ``hierarchy`` table (or ``by_categories`` for one level), validated
-   loudly by :func:`pandas_dp.domain.regions.region_tree`; the grid of cells; the
+   loudly by :func:`pandas_dp.domain.geography.region_tree`; the grid of cells; the
    public totals; the level weights (the five geography arguments come as one
    :class:`~pandas_dp.releases.geography_arguments.GeographyArguments`). The plan splits the loss across the levels
    (``loss.split(shares)``, exact) and calibrates each level's noise for
@@ -19,7 +19,7 @@ Order (the one release pipeline, :mod:`pandas_dp.releases.pipeline`):
    (:mod:`pandas_dp.engines.pandas.geography_counts`, on every engine); a row whose
    region is unknown, missing or odd, or whose coarser ``by`` columns disagree
    with the tree, is out of domain and dropped, silently.
-3. **Mechanism** (:func:`~pandas_dp.algorithms.regions.geography.release_geography`):
+3. **Mechanism** (:func:`~pandas_dp.algorithms.geography.release.release_geography`):
    noise on every measured level, exact GLS across the geography,
    optionally non-negative or integer tables; wrapped as a
    :class:`~pandas_dp.results.geography.GeographyHistogram`.
@@ -42,14 +42,14 @@ import numpy as np
 import pandas as pd
 
 from pandas_dp._utils.rational import fraction_text
-from pandas_dp.algorithms.regions.geography import release_geography
+from pandas_dp.algorithms.geography.release import release_geography
 from pandas_dp.domain.grid import MAX_CELLS, Grid, make_grid
 from pandas_dp.errors import DomainError, ParameterError
 from pandas_dp.privacy.loss import UNIT, Noise, PrivacyLoss
-from pandas_dp.domain.regions import RegionTree
+from pandas_dp.domain.geography import RegionTree
 from pandas_dp.results.geography_layout import geography_index, RESERVED_NAMES
 from pandas_dp.results.geography import GeographyHistogram
-from pandas_dp.algorithms.regions.layout import level_tables, region_tree_layout
+from pandas_dp.algorithms.geography.layout import level_tables, region_tree_layout
 from pandas_dp.noise.words import release_key
 from pandas_dp.privacy.units import AUTO_MAX_ROWS, AUTO_SHARE, UnitArguments, UnitBounds
 from pandas_dp.releases.geography_arguments import GEOGRAPHY_KEYWORDS, GeographyArguments
@@ -202,7 +202,7 @@ def histogram_by_region(frame: Any, columns: Any, geography: GeographyArguments,
     ``public_totals={level: Series}`` (checked as ``marginals(by=...)`` checks it, before any charge):
     every region's histogram at that level sums to its total exactly, coarser levels are sums of
     them and finer ones are conditioned on them (exact GLS, exact variances; see
-    :func:`~pandas_dp.algorithms.regions.geography.release_geography`). Non-negative and integer
+    :func:`~pandas_dp.algorithms.geography.release.release_geography`). Non-negative and integer
     tables keep totals of ``"national"`` only (integer ones need an integer total).
     """
     geography.check_by()

@@ -26,10 +26,10 @@ import numpy as np
 import pandas as pd
 
 from pandas_dp._utils.rational import safe_repr, to_fraction
-from pandas_dp.algorithms.regions.geography import disagreeing_levels
-from pandas_dp.algorithms.regions.layout import RegionLayout
+from pandas_dp.algorithms.geography.release import disagreeing_levels
+from pandas_dp.algorithms.geography.layout import RegionLayout
 from pandas_dp.domain.labels import positions
-from pandas_dp.domain.regions import RegionTree, region_tree
+from pandas_dp.domain.geography import RegionTree, region_tree
 from pandas_dp.errors import DomainError, ParameterError
 
 __all__ = ["GEOGRAPHY_KEYWORDS", "GeographyArguments", "geography_tree", "level_weight", "level_shares",

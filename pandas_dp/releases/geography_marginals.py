@@ -44,7 +44,7 @@ from pandas_dp.algorithms.marginals.geography import (geography_gls, measure_lev
                                                       region_workload)
 from pandas_dp.algorithms.marginals.plan import Objective, ResidualPlan, plan_residuals
 from pandas_dp.algorithms.marginals.workload import Marginal, Workload, make_workload
-from pandas_dp.algorithms.regions.layout import RegionLayout, region_tree_layout
+from pandas_dp.algorithms.geography.layout import RegionLayout, region_tree_layout
 from pandas_dp.domain.grid import MAX_CELLS, Grid
 from pandas_dp.errors import DomainError, ParameterError
 from pandas_dp.noise.words import release_key

@@ -43,7 +43,7 @@ from pandas_dp.algorithms.marginals.geography import RegionMarginalEstimates
 from pandas_dp.algorithms.marginals.reconstruct import MarginalEstimates
 from pandas_dp.algorithms.marginals.sample import sample_joint
 from pandas_dp.algorithms.marginals.topdown import TopDownFit, region_tables, topdown_integer, topdown_nonnegative
-from pandas_dp.algorithms.regions.layout import region_layout
+from pandas_dp.algorithms.geography.layout import region_layout
 from pandas_dp.domain.grid import Grid
 from pandas_dp.errors import ParameterError
 from pandas_dp.results._base import confidence_bounds

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pandas_dp.algorithms.controlled_rounding import controlled_round, integer_tree, tree_parents
-from pandas_dp.algorithms.regions.layout import region_layout
+from pandas_dp.algorithms.geography.layout import region_layout
 from pandas_dp.algorithms.tree.release import release_tree
 from pandas_dp.algorithms.tree.layout import tree_layout
 from pandas_dp.errors import ParameterError

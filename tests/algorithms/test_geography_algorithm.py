@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pandas_dp.algorithms.regions.geography import release_geography
-from pandas_dp.algorithms.regions.inference import region_inference
+from pandas_dp.algorithms.geography.release import release_geography
+from pandas_dp.algorithms.geography.inference import region_inference
 from pandas_dp.errors import ParameterError
 from pandas_dp.privacy.loss import PureDP, Sensitivity, ZCDP
 

@@ -14,8 +14,8 @@ from scipy.optimize import lsq_linear
 from pandas_dp.algorithms.marginals.publish import publish_tables
 from pandas_dp.algorithms.marginals.topdown import (grid_round, level_weights, project_level, region_tables,
                                                     simplex_groups, topdown_integer, topdown_nonnegative)
-from pandas_dp.algorithms.regions.layout import region_layout
-from pandas_dp.algorithms.regions.nonnegative import project_groups
+from pandas_dp.algorithms.geography.layout import region_layout
+from pandas_dp.algorithms.geography.nonnegative import project_groups
 
 SHAPE = (3, 2, 4)
 TABLES = [(0, 1), (1, 2), (0, 2)]

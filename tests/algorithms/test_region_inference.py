@@ -9,10 +9,10 @@ from hypothesis import strategies as st
 from scipy.linalg import null_space
 
 from pandas_dp.algorithms.controlled_rounding import tree_parents
-from pandas_dp.algorithms.regions.inference import region_inference
-from pandas_dp.algorithms.regions.variance import region_variances
-from pandas_dp.algorithms.regions.layout import region_layout
-from pandas_dp.algorithms.regions.nonnegative import nonnegative_regions, project_groups
+from pandas_dp.algorithms.geography.inference import region_inference
+from pandas_dp.algorithms.geography.variance import region_variances
+from pandas_dp.algorithms.geography.layout import region_layout
+from pandas_dp.algorithms.geography.nonnegative import nonnegative_regions, project_groups
 from pandas_dp.algorithms.tree.inference import constrained_inference
 from pandas_dp.algorithms.tree.layout import tree_layout
 from pandas_dp.errors import ParameterError

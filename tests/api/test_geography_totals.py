@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import pandas_dp as pdp
-from pandas_dp.algorithms.regions.geography import release_geography
+from pandas_dp.algorithms.geography.release import release_geography
 from pandas_dp.errors import ParameterError
 from pandas_dp.privacy.loss import PureDP
 from pandas_dp.testing import assert_same_outcome, with_row

@@ -20,9 +20,9 @@ from pandas_dp.algorithms.marginals.geography import (geography_gls, measure_lev
                                                       region_workload)
 from pandas_dp.algorithms.marginals.plan import plan_residuals
 from pandas_dp.algorithms.marginals.workload import make_workload
-from pandas_dp.algorithms.regions.layout import region_layout
+from pandas_dp.algorithms.geography.layout import region_layout
 from pandas_dp.domain.grid import make_grid
-from pandas_dp.domain.regions import region_tree
+from pandas_dp.domain.geography import region_tree
 from pandas_dp.engines.pandas.geography_marginals import region_marginal_counts
 from pandas_dp.privacy.loss import zcdp
 from pandas_dp.testing import assert_same_outcome

@@ -391,8 +391,8 @@ def test_geography_noises_every_level_for_the_unit_row_bound(scheme, k):
 def test_geography_bounds_every_unit_on_the_leaf_table():
     heavy = pd.concat([PEOPLE, pd.DataFrame({"rider": 999, "hour": 3, "fare": 1.0, "state": "A", "county": "a1"},
                                             index=range(500))], ignore_index=True)
-    from pandas_dp.algorithms.regions.layout import level_tables
-    from pandas_dp.domain.regions import region_tree
+    from pandas_dp.algorithms.geography.layout import level_tables
+    from pandas_dp.domain.geography import region_tree
 
     tree = region_tree(heavy.columns, None, ["state", "county"], hierarchy=GEO)
     grid = make_grid(heavy, ["hour"], bins=6, range=(0, 24))

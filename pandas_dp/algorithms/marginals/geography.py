@@ -23,11 +23,11 @@ sum of its children's, so is each of its components). The GLS estimate of the
 whole table set therefore separates: for every residual ``A'``, every
 coordinate of its component is one Hay et al. tree problem across the regions
 with noise variance ``V_{A',l}`` on level ``l``, solved exactly by
-:func:`~pandas_dp.algorithms.regions.inference.region_inference` (all
+:func:`~pandas_dp.algorithms.geography.inference.region_inference` (all
 coordinates at once: its weights do not depend on the cell). The tree GLS
 maps centred arrays to centred arrays, so the estimated components stay in
 their residual's range, and each has the exact variance ``g_{A',l,r}``
-(:mod:`~pandas_dp.algorithms.regions.variance`) times ``kron P_i``: a cell of
+(:mod:`~pandas_dp.algorithms.geography.variance`) times ``kron P_i``: a cell of
 the table on ``W`` at region ``r`` of level ``l`` has variance
 ``sum_{A' subset W} g_{A',l,r} a(A', W)``.
 
@@ -65,8 +65,8 @@ import numpy as np
 from pandas_dp.algorithms.marginals.plan import ResidualPlan, cell_coefficient
 from pandas_dp.algorithms.marginals.reconstruct import MarginalEstimates
 from pandas_dp.algorithms.marginals.workload import Marginal, Workload
-from pandas_dp.algorithms.regions.inference import region_inference
-from pandas_dp.algorithms.regions.layout import RegionLayout
+from pandas_dp.algorithms.geography.inference import region_inference
+from pandas_dp.algorithms.geography.layout import RegionLayout
 from pandas_dp.privacy.loss import Noise
 
 __all__ = ["RegionMarginalEstimates", "region_sum_down", "measure_levels", "level_components",
@@ -248,7 +248,7 @@ def geography_gls(noisy: Sequence[Mapping[Marginal, np.ndarray] | None], plans: 
     --------
     >>> from pandas_dp.algorithms.marginals.workload import make_workload
     >>> from pandas_dp.algorithms.marginals.plan import plan_residuals
-    >>> from pandas_dp.algorithms.regions.layout import region_layout
+    >>> from pandas_dp.algorithms.geography.layout import region_layout
     >>> from pandas_dp.privacy.loss import zcdp
     >>> work = make_workload([2], [(0,)])
     >>> plans = [plan_residuals(work, loss=zcdp(1)), plan_residuals(work, loss=zcdp(1))]

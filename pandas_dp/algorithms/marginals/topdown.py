@@ -36,7 +36,7 @@ gradient restarts, as the flat projection) over all regions of the level at
 once, with a per-region step ``1 / L_r`` (``L_r = sum_t w_{r,t} N / n_t``)
 and the projection in the matching diagonal metric: per (parent, cell) group a
 weighted simplex projection by Michelot's iteration, vectorised over every
-group (:func:`~pandas_dp.algorithms.regions.nonnegative.project_groups`). No
+group (:func:`~pandas_dp.algorithms.geography.nonnegative.project_groups`). No
 Python loop runs over regions or cells.
 
 Exactness. Joints are put on the dyadic grid ``2**-k`` of the flat case (``k``
@@ -81,8 +81,8 @@ import numpy as np
 from pandas_dp.algorithms.controlled_rounding import controlled_round
 from pandas_dp.algorithms.marginals.nonnegative import check_joint, momentum_step
 from pandas_dp.algorithms.marginals.publish import MAX_WEIGHT_RATIO, WEIGHT_VARIANCE_FLOOR
-from pandas_dp.algorithms.regions.layout import RegionLayout
-from pandas_dp.algorithms.regions.nonnegative import project_groups
+from pandas_dp.algorithms.geography.layout import RegionLayout
+from pandas_dp.algorithms.geography.nonnegative import project_groups
 from pandas_dp.errors import DomainError
 
 __all__ = ["MAX_GEOGRAPHY_JOINT", "TopDownFit", "check_geography_joint", "anchor_level", "project_level",
@@ -245,7 +245,7 @@ def project_level(shape: Sequence[int], tables: Sequence[Sequence[int]], targets
 
 
 def simplex_groups(t: np.ndarray, v: np.ndarray, group: np.ndarray, total: np.ndarray) -> np.ndarray:
-    """:func:`~pandas_dp.algorithms.regions.nonnegative.project_groups` (every group of ``t`` onto
+    """:func:`~pandas_dp.algorithms.geography.nonnegative.project_groups` (every group of ``t`` onto
     ``{x >= 0, sum x = total[g]}`` in the metric ``1 / v``), its later rounds on the unsettled groups only.
 
     The first round shifts every group onto its total (``x = t - lambda v``); a group with no value

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from pandas_dp.domain.grid import Grid
-from pandas_dp.domain.regions import RegionTree
+from pandas_dp.domain.geography import RegionTree
 from pandas_dp.engines.dask import groups, labels
 from pandas_dp.engines.dask.graph import (SPLIT_EVERY, check_known_categories, compute_private, dask_module, partitions,
                                           share, tree_sum)

@@ -1,7 +1,7 @@
 """The Dask engine for count-of-counts: persons (Dask) + the public region tree -> exact size histograms.
 
 The region tree is public: it is built on the client from the frame's column
-names and the public tables (:func:`pandas_dp.domain.regions.region_tree`), as on
+names and the public tables (:func:`pandas_dp.domain.geography.region_tree`), as on
 pandas. Everything that reads persons runs as Dask tasks with the pandas
 engine's per-row rules (:mod:`pandas_dp.engines.pandas.groups`): a row out of domain is
 dropped in the partition that holds it, silently. No task raises or warns on
@@ -43,7 +43,7 @@ from pandas_dp._utils.optional import import_optional
 from pandas_dp.domain.labels import value_classes
 from pandas_dp.algorithms.count_of_counts import Runs
 from pandas_dp.errors import ParameterError
-from pandas_dp.domain.regions import RegionTree, region_tree
+from pandas_dp.domain.geography import RegionTree, region_tree
 from pandas_dp.domain.unit_values import canonical_unit_hashes
 from pandas_dp.engines.dask.graph import SPLIT_EVERY, compute_private, partitions, share, tree_sum
 from pandas_dp.engines.pieces import merge_by_id, sum_arrays
@@ -149,7 +149,7 @@ def count_groups(persons: Any, tree: RegionTree, *, buckets: int | None = None,
         The entities (private); only ``tree.group`` and ``tree.located`` are
         read, by Dask tasks.
     tree : RegionTree
-        Built by :func:`pandas_dp.domain.regions.region_tree` with a ``group`` column.
+        Built by :func:`pandas_dp.domain.geography.region_tree` with a ``group`` column.
     buckets : int, optional
         Buckets of the distributed groupby (default: one per 8 partitions).
     split_every : int

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from pandas_dp.domain.grid import Grid
-from pandas_dp.domain.regions import RegionTree
+from pandas_dp.domain.geography import RegionTree
 from pandas_dp.engines.features import CountingEngine
 from pandas_dp.engines.pandas import groups, labels
 from pandas_dp.engines.pandas.bounding import units_of

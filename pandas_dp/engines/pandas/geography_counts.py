@@ -3,7 +3,7 @@
 These kernels code and count one pandas frame (a whole frame, or one piece of a partitioned
 one) for ``histogram(..., by=[...], hierarchy=...)``; every engine counts with them
 (:meth:`~pandas_dp.engines.features.CountingEngine.region_bin_counts`). The region tree
-(:class:`~pandas_dp.domain.regions.RegionTree`) and the grid
+(:class:`~pandas_dp.domain.geography.RegionTree`) and the grid
 (:class:`~pandas_dp.domain.grid.Grid`) are public and were validated before any
 row is read; a row that does not fit them is **out of domain and dropped**,
 silently and uncounted (how many were dropped is never returned):
@@ -24,7 +24,7 @@ one cell of one region per level by one (L1 = L2 = 1 per level).
 
 The leaf table is one ``bincount`` of ``leaf * cells + cell`` per chunk of
 rows (temporaries stay O(chunk)); the engine sums the coarser levels from it
-(:func:`pandas_dp.algorithms.regions.layout.level_tables`).
+(:func:`pandas_dp.algorithms.geography.layout.level_tables`).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ import pandas as pd
 
 from pandas_dp.domain.labels import positions
 from pandas_dp.domain.grid import Grid
-from pandas_dp.domain.regions import RegionTree
+from pandas_dp.domain.geography import RegionTree
 from pandas_dp.engines.pandas.counts import CHUNK_ROWS, cell_codes
 
 __all__ = ["leaf_positions", "leaf_cell_codes", "leaf_cell_counts"]

@@ -21,7 +21,7 @@ import pandas as pd
 from pandas_dp.algorithms.marginals.counting import closure_marginals
 from pandas_dp.algorithms.marginals.workload import Marginal, Workload
 from pandas_dp.domain.grid import Grid
-from pandas_dp.domain.regions import RegionTree
+from pandas_dp.domain.geography import RegionTree
 from pandas_dp.engines.pandas.geography_counts import leaf_positions
 from pandas_dp.engines.pandas.marginals import BLOCK_ROWS, attribute_codes
 

@@ -2,7 +2,7 @@
 
 Only this module (and its Dask twin, :mod:`pandas_dp.engines.dask.groups`) reads persons rows.
 It never validates them, never raises and never warns on them: the public
-tables were validated when the :class:`~pandas_dp.domain.regions.RegionTree` was
+tables were validated when the :class:`~pandas_dp.domain.geography.RegionTree` was
 built, and a person row that does not fit that tree is **out of domain and
 dropped**, silently and uncounted (how many were dropped is never returned):
 
@@ -48,7 +48,7 @@ import pandas as pd
 from pandas_dp.domain.labels import factorize, positions
 from pandas_dp.algorithms.count_of_counts import Runs, runs_to_frame
 from pandas_dp.errors import ParameterError
-from pandas_dp.domain.regions import ROOT, RegionTree, region_tree
+from pandas_dp.domain.geography import ROOT, RegionTree, region_tree
 
 __all__ = ["GroupTables", "count_groups", "prepare_groups", "exact_count_of_counts",
            "public_group_positions", "group_leaf_sizes", "tables_from_leaf_runs", "ROOT"]
@@ -215,7 +215,7 @@ def count_groups(persons: pd.DataFrame, tree: RegionTree, *, group_unit: bool = 
     persons : pandas.DataFrame
         The private entities; only ``tree.group`` and ``tree.located`` are read.
     tree : RegionTree
-        Built by :func:`pandas_dp.domain.regions.region_tree` with a ``group`` column.
+        Built by :func:`pandas_dp.domain.geography.region_tree` with a ``group`` column.
     group_unit : bool
         The group is the privacy unit: without a Groups table, an id in more than one leaf is
         out of domain (every group is one id).
@@ -249,7 +249,7 @@ def prepare_groups(persons: pd.DataFrame, group: str, location: Any, *, groups: 
     Raises
     ------
     ParameterError, DomainError, SchemaError
-        From the arguments and the public tables only (see :func:`~pandas_dp.domain.regions.region_tree`).
+        From the arguments and the public tables only (see :func:`~pandas_dp.domain.geography.region_tree`).
     """
     tree = region_tree(persons.columns, group, location, groups=groups, hierarchy=hierarchy)
     if tree.group is None:

@@ -22,7 +22,7 @@ and cells (``np.add.reduceat`` over the children grouped by parent).
 
 Error structure.  The errors form a Gaussian Markov tree; the exact variance
 of every estimate (the same in every cell) and of any weighted sum of regions
-and cells are in :mod:`pandas_dp.algorithms.regions.variance`.
+and cells are in :mod:`pandas_dp.algorithms.geography.variance`.
 
 Public totals over cells.  When the total over all cells of every root
 (level-0 region) is public (e.g. the national population), the GLS estimate
@@ -54,8 +54,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from pandas_dp.algorithms.regions.layout import RegionLayout, as_layout
-from pandas_dp.algorithms.regions.variance import (RegionVariances, check_level_variances,
+from pandas_dp.algorithms.geography.layout import RegionLayout, as_layout
+from pandas_dp.algorithms.geography.variance import (RegionVariances, check_level_variances,
                                                    region_variances)
 from pandas_dp.errors import ParameterError
 

@@ -1,6 +1,6 @@
 """Non-negative, consistent region tables from a GLS estimate (top-down weighted projection).
 
-GLS estimates (:func:`~pandas_dp.algorithms.regions.inference.region_inference`)
+GLS estimates (:func:`~pandas_dp.algorithms.geography.inference.region_inference`)
 are consistent but can be negative where true counts are small.  This step
 makes them non-negative while keeping "parent = sum of children" in every
 cell, generalising :func:`~pandas_dp.algorithms.tree.inference.nonnegative_tree`
@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from pandas_dp.algorithms.regions.inference import RegionInference
+from pandas_dp.algorithms.geography.inference import RegionInference
 
 __all__ = ["nonnegative_regions", "project_groups"]
 
@@ -102,7 +102,7 @@ def nonnegative_regions(inference: RegionInference) -> tuple[np.ndarray, ...]:
     Parameters
     ----------
     inference : RegionInference
-        Output of :func:`~pandas_dp.algorithms.regions.inference.region_inference`.
+        Output of :func:`~pandas_dp.algorithms.geography.inference.region_inference`.
 
     Returns
     -------
@@ -113,7 +113,7 @@ def nonnegative_regions(inference: RegionInference) -> tuple[np.ndarray, ...]:
 
     Examples
     --------
-    >>> from pandas_dp.algorithms.regions.inference import region_inference
+    >>> from pandas_dp.algorithms.geography.inference import region_inference
     >>> y = [np.array([[3.0]]), np.array([[4.0], [-2.0]])]
     >>> inf = region_inference(y, [None, np.array([0, 0])], [1.0, 1.0])
     >>> [e.ravel().round(4).tolist() for e in nonnegative_regions(inf)]

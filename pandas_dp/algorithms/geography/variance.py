@@ -1,6 +1,6 @@
 """Error structure of the GLS estimate across a region tree (independent of the noisy values).
 
-The GLS errors of :mod:`pandas_dp.algorithms.regions.inference` form a
+The GLS errors of :mod:`pandas_dp.algorithms.geography.inference` form a
 Gaussian Markov tree: the error of a child is ``e_c = a_c e_v + xi_c`` with
 ``a_c = V_c / VS_v``, ``xi`` independent of every error on coarser levels,
 independent across parents, and
@@ -31,7 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from pandas_dp.algorithms.regions.layout import RegionLayout, as_layout
+from pandas_dp.algorithms.geography.layout import RegionLayout, as_layout
 from pandas_dp.errors import ParameterError
 
 __all__ = ["RegionVariances", "region_variances", "check_level_variances"]
@@ -182,7 +182,7 @@ def region_variances(parents: RegionLayout | Sequence[np.ndarray | None],
     Parameters
     ----------
     parents : RegionLayout or sequence of array or None
-        The region tree (see :func:`~pandas_dp.algorithms.regions.layout.region_layout`).
+        The region tree (see :func:`~pandas_dp.algorithms.geography.layout.region_layout`).
     level_variances : sequence of float
         ``sigma2[l]`` per level, coarse to fine: ``inf`` for a level that is
         not measured, ``0`` for a level known exactly.  The finest level must

@@ -12,13 +12,13 @@ integer noise level by level, and returns consistent estimates:
    level with no loss is not measured; a level with public totals is known
    exactly and not measured.
 2. **Consistency.** Exact GLS across the geography for every cell
-   (:func:`~pandas_dp.algorithms.regions.inference.region_inference`) with the
+   (:func:`~pandas_dp.algorithms.geography.inference.region_inference`) with the
    levels' noise variances (exact variance ``0`` for public levels), subject
    also to public totals over the cells of the level-0 regions if given, or
    to public totals over the cells of every region of any levels
    (``level_totals``, below).
 3. **Optional post-processing.** ``nonnegative``: the top-down weighted
-   projection (:func:`~pandas_dp.algorithms.regions.nonnegative.nonnegative_regions`);
+   projection (:func:`~pandas_dp.algorithms.geography.nonnegative.nonnegative_regions`);
    ``integer``: non-negative integers by controlled rounding
    (:func:`~pandas_dp.algorithms.controlled_rounding.controlled_round`), every
    value the floor or ceiling of the non-negative estimate, consistent in
@@ -56,10 +56,10 @@ from typing import Any
 import numpy as np
 
 from pandas_dp.algorithms.controlled_rounding import RoundingMethod, controlled_round
-from pandas_dp.algorithms.regions.inference import region_inference
-from pandas_dp.algorithms.regions.variance import RegionVariances
-from pandas_dp.algorithms.regions.layout import RegionLayout, region_layout
-from pandas_dp.algorithms.regions.nonnegative import nonnegative_regions
+from pandas_dp.algorithms.geography.inference import region_inference
+from pandas_dp.algorithms.geography.variance import RegionVariances
+from pandas_dp.algorithms.geography.layout import RegionLayout, region_layout
+from pandas_dp.algorithms.geography.nonnegative import nonnegative_regions
 from pandas_dp.errors import ParameterError
 from pandas_dp.privacy.loss import Noise, PrivacyLoss, Sensitivity
 
@@ -137,7 +137,7 @@ class GeographyRelease:
                      cell_weights: np.ndarray | None = None) -> np.ndarray | float:
         """Exact GLS variance of a weighted sum of regions (and cells) of one level.
 
-        See :meth:`~pandas_dp.algorithms.regions.inference.RegionVariances.sum_variance`. With
+        See :meth:`~pandas_dp.algorithms.geography.inference.RegionVariances.sum_variance`. With
         ``mean_structure`` (totals of regions below the roots): the centred part of the cell
         weights ``u - mean(u)`` against the unconstrained structure plus ``(sum u)^2`` times the
         variance of the regions' means (module docstring).

@@ -26,7 +26,7 @@ import numpy as np
 from pandas_dp.errors import ParameterError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from pandas_dp.domain.regions import RegionTree
+    from pandas_dp.domain.geography import RegionTree
 
 __all__ = ["RegionLayout", "region_layout", "as_layout", "region_tree_layout", "level_tables"]
 
@@ -228,7 +228,7 @@ def as_layout(parents: RegionLayout | Sequence[np.ndarray | None],
 
 
 def region_tree_layout(tree: RegionTree) -> RegionLayout:
-    """The tree's levels as a :class:`~pandas_dp.algorithms.regions.layout.RegionLayout` (root first)."""
+    """The tree's levels as a :class:`~pandas_dp.algorithms.geography.layout.RegionLayout` (root first)."""
     return region_layout([None, *tree.parents[1:]], [len(r) for r in tree.regions])
 
 
