@@ -95,7 +95,7 @@ def _dask_engine():
 @given(value=adversarial_values(known=STATES), column=st.sampled_from(["age", "income", "state"]))
 def test_an_odd_private_row_changes_nothing_observable(request, engine, name, value, column):
     if engine == "dask" and name in SLOW_ON_DASK and not request.config.getoption("--runslow"):
-        pytest.skip("slow on Dask: pass --runslow (tests/api/test_other_bucket.py runs other= on Dask by default)")
+        pytest.skip("slow on Dask: pass --runslow (tests/releases/test_other_bucket.py runs other= on Dask by default)")
     dask = pytest.importorskip("dask") if engine == "dask" else None
     to_engine = ENGINES["pandas"] if engine == "pandas" else _dask_engine()
     call = CALLS[name]

@@ -131,7 +131,7 @@ MATRIX = [(kind, scheme) for kind, (entry, _) in KINDS.items() for scheme in _sc
 #: The default suite: one unit scheme per kind (the last: max_cells, whose pair keys hash the unit; group for
 #: count-of-counts; else none), on pandas.
 DEFAULT = {kind: _schemes(entry)[-1] for kind, (entry, _) in KINDS.items()
-           if kind != "marginals:integer:by"}   # the slow matrix only (tests/api covers it by default)
+           if kind != "marginals:integer:by"}   # the slow matrix only (tests/releases and tests/results cover it by default)
 
 
 def _call(kind: str, scheme: str, seed: int = 3) -> Callable[[Any], Any]:

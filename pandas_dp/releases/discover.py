@@ -71,7 +71,7 @@ release is ``(epsilon, delta)``-DP. The same event (the noise not in its top
 or bottom ``r`` values, or no new label passing) makes the release conditionally
 ``epsilon``-DP, so an ``epsilon=`` release in a ``rho`` budget is charged
 ``(epsilon**2 / 2, delta)`` as the thresholding is (Bun and Steinke 2016,
-Section 8). ``tests/api/test_discover_truncated.py`` checks the exact privacy
+Section 8). ``tests/privacy/test_discover_truncated.py`` checks the exact privacy
 profile over every pair of counts by brute force, and that a truncation or a
 threshold one lower exceeds delta.
 

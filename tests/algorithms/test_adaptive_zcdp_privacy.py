@@ -1,6 +1,6 @@
 """The Gaussian sides of AGrid and DAWA (issue 28, item 3) meet their zCDP claim, and a sigma-too-small twin is caught.
 
-As ``tests/api/test_zcdp_releases.py`` does for the identity and tree releases:
+As ``tests/releases/test_zcdp_releases.py`` does for the identity and tree releases:
 batched twins (10^5 runs a second) that equal the library for the same seed,
 checked with ``assert_dp`` at the (epsilon, delta) their rho converts to, and
 the same twins calibrated with a rho 1.69x too large (sigma 30% too small)

@@ -38,7 +38,7 @@ from pandas_dp.releases.params import Options, Param, ParamTable, Real
 __all__ = ["AUTO", "AUTO_PARAMS", "AUTO_TOTAL_SHARE", "AutoPlan", "CANDIDATES", "choose_method", "AutoChoice"]
 
 #: The methods ``"auto"`` may run, by name: every method named in
-#: :data:`~pandas_dp.releases.methods.auto_rule.AUTO_CONFIGS` (``tests/api/test_auto.py`` checks it).
+#: :data:`~pandas_dp.releases.methods.auto_rule.AUTO_CONFIGS` (``tests/releases/test_auto.py`` checks it).
 CANDIDATES: dict[str, HistogramMethod] = {m.name: m for m in (IDENTITY, HIERARCHICAL, DAWA, UGRID, AGRID, AHP,
                                                                 DPCUBE)}
 

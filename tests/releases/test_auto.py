@@ -209,7 +209,7 @@ def test_every_candidate_is_planned_before_the_charge():
     assert planned.label == "auto" and plan.choice is None
     assert set(auto_candidates((64, 32), workload="ranges")) == {"agrid", "hierarchical-geo+nn"}
     # 2-D: noisy features could choose another configuration of a piece where AUTO_FEATURE_RULE has a threshold
-    # (tests/api/test_auto_features.py): the shipped rule sends one dense cell at large scale to DPCube-uniform.
+    # (tests/releases/test_auto_features.py): the shipped rule sends one dense cell at large scale to DPCube-uniform.
     assert set(plan.plans) == set(auto_candidates((64, 32), workload="ranges", features=True)) == \
         {"agrid", "hierarchical-geo+nn", "dpcube-uniform"}
     assert plan.total_loss + plan.rest == pure(0.5) and plan.total_loss == pure(0.5).part(AUTO_TOTAL_SHARE)

@@ -129,7 +129,7 @@ def test_mixed_label_types_and_hostile_private_values_never_raise():
         warnings.simplefilter("error")
         h = df.dp.histogram("w", categories="discover", epsilon=2, delta=1e-6, rng=np.random.default_rng(0))
     assert list(h.counts.index) == [2.5, 1, "x"]  # by (type name, text) when labels do not compare
-    assert h.counts[1] >= 70  # "1" spells the number 1: one label (tests/api/test_discover_text_numbers.py)
+    assert h.counts[1] >= 70  # "1" spells the number 1: one label (tests/releases/test_discover_text_numbers.py)
 
 
 def test_the_labels_shown_depend_on_neither_row_order_nor_dtype():

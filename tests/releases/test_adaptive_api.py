@@ -46,7 +46,7 @@ def test_registered_with_their_knobs():
     assert methods["agrid"].names == ("alpha", "total_share", "expected_total", "c")
     assert methods["dawa"].defaults() == {"ratio": None, "workload": "ranges"}
     assert methods["agrid"].defaults()["alpha"] == Fraction(1, 2)
-    # rho= for all three: tests/api/test_adaptive_zcdp.py
+    # rho= for all three: tests/releases/test_adaptive_zcdp.py
     assert all(METHODS[m].measures == frozenset({"pure", "zcdp"}) for m in ("dawa", "ugrid", "agrid"))
 
 
