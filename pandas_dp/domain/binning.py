@@ -290,8 +290,12 @@ def coder_for_edges(edges: np.ndarray, *, even: bool) -> Coder:
     lo, hi = float(edges[0]), float(edges[-1])
     if even:
         width = (hi - lo) / n
+        # Equal float differences do not make integer edges: [-1, 5e-324, 1] has two differences of 1.0.
         if (math.isfinite(width) and lo.is_integer() and width.is_integer() and width >= 1
-                and max(abs(lo), abs(hi)) < INTEGRAL_LIMIT and lo + n * width == hi):
+                and max(abs(lo), abs(hi)) < INTEGRAL_LIMIT and lo + n * width == hi
+                and np.array_equal(edges, lo + width * np.arange(n + 1, dtype=np.float64))):
             return IntegralFloats(lo, width, n)
-        return EvenFloats(edges)
+        # The arithmetic bin needs a finite scale n / (hi - lo) (edges a few subnormals apart overflow it).
+        if math.isfinite(n / (hi - lo)) if hi > lo else False:
+            return EvenFloats(edges)
     return SortedEdges(edges)
