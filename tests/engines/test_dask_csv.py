@@ -117,3 +117,32 @@ def test_a_read_whose_numbers_parse_otherwise_keeps_data_source_error(tmp_path):
         with pytest.raises(DataSourceError) as info:
             CALLS["histogram"](dd.read_csv(token, thousands="_", **READ))
     assert "forty" not in str(info.value) and b.spent == 0
+
+
+def test_key_discovery_on_a_read_with_a_token_is_the_release_of_the_file_without_it(tmp_path):
+    """Key discovery counts labels through the same guarded, re-read graph as every other Dask count: the
+    token's row is dropped (the release equals that of the file without the line), never a failure whose text
+    could quote it."""
+    clean, token = _files(tmp_path)
+
+    def discover(frame: Any) -> tuple[pd.DataFrame, Any]:
+        with pdp.budget(epsilon=1.0, delta=1e-5) as b:
+            result = frame.dp.histogram("age", categories="discover", epsilon=0.5, delta=1e-6,
+                                        rng=np.random.default_rng(3))
+        return result.to_frame(), b.spent
+
+    with dask.config.set(scheduler="sync"):
+        got, spent = discover(dd.read_csv(token, **READ))
+        want, clean_spent = discover(dd.read_csv(clean, **READ))
+    pd.testing.assert_frame_equal(got, want, check_exact=True)
+    assert spent == clean_spent
+
+
+def test_key_discovery_reports_a_failing_graph_without_its_text(tmp_path):
+    """A read Dask cannot compute (``thousands=`` keeps the typed read) is DataSourceError, its text withheld."""
+    _, token = _files(tmp_path)
+    with dask.config.set(scheduler="sync"), pdp.budget(epsilon=1.0, delta=1e-5) as b:
+        with pytest.raises(DataSourceError) as info:
+            dd.read_csv(token, thousands="_", **READ).dp.histogram("age", categories="discover", epsilon=0.5,
+                                                                  delta=1e-6, rng=np.random.default_rng(3))
+    assert "forty" not in str(info.value) and b.spent == 0
