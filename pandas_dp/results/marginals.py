@@ -517,14 +517,7 @@ class PublishedTables(MarginalTables):
         return int(joint.sum()) if joint.dtype.kind == "i" else math.fsum(joint.ravel().tolist())
 
     def _axes(self, columns: Any) -> list[int]:
-        names = list(self.columns)
-        wanted = list(columns) if isinstance(columns, (tuple, list)) else [columns]
-        wanted = [str.__str__(c) if isinstance(c, str) else c for c in wanted]
-        found = [find_label(c, names) for c in wanted]
-        if not wanted or any(k is None for k in found) or len(set(found)) != len(found):
-            raise ParameterError(f"table() takes one or more distinct columns of this release {names}, e.g. "
-                                 f"table({tuple(self.workload[0])!r}). Got {safe_repr(columns)}.")
-        axes = [int(k) for k in found if k is not None]
+        axes = self._attributes(columns)
         self.unconstrained._detail().plan.workload.check(tuple(sorted(axes)))
         return axes
 
