@@ -11,8 +11,8 @@ from typing import Any, NamedTuple, Sequence, Union
 import pandas as pd
 
 from pandas_dp.errors import LedgerError
-from pandas_dp.accounting.ledger._ops import (LedgerSummary, budget_list, check_witness, damaged, new_meta, read_meta, verify_budget,
-                                              verify_ledger)
+from pandas_dp.accounting.ledger._ops import (LedgerSummary, budget_list, check_witness, damaged, follow_head, new_meta,
+                                              read_meta, verify_budget, verify_ledger)
 from pandas_dp.accounting.ledger._postgres import PostgresStore, is_postgres_url
 from pandas_dp.accounting.ledger._records import ChainError, parse_rational, verify_budget_chain
 from pandas_dp.accounting.ledger._sqlite import SQLiteStore, sqlite_path
@@ -182,8 +182,9 @@ class Ledger:
         open_store(ledger._store)
         with ledger._store.read() as txn:
             meta = read_meta(ledger._store, txn)
-            check_witness(ledger._store, meta)
+            top = check_witness(ledger._store, meta)
             budget_list(ledger._store, txn, meta)
+            follow_head(ledger._store, txn, meta, (), [(top, "its witness")])
         return ledger
 
     @property
