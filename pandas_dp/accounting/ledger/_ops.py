@@ -267,7 +267,10 @@ def follow_head(store: Store, txn: Txn, meta: dict[str, str], rows: Sequence[Bud
             for n, marked in wanted.items():
                 if n <= point.count:
                     _check_mark(store, n, point.recent.get(n, root if n == 0 else ""), marked)
+            start = point.count
             _walk(store, txn, ledger_id, point, head[0], wanted)
+            for n in range(max(1, start - RECENT + 1), point.count - RECENT + 1):
+                point.recent.pop(n, None)
             if point.digest != head[1]:
                 raise ChainError(f"its ledger head records {head[0]} entries ending at another hash than its "
                                  f"entries chain to (entries were deleted, added or changed since)")
@@ -276,13 +279,7 @@ def follow_head(store: Store, txn: Txn, meta: dict[str, str], rows: Sequence[Bud
             for row in rows:
                 _check_at_head(row, point)
         except ChainError as err:
-            if keep:
-                _POINTS.pop(key, None)
             raise damaged(store, str(err)) from None
-        except LedgerError:
-            if keep:
-                _POINTS.pop(key, None)
-            raise
 
 
 def _check_anchor(store: Store, txn: Txn, point: _Point) -> None:
@@ -316,8 +313,30 @@ def _walk(store: Store, txn: Txn, ledger_id: str, point: _Point, count: int,
           wanted: dict[int, list[tuple[str, str]]]) -> None:
     """Follow ``point`` (in place) to ``count`` entries; ChainError or LedgerError naming the first that fails.
 
-    On an error ``point`` is left half-moved: the caller drops it.
+    On an error ``point`` is put back where it was (what this process verified stays its reference).
     """
+    where = (point.count, point.digest, point.last_id)
+    old_states: dict[str, tuple[int, str, Fraction, bool] | None] = {}
+    old_defs: set[str] = set()
+    try:
+        _walk_on(store, txn, ledger_id, point, count, wanted, old_states, old_defs)
+    except BaseException:
+        for n in range(where[0] + 1, point.count + 1):
+            point.recent.pop(n, None)
+        point.count, point.digest, point.last_id = where
+        for name, state in old_states.items():
+            if state is None:
+                point.states.pop(name, None)
+            else:
+                point.states[name] = state
+        for name in old_defs:
+            point.defs.pop(name, None)
+        raise
+
+
+def _walk_on(store: Store, txn: Txn, ledger_id: str, point: _Point, count: int,
+             wanted: dict[int, list[tuple[str, str]]], old_states: dict[str, tuple[int, str, Fraction, bool] | None],
+             old_defs: set[str]) -> None:
     while point.count < count:
         chunk = txn.entries_from(point.last_id, min(VERIFY_CHUNK, count - point.count))
         if not chunk:
@@ -331,17 +350,19 @@ def _walk(store: Store, txn: Txn, ledger_id: str, point: _Point, count: int,
                     raise ChainError(f"entry {e.id} belongs to no budget of the ledger (a budget row was deleted)")
                 check_budget_definition(ledger_id, row)
                 found = point.defs[e.budget] = (row, parse_rational(row.total, f"the total of budget {row.name!r}"))
+                old_defs.add(e.budget)
             row, total = found
             seq, prev, spent, closed = point.states.get(e.budget) or (0, row.genesis, Fraction(0), False)
             if closed:
                 raise ChainError(f"budget {row.name!r} has entries after its close")
             spent = verify_entry(e, row, prev, spent, seq + 1, total)
+            if e.budget not in old_states:
+                old_states[e.budget] = point.states.get(e.budget)
             point.states[e.budget] = (seq + 1, e.hash, spent, e.kind == "close")
             point.count += 1
             point.digest = head_step(ledger_id, point.count, point.digest, e.hash)
             point.last_id = e.id
             point.recent[point.count] = point.digest
-            point.recent.pop(point.count - RECENT, None)
             if point.count in wanted:
                 _check_mark(store, point.count, point.digest, wanted[point.count])
 
@@ -762,7 +783,9 @@ def check_remaining(store: Store, txn: Txn, ledger_id: str, postings: Sequence[P
     names = [p.budget for p in postings]
     rows = txn.lock_budgets(names) if lock else {n: txn.budget(n) for n in sorted(set(names))}
     if not lock:  # a write follows the head in post, once it holds the ledger head's lock
-        follow_head(store, txn, txn.meta(), [r for r in rows.values() if r is not None])
+        meta = txn.meta()
+        top = check_witness(store, meta) if store.durable else None
+        follow_head(store, txn, meta, [r for r in rows.values() if r is not None], [(top, "its witness")])
     state: dict[str, tuple[BudgetRow, Fraction]] = {}
     for name in sorted(set(names)):
         row = rows.get(name)
