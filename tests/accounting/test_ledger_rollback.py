@@ -89,6 +89,9 @@ def pad(backend, location: str, name: str, n: int) -> None:
                 (rational_text(spent), seq, prev, name))
     backend.sql(location, "UPDATE pandas_dp_meta SET value = ? WHERE key = 'entries'", (str(entries),))
     backend.sql(location, "UPDATE pandas_dp_meta SET value = ? WHERE key = 'entries_head'", (head,))
+    if backend.kind == "postgres":  # the id sequence moved past the padding, as a careful forger would
+        backend.sql(location, "SELECT setval(pg_get_serial_sequence('pandas_dp_entries', 'id'), "
+                              "(SELECT max(id) FROM pandas_dp_entries))")
 
 
 def refused_everywhere(location: str, total: float, match: str) -> None:
@@ -136,29 +139,6 @@ def test_a_budget_set_back_with_meta_left_alone_is_refused_by_a_fresh_process_an
     with pytest.raises(LedgerError, match="fails verification"):  # the other budget's charges stop too
         pdp.budget(1, ledger=location, name="other").spend(Fraction(1, 100), method="m")
     assert witness.read_text() == lines
-
-
-def test_the_cli_refuses_a_budget_set_back(tmp_path, fresh_process):
-    from _cli import run
-
-    (tmp_path / "persons.csv").write_text("age\n" + "\n".join(str(a % 90) for a in range(200)) + "\n")
-    location = str(tmp_path / "ledger.sqlite")
-    pdp.Ledger.create(location, witness=tmp_path / "ledger.witness")
-    _spent_to_one(location)
-    from _ledger_backends import Backend
-
-    set_back(Backend("sqlite", lambda: location), location, "census", 10)
-    fresh_process()
-    (tmp_path / "spec.toml").write_text(
-        '[budget]\nepsilon = 1.0\nledger = "ledger.sqlite"\nname = "census"\n[input]\npath = "persons.csv"\n'
-        '[output]\ndir = "released"\n[[release]]\nname = "ages"\nmethod = "identity"\ncolumns = "age"\n'
-        'bins = [0, 30, 60, 90]\nepsilon = 0.5\n')
-    released = run("release", "spec.toml", cwd=tmp_path)
-    assert released.returncode != 0 and "fails verification" in released.stderr, released.stdout + released.stderr
-    assert "Spent" not in released.stdout and not (tmp_path / "released" / "ages.csv").exists()
-    fresh_process()
-    verified = run("ledger", "verify", location, cwd=tmp_path)
-    assert verified.returncode == 2 and "FAILED" in verified.stderr
 
 
 # -- 2. an older copy put back and padded past the witness ------------------------------------------------------
