@@ -247,3 +247,36 @@ def test_a_witness_write_failing_after_the_commit_fails_the_charge_and_keeps_it_
     b.spend(Fraction(1, 10), method="after")  # a witness one head behind is accepted; it catches up
     assert witness.read_text().splitlines()[-1].startswith("3 ")
     assert pdp.Ledger(location).verify().entries == 3
+
+
+def test_a_new_process_follows_a_long_ledger_from_the_point_an_earlier_one_kept(backend, tmp_path, monkeypatch,
+                                                                               fresh_process):
+    """Following the ledger costs the entries added since: a new process starts from the point an earlier process
+    of this user kept (ledgers of DURABLE_MIN entries or more), whose last entry must still be there."""
+    from pandas_dp.accounting.ledger import _checkpoint, _sql
+
+    monkeypatch.setenv("PANDAS_DP_CHECKPOINTS", str(tmp_path / "checkpoints"))
+    monkeypatch.setattr(_checkpoint, "DURABLE_MIN", 4)
+    location, _ = witnessed(backend, tmp_path)
+    b = pdp.budget(1, ledger=location, name="census")
+    for i in range(6):
+        b.spend(Fraction(1, 20), method=f"m{i}")
+    pdp.budget(1, ledger=location, name="census")  # follows to 6 and keeps that point
+    b.spend(Fraction(1, 20), method="after the point")
+    fresh_process()
+    read: list[int] = []
+    real = _sql.SQLTxn.entries_from
+
+    def counted(self, after_id, limit):
+        found = real(self, after_id, limit)
+        read.extend(e.id for e in found)
+        return found
+
+    with monkeypatch.context() as m:
+        m.setattr(_sql.SQLTxn, "entries_from", counted)
+        assert pdp.budget(1, ledger=location, name="census").spent_exact == Fraction(7, 20)
+    assert read == [7]  # only the entry after the kept point
+    set_back(backend, location, "census", 5)  # below the kept point: its last entry is gone
+    fresh_process()
+    with pytest.raises(LedgerError, match="rolled back|fails verification"):
+        pdp.budget(1, ledger=location, name="census")

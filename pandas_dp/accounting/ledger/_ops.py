@@ -261,7 +261,14 @@ def follow_head(store: Store, txn: Txn, meta: dict[str, str], rows: Sequence[Bud
                     point = _Point(point.count, point.digest, point.last_id, dict(point.defs), dict(point.states),
                                    dict(point.recent))
             if point is None:
-                point = _Point(0, root, 0, {}, {}, {0: root})
+                found = checkpoint.load_point(ledger_id)
+                if found is not None and found[0] <= head[0] and all(n == 0 or n >= found[0] for n in wanted):
+                    # The point an earlier process of this user followed the ledger to (ledgers of DURABLE_MIN
+                    # entries or more): its last entry must still be there, then only what follows is read.
+                    point = _Point(found[0], found[1], found[2], {}, dict(found[3]), {found[0]: found[1]})
+                    _check_anchor(store, txn, point)
+                else:
+                    point = _Point(0, root, 0, {}, {}, {0: root})
                 if keep:
                     _POINTS[key] = point
             for n, marked in wanted.items():
@@ -280,6 +287,17 @@ def follow_head(store: Store, txn: Txn, meta: dict[str, str], rows: Sequence[Bud
                 _check_at_head(row, point)
         except ChainError as err:
             raise damaged(store, str(err)) from None
+
+
+def _keep_point(store: Store, ledger_id: str) -> None:
+    """Save the point this process followed the ledger to, for its later processes (long ledgers only)."""
+    with _POINTS_LOCK:
+        point = _POINTS.get((store.key, ledger_id))
+        if point is None or point.count < checkpoint.DURABLE_MIN:
+            return
+        states = dict(point.states)
+        where = (point.count, point.digest, point.last_id)
+    checkpoint.save_point(ledger_id, *where, states)
 
 
 def _check_anchor(store: Store, txn: Txn, point: _Point) -> None:
@@ -430,6 +448,7 @@ def open_budget(store: Store, name: str, measure: str, total: Fraction, paramete
             _same_definition(store, row, measure, total, parameter, parent)
             _verify_from_checkpoint(store, txn, meta["ledger_id"], row)
         follow_head(store, txn, meta, [row] if row is not None else [], [(top, "its witness")])
+        _keep_point(store, meta["ledger_id"])
         if row is not None:
             return row
     if not create:
