@@ -12,7 +12,12 @@ recomputed), a closed reservation, the exact amounts (no overspend; a return
 only of what a closed reservation left unused, once); appends the entries
 with their hashes chained exactly as :mod:`~pandas_dp.accounting.ledger._records`
 chains them, moves the running totals and the ledger head, and appends the
-head to the witness table. ``pandas_dp_add_budget`` appends a budget (a
+head to the witness table. It also refuses params or requested text that is
+not a JSON object, a requested loss other than the amount, a return to a
+reservation that exists nowhere, a ledger head other than the witness table's
+highest (exactly: every head is appended there), and a budget row other than
+the state it last left it in (``pandas_dp_witness_budgets``).
+``pandas_dp_add_budget`` appends a budget (a
 reservation only when its parent holds the matching reserve entry; measure
 ``pure``, ``zcdp`` or ``delta``, the last for a budget's companion that holds
 its delta, :data:`GUARD_MEASURES`);

@@ -92,7 +92,9 @@ class Ledger:
     entry; every entry stores the hash of the previous entry of its budget and
     of its own content (SHA-256 over a canonical encoding). Opening a budget
     verifies its whole chain; every charge verifies the budget row against its
-    last entry (constant work) before appending.
+    last entry (constant work) before appending. Both follow the entries written
+    since this process last looked to the ledger head, and refuse budget rows
+    that are not the state their chains have there.
 
     Parameters
     ----------

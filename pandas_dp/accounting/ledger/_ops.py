@@ -7,7 +7,10 @@ and commits. :func:`post` appends entries to budgets in one transaction: it
 locks their rows, verifies each budget's running state against its last
 entry (constant work: one budget row and one entry per budget, whatever the
 ledger's length), checks the amounts, then appends and moves the running
-totals.
+totals. Before it appends, and on every open and read, :func:`follow_head`
+follows the entries written since this process last looked (writing order) to
+the ledger head: the budget rows must be the state their chains have there,
+and the witness's head must lie on that chain.
 """
 
 from __future__ import annotations

@@ -2,7 +2,9 @@
 
 A ledger created with ``witness=PATH`` names the file in its ``meta``. Every
 committed charge appends the ledger's new head (``"<entries> <hash>"``, one
-line, ``O_APPEND`` then ``fsync``); opening the ledger, every charge and
+line, ``O_APPEND`` then ``fsync``; a charge first checks that the witness can
+be written and fails if not, and fails too if the append after its commit
+fails); opening the ledger, every charge and
 ``verify`` compare the ledger's head with the highest head the witness holds
 and refuse a ledger that is below it (an older copy put back, or a chain
 rolled back) or beside it (as many entries, another history). The witness
