@@ -67,7 +67,8 @@ def _fresh_process() -> Iterator[None]:
     (a rolled-back copy is refused by the witness or the head the user passes, not by this process's memory)."""
     from pandas_dp.accounting.ledger import _ledger, _ops, _witness
 
-    saved = [(table, dict(table)) for table in (_ops._SEEN, _ops._CHECKPOINTS, _witness._CACHE, _ledger._STORES)]
+    saved = [(table, dict(table)) for table in (_ops._SEEN, _ops._POINTS, _ops._CHECKPOINTS, _witness._CACHE,
+                                                _ledger._STORES)]
     for table, _ in saved:
         table.clear()
     try:

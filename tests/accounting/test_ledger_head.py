@@ -60,10 +60,11 @@ def restore(backend, location: str, rows: dict[str, list[tuple]]) -> None:
 
 @pytest.fixture
 def other_process(monkeypatch):
-    """Forget the heads this process has seen, as a process started afresh would."""
+    """Forget the heads this process has seen and followed, as a process started afresh would."""
     def forget() -> None:
         forget_connections()
         monkeypatch.setattr(_ops, "_SEEN", {})
+        monkeypatch.setattr(_ops, "_POINTS", {})
     return forget
 
 

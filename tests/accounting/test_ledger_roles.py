@@ -126,9 +126,10 @@ def test_the_functions_refuse_what_the_python_path_refuses_when_called_directly(
     b.spend(Fraction(1, 2), method="half")
     genesis = raw(owner, "SELECT genesis FROM pandas_dp_budgets")[0][0]
 
-    def post(kind: str, amount: str, status: str, params: str = "{}") -> None:
+    def post(kind: str, amount: str, status: str, params: str = "{}", requested: str | None = None) -> None:
+        asked = requested or '{"epsilon": "%s", "measure": "pure"}' % amount.lstrip("-")
         raw(analyst, "SELECT * FROM pandas_dp_post(%s, %s, %s, %s, %s, %s, %s, %s, %s)",
-            (["census"], [kind], ["m"], [""], [params], ["{}"], [amount], [status], [genesis]))
+            (["census"], [kind], ["m"], [""], [params], [asked], [amount], [status], [genesis]))
 
     cases = [("charge", "3/5", "charged", "{}", "PD001"),                       # overspend
              ("charge", "-1/2", "charged", "{}", "PD004"),                      # a negative charge

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import TYPE_CHECKING, Mapping, Sequence
 
@@ -125,6 +125,13 @@ def record(chain: list["Budget"], postings: list[Posting],
     for b in chain:
         b._open()
     stores = [b._store for b in chain]
+    if reservation is not None:
+        # A reserve entry in another ledger than the reservation's names that ledger: a guarded ledger then knows
+        # why the reservation is not among its budgets (a return to one that exists nowhere is refused).
+        home = reservation[0]._store
+        postings = [p if p.kind != "reserve" or s.key == home.key else
+                    replace(p, params=_with_ledger(p.params, getattr(home, "ledger_id", "") or home.display))
+                    for p, s in zip(postings, stores)]
     head: list[str] = []
 
     def work(txns: dict[str, Txn]) -> list[tuple[int, str]]:
@@ -144,3 +151,10 @@ def record(chain: list["Budget"], postings: list[Posting],
         return [ids[i] for i in range(len(chain))]
 
     return transact(stores, work), head[0]
+
+
+def _with_ledger(params: str, ledger: str) -> str:
+    """A reserve entry's params with the id of the ledger that holds its reservation."""
+    found = json.loads(params)
+    found["reservation_ledger"] = ledger
+    return json.dumps(found, sort_keys=True, ensure_ascii=True)

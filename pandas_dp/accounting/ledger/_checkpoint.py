@@ -33,7 +33,7 @@ import tempfile
 from fractions import Fraction
 from pathlib import Path
 
-__all__ = ["DURABLE_MIN", "folder", "load", "save"]
+__all__ = ["DURABLE_MIN", "folder", "load", "save", "load_point", "save_point"]
 
 #: Budgets with fewer entries are verified in full on every first open (well under a second), and never cached.
 DURABLE_MIN = 10_000
@@ -55,7 +55,7 @@ def _file(ledger_id: str) -> Path | None:
     return folder() / f"{ledger_id}.json" if _ID.fullmatch(ledger_id) else None
 
 
-def _read(path: Path, ledger_id: str) -> dict[str, list[object]]:
+def _read_all(path: Path, ledger_id: str) -> dict[str, object]:
     try:
         with open(path, encoding="ascii") as f:
             found = json.load(f)
@@ -63,8 +63,72 @@ def _read(path: Path, ledger_id: str) -> dict[str, list[object]]:
         return {}  # missing or unreadable: the budget is verified in full, as without a checkpoint
     if not isinstance(found, dict) or found.get("format") != _FORMAT or found.get("ledger_id") != ledger_id:
         return {}
-    budgets = found.get("budgets")
+    return found
+
+
+def _read(path: Path, ledger_id: str) -> dict[str, list[object]]:
+    budgets = _read_all(path, ledger_id).get("budgets")
     return budgets if isinstance(budgets, dict) else {}
+
+
+def _write(path: Path, ledger_id: str, content: dict[str, object]) -> None:
+    """Replace the checkpoint file atomically (OSError when it cannot be written)."""
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    fd, temp = tempfile.mkstemp(prefix=f".{ledger_id}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="ascii") as f:
+            json.dump({"format": _FORMAT, "ledger_id": ledger_id, **content}, f)
+        os.replace(temp, path)
+    except BaseException:
+        try:
+            os.unlink(temp)
+        except OSError:
+            pass
+        raise
+
+
+#: A budget's state in a ledger point: (entries, last hash, spent, closed).
+State = tuple[int, str, Fraction, bool]
+
+
+def load_point(ledger_id: str) -> tuple[int, str, int, dict[str, State]] | None:
+    """The ledger point kept for ``ledger_id``: (entries, head hash, last entry id, states by budget), or None."""
+    path = _file(ledger_id)
+    item = _read_all(path, ledger_id).get("point") if path is not None else None
+    if not isinstance(item, list) or len(item) != 4:
+        return None
+    count, digest, last_id, raw = item
+    if not (isinstance(count, int) and isinstance(last_id, int) and isinstance(digest, str)
+            and _HASH.fullmatch(digest) and isinstance(raw, dict)):
+        return None
+    states: dict[str, State] = {}
+    try:
+        for name, (seq, head, spent, closed) in raw.items():
+            if not (isinstance(seq, int) and isinstance(head, str) and isinstance(spent, str) and len(spent) <= 2000
+                    and isinstance(closed, bool)):
+                return None
+            states[name] = (seq, head, Fraction(spent), closed)
+    except (TypeError, ValueError, ZeroDivisionError):
+        return None
+    return count, digest, last_id, states
+
+
+def save_point(ledger_id: str, count: int, digest: str, last_id: int, states: dict[str, State]) -> None:
+    """Keep the point a ledger was followed to (best effort; ledgers of at least ``DURABLE_MIN`` entries)."""
+    path = _file(ledger_id)
+    if path is None or count < DURABLE_MIN:
+        return
+    try:
+        content = _read_all(path, ledger_id)
+        old = content.get("point")
+        if isinstance(old, list) and old and old[0] == count:
+            return
+        budgets = content.get("budgets")
+        _write(path, ledger_id, {"budgets": budgets if isinstance(budgets, dict) else {},
+                                 "point": [count, digest, last_id,
+                                           {k: [v[0], v[1], str(v[2]), v[3]] for k, v in states.items()}]})
+    except OSError:
+        return
 
 
 def load(ledger_id: str, genesis: str) -> tuple[int, str, Fraction] | None:
@@ -91,22 +155,12 @@ def save(ledger_id: str, genesis: str, seq: int, digest: str, spent: Fraction) -
     if path is None or seq < DURABLE_MIN:
         return
     try:
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        content = _read_all(path, ledger_id)
         budgets = _read(path, ledger_id)
         old = budgets.get(genesis)
         if isinstance(old, list) and old and old[0] == seq:
             return
         budgets[genesis] = [seq, digest, str(spent)]
-        fd, temp = tempfile.mkstemp(prefix=f".{ledger_id}.", dir=path.parent)
-        try:
-            with os.fdopen(fd, "w", encoding="ascii") as f:
-                json.dump({"format": _FORMAT, "ledger_id": ledger_id, "budgets": budgets}, f)
-            os.replace(temp, path)
-        except BaseException:
-            try:
-                os.unlink(temp)
-            except OSError:
-                pass
-            raise
+        _write(path, ledger_id, {**{k: v for k, v in content.items() if k == "point"}, "budgets": budgets})
     except OSError:
         return

@@ -12,7 +12,12 @@ recomputed), a closed reservation, the exact amounts (no overspend; a return
 only of what a closed reservation left unused, once); appends the entries
 with their hashes chained exactly as :mod:`~pandas_dp.accounting.ledger._records`
 chains them, moves the running totals and the ledger head, and appends the
-head to the witness table. ``pandas_dp_add_budget`` appends a budget (a
+head to the witness table. It also refuses params or requested text that is
+not a JSON object, a requested loss other than the amount, a return to a
+reservation that exists nowhere, a ledger head other than the witness table's
+highest (exactly: every head is appended there), and a budget row other than
+the state it last left it in (``pandas_dp_witness_budgets``).
+``pandas_dp_add_budget`` appends a budget (a
 reservation only when its parent holds the matching reserve entry; measure
 ``pure``, ``zcdp`` or ``delta``, the last for a budget's companion that holds
 its delta, :data:`GUARD_MEASURES`);
@@ -130,6 +135,17 @@ BEGIN
   RAISE EXCEPTION USING ERRCODE = code, MESSAGE = msg, DETAIL = detail;
 END $f$;
 
+CREATE FUNCTION pandas_dp_json_object(t text) RETURNS jsonb LANGUAGE plpgsql IMMUTABLE AS $f$
+DECLARE j jsonb;
+BEGIN
+  IF t IS NULL OR length(t) > 100000 THEN RETURN NULL; END IF;
+  j := t::jsonb;
+  IF jsonb_typeof(j) <> 'object' THEN RETURN NULL; END IF;
+  RETURN j;
+EXCEPTION WHEN others THEN
+  RETURN NULL;
+END $f$;
+
 CREATE FUNCTION pandas_dp_reserved(b text, r text) RETURNS SETOF pandas_dp_entries LANGUAGE sql STABLE AS $f$
   SELECT * FROM pandas_dp_entries e WHERE e.budget = b AND e.kind IN ('reserve', 'return')
     AND (CASE WHEN e.params ~ '^\s*\{' THEN e.params::jsonb ->> 'reservation' END) = r ORDER BY e.seq
@@ -145,7 +161,8 @@ DECLARE
   v_ledger text; v_count bigint; v_head text; w record; b pandas_dp_budgets; last pandas_dp_entries;
   e pandas_dp_entries; sub pandas_dp_budgets; v_name text; i int; n int := coalesce(array_length(p_budget, 1), 0);
   v_amount numeric[]; v_spent numeric[]; v_total numeric[]; v_stamp text := pandas_dp_now(); v_res text;
-  v_reserve numeric[]; v_used numeric[]; v_ids bigint[] := '{{}}'; v_hashes text[] := '{{}}';
+  v_reserve numeric[]; v_used numeric[]; v_ids bigint[] := '{{}}'; v_hashes text[] := '{{}}'; v_par jsonb;
+  v_req jsonb; v_asked numeric[]; v_state record;
 BEGIN
   IF n = 0 OR array_length(p_kind, 1) IS DISTINCT FROM n OR array_length(p_method, 1) IS DISTINCT FROM n
      OR array_length(p_columns, 1) IS DISTINCT FROM n OR array_length(p_params, 1) IS DISTINCT FROM n
@@ -166,8 +183,12 @@ BEGIN
   END IF;
   SELECT entries, head INTO w FROM {witness} ORDER BY entries DESC LIMIT 1;
   IF NOT FOUND THEN PERFORM pandas_dp_fail('{rolled_back}', 'holds no head'); END IF;
-  IF v_count < w.entries OR (v_count = w.entries AND v_head <> w.head) THEN
-    PERFORM pandas_dp_fail('{rolled_back}', 'below', w.entries || ':' || w.head);
+  -- Every head the ledger reaches is appended here in its charge's transaction: the ledger's head is the
+  -- witness's highest, exactly. Below it, an older copy was put back; beyond it or beside it, the tables were
+  -- written around these functions (an older copy padded past the witness, a rewritten chain).
+  IF v_count <> w.entries OR v_head <> w.head THEN
+    PERFORM pandas_dp_fail('{rolled_back}', CASE WHEN v_count < w.entries THEN 'below' ELSE 'not extended' END,
+                           w.entries || ':' || w.head);
   END IF;
   FOR i IN 1 .. n LOOP
     SELECT * INTO b FROM pandas_dp_budgets WHERE name = p_budget[i];
@@ -188,6 +209,15 @@ BEGIN
       PERFORM pandas_dp_fail('{damaged}', format('the running state of budget %L does not match its last entry',
                                               b.name));
     END IF;
+    -- The budget's state at the ledger head, as these functions last wrote it: a budget whose last entries were
+    -- deleted and whose row was set back to an earlier entry differs.
+    SELECT entries, head INTO v_state FROM {witness}_budgets WHERE budget = b.name;
+    IF (v_state.entries IS NULL AND b.entries <> 0) OR (v_state.entries IS NOT NULL AND (
+         v_state.entries <> b.entries OR v_state.head <> b.head)) THEN
+      PERFORM pandas_dp_fail('{damaged}', format('the budget %L records %s entries but the ledger''s functions last '
+                                              'left it at %s: entries of it were deleted or its row was set back',
+                                              b.name, b.entries, coalesce(v_state.entries, 0)));
+    END IF;
     IF last.kind = 'close' THEN PERFORM pandas_dp_fail('{refused}', 'closed', b.name); END IF;
     v_amount := pandas_dp_q(p_amount[i]);
     IF v_amount IS NULL OR p_kind[i] IS NULL OR NOT (
@@ -198,7 +228,27 @@ BEGIN
       PERFORM pandas_dp_fail('{refused}', format('a %s entry of amount %s and status %s is not allowed',
                                               p_kind[i], p_amount[i], p_status[i]));
     END IF;
-    v_res := CASE WHEN p_params[i] ~ '^\s*\{{' THEN p_params[i]::jsonb ->> 'reservation' END;
+    -- What an entry records: params and requested are JSON objects, and the loss requested is the amount
+    -- charged (in the budget's measure; a delta budget charges the requested delta; a return gives back the
+    -- amount it names).
+    v_par := pandas_dp_json_object(p_params[i]);
+    v_req := pandas_dp_json_object(p_requested[i]);
+    IF v_par IS NULL OR v_req IS NULL THEN
+      PERFORM pandas_dp_fail('{refused}', 'the params and requested of an entry must be JSON objects');
+    END IF;
+    IF b.measure = 'delta' THEN
+      v_asked := pandas_dp_q(v_req ->> 'delta');
+    ELSE
+      v_asked := pandas_dp_q_as(pandas_dp_q(v_req ->> CASE v_req ->> 'measure' WHEN 'pure' THEN 'epsilon'
+                                                                             WHEN 'zcdp' THEN 'rho' END),
+                                v_req ->> 'measure', b.measure);
+    END IF;
+    IF v_asked IS NULL OR v_asked IS DISTINCT FROM (CASE WHEN p_kind[i] = 'return'
+                                                         THEN ARRAY[-v_amount[1], v_amount[2]] ELSE v_amount END) THEN
+      PERFORM pandas_dp_fail('{refused}', format('the loss requested (%s) is not the amount %s charged to budget %L',
+                                              left(p_requested[i], 200), p_amount[i], b.name));
+    END IF;
+    v_res := v_par ->> 'reservation';
     IF p_kind[i] IN ('reserve', 'return', 'close') AND v_res IS NULL THEN
       PERFORM pandas_dp_fail('{refused}', format('a %s entry must name its reservation', p_kind[i]));
     END IF;
@@ -220,7 +270,13 @@ BEGIN
                                                 b.name, v_res));
       END IF;
       SELECT * INTO sub FROM pandas_dp_budgets WHERE name = v_res;
-      IF FOUND THEN
+      IF sub.name IS NULL AND NOT EXISTS (SELECT 1 FROM pandas_dp_reserved(b.name, v_res) r
+          WHERE r.kind = 'reserve' AND pandas_dp_json_object(r.params) ? 'reservation_ledger') THEN
+        -- A reservation lives in the ledger of the budget it was made from; another ledger's reserve entry
+        -- names that ledger. A return to a reservation that exists nowhere is refused.
+        PERFORM pandas_dp_fail('{refused}', format('the reservation %L does not exist', v_res));
+      END IF;
+      IF sub.name IS NOT NULL THEN
         IF NOT EXISTS (SELECT 1 FROM pandas_dp_entries WHERE budget = sub.name AND kind = 'close') THEN
           PERFORM pandas_dp_fail('{refused}', format('the reservation %L is not closed', v_res));
         END IF;
@@ -244,6 +300,8 @@ BEGIN
     e.hash := pandas_dp_entry_hash(e);
     INSERT INTO pandas_dp_entries SELECT e.*;
     UPDATE pandas_dp_budgets SET spent = e.spent, entries = e.seq, head = e.hash WHERE name = b.name;
+    INSERT INTO {witness}_budgets (budget, entries, head) VALUES (b.name, e.seq, e.hash)
+      ON CONFLICT (budget) DO UPDATE SET entries = excluded.entries, head = excluded.head;
     v_count := v_count + 1;
     v_head := pandas_dp_digest(ARRAY['"head"', pandas_dp_json(v_ledger), v_count::text, pandas_dp_json(v_head),
                                      pandas_dp_json(e.hash)]);
@@ -344,6 +402,7 @@ def setup_statements(schema: str, owner: str, analyst: str, tables: list[str]) -
         *tables,
         f"CREATE TABLE {WITNESS_TABLE} (entries BIGINT PRIMARY KEY, head TEXT NOT NULL, "
         f"recorded TIMESTAMPTZ NOT NULL DEFAULT clock_timestamp())",
+        f"CREATE TABLE {WITNESS_TABLE}_budgets (budget TEXT PRIMARY KEY, entries BIGINT NOT NULL, head TEXT NOT NULL)",
         "CREATE INDEX pandas_dp_entries_reservations ON pandas_dp_entries (budget) "
         "WHERE kind IN ('reserve', 'return')",
         *_split(_HELPERS),
@@ -354,7 +413,7 @@ def setup_statements(schema: str, owner: str, analyst: str, tables: list[str]) -
 def grant_statements(owner: str, analyst: str, tables: list[str]) -> list[str]:
     """Analysts read every table and write only through the functions."""
     analyst_q = f'"{check_role(analyst, "analyst")}"'
-    names = ", ".join([*tables, WITNESS_TABLE])
+    names = ", ".join([*tables, WITNESS_TABLE, f"{WITNESS_TABLE}_budgets"])
     out = [f"REVOKE ALL ON {names} FROM PUBLIC", f"REVOKE ALL ON {names} FROM {analyst_q}",
            f"GRANT SELECT ON {names} TO {analyst_q}"]
     for fn in FUNCTIONS:

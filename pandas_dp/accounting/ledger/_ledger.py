@@ -11,8 +11,8 @@ from typing import Any, NamedTuple, Sequence, Union
 import pandas as pd
 
 from pandas_dp.errors import LedgerError
-from pandas_dp.accounting.ledger._ops import (LedgerSummary, budget_list, check_witness, damaged, new_meta, read_meta, verify_budget,
-                                              verify_ledger)
+from pandas_dp.accounting.ledger._ops import (LedgerSummary, budget_list, check_witness, damaged, follow_head, new_meta,
+                                              read_meta, verify_budget, verify_ledger)
 from pandas_dp.accounting.ledger._postgres import PostgresStore, is_postgres_url
 from pandas_dp.accounting.ledger._records import ChainError, parse_rational, verify_budget_chain
 from pandas_dp.accounting.ledger._sqlite import SQLiteStore, sqlite_path
@@ -92,7 +92,9 @@ class Ledger:
     entry; every entry stores the hash of the previous entry of its budget and
     of its own content (SHA-256 over a canonical encoding). Opening a budget
     verifies its whole chain; every charge verifies the budget row against its
-    last entry (constant work) before appending.
+    last entry (constant work) before appending. Both follow the entries written
+    since this process last looked to the ledger head, and refuse budget rows
+    that are not the state their chains have there.
 
     Parameters
     ----------
@@ -182,8 +184,9 @@ class Ledger:
         open_store(ledger._store)
         with ledger._store.read() as txn:
             meta = read_meta(ledger._store, txn)
-            check_witness(ledger._store, meta)
+            top = check_witness(ledger._store, meta)
             budget_list(ledger._store, txn, meta)
+            follow_head(ledger._store, txn, meta, (), [(top, "its witness")])
         return ledger
 
     @property

@@ -7,7 +7,10 @@ and commits. :func:`post` appends entries to budgets in one transaction: it
 locks their rows, verifies each budget's running state against its last
 entry (constant work: one budget row and one entry per budget, whatever the
 ledger's length), checks the amounts, then appends and moves the running
-totals.
+totals. Before it appends, and on every open and read, :func:`follow_head`
+follows the entries written since this process last looked (writing order) to
+the ledger head: the budget rows must be the state their chains have there,
+and the witness's head must lie on that chain.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from __future__ import annotations
 import json
 import threading
 import uuid
-from contextlib import ExitStack
+from contextlib import ExitStack, nullcontext
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from fractions import Fraction
@@ -34,7 +37,8 @@ from pandas_dp.accounting.ledger._witness import witness_of
 
 __all__ = ["now", "new_meta", "read_meta", "open_budget", "verify_budget", "verify_ledger", "Posting", "post",
            "transact", "check_remaining", "exceeded_message", "damaged", "loss_of", "LedgerSummary",
-           "add_budgets", "budget_list", "note_head", "seen_head", "NO_BLIND_RESTORE", "check_witness"]
+           "add_budgets", "budget_list", "note_head", "seen_head", "NO_BLIND_RESTORE", "check_witness",
+           "follow_head"]
 
 T = TypeVar("T")
 
@@ -103,25 +107,25 @@ def note_head(store: Store, ledger_id: str, count: int | None, digest: str | Non
             _SEEN[ledger_id] = (count, digest)
 
 
-def check_witness(store: Store, meta: dict[str, str]) -> None:
-    """Refuse a ledger below the highest head its witness (if it names one) holds."""
+def check_witness(store: Store, meta: dict[str, str]) -> tuple[int, str] | None:
+    """Refuse a ledger below the highest head its witness (if it names one) holds; return that head (or None)."""
     witness = witness_of(meta, store)
     if witness is None:
-        return
-    top = None
+        return None
     for attempt in (meta, None):
-        if attempt is None:  # the witness first, then a snapshot taken after it: heads it holds were committed
-            top = witness.highest(meta["ledger_id"])
+        # The witness first, then (second attempt) a snapshot taken after it: heads it holds were committed.
+        top = witness.highest(meta["ledger_id"])
         current = attempt if attempt is not None else _fresh_meta(store)
         head = _meta_head(store, current)
         if head is None:
             raise damaged(store, "it names a witness but records no ledger head")
         try:
             witness.check(store.display, meta["ledger_id"], *head, top=top)
-            return
+            return top
         except LedgerError:
             if attempt is None or current.get("ledger_id") != meta["ledger_id"]:
                 raise
+    return None  # pragma: no cover - the second attempt returns or raises
 
 
 def _meta_head(store: Store, meta: dict[str, str]) -> tuple[int, str] | None:
@@ -197,6 +201,203 @@ def _fresh_meta(store: Store) -> dict[str, str]:
         return txn.meta()
 
 
+@dataclass
+class _Point:
+    """How far this process followed a ledger's entries in writing order, and what every budget's chain was there.
+
+    ``states`` holds each budget's (entries, last hash, spent, closed) at ledger head ``count``; ``recent`` the
+    ledger head hash at the last :data:`RECENT` positions (to check a witness head a little behind).
+    """
+
+    count: int
+    digest: str
+    last_id: int
+    defs: dict[str, tuple[BudgetRow, Fraction]]
+    states: dict[str, tuple[int, str, Fraction, bool]]
+    recent: dict[int, str]
+
+
+#: The point each ledger was followed to by this process, by (store key, ledger id).
+_POINTS: dict[tuple[str, str], _Point] = {}
+_POINTS_LOCK = threading.RLock()
+#: Ledger head hashes kept for the positions last followed.
+RECENT = 4096
+
+
+def follow_head(store: Store, txn: Txn, meta: dict[str, str], rows: Sequence[BudgetRow] = (),
+                marks: Sequence[tuple[tuple[int, str] | None, str]] = (), *, keep: bool = True) -> None:
+    """Check that ``rows`` hold the state the ledger's own chain gives them at its head; O(entries added since).
+
+    The entries written since this process last followed the ledger (all of them the first time) are read in
+    writing order and verified against each budget's chain, and the ledger head is chained through them: it
+    must reach ``meta``'s head exactly, with no entry beyond it. Each of ``marks`` (a head and who recorded it:
+    the witness, an auditor) and the highest head this process has seen must lie on that chain: the entry at
+    its number gives its hash (a longer ledger that does not extend them is an older copy charged past them).
+    Then each budget row must equal its chain's state at the head: a budget whose last entries were deleted
+    and whose row was set back to an earlier entry is refused, whatever ``meta`` says.
+
+    Nothing is checked for an in-memory ledger, a ledger written before heads existed (its next charge gives it
+    one), or a snapshot older than the point this process reached (:func:`read_meta` confirmed it is no
+    rollback; the charge itself checks at the locked head). ``keep=False`` follows a copy and keeps nothing (a
+    transaction that already wrote entries, which may still roll back).
+    """
+    head = _meta_head(store, meta) if store.durable else None
+    if head is None:
+        return
+    ledger_id = meta["ledger_id"]
+    root = head_root(ledger_id, meta.get("witness"))
+    wanted: dict[int, list[tuple[str, str]]] = {}
+    for mark, who in [*marks, (seen_head(ledger_id), "this process")]:
+        if mark is not None and mark[0] <= head[0]:
+            wanted.setdefault(mark[0], []).append((mark[1], who))
+    key = (store.key, ledger_id)
+    with _POINTS_LOCK:
+        point = _POINTS.get(key)
+        if point is not None and point.count > head[0]:
+            return
+        if point is not None and any(n < point.count and n not in point.recent and n > 0 for n in wanted):
+            point = None  # a head too far behind to check from here: follow the ledger from its start again
+        try:
+            if point is not None:
+                _check_anchor(store, txn, point)
+                if not keep:
+                    point = _Point(point.count, point.digest, point.last_id, dict(point.defs), dict(point.states),
+                                   dict(point.recent))
+            if point is None:
+                found = checkpoint.load_point(ledger_id)
+                if found is not None and found[0] <= head[0] and all(n == 0 or n >= found[0] for n in wanted):
+                    # The point an earlier process of this user followed the ledger to (ledgers of DURABLE_MIN
+                    # entries or more): its last entry must still be there, then only what follows is read.
+                    point = _Point(found[0], found[1], found[2], {}, dict(found[3]), {found[0]: found[1]})
+                    _check_anchor(store, txn, point)
+                else:
+                    point = _Point(0, root, 0, {}, {}, {0: root})
+                if keep:
+                    _POINTS[key] = point
+            for n, marked in wanted.items():
+                if n <= point.count:
+                    _check_mark(store, n, point.recent.get(n, root if n == 0 else ""), marked)
+            start = point.count
+            _walk(store, txn, ledger_id, point, head[0], wanted)
+            for n in range(max(1, start - RECENT + 1), point.count - RECENT + 1):
+                point.recent.pop(n, None)
+            if point.digest != head[1]:
+                raise ChainError(f"its ledger head records {head[0]} entries ending at another hash than its "
+                                 f"entries chain to (entries were deleted, added or changed since)")
+            if txn.entries_from(point.last_id, 1):
+                raise ChainError(f"it holds entries beyond the {head[0]} its ledger head records")
+            for row in rows:
+                _check_at_head(row, point)
+        except ChainError as err:
+            raise damaged(store, str(err)) from None
+
+
+def _keep_point(store: Store, ledger_id: str) -> None:
+    """Save the point this process followed the ledger to, for its later processes (long ledgers only)."""
+    with _POINTS_LOCK:
+        point = _POINTS.get((store.key, ledger_id))
+        if point is None or point.count < checkpoint.DURABLE_MIN:
+            return
+        states = dict(point.states)
+        where = (point.count, point.digest, point.last_id)
+    checkpoint.save_point(ledger_id, *where, states)
+
+
+def _check_anchor(store: Store, txn: Txn, point: _Point) -> None:
+    """The last entry this process followed is still there, unchanged (else the ledger was rolled back)."""
+    if point.last_id == 0:
+        return
+    entry = txn.entry(point.last_id)
+    state = point.states.get(entry.budget) if entry is not None else None
+    if entry is None or state is None or entry.hash != state[1]:
+        raise LedgerError(
+            f"The ledger {store.display} was rolled back: its entry number {point.count} (id {point.last_id}), "
+            f"which this process verified at head {head_text(point.count, point.digest)}, is gone or changed. An "
+            f"older copy was put back or its chain was rewritten, which forgets charges. Nothing was charged. Find "
+            f"the copy that passes `python -m pandas_dp ledger verify LOCATION --head "
+            f"{head_text(point.count, point.digest)}`.")
+
+
+def _check_mark(store: Store, n: int, digest: str, marked: list[tuple[str, str]]) -> None:
+    """LedgerError unless the ledger's head at entry number ``n`` is every head recorded there."""
+    for expected, who in marked:
+        if digest != expected:
+            raise LedgerError(
+                f"The ledger {store.display} was rolled back: it does not pass through head "
+                f"{head_text(n, expected)}, which {who} recorded; its entry number {n} has another history. An older "
+                f"copy was put back (and charged past that head) or its chain was rewritten, which forgets charges. "
+                f"Nothing was charged. Find the copy that passes `python -m pandas_dp ledger verify LOCATION --head "
+                f"{head_text(n, expected)}`.")
+
+
+def _walk(store: Store, txn: Txn, ledger_id: str, point: _Point, count: int,
+          wanted: dict[int, list[tuple[str, str]]]) -> None:
+    """Follow ``point`` (in place) to ``count`` entries; ChainError or LedgerError naming the first that fails.
+
+    On an error ``point`` is put back where it was (what this process verified stays its reference).
+    """
+    where = (point.count, point.digest, point.last_id)
+    old_states: dict[str, tuple[int, str, Fraction, bool] | None] = {}
+    old_defs: set[str] = set()
+    try:
+        _walk_on(store, txn, ledger_id, point, count, wanted, old_states, old_defs)
+    except BaseException:
+        for n in range(where[0] + 1, point.count + 1):
+            point.recent.pop(n, None)
+        point.count, point.digest, point.last_id = where
+        for name, state in old_states.items():
+            if state is None:
+                point.states.pop(name, None)
+            else:
+                point.states[name] = state
+        for name in old_defs:
+            point.defs.pop(name, None)
+        raise
+
+
+def _walk_on(store: Store, txn: Txn, ledger_id: str, point: _Point, count: int,
+             wanted: dict[int, list[tuple[str, str]]], old_states: dict[str, tuple[int, str, Fraction, bool] | None],
+             old_defs: set[str]) -> None:
+    while point.count < count:
+        chunk = txn.entries_from(point.last_id, min(VERIFY_CHUNK, count - point.count))
+        if not chunk:
+            raise ChainError(f"it holds {point.count} entries but its ledger head records {count} (entries were "
+                             f"deleted)")
+        for e in chunk:
+            found = point.defs.get(e.budget)
+            if found is None:
+                row = txn.budget(e.budget)
+                if row is None:
+                    raise ChainError(f"entry {e.id} belongs to no budget of the ledger (a budget row was deleted)")
+                check_budget_definition(ledger_id, row)
+                found = point.defs[e.budget] = (row, parse_rational(row.total, f"the total of budget {row.name!r}"))
+                old_defs.add(e.budget)
+            row, total = found
+            seq, prev, spent, closed = point.states.get(e.budget) or (0, row.genesis, Fraction(0), False)
+            if closed:
+                raise ChainError(f"budget {row.name!r} has entries after its close")
+            spent = verify_entry(e, row, prev, spent, seq + 1, total)
+            if e.budget not in old_states:
+                old_states[e.budget] = point.states.get(e.budget)
+            point.states[e.budget] = (seq + 1, e.hash, spent, e.kind == "close")
+            point.count += 1
+            point.digest = head_step(ledger_id, point.count, point.digest, e.hash)
+            point.last_id = e.id
+            point.recent[point.count] = point.digest
+            if point.count in wanted:
+                _check_mark(store, point.count, point.digest, wanted[point.count])
+
+
+def _check_at_head(row: BudgetRow, point: _Point) -> None:
+    """The budget row holds the state its chain has at the ledger head ``point`` (ChainError otherwise)."""
+    seq, digest, spent, _ = point.states.get(row.name) or (0, row.genesis, Fraction(0), False)
+    if row.entries != seq or row.head != digest or row.spent != rational_text(spent):
+        raise ChainError(
+            f"the budget {row.name!r} records {row.entries} entries and running total {str(row.spent)[:40]}, but the "
+            f"ledger's chain of entries gives it {seq} entries and {rational_text(spent)} at the ledger head "
+            f"({point.count} entries): entries of it were deleted or its row was set back")
+
+
 def budget_list(store: Store, txn: Txn, meta: dict[str, str]) -> list[BudgetRow]:
     budgets = txn.budgets()
     try:
@@ -243,12 +444,15 @@ def open_budget(store: Store, name: str, measure: str, total: Fraction, paramete
     """
     with store.read() as txn:
         meta = read_meta(store, txn)
-        check_witness(store, meta)
+        top = check_witness(store, meta)
         budgets = budget_list(store, txn, meta)
         row = next((b for b in budgets if b.name == name), None)
         if row is not None:
             _same_definition(store, row, measure, total, parameter, parent)
             _verify_from_checkpoint(store, txn, meta["ledger_id"], row)
+        follow_head(store, txn, meta, [row] if row is not None else [], [(top, "its witness")])
+        _keep_point(store, meta["ledger_id"])
+        if row is not None:
             return row
     if not create:
         raise LedgerError(f"The ledger {store.display} has no budget named {name!r}.")
@@ -395,7 +599,15 @@ def verify_ledger(store: Store, heads: Sequence[str] = ()) -> LedgerSummary:
         budgets = budget_list(store, txn, meta)
         recorded = _meta_head(store, meta)
     if recorded is not None:
-        listed, digest = _verify_in_chunks(store, meta, budgets, recorded[0], wanted)
+        # The witness's highest head and this process's must lie on the chain too (a longer ledger that does not
+        # pass through them is an older copy charged past them); a witness ahead is left to check_witness below.
+        witness = witness_of(meta, store)
+        marks: dict[int, list[tuple[str, str]]] = {}
+        for mark, who in ((witness.highest(meta["ledger_id"]) if witness is not None else None, "its witness"),
+                          (seen_head(meta["ledger_id"]), "this process")):
+            if mark is not None and mark[0] <= recorded[0]:
+                marks.setdefault(mark[0], []).append((mark[1], who))
+        listed, digest = _verify_in_chunks(store, meta, budgets, recorded[0], wanted, marks)
         if (listed, digest) != recorded:
             raise damaged(store, f"its ledger head records {recorded[0]} entries but it holds {listed}, or the "
                                  f"entries differ from those the head was chained through")
@@ -444,7 +656,8 @@ VERIFY_CHUNK = 2_000
 
 
 def _verify_in_chunks(store: Store, meta: dict[str, str], budgets: list[BudgetRow], count: int,
-                      wanted: dict[int, set[str]]) -> tuple[int, str]:
+                      wanted: dict[int, set[str]],
+                      marks: dict[int, list[tuple[str, str]]] | None = None) -> tuple[int, str]:
     """Verify the first ``count`` entries (those ``meta``'s head covers) by id, one short read per chunk.
 
     Entries are append-only and their ids follow the order they were written,
@@ -480,6 +693,8 @@ def _verify_in_chunks(store: Store, meta: dict[str, str], budgets: list[BudgetRo
                 digest = head_step(ledger_id, listed, digest, e.hash)
                 if listed in wanted and wanted[listed] != {digest}:
                     raise LedgerError(_not_passed(store, listed, sorted(wanted[listed] - {digest})[0], "changed"))
+                if marks and listed in marks:
+                    _check_mark(store, listed, digest, marks[listed])
             after = chunk[-1].id
         for b in budgets:
             seq, prev, spent, _ = state[b.name]
@@ -589,6 +804,10 @@ def check_remaining(store: Store, txn: Txn, ledger_id: str, postings: Sequence[P
     """Verify each budget's state and that every positive amount fits; return (row, spent) by name."""
     names = [p.budget for p in postings]
     rows = txn.lock_budgets(names) if lock else {n: txn.budget(n) for n in sorted(set(names))}
+    if not lock:  # a write follows the head in post, once it holds the ledger head's lock
+        meta = txn.meta()
+        top = check_witness(store, meta) if store.durable else None
+        follow_head(store, txn, meta, [r for r in rows.values() if r is not None], [(top, "its witness")])
     state: dict[str, tuple[BudgetRow, Fraction]] = {}
     for name in sorted(set(names)):
         row = rows.get(name)
@@ -622,11 +841,18 @@ def post(store: Store, txn: Txn, postings: Sequence[Posting]) -> list[tuple[int,
     ledger_id = meta["ledger_id"]
     if txn.guarded:
         # The server's function locks, checks (the same checks, raised as the same errors), chains and appends to
-        # the witness table. No preflight here: unlocked reads of a budget row and its last entry, one statement
-        # apart, can straddle another session's commit.
-        written, count, head_digest = txn.post_guarded(store, postings)
-        txn.written_head = (ledger_id, count, head_digest)
-        return written
+        # the witness table. No preflight in this transaction: unlocked reads of a budget row and its last entry,
+        # one statement apart, can straddle another session's commit. The ledger is followed to its head in a
+        # snapshot of its own first (the budget rows at the head, the witness table's head on the chain), unless
+        # this transaction already wrote (a snapshot cannot see that yet; its first write was checked so).
+        with store.read() if txn.written_head is None else nullcontext() as snap:
+            if snap is None:
+                return _post_guarded(store, txn, postings, ledger_id)
+            now_meta = read_meta(store, snap)
+            top = check_witness(store, now_meta)
+            rows = [r for r in (snap.budget(name) for name in sorted({p.budget for p in postings})) if r is not None]
+            follow_head(store, snap, now_meta, rows, [(top, "its witness table")])
+        return _post_guarded(store, txn, postings, ledger_id)
     state = check_remaining(store, txn, meta["ledger_id"], postings, lock=True)
     current = {name: (row, spent) for name, (row, spent) in state.items()}
     meta = txn.lock_head()  # after the budget rows (one order for every writer), before drawing entry ids
@@ -634,8 +860,13 @@ def post(store: Store, txn: Txn, postings: Sequence[Posting]) -> list[tuple[int,
     note_head(store, ledger_id, *(head if head is not None else (None, None)))
     count, head_digest = head if head is not None else _walk_head(ledger_id, txn, meta.get("witness"))
     txn.witness = witness_of(meta, store)
+    top = None
     if txn.witness is not None:
-        txn.witness.check(store.display, ledger_id, count, head_digest)
+        top = txn.witness.highest(ledger_id)
+        txn.witness.check(store.display, ledger_id, count, head_digest, top=top)
+        txn.witness.probe(store.display)  # an unwritable witness refuses the charge before anything is written
+    follow_head(store, txn, meta, [row for row, _ in current.values()], [(top, "its witness")],
+                keep=txn.written_head is None)
     stamp = now()
     ids: list[tuple[int, str]] = []
     for p in postings:
@@ -660,6 +891,12 @@ def post(store: Store, txn: Txn, postings: Sequence[Posting]) -> list[tuple[int,
     return ids
 
 
+def _post_guarded(store: Store, txn: Txn, postings: Sequence[Posting], ledger_id: str) -> list[tuple[int, str]]:
+    written, count, head_digest = txn.post_guarded(store, postings)
+    txn.written_head = (ledger_id, count, head_digest)
+    return written
+
+
 def _walk_head(ledger_id: str, txn: Txn, witness: str | None) -> tuple[int, str]:
     """The head of a ledger written before heads existed, from its entries in writing order (once)."""
     count, digest = 0, head_root(ledger_id, witness)
@@ -679,9 +916,15 @@ def transact(stores: Sequence[Store], work: Callable[[dict[str, Txn]], T]) -> T:
     with ExitStack() as stack:
         txns = {key: stack.enter_context(unique[key].write()) for key in sorted(unique)}
         out = work(txns)
+    failed: list[LedgerError] = []
     for key, txn in txns.items():  # committed: this process has seen these heads
         if txn.written_head is not None:
             note_head(unique[key], *txn.written_head, check=False)
             if txn.witness is not None:
-                txn.witness.append(*txn.written_head[1:])
+                try:
+                    txn.witness.append(*txn.written_head[1:], unique[key].display)
+                except LedgerError as err:  # the charge stays counted; the caller releases nothing
+                    failed.append(err)
+    if failed:
+        raise failed[0]
     return out

@@ -155,9 +155,12 @@ def _refusal(store: "PostgresStore", err: Exception, postings: Any) -> Exception
     if code == guard.DAMAGED:
         return damaged(store, message)
     if code == guard.ROLLED_BACK:
+        where = ("the ledger is below it" if message == "below" else
+                 "the ledger's head is not it (the tables were written around the ledger's functions: an older "
+                 "copy padded past it, or a rewritten chain)")
         return LedgerError(
             f"The ledger {store.display} was rolled back: its witness table {guard.WITNESS_TABLE} records head "
-            f"{detail} and the ledger is below it. An older copy of the ledger tables was put back, which forgets "
+            f"{detail} and {where}. An older copy of the ledger tables was put back, which forgets "
             f"charges. Nothing was charged. Find the copy that passes `python -m pandas_dp ledger verify LOCATION "
             f"--head {detail}`.")
     if code == guard.REFUSED and message == "closed":
@@ -195,7 +198,10 @@ class TableWitness:
         refuse_below(display, f"witness table {guard.WITNESS_TABLE}", "an older copy of the ledger tables",
                      self.highest(ledger_id) if top is None else top, count, digest)
 
-    def append(self, count: int, digest: str) -> None:
+    def probe(self, display: str) -> None:
+        """Nothing: the server's function appends the head in the charge's own transaction."""
+
+    def append(self, count: int, digest: str, display: str = "") -> None:
         """Nothing: the server's function appends the head in the charge's own transaction."""
 
 

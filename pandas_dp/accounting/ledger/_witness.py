@@ -2,7 +2,9 @@
 
 A ledger created with ``witness=PATH`` names the file in its ``meta``. Every
 committed charge appends the ledger's new head (``"<entries> <hash>"``, one
-line, ``O_APPEND`` then ``fsync``); opening the ledger, every charge and
+line, ``O_APPEND`` then ``fsync``; a charge first checks that the witness can
+be written and fails if not, and fails too if the append after its commit
+fails); opening the ledger, every charge and
 ``verify`` compare the ledger's head with the highest head the witness holds
 and refuse a ledger that is below it (an older copy put back, or a chain
 rolled back) or beside it (as many entries, another history). The witness
@@ -93,19 +95,45 @@ class Witness:
         refuse_below(display, f"witness {self.path!r}", "an older copy",
                      self.highest(ledger_id) if top is None else top, count, digest)
 
-    def append(self, count: int, digest: str) -> None:
-        """Append a head (best effort after a commit: a witness that lags behind its ledger is only weaker)."""
+    def probe(self, display: str) -> None:
+        """LedgerError unless the witness can be appended to now (a charge checks this before it writes).
+
+        A witness that cannot be written is never skipped: every charge records the ledger's new head in it,
+        and a witness left behind would let an older copy of the ledger pass later.
+        """
         try:
             fd = os.open(self.path, os.O_WRONLY | os.O_APPEND)
-        except OSError:
-            return
+        except OSError as err:
+            raise LedgerError(
+                f"The witness {self.path!r} of the ledger {display} cannot be written ({err.strerror}): every charge "
+                f"records the ledger's new head in it, so nothing was charged. Make it writable again (its owner, "
+                f"its mode, `chattr -i`; keep it append-only with `chattr +a`) and retry.") from None
+        os.close(fd)
+
+    def append(self, count: int, digest: str, display: str = "") -> None:
+        """Append a head after its charge committed (LedgerError when the write fails).
+
+        The charge is then in the ledger but not in the witness: it stays counted as spent (conservative), the
+        release that asked for it fails before any noise is drawn, and the witness lags one head behind the
+        ledger, which the witness check accepts (it refuses a ledger *below* its witness).
+        """
+        try:
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND)
+        except OSError as err:
+            raise self._after_commit(display, count, digest, err) from None
         try:
             os.write(fd, f"{count} {digest}\n".encode("ascii"))
             os.fsync(fd)
-        except OSError:
-            pass
+        except OSError as err:
+            raise self._after_commit(display, count, digest, err) from None
         finally:
             os.close(fd)
+
+    def _after_commit(self, display: str, count: int, digest: str, err: OSError) -> LedgerError:
+        return LedgerError(
+            f"The witness {self.path!r} of the ledger {display} could not record head {_head(count, digest)} "
+            f"({err.strerror}). The charge is recorded in the ledger and stays counted as spent, but nothing was "
+            f"released. Make the witness writable again: charges are refused while it cannot be written.")
 
 
 def witness_location(path: object) -> str:
