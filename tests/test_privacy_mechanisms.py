@@ -37,7 +37,7 @@ from pandas_dp.privacy.loss import pure, zcdp
 from pandas_dp.noise.laplace import discrete_laplace, noise_scale
 from pandas_dp.releases.count_of_counts import estimate_count_of_counts, plan_count_of_counts
 from pandas_dp.releases.methods import METHODS
-from pandas_dp.testing import assert_dp, neighbours
+from pandas_dp.testing import Neighbour, assert_dp, neighbours
 
 from _slow import FULL, QUICK_TRIALS, SLOW_TRIALS, quick_levels, slow_cases, slow_levels
 
@@ -570,3 +570,110 @@ def test_group_unit_count_of_counts_is_dp_on_whole_households(method, case):
     report = assert_dp(coc_group_unit(1.0, method), PERSONS, GROUP_UNIT_CASES[case], epsilon=1.0,
                        trials=SLOW_TRIALS, statistic=coc_vector, rng=17)
     assert report.passed
+
+
+# ---------------------------------------------------------------- public totals: change one record, totals held
+# With public_totals no two add/remove neighbours agree with the published facts: the relation is one record
+# changing (its cells, and its county within its state when states have totals), every total held (issue 41,
+# item 4). The neighbours come from neighbours(..., held=[...]), plus a record moving to a sibling county.
+GEO_HIER = pd.DataFrame({"state": ["a", "a", "b"], "county": ["a0", "a1", "b0"]})
+GEO = pd.DataFrame({"state": list("aaaaabbb"), "county": ["a0", "a0", "a0", "a1", "a1", "b0", "b0", "b0"],
+                    "x": [0, 1, 1, 1, 2, 3, 3, 0], "sex": list("fmffmmfm")})
+GEO_EDGES = [0, 2, 4]
+GEO_STATES = pd.Series({"a": 5, "b": 3})   # public facts: the frame and its neighbours agree with them
+
+
+def _sibling_move() -> Neighbour:
+    moved = GEO.copy()
+    moved.loc[1, ["county", "x"]] = ["a1", 3]
+    return Neighbour("move to a sibling county", moved, "changed row 1 from county a0 to a1 and x 1 -> 3")
+
+
+GEO_CASES = {n.name: n for n in [*neighbours(GEO, ["x", "sex"], bins={"x": GEO_EDGES},
+                                             categories={"sex": ["f", "m"]}, held=["state", "county"]),
+                                 _sibling_move()]}
+
+
+def geo_histogram(privacy: dict, **kw):
+    return lambda df, rng: df.dp.histogram(["x", "sex"], bins={"x": GEO_EDGES}, categories={"sex": ["f", "m"]},
+                                           by=["state", "county"], hierarchy=GEO_HIER, rng=rng, **privacy, **kw)
+
+
+def geo_marginals(privacy: dict, **kw):
+    return lambda df, rng: df.dp.marginals([("x", "sex")], bins={"x": GEO_EDGES}, categories={"sex": ["f", "m"]},
+                                           by=["state", "county"], hierarchy=GEO_HIER, rng=rng, **privacy, **kw)
+
+
+def geo_outputs(r) -> np.ndarray:
+    """Every released estimate of every region and level (histograms, or the tidy tables of marginals)."""
+    counts = getattr(r, "counts", None)
+    if isinstance(counts, pd.Series):
+        return counts.to_numpy(float)
+    return r.to_frame()["estimate"].to_numpy(float)
+
+
+STATES = {"public_totals": {"state": GEO_STATES}}
+NATION = {"public_totals": {"national": pd.Series({"national": 8})}}
+GEO_MECHANISMS = {
+    "histogram by state, state totals": lambda p: geo_histogram(p, **STATES),
+    "histogram integer, national total": lambda p: geo_histogram(p, integer=True, **NATION),
+    "marginals by state, state totals": lambda p: geo_marginals(p, **STATES),
+    "marginals integer, national total": lambda p: geo_marginals(p, integer=True, **NATION),
+}
+
+
+def test_change_one_neighbours_keep_the_public_totals():
+    for case in GEO_CASES.values():
+        assert len(case.frame) == len(GEO) and (case.frame["state"].value_counts() == GEO_STATES).all()
+        assert case.frame["state"].equals(GEO["state"])
+        assert (case.frame != GEO).any(axis=1).sum() == 1          # one record changed
+    assert {"move every column", "move to a sibling county"} <= set(GEO_CASES)
+
+
+@pytest.mark.parametrize("name", list(GEO_MECHANISMS))
+def test_public_totals_releases_are_dp_for_change_one_neighbours(name):
+    case = GEO_CASES["move every column" if "state totals" in name else "move to a sibling county"]
+    _check_geo(GEO_MECHANISMS[name]({"epsilon": 1.0}), case, 1.0, QUICK_TRIALS, seed=31)
+    check_gaussian(GEO_MECHANISMS[name]({"rho": QUICK_RHO}), GEO, case, QUICK_RHO, QUICK_TRIALS, seed=32,
+                   statistic=geo_outputs)
+
+
+def _check_geo(mechanism, neighbour, epsilon, trials, seed):
+    report = assert_dp(mechanism, GEO, neighbour, epsilon=epsilon, trials=trials, statistic=geo_outputs, rng=seed)
+    assert report.charged_per_run == epsilon
+    return report
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", list(GEO_CASES))
+@pytest.mark.parametrize("name", list(GEO_MECHANISMS))
+def test_public_totals_releases_are_dp_on_every_change_one_neighbour(name, case):
+    _check_geo(GEO_MECHANISMS[name]({"epsilon": 1.0}), GEO_CASES[case], 1.0, SLOW_TRIALS, seed=33)
+
+
+def _moved_loss(noise, measure: str) -> float:
+    """The exact privacy loss of one noisy cell whose count moves by one: ``max_z log p(z) / p(z - 1)`` for
+    discrete Laplace noise (pure), ``1 / (2 sigma**2)`` of the discrete Gaussian (its exact Renyi divergence of
+    an integer shift of one, per unit of alpha)."""
+    if measure == "epsilon":
+        z = np.arange(-200, 201)
+        return float(np.max(np.log(noise.pmf(z)) - np.log(noise.pmf(z - 1))))
+    return 1.0 / (2.0 * float(noise.sigma2))
+
+
+@pytest.mark.parametrize("privacy", [{"epsilon": 1.0}, {"rho": 0.5}])
+def test_the_two_cell_move_costs_exactly_the_charge(privacy):
+    # The worst change-one neighbour of a histogram by geography with public totals: one record moves from
+    # one cell to another, in every level (two cells of one region, or of two sibling regions). Its exact loss
+    # is the sum over levels of the two cells' losses: it must be the loss charged (add/remove noise gave twice).
+    measure, amount = next(iter(privacy.items()))
+    with pdp.budget(**{measure: 10}) as b:
+        r = geo_histogram(privacy, **STATES)(GEO, np.random.default_rng(0))
+    moved = sum(2 * _moved_loss(n, measure) for n in r.noises if n is not None)
+    assert b.spent == amount and moved == pytest.approx(amount, rel=1e-12)
+    # the same for the marginals by geography: every measured marginal of every level moves by two cells
+    with pdp.budget(**{measure: 10}) as b:
+        m = geo_marginals(privacy, **STATES)(GEO, np.random.default_rng(0))
+    moved = sum(2 * _moved_loss(n, measure) for p in m.geography.plans if p is not None
+                for n in p.noises if n is not None)
+    assert b.spent == amount and moved <= amount * (1 + 1e-12) and moved >= amount * 0.99

@@ -28,7 +28,13 @@ Privacy. Every level is a partition of the rows (a row lies in one region
 per level), so one row changes one cell of one region per level by one
 (L1 = L2 = 1 per level): within a level the regions' tables compose in
 parallel, across levels sequentially. The levels' losses add up to the
-release's loss exactly, which is charged once (one ledger row).
+release's loss exactly, which is charged once (one ledger row). With
+``public_totals`` the neighbours are those of
+:data:`~pandas_dp.releases.geography_arguments.HELD_TOTALS_NEIGHBOURS` (one
+record changes, the totals stay): it moves one count of each level from one
+cell to another (of its region, or of a sibling region below the totalled
+level), L1 = 2 and L2**2 = 2 per level, and every level's noise is calibrated
+for that (the charge stays the loss asked for).
 """
 
 from __future__ import annotations
@@ -45,14 +51,15 @@ from pandas_dp._utils.rational import fraction_text
 from pandas_dp.algorithms.geography.release import release_geography
 from pandas_dp.domain.grid import MAX_CELLS, Grid, make_grid
 from pandas_dp.errors import DomainError, ParameterError
-from pandas_dp.privacy.loss import UNIT, Noise, PrivacyLoss
+from pandas_dp.privacy.loss import UNIT, Noise, PrivacyLoss, Sensitivity
 from pandas_dp.domain.geography import RegionTree
 from pandas_dp.results.geography_layout import geography_index, RESERVED_NAMES
 from pandas_dp.results.geography import GeographyHistogram
 from pandas_dp.algorithms.geography.layout import level_tables, region_tree_layout
 from pandas_dp.noise.words import release_key
 from pandas_dp.privacy.units import AUTO_MAX_ROWS, AUTO_SHARE, UnitArguments, UnitBounds
-from pandas_dp.releases.geography_arguments import GEOGRAPHY_KEYWORDS, GeographyArguments
+from pandas_dp.releases.geography_arguments import (GEOGRAPHY_KEYWORDS, HELD_TOTALS_NEIGHBOURS, GeographyArguments,
+                                                     held_totals_sensitivity)
 from pandas_dp.releases.methods import METHODS, method_named
 from pandas_dp.releases.methods.base import BOTH_MEASURES
 from pandas_dp.releases.params import Param, check_columns, check_flag, check_rng
@@ -88,7 +95,10 @@ class GeographyPlan:
         Each level's loss (``None``: the level is not measured, its tables
         are sums of its children's).
     noises : tuple of Noise or None
-        Each measured level's noise, for sensitivity 1.
+        Each measured level's noise, for ``sensitivity``.
+    sensitivity : Sensitivity
+        What one row moves a level's tables by: 1 (add/remove one row), or L1 = 2 and
+        L2**2 = 2 with public totals (one record changes, the totals stay).
     """
 
     tree: RegionTree
@@ -96,6 +106,7 @@ class GeographyPlan:
     shares: tuple[Fraction, ...]
     losses: tuple[PrivacyLoss | None, ...]
     noises: tuple[Noise | None, ...]
+    sensitivity: Sensitivity = UNIT
 
     @property
     def levels(self) -> tuple[str, ...]:
@@ -119,8 +130,13 @@ def check_size(tree: RegionTree, grid: Grid) -> None:
                           f"{MAX_CELLS:,} (2**26). Use coarser bins or fewer levels.")
 
 
-def plan_geography(tree: RegionTree, grid: Grid, loss: PrivacyLoss, shares: tuple[Fraction, ...]) -> GeographyPlan:
+def plan_geography(tree: RegionTree, grid: Grid, loss: PrivacyLoss, shares: tuple[Fraction, ...],
+                   sensitivity: Sensitivity = UNIT) -> GeographyPlan:
     """Split the loss across the levels by ``shares`` and calibrate each level's noise (public; before any charge).
+
+    ``sensitivity`` is what one row (record) moves each level's tables by: :data:`~pandas_dp.privacy.loss.UNIT`
+    under add/remove-one-row, :func:`~pandas_dp.releases.geography_arguments.held_totals_sensitivity` of it
+    with public totals.
 
     Raises
     ------
@@ -129,9 +145,9 @@ def plan_geography(tree: RegionTree, grid: Grid, loss: PrivacyLoss, shares: tupl
     """
     parts = loss.split(shares)
     losses = tuple(p if s > 0 else None for p, s in zip(parts, shares))
-    noises = tuple(None if part is None else part.noise(UNIT, what=f"level {name!r} of the geography")
+    noises = tuple(None if part is None else part.noise(sensitivity, what=f"level {name!r} of the geography")
                    for part, name in zip(losses, tree.level_names))
-    return GeographyPlan(tree, grid, shares, losses, noises)
+    return GeographyPlan(tree, grid, shares, losses, noises, sensitivity)
 
 
 def _ledger_params(plan: GeographyPlan, loss: PrivacyLoss, method: str, nonnegative: bool,
@@ -143,6 +159,7 @@ def _ledger_params(plan: GeographyPlan, loss: PrivacyLoss, method: str, nonnegat
         f"{loss.parameter}_per_level": [fraction_text(p.amount) if p is not None else "0" for p in plan.losses],
         "nonnegative": nonnegative, "integer": integer,
         "public_totals": [plan.levels[k] for k in sorted(totals or {})],
+        **({"neighbours": HELD_TOTALS_NEIGHBOURS} if totals else {}),
     }
 
 
@@ -158,7 +175,8 @@ def _wrap(rel: Any, plan: GeographyPlan, loss: PrivacyLoss, method: str, params:
         post.append("non-negative (top-down weighted projection)")
     if rel.integer:
         post.append(f"integer (controlled rounding, {rel.rounding})")
-    result_params = dict(params, sensitivity=1, noise=rel.noise_descriptions())
+    sensitivity = 1 if plan.sensitivity == UNIT else plan.sensitivity.describe()
+    result_params = dict(params, sensitivity=sensitivity, noise=rel.noise_descriptions())
     return GeographyHistogram(
         counts=pd.Series(estimates, index=index, name="estimate"),
         variance=pd.Series(variance, index=index, name="variance"),
@@ -203,7 +221,9 @@ def histogram_by_region(frame: Any, columns: Any, geography: GeographyArguments,
     every region's histogram at that level sums to its total exactly, coarser levels are sums of
     them and finer ones are conditioned on them (exact GLS, exact variances; see
     :func:`~pandas_dp.algorithms.geography.release.release_geography`). Non-negative and integer
-    tables keep totals of ``"national"`` only (integer ones need an integer total).
+    tables keep totals of ``"national"`` only (integer ones need an integer total). With public totals
+    the neighbours change one record and keep the totals (``params["neighbours"]``): every level's
+    noise is calibrated for L1 = 2, L2**2 = 2 (:func:`~pandas_dp.releases.geography_arguments.held_totals_sensitivity`).
     """
     geography.check_by()
     cols = check_columns(frame, columns)
@@ -228,10 +248,11 @@ def histogram_by_region(frame: Any, columns: Any, geography: GeographyArguments,
     totals = _public_totals(geography, tree, nonneg or whole, whole)
     check_size(tree, grid)
     shares = geography.shares(tree.level_names)
+    moved = held_totals_sensitivity(UNIT) if totals else UNIT
 
     def planned(bounds: UnitBounds | None, share: PrivacyLoss) -> GeographyPlan:
         per_row = share if bounds is None else bounds.per_row_loss(share)
-        return plan_geography(tree, grid, per_row, shares)
+        return plan_geography(tree, grid, per_row, shares, moved)
 
     if unit is None:
         plan = planned(None, loss)
@@ -243,8 +264,8 @@ def histogram_by_region(frame: Any, columns: Any, geography: GeographyArguments,
     columns = [*cols, *(c for c in tree.located if c not in cols)]
 
     def release(tables: list[np.ndarray], final: GeographyPlan, extra: dict[str, Any]) -> GeographyHistogram:
-        rel = release_geography(tables, parents, level_losses=final.losses, integer=whole, nonnegative=nonneg,
-                                level_totals=totals or None, rng=generator)
+        rel = release_geography(tables, parents, level_losses=final.losses, sensitivity=final.sensitivity,
+                                integer=whole, nonnegative=nonneg, level_totals=totals or None, rng=generator)
         return _wrap(rel, final, loss, name, {**_ledger_params(final, loss, name, nonneg, whole, totals), **extra})
 
     if unit is None:

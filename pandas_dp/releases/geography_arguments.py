@@ -12,6 +12,17 @@ against: :meth:`~GeographyArguments.tree` (the public regions, from the frame's
 column labels), :meth:`~GeographyArguments.shares` (the levels' shares of the
 loss) and :meth:`~GeographyArguments.totals` (the public totals). The checks
 are public: nothing here reads a row.
+
+Public totals change the neighbouring relation. Under add/remove-one-row no
+two neighbours agree with a published total, so a release with
+``public_totals`` is calibrated for :data:`HELD_TOTALS_NEIGHBOURS`: one
+record's attributes change (its cells, and its region below the finest level
+with totals, within its totalled region) while every total stays; one unit's
+records with a ``privacy_unit``. A count query's vector then moves by
+``x' - x`` with ``x, x'`` the record's (unit's) non-negative contributions, so
+L1 at most twice and squared L2 at most twice the add/remove bound
+(``|x - x'|**2 <= |x|**2 + |x'|**2``): :func:`held_totals_sensitivity`,
+attained by one record moving between two cells.
 """
 
 from __future__ import annotations
@@ -31,9 +42,13 @@ from pandas_dp.algorithms.geography.layout import RegionLayout
 from pandas_dp.domain.labels import positions
 from pandas_dp.domain.geography import RegionTree, region_tree
 from pandas_dp.errors import DomainError, ParameterError
+from pandas_dp.privacy.loss import Sensitivity
 
-__all__ = ["GEOGRAPHY_KEYWORDS", "GeographyArguments", "geography_tree", "level_weight", "level_shares",
-           "check_public_totals"]
+__all__ = ["GEOGRAPHY_KEYWORDS", "HELD_TOTALS_NEIGHBOURS", "GeographyArguments", "geography_tree", "level_weight",
+           "level_shares", "check_public_totals", "held_totals_sensitivity"]
+
+#: The neighbouring relation of a release with ``public_totals`` (recorded in its params and ledger row).
+HELD_TOTALS_NEIGHBOURS = "change one record (public totals held)"
 
 #: The release arguments that ask for tables by geography, in signature order.
 GEOGRAPHY_KEYWORDS = ("by", "hierarchy", "by_categories", "level_weights", "public_totals")
@@ -82,6 +97,22 @@ class GeographyArguments:
     def totals(self, tree: RegionTree, layout: RegionLayout) -> dict[int, np.ndarray]:
         """``{level position: totals in region order}`` from ``public_totals`` (:func:`check_public_totals`)."""
         return check_public_totals(self.public_totals, tree, layout)
+
+
+def held_totals_sensitivity(sensitivity: Sensitivity) -> Sensitivity:
+    """The sensitivity of a count query under :data:`HELD_TOTALS_NEIGHBOURS`, from its add/remove one.
+
+    One record (unit) changing its attributes removes a non-negative contribution ``x`` and adds
+    ``x'``, each within the add/remove bound: ``|x - x'|_1 <= 2 L1`` and
+    ``|x - x'|_2**2 <= |x|**2 + |x'|**2 <= 2 L2**2`` (``x . x' >= 0``), both attained by one record
+    moving between two cells.
+
+    Examples
+    --------
+    >>> held_totals_sensitivity(Sensitivity())
+    Sensitivity(l1=Fraction(2, 1), l2_squared=Fraction(2, 1))
+    """
+    return Sensitivity(2 * sensitivity.l1, 2 * sensitivity.l2_squared)
 
 
 def _by_levels(by: Any) -> list[str]:

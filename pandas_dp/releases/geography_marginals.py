@@ -26,9 +26,22 @@ Order (the one release pipeline, :mod:`pandas_dp.releases.pipeline`):
 Privacy. A row lies in one region per level, so it moves every marginal of
 one region per level by one (``max_rows=k`` rows of a unit: by ``k``): the
 regions of a level compose in parallel, the levels sequentially, and the
-levels' parts add up to the release's loss, charged once. The public totals
-are public inputs: the guarantee holds for neighbouring frames that both agree
-with them (it is relative to the facts published).
+levels' parts add up to the release's loss, charged once.
+
+With ``public_totals`` no two add/remove neighbours agree with the facts
+published, so the neighbours are those of
+:data:`~pandas_dp.releases.geography_arguments.HELD_TOTALS_NEIGHBOURS`: one
+record's attributes change (and its region, below the finest level with
+totals, within its totalled region), every total stays. Every measured
+marginal of the plan (the plan noises whole marginals, each with its own part
+of the loss, :mod:`pandas_dp.algorithms.marginals.plan`) then moves by at most
+two cells, one down and one up: L1 = 2 and L2**2 = 2 (twice the add/remove
+bounds, :func:`~pandas_dp.releases.geography_arguments.held_totals_sensitivity`;
+with ``max_rows=k``, 2k and 2k**2). Attained: a record changing every
+workload column moves every non-empty marginal by two cells (one changing
+region moves the empty one too). The plan is made for that sensitivity, so the
+charge stays the loss asked for and the noise grows (by 2 in scale under pure
+DP, by sqrt(2) under zCDP).
 """
 
 from __future__ import annotations
@@ -49,7 +62,8 @@ from pandas_dp.domain.grid import MAX_CELLS, Grid
 from pandas_dp.errors import DomainError, ParameterError
 from pandas_dp.noise.words import release_key
 from pandas_dp.privacy.loss import UNIT, PrivacyLoss
-from pandas_dp.releases.geography_arguments import GeographyArguments
+from pandas_dp.releases.geography_arguments import (HELD_TOTALS_NEIGHBOURS, GeographyArguments,
+                                                     held_totals_sensitivity)
 from pandas_dp.releases.shared import MAX_SUBSETS, cached_plan, dimensions, workload_columns, workload_weights
 from pandas_dp.releases.params import PrivacyUnit, check_choice, check_rng
 from pandas_dp.releases.pipeline import Release, check_measure, privacy_loss, run
@@ -142,6 +156,8 @@ def marginals_by_region(frame: Any, workload: Any, geography: GeographyArguments
         if publish == "integer":
             check_integer_totals(totals, tree.level_names)
     sensitivity = UNIT if unit is None else unit.histogram_sensitivity()
+    if totals:   # one record changes, the totals stay: each marginal moves by two cells
+        sensitivity = held_totals_sensitivity(sensitivity)
     plans = _plans(work, privacy, shares, objective, workload_weights(weights, len(work.tables)), sensitivity)
     rwork = region_workload(work, n_regions[-1])
     finest = plans[-1]
@@ -153,6 +169,7 @@ def marginals_by_region(frame: Any, workload: Any, geography: GeographyArguments
         "level_shares": [fraction_text(s) for s in shares],
         "measured": [0 if p is None else len(p.measured) for p in plans],
         "public_totals": [tree.level_names[k] for k in sorted(totals)],
+        **({"neighbours": HELD_TOTALS_NEIGHBOURS, "sensitivity": sensitivity.describe()} if totals else {}),
         **({} if unit is None else unit.describe())}
     measured_noises = [n for p in plans if p is not None for n in p.noises if n is not None]
     widest = max(measured_noises, key=lambda n: n.tail_factor(0.95))

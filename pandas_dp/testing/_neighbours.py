@@ -1,4 +1,5 @@
-"""``neighbours``: add/remove-one-row neighbours of a frame that stress a mechanism."""
+"""``neighbours``: add/remove-one-row neighbours of a frame that stress a mechanism, and change-one-record
+neighbours that keep public totals (``held=``)."""
 
 from __future__ import annotations
 
@@ -142,6 +143,48 @@ def _histogram_cases(df: pd.DataFrame, columns: list[str], grid: Grid) -> list[N
     return out
 
 
+def _move(df: pd.DataFrame, position: int, values: dict[str, Any]) -> pd.DataFrame:
+    """``df`` with row ``position``'s ``values`` changed (same rows, labels and dtypes)."""
+    out = df.copy()
+    for col, value in values.items():
+        out.iloc[position, out.columns.get_loc(col)] = value
+    return out
+
+
+def _change_cases(df: pd.DataFrame, columns: list[str], grid: Grid, held: list[str]) -> list[Neighbour]:
+    """One record's released ``columns`` change (to another cell of ``grid``); every other column stays."""
+    codes = grid.codes([column_values(df[c], d) for c, d in zip(columns, grid.dims)])
+    counts = np.bincount(codes[codes >= 0], minlength=grid.size)
+    if not counts.any():
+        raise ParameterError("Change-one-record neighbours (held=) need a row inside the domain of columns= to "
+                             "change.")
+    big = int(np.argmax(counts))
+    pos = int(np.flatnonzero(codes == big)[0])
+    label = df.index[pos]
+    keep = f"; {held} held" if held else ""
+    last = _cell_values(grid, grid.size - 1)
+    for dim in grid.dims:
+        if isinstance(dim, BinDomain):
+            last[dim.column] = _top_edge_value(dim, df[dim.column].dtype)
+    coords = np.unravel_index(big, grid.shape)
+    every = int(np.ravel_multi_index([(int(i) + 1) % n for i, n in zip(coords, grid.shape)], grid.shape))
+    targets = [("move every column", every, _cell_values(grid, every))]
+    empty = np.flatnonzero(counts == 0)
+    if empty.size:
+        targets.append(("move to an empty cell", int(empty[0]), _cell_values(grid, int(empty[0]))))
+    targets += [("move to the first cell", 0, _cell_values(grid, 0)),
+                ("move to the last cell", grid.size - 1, last)]
+    out: list[Neighbour] = []
+    seen = {big}
+    for name, cell, values in targets:
+        if cell in seen:
+            continue
+        seen.add(cell)
+        out.append(Neighbour(name, _move(df, pos, values),
+                             f"changed row {label!r} from the largest cell ({counts[big]} rows) to cell {cell}{keep}"))
+    return out
+
+
 def _coc_cases(df: pd.DataFrame, group: str, groups: pd.DataFrame | None, entity: str | None) -> list[Neighbour]:
     sizes = df[group].value_counts(sort=False)
     if groups is not None:
@@ -212,8 +255,8 @@ def _whole_group_cases(df: pd.DataFrame, group: str, leaf: str) -> list[Neighbou
 def neighbours(df: pd.DataFrame, columns: str | Sequence[str] | None = None, *, bins: Any = None,
                range: Any = None, categories: Any = None, group: str | None = None,
                groups: pd.DataFrame | None = None, entity: str | None = None,
-               spread_over: str | None = None) -> list[Neighbour]:
-    """Add/remove-one-row neighbours of ``df`` that stress a release.
+               spread_over: str | None = None, held: Sequence[str] | None = None) -> list[Neighbour]:
+    """Add/remove-one-row neighbours of ``df`` that stress a release (change-one-record ones with ``held``).
 
     Parameters
     ----------
@@ -237,6 +280,13 @@ def neighbours(df: pd.DataFrame, columns: str | Sequence[str] | None = None, *, 
         and this is the leaf location column. The cases then differ by one whole group: the
         largest group removed, and a new group with one entity in each leaf (a household spread
         over regions, which must count as at most one group).
+    held : list of str, optional
+        With ``columns``: the neighbours of a release with public totals
+        (``public_totals=``, whose relation is *change one record, the totals
+        held*). Each changes one row's ``columns`` to another cell of their
+        domain and keeps every other column, the ``held`` ones (the region
+        columns whose totals are public) among them, and the number of rows:
+        every total over ``held`` stays. ``[]``: a national total only.
 
     Returns
     -------
@@ -248,11 +298,16 @@ def neighbours(df: pd.DataFrame, columns: str | Sequence[str] | None = None, *, 
         shrinks (its size class changes, possibly beyond ``max_size``), a group
         of the most common size changes class, a group of size 1 becomes empty,
         an empty group gets an entity, an entity of a new group (no Groups table).
+        Change cases (``held``): a row of the largest cell moves to the cell
+        where every column differs, to an empty cell, to the first and to the
+        last cell of the domain (each target once).
 
     Notes
     -----
     Each neighbour differs from ``df`` by exactly one row, the neighbouring
-    relation of every pandas_dp release (one entity row for count-of-counts).
+    relation of every pandas_dp release (one entity row for count-of-counts);
+    with ``held``, in one row's values (same rows), the relation of a release
+    with public totals.
     Added rows copy an existing row (or the first row) and change only the
     released columns, so other columns keep valid values.
 
@@ -263,6 +318,8 @@ def neighbours(df: pd.DataFrame, columns: str | Sequence[str] | None = None, *, 
     >>> d = pd.DataFrame({"age": [10, 20, 35]})
     >>> [n.name for n in neighbours(d, "age", bins=[0, 18, 65, 100])][:3]
     ['remove from largest cell', 'add to largest cell', 'empty a cell']
+    >>> [n.name for n in neighbours(d, "age", bins=[0, 18, 65, 100], held=[])]
+    ['move every column', 'move to the first cell']
     """
     if not isinstance(df, pd.DataFrame):
         raise ParameterError(f"neighbours needs a DataFrame; got {type(df).__name__}.")
@@ -284,4 +341,11 @@ def neighbours(df: pd.DataFrame, columns: str | Sequence[str] | None = None, *, 
                           "added a copy of the first row")]
     cols = [columns] if isinstance(columns, str) else list(columns)
     grid = make_grid(df, cols, bins=bins, range=range, categories=categories)
+    if held is not None:
+        kept = [held] if isinstance(held, str) else list(held)
+        wrong = [c for c in kept if c not in df.columns or c in cols]
+        if wrong:
+            raise ParameterError(f"held= names {wrong}: give columns of the frame that are not in columns= (the "
+                                 f"region columns whose totals are public).")
+        return _change_cases(df, cols, grid, kept)
     return _histogram_cases(df, cols, grid)

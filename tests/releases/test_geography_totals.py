@@ -8,6 +8,7 @@ CLI spec against the pandas release.
 
 from __future__ import annotations
 
+import json
 from fractions import Fraction
 
 import numpy as np
@@ -19,7 +20,7 @@ from hypothesis import strategies as st
 import pandas_dp as pdp
 from pandas_dp.algorithms.geography.release import release_geography
 from pandas_dp.errors import ParameterError
-from pandas_dp.privacy.loss import PureDP
+from pandas_dp.privacy.loss import ZCDP, PureDP, Sensitivity
 from pandas_dp.testing import assert_same_outcome, with_row
 
 HIER = pd.DataFrame({"state": ["B", "A", "A", "C", "B", "C", "C"],
@@ -234,3 +235,67 @@ def test_any_level_totals_are_matched_and_every_parent_is_the_sum_of_its_childre
         np.add.at(summed, parents[lvl], rel.estimates[lvl])
         np.testing.assert_allclose(summed, rel.estimates[lvl - 1], rtol=1e-9, atol=1e-8)
     assert all(np.all(v >= -1e-9) for v in rel.variances)
+
+
+# -- the neighbours of a release with public totals: change one record, the totals held (issue 41, item 4) -------
+MOVED = "change one record (public totals held)"
+
+
+def _ledger_params(budget) -> dict:
+    params = budget.ledger["params"].iloc[-1]
+    return params if isinstance(params, dict) else json.loads(params)
+
+
+@pytest.mark.parametrize("kw, part, noise", [
+    ({"epsilon": 1.0}, "noise_scale", lambda loss: PureDP(loss).noise(Sensitivity(2, 2))),
+    ({"rho": 0.5}, "sigma2", lambda loss: ZCDP(loss).noise(Sensitivity(2, 2)))])
+@pytest.mark.parametrize("flags", [{}, {"nonnegative": True}, {"integer": True}])
+def test_histogram_with_public_totals_is_calibrated_for_a_two_cell_move(kw, part, noise, flags):
+    # One record changing cells moves each level's tables by L1 = 2, L2**2 = 2: the noise is that of
+    # the level's loss at that sensitivity (twice the scale under pure DP, twice sigma**2 under zCDP);
+    # the charge stays the loss asked for.
+    totals = {"national": pd.Series({"national": 120.0})} if flags else {"state": STATE_TOTALS}
+    measure = next(iter(kw))
+    with pdp.budget(**{measure: 5}) as b:
+        res = release(BASE, **{"epsilon": None, **kw}, level_weights=[1, 1, 2], public_totals=totals, **flags)
+    per_level = [Fraction(1, 4), Fraction(1, 4), Fraction(1, 2)]
+    amount = Fraction(kw[measure]).limit_denominator()
+    assert [n.describe() for n in res.noises] == [noise(amount * s).describe() for s in per_level]
+    assert b.spent == kw[measure] and res.params["neighbours"] == MOVED
+    assert res.params["sensitivity"] == {"l1": "2", "l2_squared": "2"}
+    assert _ledger_params(b)["neighbours"] == MOVED
+
+
+def test_histogram_without_public_totals_keeps_add_remove_noise():
+    with pdp.budget(epsilon=5) as b:
+        res = release(BASE, public_totals=None, level_weights=[1, 1, 2])
+    assert [n.describe()["noise_scale"] for n in res.noises] == ["4", "4", "2"]
+    assert res.params["sensitivity"] == 1 and "neighbours" not in res.params
+    assert "neighbours" not in _ledger_params(b)
+
+
+@pytest.mark.parametrize("kw", [{"epsilon": 1.0}, {"rho": 0.5}])
+@pytest.mark.parametrize("publish", [None, "nonnegative", "integer"])
+def test_marginals_with_public_totals_are_planned_for_a_two_cell_move(kw, publish):
+    # ResidualPlanner's plan noises whole marginals, each with its part of the loss: a record changing
+    # moves each by two cells, so the plan is made for Sensitivity(2, 2) and every noise is its part's.
+    measure = next(iter(kw))
+    args = dict(bins={"age": AGE_EDGES}, categories={"sex": SEXES}, by=["state", "county"], hierarchy=HIER,
+                rng=np.random.default_rng(3), **kw)
+    totals = {"national": pd.Series({"national": 120.0})}
+    flags = {} if publish is None else {publish: True}
+    with pdp.budget(**{measure: 5}) as b:
+        held = BASE.dp.marginals([("age", "sex")], public_totals=totals, **args, **flags)
+    with pdp.budget(**{measure: 5}):
+        free = BASE.dp.marginals([("age", "sex")], **args)
+    assert held.params["neighbours"] == MOVED and _ledger_params(b)["neighbours"] == MOVED
+    assert held.params["sensitivity"] == {"l1": "2", "l2_squared": "2"} == _ledger_params(b)["sensitivity"]
+    assert "neighbours" not in free.params and free.params["sensitivity"] == {"l1": "1", "l2_squared": "1"}
+    assert b.spent == kw[measure]
+    for plan in held.geography.plans:
+        for part, n in zip(plan.losses, plan.noises):
+            if n is not None:   # every measured marginal: its part of the loss at sensitivity (2, 2)
+                assert n.describe() == part.noise(Sensitivity(2, 2)).describe()
+    # the widest noise is twice the add/remove scale (pure) or twice its variance (zCDP): same plan, same shares
+    ratio = held.noise.variance() / free.noise.variance()
+    assert ratio == pytest.approx(4.0 if measure == "epsilon" else 2.0, rel=0.05)
