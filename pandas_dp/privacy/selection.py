@@ -134,7 +134,9 @@ def truncated_threshold(scale: Fraction, delta: Fraction, per_cell: int = 1) -> 
     ``Z`` is the discrete Laplace of scale ``t`` truncated at ``+-k``; a unit puts at most ``r`` rows on
     its one label. Thresholding ``n + Z`` at ``T = k + 1`` and releasing it is then ``(r / t,
     delta)``-DP (see the module docstring): ``delta`` is at once the chance that a new label of ``r``
-    rows passes and the truncated mass that a shift by ``r`` exposes at the edge.
+    rows passes and the truncated mass that a shift by ``r`` exposes at the edge. The search starts
+    from the closed form of the tail (:func:`_truncation_guess`) and gallops with exact tests
+    (:func:`_smallest_holding`): a few dozen tests at any epsilon.
 
     Examples
     --------
