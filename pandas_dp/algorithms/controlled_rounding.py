@@ -28,6 +28,13 @@ gets ``lo_c``, and the ``m = P - sum_c lo_c`` children chosen from the
 fractional parts ``f_c = x_c - lo_c`` get one more.  Vectorized over every
 (parent, cell) group of a level at once.
 
+*Huge values.* At counts of about ``10**12`` and more (estimates under noise of that scale) the
+float intervals above can be empty through float error alone: the snapping tolerance passes a
+unit and float sums drift from the integers. A tree whose only public totals are on its roots is
+then rounded from its leaves in exact integer arithmetic (:func:`_exact_round`: cumulative
+rounding of the leaves in tree order, each node the floor or the ceiling of its exact value, the
+roots' totals kept), so the rounding of such a tree never fails; other inputs raise as before.
+
 Two rules choose the ``m`` children:
 
 * ``"largest_remainder"`` (default): the ``m`` largest fractional parts;
@@ -327,6 +334,10 @@ def controlled_round(values: Sequence[np.ndarray],
             lo[lvl] = np.maximum(lo[lvl], lay.aggregate(lo[lvl + 1], lvl + 1))
             hi[lvl] = np.minimum(hi[lvl], lay.aggregate(hi[lvl + 1], lvl + 1))
         if np.any(lo[lvl] > hi[lvl]):
+            if root is None and all(t is None for t in tot[1:]):  # float error, not a public fact: exact pass
+                gen = _rounding_rng(rng) if method == "unbiased" else None
+                exact = _exact_round(lay, x, tot[0], gen)
+                return tuple(o.reshape(sh) for o, sh in zip(exact, shapes))
             raise ParameterError(
                 f"No consistent rounding exists at level {lvl}: the public totals disagree with the "
                 f"totals of the levels below, or the tree is not consistent.")
@@ -345,6 +356,66 @@ def controlled_round(values: Sequence[np.ndarray],
         result[order] = lo_s + chosen
         out[lvl] = result
     return tuple(o.reshape(sh) for o, sh in zip(out, shapes))
+
+
+#: Fraction bits of the exact leaf values of :func:`_exact_round` (``floor(x * 2**64)``, exact for floats).
+_FIXED_BITS = 64
+_U_BITS = 53
+
+
+def _exact_round(lay: RegionLayout, x: list[np.ndarray], root_values: np.ndarray | None,
+                 gen: np.random.Generator | None) -> list[np.ndarray]:
+    """Consistent non-negative integers of the tree from its leaves alone, in exact integer arithmetic.
+
+    The float pass above rounds every level from its own float values; at counts of about ``10**12``
+    and more (noise of that scale) the snapping tolerance passes a unit and float sums drift from the
+    integers, so that pass can find no consistent choice. This one cannot fail: the leaves, ordered so
+    that every node of the tree is a run of consecutive leaves (by root, then by each level's region),
+    are read as exact integers ``X = floor(x * 2**64)``; within a root and cell, with ``C`` their running
+    sums, ``S`` the last one and ``v = C T / S`` (``T`` the root's public integer, or ``v = C / 2**64``
+    without one), a leaf gets ``floor(v_k + U) - floor(v_{k-1} + U)`` (``U = 1/2``, or uniform for
+    ``"unbiased"``: systematic sampling). Every run of leaves, hence every node, is then the floor or the
+    ceiling of its exact value, non-negative, and the root equals ``T``; the levels above the leaves are
+    their sums. Python integers, a loop over the leaves: only for trees the float pass cannot round.
+    """
+    leaf = lay.leaf_level
+    ancestors: list[np.ndarray] = [np.empty(0, dtype=np.int64)] * lay.n_levels
+    ancestors[leaf] = np.arange(lay.n_regions[leaf])
+    for lvl in range(leaf, 0, -1):
+        ancestors[lvl - 1] = lay.parent_codes(lvl)[ancestors[lvl]]
+    order = np.lexsort(tuple(ancestors[lvl] for lvl in range(leaf, -1, -1)))  # root first, then each level
+    edges = np.searchsorted(ancestors[0][order], np.arange(lay.n_regions[0] + 1))
+    leaves = np.maximum(x[leaf][order], 0.0)
+    rounded = np.zeros(leaves.shape, dtype=np.int64)
+    for j in range(leaves.shape[1]):
+        fixed = [int(v) for v in np.ldexp(leaves[:, j], _FIXED_BITS)]  # exact: a float times a power of 2
+        for r in range(lay.n_regions[0]):
+            a, b = int(edges[r]), int(edges[r + 1])
+            if a == b:
+                continue
+            part = fixed[a:b]
+            whole = sum(part)
+            if root_values is None:
+                num, den = 1, 1 << _FIXED_BITS
+            else:
+                num = int(root_values[r, j])
+                if whole == 0:  # nothing to share out in proportion: share evenly
+                    part, whole = [1] * (b - a), b - a
+                den = whole
+            u_num = int(gen.integers(0, 1 << _U_BITS)) if gen is not None else 1 << (_U_BITS - 1)
+            scale = den << _U_BITS
+            running, before = 0, (u_num * den) // scale
+            for i, value in enumerate(part):
+                running += value
+                after = (running * num * (1 << _U_BITS) + u_num * den) // scale
+                rounded[a + i, j] = after - before
+                before = after
+    out: list[np.ndarray] = [np.empty(0, dtype=np.int64)] * lay.n_levels
+    out[leaf] = np.empty_like(rounded)
+    out[leaf][order] = rounded
+    for lvl in range(leaf, 0, -1):
+        out[lvl - 1] = lay.aggregate(out[lvl], lvl)
+    return out
 
 
 def tree_parents(layout: TreeLayout) -> list[np.ndarray | None]:

@@ -41,7 +41,8 @@ the mass at the threshold (the error of OpenDP issue #2922 was to leave it
 out). The charge is ``(epsilon, delta)`` or ``(rho, delta)`` in full.
 
 Which labels may be missing: a label whose true count is near ``T`` or below
-is released only with the probability its noise reaches ``T``; the result's
+is released only with the probability its noise reaches ``T`` (``T - 1`` for a
+label that took the lower pair of the truncated mechanism below); the result's
 ``params["missing"]`` says so. The output lists the released labels in their
 natural sort order (a function of the released labels alone, never of the
 private rows' order).
@@ -75,12 +76,16 @@ Section 8). ``tests/privacy/test_discover_truncated.py`` checks the exact privac
 profile over every pair of counts by brute force, and that a truncation or a
 threshold one lower exceeds delta.
 
-The integer ``k`` leaves part of delta unspent (``P(Z = 14) = 5.2e-7`` at
-``epsilon = 1``, ``delta = 1e-6``): each label independently takes the pair
-``(k - 1, T - 1)`` with probability ``mu`` (:func:`pandas_dp.privacy.selection.truncated_mixture`), which
+The integer ``k`` leaves part of delta unspent (the tail ``P(Z > k - r)`` is
+``delta_k = 3.843e-7`` at ``epsilon = 1``, ``delta = 1e-6``, ``k = 14``; ``delta_{k-1} = 1.045e-6``): each label
+independently takes the pair ``(k - 1, T - 1)`` with probability ``mu``
+(:func:`pandas_dp.privacy.selection.truncated_mixture`), which
 spends ``mu delta_{k-1} + (1 - mu) delta_k = delta`` at most (the
 hockey-stick divergence of a mixture is at most the mixture of the
-divergences); ``params["lower_pair_probability"]`` records ``mu``.
+divergences). Such a label is released when its noisy count reaches ``T - 1``:
+``params`` records the pair (``noise_bound = k``, ``threshold = T``), the lower pair
+(``lower_noise_bound``, ``lower_threshold``) and ``lower_pair_probability = mu``, and
+``params["missing"]`` states that rule.
 
 This is the optimal single-partition selection of Desfontaines, Voss, Gipson
 and Mandayam (PoPETS 2022, "Differentially private partition selection",
@@ -118,7 +123,7 @@ from pandas_dp.domain.label_text import public_order
 from pandas_dp.errors import ParameterError
 from pandas_dp.noise.words import release_key
 from pandas_dp.privacy.loss import check_delta
-from pandas_dp.privacy.selection import discovery_threshold, selection_plan, unit_shape
+from pandas_dp.privacy.selection import TruncatedMixture, discovery_threshold, selection_plan, unit_shape
 from pandas_dp.privacy.units import UnitArguments
 from pandas_dp.releases.params import check_columns, check_flag, check_rng
 from pandas_dp.releases.pipeline import Release, privacy_loss, run
@@ -134,6 +139,33 @@ DISCOVER = "discover"
 #: ``params["mechanism"]`` of the two mechanisms (see the module docstring).
 _TRUNCATED = "truncated discrete Laplace thresholding (optimal selection, Desfontaines et al. 2022)"
 _THRESHOLDING = "noisy-count thresholding (Korolova et al. 2009)"
+
+
+def _release_rule(threshold: int, truncated: TruncatedMixture | None) -> tuple[str, str]:
+    """``(step, missing)``: the release rule as the result records it (post-processing step, ``params["missing"]``).
+
+    Under the mixture a label takes ``(k, T)`` or, with probability ``mu``, ``(k - 1, T - 1)``, and passes
+    at its own pair's threshold: released counts go down to ``T - 1``, and the text says so.
+
+    Examples
+    --------
+    >>> _release_rule(15, None)[0]
+    'released labels with noisy count >= 15'
+    >>> from fractions import Fraction
+    >>> _release_rule(15, TruncatedMixture(Fraction(1), 14, Fraction(3, 4)))[0]
+    'released labels with noisy count >= 15, or >= 14 for the labels that took the lower pair (k - 1, T - 1) = (13, 14)'
+    """
+    if truncated is None or not truncated.mix:
+        return (f"released labels with noisy count >= {threshold}",
+                f"labels whose true count is below about {threshold} (the threshold) may be missing; "
+                f"a label is released only when its noisy count reaches {threshold}")
+    k, low, mu = truncated.bound, threshold - 1, truncated.mix
+    return (f"released labels with noisy count >= {threshold}, or >= {low} for the labels that took the lower "
+            f"pair (k - 1, T - 1) = ({k - 1}, {low})",
+            f"each label takes the pair (k, T) = ({k}, {threshold}) or, with probability mu = {float(mu):.6g} "
+            f"(lower_pair_probability), the lower pair (k - 1, T - 1) = ({k - 1}, {low}), and is released when its "
+            f"noisy count reaches its pair's threshold: released counts are at least {low}, and labels whose true "
+            f"count is near {low} or below may be missing")
 
 
 def discover_histogram(frame: Any, columns: Any, *, epsilon: Any, rho: Any, delta: Any, rng: Any,
@@ -166,8 +198,10 @@ def discover_histogram(frame: Any, columns: Any, *, epsilon: Any, rho: Any, delt
                               "mechanism": (_TRUNCATED if truncated is not None else _THRESHOLDING)}
     if bounds is not None:
         params.update(bounds.describe())
-    if truncated is not None and truncated.mix:
-        params["lower_pair_probability"] = str(truncated.mix)
+    if truncated is not None and truncated.mix:  # the lower pair (k - 1, T - 1) and its share mu
+        params.update(lower_noise_bound=truncated.bound - 1, lower_threshold=threshold - 1,
+                      lower_pair_probability=str(truncated.mix))
+    step, missing = _release_rule(threshold, truncated)
 
     def count(engine: Any) -> tuple[np.ndarray, np.ndarray, bytes]:
         key = release_key(generator) if bounds is not None else b""
@@ -187,7 +221,7 @@ def discover_histogram(frame: Any, columns: Any, *, epsilon: Any, rho: Any, delt
         order = public_order(kept_labels)
         kept_labels, kept = kept_labels[order], np.ascontiguousarray(kept[order])
         del labels, counts, noisy
-        post: tuple[str, ...] = (f"released labels with noisy count >= {threshold}",)
+        post: tuple[str, ...] = (step,)
         if nonneg:
             np.maximum(kept, 0, out=kept)
             post += ("clip at 0",)
@@ -202,8 +236,7 @@ def discover_histogram(frame: Any, columns: Any, *, epsilon: Any, rho: Any, delt
             method="discover",
             params={"noise": described.pop("noise"), "sensitivity": sensitivity.describe(), **described,
                     **params, "released": int(kept.size),
-                    "missing": (f"labels whose true count is below about {threshold} (the threshold) may be missing; "
-                                f"a label is released only when its noisy count reaches {threshold}")},
+                    "missing": missing},
             domain=grid,
             post_processing=post,
             variance_exact=False,
