@@ -342,6 +342,126 @@ def test_missing_column_stops_before_any_charge(workdir):
     assert _entries(d / "ledger.sqlite") == [] and not (d / "released").exists()
 
 
+def test_a_marginals_workload_column_the_input_lacks_is_refused_before_any_charge(workdir):
+    """Issue 41.5: ``[["sex", "stat"]]`` for ``state`` passed --check, was charged and published pure noise."""
+    spec = MARGINALS_SPEC.replace('workload = [["age", "sex"], ["sex", "state"]]', 'workload = [["sex", "stat"]]')
+    spec = spec.replace("categories = {sex", 'categories = {stat = ["Avalon"], sex').replace(
+        'bins = {age = [0, 18, 65, 120]}\n', "")
+    d = _spec(workdir, "marginals_typo", spec)
+    for args in (("release", "--check"), ("release",)):
+        done = run(*args, str(d / "spec.toml"))
+        assert done.returncode == 2, done.stdout
+        assert "workload ['stat'] not in the input" in done.stderr and "Fix 'workload'" in done.stderr
+        assert "nothing was charged" in done.stderr
+    assert _entries(d / "ledger.sqlite") == [] and not (d / "released").exists()
+
+
+#: Keys of a [[release]] table (and arguments of the registry's entries) that name no column of the input,
+#: and why. Every other key must be declared as naming columns in the registry (``Param.names``): a new key
+#: fails the test below until it is declared or listed here ("method.key" for one method's key).
+NAMES_NO_COLUMN = {
+    "epsilon": "a loss", "rho": "a loss", "delta": "a loss", "rng": "randomness", "method": "a method name",
+    "method_params": "knobs", "progress": "a flag", "ranges": "ranges of values", "nonnegative": "a flag",
+    "integer": "a flag", "max_rows": "a bound", "max_cells": "a bound", "max_rows_per_cell": "a bound",
+    "report_dropped": "a share of the loss", "hierarchy": "a public table of regions (its own columns)",
+    "groups": "a public table or list of groups", "by_categories": "labels of a by= column (values)",
+    "level_weights": "numbers, or a dict keyed by level name ('national' too), checked against by=",
+    "public_totals": "a dict keyed by level name, checked against by= by the release",
+    "weights": "numbers", "loss": "'sum' or 'max'", "max_size": "a bound", "estimator": "a method name",
+    "merge": "a rule", "count_of_counts.privacy_unit": "'person' or 'group', not a column",
+    # the knobs of the histogram methods and of the tree: numbers, flags, choices
+    "alpha": "a knob", "branching": "a knob", "budget_split": "a knob", "c": "a knob", "clustering": "a knob",
+    "consistent": "a knob", "epsilon_split": "a knob", "estimate": "a knob", "eta": "a knob",
+    "expected_total": "a knob", "include_root": "a knob", "ratio": "a knob", "threshold": "a knob",
+    "total_share": "a knob",
+    "dawa.workload": "ranges of values", "auto.workload": "ranges of values",
+}
+
+
+def _declarations() -> dict[tuple[str, str], Any]:
+    """``{(method or entry, key): Param}`` of every CLI key and every argument of the registry's entries."""
+    from pandas_dp.releases.registry import ENTRIES, cli_params, histogram_methods
+
+    found = {(method, key): p for method, params in cli_params().items() for key, p in params.items()}
+    for name, entry in ENTRIES.items():
+        found.update({(name, p.name): p for p in entry.params})
+    for name, knobs in histogram_methods().items():
+        found.update({(name, p.name): p for p in knobs})
+    return found
+
+
+def test_every_key_that_names_columns_is_declared_once_in_the_registry():
+    """Issue 41.5: which keys name columns is declared once (``Param.names``); every other key is listed above."""
+    for (owner, key), param in _declarations().items():
+        listed = f"{owner}.{key}" in NAMES_NO_COLUMN or (key in NAMES_NO_COLUMN and f"{owner}.{key}" not in
+                                                          {k for k in NAMES_NO_COLUMN if "." in k})
+        assert bool(param.names) != listed, (
+            f"{owner}: key {key!r} must either be declared as naming columns in the registry (Param.names) or "
+            f"be listed in NAMES_NO_COLUMN with the reason it names none; declared={param.names!r}, listed={listed}")
+    declared = {key for (_, key), p in _declarations().items() if p.names}
+    assert declared == {"columns", "column", "workload", "group", "location", "by", "privacy_unit", "bins", "range",
+                        "categories", "other"}
+
+
+def _toml(value: Any) -> str:
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k} = {_toml(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml(v) for v in value) + "]"
+    return json.dumps(value)
+
+
+#: A valid [[release]] table of each method (the keys the test replaces one at a time).
+_BASES: dict[str, dict[str, Any]] = {
+    "count_of_counts": {"group": "household_id", "location": ["state", "county"], "max_size": 16},
+    "unattributed": {"group": "household_id"},
+    "marginals": {"workload": [["age", "sex"]], "bins": {"age": [0, 50, 120]}, "categories": {"sex": ["F", "M"]}},
+}
+_NAMING = {"label": "nosuch", "labels": ["nosuch"], "tables": [["nosuch"]], "keys": {"nosuch": [0, 1]}}
+
+
+def test_every_declared_column_key_of_every_method_is_checked_against_the_header(workdir):
+    """Issue 41.5: every key the registry declares as naming columns, of every CLI method, naming a column the
+    input lacks, is refused by --check and by a run before any charge, naming the release and the key."""
+    from pandas_dp.cli.run import run_release
+    from pandas_dp.cli.spec import SpecError, _COLUMN_PARAMS
+
+    d = _spec(workdir, "every_key", "")
+    checked = 0
+    for method, params in sorted(_COLUMN_PARAMS.items()):
+        for key, param in params.items():
+            release = {**_BASES.get(method, {"columns": "age", "bins": [0, 50, 120]}), key: _NAMING[param.names]}
+            body = "\n".join(f"{k} = {_toml(v)}" for k, v in release.items())
+            (d / "spec.toml").write_text(f'[budget]\nepsilon = 1.0\nledger = "ledger.sqlite"\n[input]\npath = '
+                                         f'"persons.csv"\n[output]\ndir = "released"\n[[release]]\nname = "r"\n'
+                                         f'method = "{method}"\n{body}\nepsilon = 0.5\n')
+            for check_only in (True, False):
+                with pytest.raises(SpecError) as caught:
+                    run_release(d / "spec.toml", check_only=check_only)
+                assert caught.value.read == "header", (method, key)
+                assert any(f"[[release]] 'r': {key} ['nosuch'] not in the input" in p
+                           for p in caught.value.problems), (method, key, caught.value.problems)
+            checked += 1
+    assert checked >= 40 and _entries(d / "ledger.sqlite") == [] and not (d / "released").exists()
+
+
+def test_an_input_whose_header_lost_a_column_after_the_preflight_releases_nothing(workdir):
+    """A column missing when the data is read is refused before any charge (it used to read as no rows)."""
+    from pandas_dp.cli.preflight import preflight
+    from pandas_dp.cli.run import execute
+    from pandas_dp.cli.spec import SpecError, load_spec
+
+    d = _spec(workdir, "header_changed", SMALL_SPEC)
+    spec = load_spec(d / "spec.toml")
+    preflight(spec)
+    (d / "persons.csv").unlink()
+    pd.read_csv(workdir / "persons.csv").drop(columns="income").to_csv(d / "persons.csv", index=False)
+    with pytest.raises(SpecError, match=r"has no column\(s\) \['income'\]") as caught:
+        execute(spec)
+    assert caught.value.read == "data"
+    assert [e[2] for e in _entries(d / "ledger.sqlite")] == ["reserve", "close", "return"]
+
+
 def test_check_mode_runs_the_whole_preflight_and_writes_nothing(workdir):
     d = _spec(workdir, "check", SPEC.format(fmt="csv"))
     before = (d / "ledger.sqlite").read_bytes()
