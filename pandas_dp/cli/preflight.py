@@ -44,7 +44,7 @@ from pandas_dp.cli.spec import Release, Spec, SpecError, read_public_table
 from pandas_dp.errors import DomainError, LedgerError, PandasDPError, ParameterError
 
 __all__ = ["preflight", "blank_frame", "rehearse", "read_header", "probe_output", "check_ledger", "read_input",
-           "call_release", "write_atomic", "numeric_columns", "header_problems"]
+           "call_release", "numeric_columns", "header_problems"]
 
 
 # -- the rehearsal on an empty table ------------------------------------------------------------------------
@@ -361,36 +361,6 @@ def read_input(spec: "Spec") -> pd.DataFrame:
                 warnings.simplefilter("ignore")
                 frame[c] = pd.to_numeric(frame[c], errors="coerce")
     return frame
-
-
-# -- writing ---------------------------------------------------------------------------------------------------
-
-
-def write_atomic(path: Path, write: Any) -> None:
-    """Write a file by ``write(temp_path)``, fsync it, and rename it over ``path`` (readers see old or new)."""
-    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    try:
-        write(Path(temp))
-        with open(temp, "rb+") as f:
-            os.fsync(f.fileno())
-        os.replace(temp, path)
-    except BaseException:
-        try:
-            os.unlink(temp)
-        except OSError:
-            pass
-        raise
-    try:
-        dir_fd = os.open(path.parent, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(dir_fd)
-    except OSError:
-        pass
-    finally:
-        os.close(dir_fd)
 
 
 # -- the whole preflight ------------------------------------------------------------------------------------------
