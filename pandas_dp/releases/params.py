@@ -345,6 +345,19 @@ def _label_ok(label: Any) -> bool:
     return True
 
 
+def _names_one_column(labels: pd.MultiIndex, label: Any) -> bool:
+    """Whether ``label`` selects exactly one column of MultiIndex columns as a Series (``frame[label]``).
+
+    A whole tuple does; so does a leading part whose one column has only empty names below it
+    (pandas then returns that column, e.g. ``("v", "")`` for ``"v"``). Any other part selects a frame.
+    """
+    key = label if isinstance(label, tuple) else (label,)
+    if len(key) > labels.nlevels:
+        return False
+    below = [t[len(key):] for t in labels if t[:len(key)] == key]
+    return len(below) == 1 and all(part == "" for part in below[0])
+
+
 def check_columns(frame: Any, columns: Any, *, name: str = "columns") -> list[Any]:
     """The released column labels: one label or a non-empty list of distinct labels present in ``frame``.
 
@@ -370,6 +383,8 @@ def check_columns(frame: Any, columns: Any, *, name: str = "columns") -> list[An
 
     try:
         missing = [c for c in cols if c not in labels]
+        partial = [c for c in cols if isinstance(labels, pd.MultiIndex) and c not in missing
+                   and not _names_one_column(labels, c)]
         # Distinct labels: 1, 1.0 and True are different columns of a frame, so the type is part of the key.
         distinct = len({(type(c), c) for c in cols}) == len(cols)
         repeated = [c for c in cols if int((labels == c).sum()) > 1] if not labels.is_unique else []
@@ -384,6 +399,12 @@ def check_columns(frame: Any, columns: Any, *, name: str = "columns") -> list[An
             f"Column(s) {safe_repr(missing, 200)} of '{name}' not in the frame; check spelling. Columns: "
             f"{shown_columns()}."
         )
+    if partial:
+        raise ParameterError(
+            f"The frame's columns are a MultiIndex, and {safe_repr(partial[0], 100)} of '{name}' names a group of "
+            f"its columns, not one column. Name each column by its whole tuple (e.g. {name}=[{safe_repr(labels[0])}"
+            f"]), or flatten the columns first: frame.columns = ['_'.join(map(str, c)) for c in frame.columns]. "
+            f"Columns: {shown_columns()}.")
     if not distinct:
         raise ParameterError(f"The '{name}' parameter repeats a column: {safe_repr(cols, 200)}. Pass each column "
                              f"once.")
