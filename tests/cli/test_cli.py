@@ -462,6 +462,19 @@ def test_an_input_whose_header_lost_a_column_after_the_preflight_releases_nothin
     assert [e[2] for e in _entries(d / "ledger.sqlite")] == ["reserve", "close", "return"]
 
 
+def test_a_marginals_domain_problem_is_advised_in_marginals_own_form(workdir):
+    """Issue 41.12: marginals takes no range; its advice names the dict forms it takes."""
+    spec = MARGINALS_SPEC.replace('[["age", "sex"], ["sex", "state"]]', '[["age", "sex"], ["race"]]').replace(
+        "bins = {age = [0, 18, 65, 120]}", "bins = {age = 12}").replace(', state = ["Avalon", "Borealis", '
+                                                                          '"Cascadia", "Dunmore", "Estoria"]', "")
+    d = _spec(workdir, "marginals_advice", spec)
+    done = run("release", "--check", str(d / "spec.toml"))
+    assert done.returncode == 2
+    assert "The bins of column 'age' must be its bin edges" in done.stderr and "Got 12, a number of bins" in done.stderr
+    assert "column 'race': add it to categories = {race = [" in done.stderr and "bins = {race = [edges]}" in done.stderr
+    assert "range" not in done.stderr.replace(str(d), "")
+
+
 def test_check_mode_runs_the_whole_preflight_and_writes_nothing(workdir):
     d = _spec(workdir, "check", SPEC.format(fmt="csv"))
     before = (d / "ledger.sqlite").read_bytes()
