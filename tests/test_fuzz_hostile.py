@@ -234,6 +234,13 @@ def _values(kind: str) -> st.SearchStrategy[Any]:
 
 # ------------------------------------------------------------------------- the valid call of each entry
 
+def _column_groups(base: pd.DataFrame) -> pd.DataFrame:
+    """``base`` with every column twice, as ``(c, "x")`` and ``(c, "y")``: each plain label names a group."""
+    both = pd.concat([base, base], axis=1)
+    return both.set_axis(pd.MultiIndex.from_tuples([(c, "x") for c in base.columns] +
+                                                   [(c, "y") for c in base.columns]), axis=1)
+
+
 def _frames() -> dict[str, pd.DataFrame]:
     n = 40
     base = pd.DataFrame({"v": np.arange(n) % 10, "w": np.arange(n) % 4, "s": ["a", "b"] * (n // 2),
@@ -242,7 +249,7 @@ def _frames() -> dict[str, pd.DataFrame]:
     multi = base.set_axis(pd.MultiIndex.from_tuples([(c, "") for c in base.columns]), axis=1)
     dup_public = pd.concat([base, base[["st", "co", "g", "s"]]], axis=1)  # by=, location, group, unit columns
     return {"plain": base, "duplicate columns": dup, "duplicate region and unit columns": dup_public,
-            "MultiIndex columns": multi, "no rows": base.iloc[:0],
+            "MultiIndex columns": multi, "MultiIndex column groups": _column_groups(base), "no rows": base.iloc[:0],
             "int labels": base.set_axis(range(base.shape[1]), axis=1)}
 
 
@@ -488,6 +495,29 @@ REGRESSIONS = [
     (lambda f: f.dp.histogram("v", bins=HostileStr("bogus"), range=("2020-01-01", "2020-02-01"), epsilon=1),
      pdp.ParameterError),  # its __hash__ in the frequency lookup; now read as the plain text 'bogus'
 ]
+
+
+@pytest.mark.parametrize("entry, base", [pytest.param(e, kwargs, id=f"{e}-{i}") for e in sorted(BASE)
+                                         for i, kwargs in enumerate([BASE[e], *VARIANTS.get(e, [])])])
+def test_a_label_naming_a_group_of_multiindex_columns_is_a_parameter_error(entry, base):
+    """Issue 41.11: ``histogram("a", ...)`` on columns ``("a", "x"), ("a", "y")`` raised a raw AttributeError
+    from domain/grid.py; every column argument of every entry now names one column or is refused first."""
+    frame = FRAMES["MultiIndex column groups"]
+    with pdp.budget(epsilon=TOTAL) as b:
+        with pytest.raises(pdp.ParameterError) as caught:
+            getattr(frame.dp, entry)(**base, rng=np.random.default_rng(0))
+    assert b.spent_exact == 0 and len(b.ledger) == 0
+    if "MultiIndex" in str(caught.value):
+        assert "names a group of its columns" in str(caught.value) and "whole tuple" in str(caught.value)
+
+
+def test_whole_tuples_name_multiindex_columns():
+    frame = FRAMES["MultiIndex column groups"]
+    with pdp.budget(epsilon=TOTAL):
+        counts = frame.dp.histogram([("v", "x")], bins=10, range=(0, 10), epsilon=1, rng=np.random.default_rng(0))
+        with pytest.raises(pdp.ParameterError, match=r"'v' of 'columns' names a group of its columns"):
+            frame.dp.histogram("v", bins=10, range=(0, 10), epsilon=1)
+    assert len(counts.counts) == 10
 
 
 @pytest.mark.parametrize("case", range(len(REGRESSIONS)))

@@ -90,7 +90,8 @@ class DPAccessorBase:
         other : label or dict, optional
             With ``categories``: the label of one more cell, last, counting every
             value outside the list (unknown labels, values of another type);
-            missing values are still dropped. One label applies to every column
+            missing values are still dropped (there is no ``dropna=``: fill them
+            with a label of the list to count them). One label applies to every column
             with categories; a dict keyed by column (``{"product": "Other"}``)
             picks columns. The cell is there whether or not a row falls in it,
             and a row still counts in exactly one cell (same noise). Not on

@@ -86,7 +86,7 @@ def missing_domains(r: "Release") -> list[str]:
     """Columns of a histogram release that have neither ``categories`` nor ``bins`` in the spec."""
     if r.method in _GROUPED:
         return []
-    columns = r.columns()
+    columns = r.released()  # not its by= or privacy unit columns, which take no domain
     bins = _per_column(r.args.get("bins"), columns)
     cats = _per_column(r.args.get("categories"), columns)
     return [c for c in columns if bins.get(c) is None and cats.get(c) is None]
@@ -103,8 +103,12 @@ def domain_advice(r: "Release", codebook: dict[str, list[str]] | None) -> str:
     for c in missing_domains(r):
         listed = (codebook or {}).get(c)
         if listed:
-            parts.append(f"column {c!r} is coded in the codebook: add categories = {_toml_list(listed)} (its "
+            form = f"{{{c} = {_toml_list(listed)}}}" if r.method == "marginals" else _toml_list(listed)
+            parts.append(f"column {c!r} is coded in the codebook: add categories = {form} (its "
                          f"{len(listed)} values)")
+        elif r.method == "marginals":  # domains keyed by column, bins as edges (no range)
+            parts.append(f"column {c!r}: add it to categories = {{{c} = [\"label\", ...]}} with every possible "
+                         f"label (text), or to bins = {{{c} = [edges]}} for numbers")
         else:
             parts.append(f"column {c!r}: add categories = [\"label\", ...] with every possible label (text), or "
                          f"bins = [edges] (or bins = n with range = [low, high]) for numbers")
@@ -131,7 +135,7 @@ def _checked(r: "Release") -> list[tuple[str, Any, str]]:
     ``categories`` of its columns, and the ``by_categories`` of its ``by`` column (tables by geography)."""
     if r.method in _GROUPED:
         return []
-    out = [(c, cats, "categories") for c, cats in _per_column(r.args.get("categories"), r.columns()).items()]
+    out = [(c, cats, "categories") for c, cats in _per_column(r.args.get("categories"), r.released()).items()]
     by = r.args.get("by")
     if isinstance(by, str) and r.args.get("by_categories") is not None:
         out.append((by, r.args["by_categories"], "by_categories"))

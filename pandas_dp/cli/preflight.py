@@ -44,7 +44,7 @@ from pandas_dp.cli.spec import Release, Spec, SpecError, read_public_table
 from pandas_dp.errors import DomainError, LedgerError, PandasDPError, ParameterError
 
 __all__ = ["preflight", "blank_frame", "rehearse", "read_header", "probe_output", "check_ledger", "read_input",
-           "call_release", "write_atomic", "numeric_columns", "header_problems"]
+           "call_release", "numeric_columns", "header_problems"]
 
 
 # -- the rehearsal on an empty table ------------------------------------------------------------------------
@@ -55,10 +55,7 @@ def _text_columns(r: "Release") -> set[str]:
     cols = r.columns()
     if r.method in ("count_of_counts", "unattributed"):
         return set(cols)
-    released = r.args.get("columns")
-    released = [released] if isinstance(released, str) else list(released or [])
-    if r.method == "marginals":
-        released = list(dict.fromkeys(c for table in r.args["workload"] for c in table))
+    released = r.released()
     # every column read but not released is a label: the by= region columns and the privacy unit's identifier
     labels = {c for c in cols if c not in released}
     cats = r.args.get("categories")
@@ -202,8 +199,10 @@ def read_header(spec: "Spec") -> list[str]:
 def header_problems(spec: "Spec", header: list[str]) -> list[str]:
     """Every column of every release that the input's header lacks: one problem per release and spec key.
 
-    Each names the release, the spec key (``columns``, ``by``, ``privacy_unit``,
-    ``group``, ``location``) and the fix. The header itself is never printed: a
+    Every column the spec names is checked, under every key the release registry declares as naming
+    columns (:meth:`~pandas_dp.cli.spec.Release.column_keys`: ``columns``, ``workload``, ``by``,
+    ``privacy_unit``, ``group``, ``location``, the keys of ``bins``/``range``/``categories``/``other``
+    dicts). Each problem names the release, the spec key and the fix. The header itself is never printed: a
     file exported without its header line has its first data row there, so only
     names the spec declares may be shown (a spelling hint names a column of
     another release that the header holds).
@@ -301,7 +300,8 @@ def _read_csv(path: Path, columns: list[str]) -> pd.DataFrame:
     missing fields are missing values). Lines are checked with one vectorized regular expression
     (Arrow, RE2); the kept lines are parsed by pandas in one pass, where a well-formed line is
     exactly one record. So no line changes how any other line is read (a stray quote used to
-    swallow every later row).
+    swallow every later row). A file that cannot be read, or whose header lacks one of ``columns``
+    (public facts: it changed since the preflight), raises ValueError: no release runs on a table of no rows.
     """
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -309,11 +309,16 @@ def _read_csv(path: Path, columns: list[str]) -> pd.DataFrame:
     empty = pd.DataFrame({c: pd.Series([], dtype=object) for c in columns})
     try:
         text = path.read_bytes().decode("utf-8", errors="replace")
-    except OSError:
-        return empty
+    except OSError as err:  # the file itself (public): never a table of no rows released as if it were the data
+        raise ValueError(f"[input] {str(path)!r} cannot be read ({err.strerror}).") from None
     lines = text.removeprefix("\ufeff").split("\n")
     del text
-    width = len(_header_fields(lines[0].removesuffix("\r")))
+    header = _header_fields(lines[0].removesuffix("\r"))
+    absent = [c for c in columns if c not in header]
+    if absent:  # the header changed since the preflight read it: nothing may be released from absent columns
+        raise ValueError(f"[input] {str(path)!r} has no column(s) {absent} (its header changed since it was "
+                         f"checked).")
+    width = len(header)
     data = pa.array(lines[1:], type=pa.string())
     if width <= 1000:  # RE2 bounds repetitions at 1000: one pass checks the form and the number of fields
         kept = pc.match_substring_regex(data, f"^{_FIELD}(?:,{_FIELD}){{0,{width - 1}}}\\r?$")
@@ -356,36 +361,6 @@ def read_input(spec: "Spec") -> pd.DataFrame:
                 warnings.simplefilter("ignore")
                 frame[c] = pd.to_numeric(frame[c], errors="coerce")
     return frame
-
-
-# -- writing ---------------------------------------------------------------------------------------------------
-
-
-def write_atomic(path: Path, write: Any) -> None:
-    """Write a file by ``write(temp_path)``, fsync it, and rename it over ``path`` (readers see old or new)."""
-    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    try:
-        write(Path(temp))
-        with open(temp, "rb+") as f:
-            os.fsync(f.fileno())
-        os.replace(temp, path)
-    except BaseException:
-        try:
-            os.unlink(temp)
-        except OSError:
-            pass
-        raise
-    try:
-        dir_fd = os.open(path.parent, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(dir_fd)
-    except OSError:
-        pass
-    finally:
-        os.close(dir_fd)
 
 
 # -- the whole preflight ------------------------------------------------------------------------------------------

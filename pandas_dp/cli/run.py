@@ -5,8 +5,9 @@ total is reserved in one ledger transaction (:meth:`pandas_dp.Budget.reserve`),
 so a second run on the same budget is refused before it reads the data. Each
 release is then charged to the reservation (its own ledger entry, whose id and
 hash go to the manifest) before its noise is drawn; its table and the manifest
-are written atomically (temporary file, fsync, rename) after every release.
-Leaving the reservation returns its unused part.
+are written atomically after every release (:mod:`pandas_dp.cli.files`: a
+killed run leaves no temporary file on Linux). Leaving the reservation returns
+its unused part.
 
 The manifest is written right after the reservation (no release yet), then
 after every release; it is never overwritten by another run. A run that was
@@ -14,7 +15,11 @@ killed keeps its reservation: ``release SPEC --resume`` finds it (from the
 manifest, or from the ledger's reserve entry naming the spec), keeps every
 release that both the manifest and the ledger record, and runs the rest
 inside the same reservation; ``release SPEC --cancel`` closes it instead,
-recorded in the ledger as a ``cancel`` entry and in the manifest.
+recorded in the ledger as a ``cancel`` entry and in the manifest. A charge
+whose table was never recorded (the run was killed, failed or interrupted
+between its charge and its manifest entry) is *lost*: listed under ``"lost"``
+in the manifest, then marked ``failed`` in the ledger, so the two agree; both
+``--resume`` and ``--cancel`` remove the temporary files a killed run left.
 """
 
 from __future__ import annotations
@@ -28,11 +33,12 @@ from typing import Any
 import numpy as np
 
 import pandas_dp as pdp
-from pandas_dp.accounting.ledger import loss_of
+from pandas_dp.accounting.ledger import loss_of, open_store, store_for
 from pandas_dp.accounting.budget import Reservation
-from pandas_dp.cli.preflight import call_release, preflight, read_input, write_atomic
+from pandas_dp.cli.files import clear_temporary, write_atomic
+from pandas_dp.cli.preflight import call_release, preflight, read_input
 from pandas_dp.cli.spec import ReleaseError, Spec, SpecError, jsonable, load_spec, parse_spec, release_table
-from pandas_dp.errors import BudgetError, BudgetExceededError, PandasDPError
+from pandas_dp.errors import BudgetError, BudgetExceededError, LedgerError, PandasDPError
 
 __all__ = ["run_release", "execute", "cancel_run"]
 
@@ -178,24 +184,58 @@ def _kept(spec: Spec, plan: Any, manifest: dict[str, Any] | None) -> tuple[list[
 
 def _clear_partial(spec: Spec) -> None:
     """Remove the hidden temporary files a killed run left in the output folder (outputs no manifest lists)."""
-    names = [f"{r.name}.{spec.output_format}" for r in spec.releases] + ["manifest.json"]
-    for name in names:
-        for temp in spec.output_dir.glob(f".{name}.*.tmp"):
-            try:
-                temp.unlink()
-            except OSError:
-                pass
+    clear_temporary(spec.output_dir, [f"{r.name}.{spec.output_format}" for r in spec.releases] + ["manifest.json"])
+
+
+def _mark_failed(spec: Spec, reservation: str, lost: list[dict[str, Any]]) -> None:
+    """Mark the ledger entries of ``lost`` charges ``failed``, so the ledger agrees with the manifest.
+
+    A lost charge (charged, its table never recorded) may still read ``charged`` (the run died
+    before its noise was drawn) or ``ok`` (after). Status is outside the entries' hashes and never
+    changes an amount. A ledger that refuses the update (a guarded PostgreSQL ledger lets a status
+    change only from ``charged``) keeps the status, and a note says so.
+    """
+    if not lost:
+        return
+    try:
+        rows = pdp.Ledger(spec.ledger).entries(reservation)
+        store = store_for(spec.ledger)
+        open_store(store)
+    except PandasDPError as err:
+        print(f"note: the ledger's status of the lost charges could not be set to 'failed': {str(err)[:200]}",
+              file=sys.stderr)
+        return
+    status = {int(i): str(s) for i, s in zip(rows["id"], rows["status"])}
+    for entry in lost:
+        entry_id = int(entry["ledger_id"])
+        was = status.get(entry_id)
+        if was not in ("charged", "ok"):
+            continue
+        try:
+            with store.write() as txn:
+                txn.set_status(entry_id, "failed", was)
+        except LedgerError as err:
+            print(f"note: the ledger keeps status {was!r} for the lost charge of release {entry['name']!r} (entry "
+                  f"{entry_id}): {str(err)[:200]}", file=sys.stderr)
 
 
 def cancel_run(spec: Spec) -> int:
-    """Close the killed run's reservation (a ``cancel`` entry) and mark its manifest cancelled; return 0."""
+    """Close the killed run's reservation (a ``cancel`` entry) and mark its manifest cancelled; return 0.
+
+    Its lost charges (charged, no table recorded) are listed in the manifest and marked ``failed`` in the ledger.
+    """
     budget, plan, manifest = _find_run(spec)
+    try:
+        _, lost = _kept(spec, plan, manifest)
+    except SpecError:  # the spec changed since the run: it is cancelled all the same, its charges left as they are
+        lost = []
     returned = plan.close(method="cancel")
     if manifest is not None:
-        manifest.update(complete=False, cancelled=True)
+        manifest.update(complete=False, cancelled=True, lost=lost)
         manifest["budget"]["spent"] = budget.spent
         text = json.dumps(manifest, indent=2)
         write_atomic(spec.output_dir / "manifest.json", lambda p: Path(p).write_text(text, encoding="utf-8"))
+    _mark_failed(spec, plan.name, lost)
     if spec.output_dir.exists():
         _clear_partial(spec)
     head = pdp.Ledger(spec.ledger).verify().head
@@ -223,6 +263,7 @@ def execute(spec: Spec, *, resume: bool = False) -> int:
             _clear_partial(spec)
     else:
         budget, plan = _reserve(spec)
+    lost_here: list[dict[str, Any]] = list(lost)  # lost charges the ledger does not mark 'failed' yet
     try:
         frame = read_input(spec)
         spec.output_dir.mkdir(parents=True, exist_ok=True)
@@ -254,8 +295,11 @@ def execute(spec: Spec, *, resume: bool = False) -> int:
         text = json.dumps(manifest, indent=2)
         write_atomic(manifest_path, lambda p: Path(p).write_text(text, encoding="utf-8"))
 
-    if not resume:
-        write_manifest()  # at once: a run killed before its first release can still be resumed or cancelled
+    # At once: a run killed before its first release can still be resumed or cancelled; a resumed run's lost
+    # charges are recorded in the manifest first, then marked failed in the ledger (a kill in between: the next
+    # resume marks them), so the two agree.
+    write_manifest()
+    _mark_failed(spec, plan.name, lost_here)
     current = None
     try:
         with plan:
@@ -271,16 +315,27 @@ def execute(spec: Spec, *, resume: bool = False) -> int:
                 write_manifest()
                 print(f"released {r.name!r} ({result.method}, {r.loss.parameter} = {float(r.loss.amount):g}) "
                       f"-> {out}")
-    except Exception as err:
+    except BaseException as err:
         # The message of an error raised while the private rows were being processed could describe them, so
         # only its type is shown (boundary rule); rerun the release in Python, as the data custodian, to see it.
         name = current.name if current is not None else "?"
+        lost_here = []
+        if current is not None and len(plan.charges) > len(entries) - len(kept):
+            # charged, its table never recorded: lost, in the manifest and in the ledger (status 'failed')
+            charge = plan.charges[-1]
+            lost_here.append({"name": current.name, "ledger_id": charge.ledger_id, "ledger_hash": charge.ledger_hash})
+            lost.append(lost_here[-1])
+        charged = bool(plan.charges or kept or lost)
+        if charged:
+            write_manifest()
+            _mark_failed(spec, plan.name, lost_here)
+        elif not resume:  # the run charged nothing and its reservation is closed: its empty manifest goes too
+            manifest_path.unlink(missing_ok=True)
+        if not isinstance(err, Exception):  # an interrupt (Ctrl-C): recorded like a failure, then raised as it is
+            raise
         what = _failure_text(err)
-        if not plan.charges and not kept:
-            if not resume:  # the run charged nothing and its reservation is closed: its empty manifest goes too
-                manifest_path.unlink(missing_ok=True)
+        if not charged:
             raise SpecError(spec.path, [f"[[release]] {name!r}: {what}."], read="data") from None
-        write_manifest()
         raise ReleaseError(
             f"Release {name!r} failed after {len(kept) + len(plan.charges)} charge(s) had been recorded: {what}. "
             f"The {len(entries)} table(s) written are listed in {str(manifest_path)!r} (complete: false); the "

@@ -79,7 +79,8 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
-from pandas_dp.releases.registry import cli_keys
+from pandas_dp.releases.params import POSITIONAL
+from pandas_dp.releases.registry import cli_entry, cli_keys, cli_params
 from pandas_dp.domain.grid import BinDomain
 from pandas_dp.results import (CountOfCounts, GeographyHistogram, GeographyPublishedTables, Histogram, MarginalTables,
                                PublishedTables)
@@ -95,7 +96,15 @@ _COMMON = {"name", "method", "epsilon", "rho", "delta"}
 #: Allowed keys of a [[release]] table per method, read from the release registry (every histogram
 #: method with its knobs, count_of_counts, unattributed), so a new method or knob is written once.
 _KEYS = cli_keys()
-_REQUIRED = {"count_of_counts": ("group", "location"), "unattributed": ("group",), "marginals": ("workload",)}
+_PARAMS = cli_params()
+#: The keys of a [[release]] table that name columns of the input, per method, as the registry declares them;
+#: in the order problems are reported: the released columns (the release's positional arguments), lists of
+#: columns (``by``), single columns (``privacy_unit``), then the keys of dicts (``bins``, ``categories``...).
+_COLUMN_PARAMS = {method: dict(sorted(((key, p) for key, p in params.items() if p.names), key=lambda item: (
+    item[1].kind is not POSITIONAL, item[1].names == "keys", item[1].names == "label")))
+    for method, params in _PARAMS.items()}
+#: The keys a [[release]] table must give, per method (the release's required arguments).
+_REQUIRED = {method: tuple(k for k, p in params.items() if p.required) for method, params in _PARAMS.items()}
 _FORMATS = ("csv", "parquet")
 _READ = {"nothing": "nothing was read or charged",
          "header": "only the input's header (its column names) was read, and nothing was charged",
@@ -134,41 +143,33 @@ class Release:
         """The release's amount as a float (its epsilon, or its rho for a zCDP release)."""
         return float(self.loss.amount)
 
-    def columns(self) -> list[str]:
-        """Columns of the input table the release reads (with its privacy unit's column, if any)."""
-        if self.method == "count_of_counts":
-            loc = self.args["location"]
-            return [self.args["group"], *([loc] if isinstance(loc, str) else loc)]
-        unit = self.args.get("privacy_unit")
-        extra = [unit] if isinstance(unit, str) else []
-        if self.method == "unattributed":
-            return list(dict.fromkeys([self.args["group"], *extra]))
-        by = self.args.get("by")  # tables by geography: the region columns are read too
-        by = [by] if isinstance(by, str) else [c for c in by if isinstance(c, str)] if isinstance(by, list) else []
-        if self.method == "marginals":
-            return list(dict.fromkeys([*(c for table in self.args["workload"] for c in table), *by, *extra]))
-        cols = self.args.get("columns")
-        cols = [cols] if isinstance(cols, str) else list(cols or [])
-        return list(dict.fromkeys([*cols, *by, *extra]))
+    def column_keys(self, *, read: bool = False) -> list[tuple[str, str]]:
+        """``(spec key, column)`` of every input column the release names, each once (its first key).
 
-    def column_keys(self) -> list[tuple[str, str]]:
-        """``(spec key, column)`` of every input column the release reads, in :meth:`columns` order."""
-        a = self.args
-        if self.method == "count_of_counts":
-            loc = a["location"]
-            pairs = [("group", a["group"]), *(("location", c) for c in ([loc] if isinstance(loc, str) else loc))]
-        else:
-            cols = a.get("group") if self.method == "unattributed" else a.get("columns")
-            key = "group" if self.method == "unattributed" else "columns"
-            by = a.get("by")
-            by = [by] if isinstance(by, str) else [c for c in by if isinstance(c, str)] if isinstance(by, list) else []
-            unit = a.get("privacy_unit")
-            pairs = [*((key, c) for c in ([cols] if isinstance(cols, str) else list(cols or []))),
-                     *(("by", c) for c in by), *([("privacy_unit", unit)] if isinstance(unit, str) else [])]
+        Every key whose declaration in the release registry names columns
+        (:attr:`~pandas_dp.releases.params.Param.names`: ``columns``, ``workload``, ``group``,
+        ``location``, ``by``, ``privacy_unit``, and the column keys of ``bins``/``range``/``categories``/
+        ``other`` dicts), in the registry's order: the preflight checks each against the input's header.
+        ``read``: only the columns read (not those named as the keys of a dict).
+        """
         first: dict[str, str] = {}
-        for key, column in pairs:
-            first.setdefault(column, key)
+        for key, param in _COLUMN_PARAMS[self.method].items():
+            if read and param.names == "keys":
+                continue
+            for column in param.columns_in(self.args.get(key)):
+                if isinstance(column, str):
+                    first.setdefault(column, key)
         return [(key, column) for column, key in first.items()]
+
+    def columns(self) -> list[str]:
+        """Columns of the input table the release reads (its released columns, regions, privacy unit...)."""
+        return [column for _, column in self.column_keys(read=True)]
+
+    def released(self) -> list[str]:
+        """The released columns: those its column argument names (``columns``, ``workload``, ``group``)."""
+        key = cli_entry(self.method).column
+        param = _COLUMN_PARAMS[self.method][key]
+        return list(dict.fromkeys(c for c in param.columns_in(self.args.get(key)) if isinstance(c, str)))
 
 
 @dataclass
@@ -264,28 +265,28 @@ def _release(i: int, entry: Any, problems: list[str]) -> Release | None:
             problems.append(str(err))
             loss = None
     labels_ok = True
-    for req in _REQUIRED.get(method, ("columns",)):
+    for req in _REQUIRED[method]:
         if req not in entry:
             problems.append(f"{where}: missing {req!r} for method {method!r}.")
             labels_ok = False
-    for key in ("columns", "location", "group"):
-        value = entry.get(key)
-        if key not in entry:
+    for key, param in _COLUMN_PARAMS[method].items():  # every key that names columns, as declared
+        if key not in entry or param.names == "keys":  # dicts keyed by column: checked by the release
+            continue
+        value = entry[key]
+        if param.names == "tables":
+            if not (isinstance(value, list) and value and all(
+                    isinstance(t, list) and t and all(isinstance(c, str) and c for c in t) for t in value)):
+                problems.append(f"{where}: {key!r} must be a non-empty list of tables, each a non-empty list of "
+                                f"column names, e.g. {key} = [[\"age\", \"sex\"], [\"sex\", \"state\"]]; got "
+                                f"{value!r}.")
+                labels_ok = False
             continue
         one = isinstance(value, str) and value != ""
-        many = key != "group" and isinstance(value, list) and bool(value) and all(
+        many = param.names == "labels" and isinstance(value, list) and bool(value) and all(
             isinstance(v, str) and v for v in value)
         if not (one or many):
-            shape = "a column name" if key == "group" else "a column name or a non-empty list of column names"
+            shape = "a column name" if param.names == "label" else "a column name or a non-empty list of column names"
             problems.append(f"{where}: {key!r} must be {shape}; got {value!r}.")
-            labels_ok = False
-    if "workload" in entry:
-        tables = entry["workload"]
-        if not (isinstance(tables, list) and tables and all(
-                isinstance(t, list) and t and all(isinstance(c, str) and c for c in t) for t in tables)):
-            problems.append(f"{where}: 'workload' must be a non-empty list of tables, each a non-empty list of "
-                            f"column names, e.g. workload = [[\"age\", \"sex\"], [\"sex\", \"state\"]]; got "
-                            f"{tables!r}.")
             labels_ok = False
     if not isinstance(name, str) or not name or any(c in name for c in "/\\\x00") or name in (".", ".."):
         problems.append(f"{where}: 'name' must be a non-empty string usable as a file name; got {name!r}.")

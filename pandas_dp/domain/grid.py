@@ -388,6 +388,19 @@ def _is_bins_spec(v: Any) -> bool:
     return isinstance(v, (int, np.integer, str)) or _is_sequence(v)
 
 
+def _check_edges_given(column: str, bins: Any) -> None:
+    """Bins of a release without ``range=`` are edges: a number of bins or a frequency has nothing to span."""
+    count = isinstance(bins, (int, np.integer)) and not isinstance(bins, (bool, np.bool_, np.timedelta64))
+    if count or isinstance(bins, str):
+        what, got = ("a number of bins", int(bins)) if count else ("a frequency", str.__str__(bins))
+        how = ("For n even bins from low to high, pass numpy.linspace(low, high, n + 1)." if count else
+               f"For bins of that frequency, pass pandas.date_range(start, end, freq={got!r}).")
+        raise DomainError(
+            f"The bins of column {column!r} must be its bin edges, e.g. bins={{{column!r}: [0, 18, 65, 120]}} "
+            f"(increasing numbers, dates or durations, from public knowledge): this release takes no low and "
+            f"high end to spread {what} over. Got {safe_repr(got)}, {what}. {how}")
+
+
 def _bin_dimension(column: str, bins: Any, rng: Any) -> BinDomain:
     edges, even = parse_bins(column, bins, rng)
     return BinDomain(column, edges, even)
@@ -423,7 +436,7 @@ def other_labels(other: Any, columns: Sequence[str], labelled: Sequence[bool]) -
 
 
 def make_grid(frame: pd.DataFrame, columns: Sequence[str], *, bins: Any = None, range: Any = None,
-              categories: Any = None, other: Any = None) -> Grid:
+              categories: Any = None, other: Any = None, ranged: bool = True) -> Grid:
     """Build the public domain of a release from the caller's arguments (never from the data).
 
     Parameters
@@ -443,6 +456,9 @@ def make_grid(frame: pd.DataFrame, columns: Sequence[str], *, bins: Any = None, 
         The label of an other cell, added last to a label dimension, counting every present
         value outside its list (:func:`~pandas_dp.domain.categories.with_other`): one label for
         every column with categories, or a dict keyed by column.
+    ranged : bool
+        Whether the release takes ``range=`` (``marginals`` does not: its bins are edges, and its
+        messages name the dict forms it takes instead).
 
     Raises
     ------
@@ -473,7 +489,16 @@ def make_grid(frame: pd.DataFrame, columns: Sequence[str], *, bins: Any = None, 
             if categorical:
                 raise ParameterError(f"Column {column!r} is Categorical: its categories are its domain. "
                                      f"Drop bins=/range= (or pass categories= to override).")
+            if not ranged:
+                _check_edges_given(column, b)
             dims.append(_bin_dimension(column, b, r))
+        elif not ranged:
+            raise DomainError(
+                f"Column {column!r} needs a public domain: pass bins={{{column!r}: [edges]}} (increasing edges "
+                f"of numbers, dates or durations) or categories={{{column!r}: [...]}} with every possible label "
+                f"(categories={{{column!r}: 'dtype'}} uses a Categorical column's own categories, when its dtype "
+                f"was built from a public codebook). The library never derives the domain from the data."
+            )
         else:
             raise DomainError(
                 f"Column {column!r} needs a public domain: pass bins= (edges, or an int with range=(low, high)) "

@@ -54,6 +54,8 @@ def histogram(frame: pd.DataFrame, columns: Any, *, bins: Any = None, range: Any
     (and ``delta=``), the labels whose noisy count passes a threshold
     (:func:`pandas_dp.releases.discover.discover_histogram`).
     """
+    if "dropna" in method_params:
+        raise ParameterError(_dropna_message(columns))
     unit = PrivacyUnit.gather(privacy_unit, max_rows, max_cells, max_rows_per_cell)
     if isinstance(categories, str) and str.__str__(categories) == "discover":
         extra = {"bins": bins, "range": range, "by": by, "hierarchy": hierarchy, "by_categories": by_categories,
@@ -83,6 +85,18 @@ def histogram(frame: pd.DataFrame, columns: Any, *, bins: Any = None, range: Any
     return flat_histogram(frame, columns, bins=bins, range=range, categories=categories, other=other,
                           epsilon=epsilon, rho=rho, method=method, rng=rng, nonnegative=nonnegative, unit=unit,
                           knobs=method_params, report_dropped=report_dropped)
+
+
+def _dropna_message(columns: Any) -> str:
+    """Why ``dropna=`` is refused, and how to count missing values as a cell of their own (public text only)."""
+    name = str.__str__(columns) if isinstance(columns, str) else "column"
+    fill = f"df[{name!r}].fillna('missing')"
+    assign = f"df.assign({name}={fill})" if name.isidentifier() else f"df.assign(**{{{name!r}: {fill}}})"
+    return (f"histogram takes no dropna=: missing values (NaN, None, NaT, pd.NA) are never counted, not in a "
+            f"category, not in other= and not in a bin, as with pandas' value_counts(dropna=True). To count them as "
+            f"a cell of their own, give them a public label and list it: {assign}.dp.histogram({name!r}, "
+            f"categories=[..., 'missing'], ...) (a Categorical column needs the category first: "
+            f"df[{name!r}].cat.add_categories('missing').fillna('missing')).")
 
 
 def flat_histogram(frame: pd.DataFrame, columns: Any, *, bins: Any, range: Any, categories: Any, epsilon: Any,

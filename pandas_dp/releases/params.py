@@ -30,7 +30,7 @@ from pandas_dp._utils.checks import check_flag, integer_in
 from pandas_dp._utils.rational import safe_repr
 
 __all__ = ["Constraint", "Options", "Flag", "Integer", "Real", "AutoOr", "PrivacyUnit", "Param", "ParamTable",
-           "POSITIONAL", "KEYWORD", "VAR_KEYWORD", "REQUIRED", "UNIT_PARAMS", "fill_doc",
+           "POSITIONAL", "KEYWORD", "VAR_KEYWORD", "REQUIRED", "UNIT_PARAMS", "COLUMN_SHAPES", "fill_doc",
            "check_rng", "check_flag", "check_choice", "check_columns"]
 
 #: Kinds of a parameter in a release's signature (those of :class:`inspect.Parameter`).
@@ -171,6 +171,11 @@ class PrivacyUnit(Constraint):
 REQUIRED: Any = inspect.Parameter.empty
 _NO_DEFAULT = REQUIRED
 
+#: How a parameter's value names columns of the frame (:attr:`Param.names`): ``"label"`` one column label;
+#: ``"labels"`` one label or a list of labels; ``"tables"`` a list of tables, each a list of labels;
+#: ``"keys"`` a dict keyed by column labels (any other value names no column).
+COLUMN_SHAPES = ("label", "labels", "tables", "keys")
+
 
 @dataclass(frozen=True)
 class Param:
@@ -178,7 +183,10 @@ class Param:
 
     ``kind`` is its kind in the release's signature (keyword-only for knobs); ``type`` and ``doc``
     are its numpydoc paragraph (type line and description), which the accessors' docstrings are
-    generated from (:func:`fill_doc`); ``help`` is the one-line version.
+    generated from (:func:`fill_doc`); ``help`` is the one-line version. ``names`` says how its value
+    names columns of the frame (one of :data:`COLUMN_SHAPES`; empty: it names none): the command line
+    checks every column a spec names against the input's header before any charge, reading which
+    arguments name columns from this declaration (:meth:`columns_in`).
     """
 
     name: str
@@ -190,6 +198,36 @@ class Param:
     kind: inspect._ParameterKind = KEYWORD
     type: str = ""
     doc: str = ""
+    names: str = ""
+
+    def __post_init__(self) -> None:
+        if self.names and self.names not in COLUMN_SHAPES:
+            raise ValueError(f"Param {self.name!r}: names={self.names!r} is not one of {COLUMN_SHAPES}")
+
+    def columns_in(self, value: Any) -> list[Any]:
+        """The column labels ``value`` names, read by its declared shape (:attr:`names`); ``[]`` when none.
+
+        Values of another shape name no column (the release's own check reports them).
+
+        Examples
+        --------
+        >>> Param("workload", None, names="tables").columns_in([["age", "sex"], ["sex", "state"]])
+        ['age', 'sex', 'sex', 'state']
+        >>> Param("by", None, names="labels").columns_in("state")
+        ['state']
+        >>> Param("other", None, names="keys").columns_in("Other")
+        []
+        """
+        if not self.names or value is None:
+            return []
+        if self.names == "keys":
+            return list(value) if isinstance(value, Mapping) else []
+        if self.names == "tables":
+            tables = value if isinstance(value, (list, tuple)) else []
+            return [c for t in tables if isinstance(t, (list, tuple)) for c in t]
+        if isinstance(value, (list, tuple)):
+            return list(value) if self.names == "labels" else []
+        return [] if isinstance(value, (Mapping, set)) else [value]
 
     def paragraph(self, indent: str = "") -> str:
         """The numpydoc paragraph of this parameter (``name : type`` and its description)."""
@@ -307,6 +345,19 @@ def _label_ok(label: Any) -> bool:
     return True
 
 
+def _names_one_column(labels: pd.MultiIndex, label: Any) -> bool:
+    """Whether ``label`` selects exactly one column of MultiIndex columns as a Series (``frame[label]``).
+
+    A whole tuple does; so does a leading part whose one column has only empty names below it
+    (pandas then returns that column, e.g. ``("v", "")`` for ``"v"``). Any other part selects a frame.
+    """
+    key = label if isinstance(label, tuple) else (label,)
+    if len(key) > labels.nlevels:
+        return False
+    below = [t[len(key):] for t in labels if t[:len(key)] == key]
+    return len(below) == 1 and all(part == "" for part in below[0])
+
+
 def check_columns(frame: Any, columns: Any, *, name: str = "columns") -> list[Any]:
     """The released column labels: one label or a non-empty list of distinct labels present in ``frame``.
 
@@ -332,6 +383,8 @@ def check_columns(frame: Any, columns: Any, *, name: str = "columns") -> list[An
 
     try:
         missing = [c for c in cols if c not in labels]
+        partial = [c for c in cols if isinstance(labels, pd.MultiIndex) and c not in missing
+                   and not _names_one_column(labels, c)]
         # Distinct labels: 1, 1.0 and True are different columns of a frame, so the type is part of the key.
         distinct = len({(type(c), c) for c in cols}) == len(cols)
         repeated = [c for c in cols if int((labels == c).sum()) > 1] if not labels.is_unique else []
@@ -346,6 +399,12 @@ def check_columns(frame: Any, columns: Any, *, name: str = "columns") -> list[An
             f"Column(s) {safe_repr(missing, 200)} of '{name}' not in the frame; check spelling. Columns: "
             f"{shown_columns()}."
         )
+    if partial:
+        raise ParameterError(
+            f"The frame's columns are a MultiIndex, and {safe_repr(partial[0], 100)} of '{name}' names a group of "
+            f"its columns, not one column. Name each column by its whole tuple (e.g. {name}=[{safe_repr(labels[0])}"
+            f"]), or flatten the columns first: frame.columns = ['_'.join(map(str, c)) for c in frame.columns]. "
+            f"Columns: {shown_columns()}.")
     if not distinct:
         raise ParameterError(f"The '{name}' parameter repeats a column: {safe_repr(cols, 200)}. Pass each column "
                              f"once.")
@@ -356,7 +415,8 @@ def check_columns(frame: Any, columns: Any, *, name: str = "columns") -> list[An
 
 
 #: The privacy unit and its bounds, as every release but count-of-counts declares them (one constraint).
-UNIT_PARAMS: tuple[Param, ...] = tuple(Param(name, PrivacyUnit(), None, kind=KEYWORD, type=type_, doc=doc)
+UNIT_PARAMS: tuple[Param, ...] = tuple(Param(name, PrivacyUnit(), None, kind=KEYWORD, type=type_, doc=doc,
+                                             names="label" if name == "privacy_unit" else "")
                                        for name, type_, doc in (
     ("privacy_unit", "column label, optional", """
         The column identifying each person (rider, customer, household): neighbouring

@@ -20,7 +20,7 @@ function's signatures equal it.
 from __future__ import annotations
 
 import textwrap
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any, Callable, Mapping
 
@@ -36,19 +36,25 @@ from pandas_dp.releases.params import (KEYWORD, POSITIONAL, REQUIRED, UNIT_PARAM
                                        ParamTable)
 from pandas_dp.releases.unattributed import unattributed_histogram
 
-__all__ = ["Entry", "ENTRIES", "HISTOGRAM_ARGUMENTS", "histogram_methods", "cli_keys", "method_paragraph",
-           "knobs_paragraph"]
+__all__ = ["Entry", "ENTRIES", "HISTOGRAM_ARGUMENTS", "histogram_methods", "cli_keys", "cli_params",
+           "cli_entry", "method_paragraph", "knobs_paragraph"]
 
 
-def _arg(name: str, default: Any = None, kind: Any = KEYWORD) -> Param:
-    """An argument checked by the release itself (its own order and messages), declared here."""
-    return Param(name, None, default, kind=kind)
+def _arg(name: str, default: Any = None, kind: Any = KEYWORD, names: str = "") -> Param:
+    """An argument checked by the release itself (its own order and messages), declared here.
+
+    ``names``: how its value names columns of the frame (:data:`~pandas_dp.releases.params.COLUMN_SHAPES`),
+    the declaration the command line checks a spec's columns against the input's header by.
+    """
+    return Param(name, None, default, kind=kind, names=names)
 
 
-#: Shared arguments, declared once.
-DOMAIN_PARAMS = (_arg("bins"), _arg("range"), _arg("categories"))
+#: Shared arguments, declared once. A dict of bins, range, categories or other labels is keyed by column.
+DOMAIN_PARAMS = (_arg("bins", names="keys"), _arg("range", names="keys"), _arg("categories", names="keys"))
 #: The other cell of label domains (``histogram``, ``hierarchical_histogram``, ``marginals``): after ``categories``.
-OTHER = _arg("other")
+OTHER = _arg("other", names="keys")
+#: The arguments of tables by geography, ``by=`` naming the frame's region columns.
+GEOGRAPHY_ARGUMENTS = tuple(replace(p, names="labels") if p.name == "by" else p for p in GEOGRAPHY_PARAMS)
 LOSS_PARAMS = (_arg("epsilon"), _arg("rho"))
 RNG = _arg("rng")
 NONNEGATIVE = Param("nonnegative", Flag(), False, "clip negative estimates at 0 (post-processing)")
@@ -114,24 +120,29 @@ REPORT_DROPPED = Param("report_dropped", None, None, type="float, optional", doc
     runs at the rest of the loss. Not with ``by=``.""")
 
 HISTOGRAM_PARAMS = ParamTable("histogram", (
-    _arg("columns", REQUIRED, POSITIONAL), *DOMAIN_PARAMS, OTHER, *LOSS_PARAMS, _arg("delta"),
-    _method_param("identity"), RNG, NONNEGATIVE, *UNIT_PARAMS, REPORT_DROPPED, *GEOGRAPHY_PARAMS, METHOD_PARAMS))
+    _arg("columns", REQUIRED, POSITIONAL, "labels"), *DOMAIN_PARAMS, OTHER, *LOSS_PARAMS, _arg("delta"),
+    _method_param("identity"), RNG, NONNEGATIVE, *UNIT_PARAMS, REPORT_DROPPED, *GEOGRAPHY_ARGUMENTS, METHOD_PARAMS))
 HIERARCHICAL_PARAMS = ParamTable("hierarchical_histogram", (
-    _arg("columns", REQUIRED, POSITIONAL), *DOMAIN_PARAMS, OTHER, *LOSS_PARAMS, *TREE_PARAMS, NONNEGATIVE, RNG,
+    _arg("columns", REQUIRED, POSITIONAL, "labels"), *DOMAIN_PARAMS, OTHER, *LOSS_PARAMS, *TREE_PARAMS, NONNEGATIVE,
+    RNG,
     *UNIT_PARAMS))
 RANGE_QUERY_PARAMS = ParamTable("range_query", (
-    _arg("column", REQUIRED, POSITIONAL), _arg("ranges", REQUIRED, POSITIONAL), *DOMAIN_PARAMS, *LOSS_PARAMS,
+    _arg("column", REQUIRED, POSITIONAL, "label"), _arg("ranges", REQUIRED, POSITIONAL), *DOMAIN_PARAMS, *LOSS_PARAMS,
     _method_param("auto", _RANGE_AUTO), RNG, NONNEGATIVE, *UNIT_PARAMS, METHOD_PARAMS))
 COUNT_OF_COUNTS_ENTRY_PARAMS = ParamTable("count_of_counts", (
-    _arg("group", REQUIRED, POSITIONAL), _arg("location", REQUIRED, POSITIONAL), *LOSS_PARAMS, _arg("groups"),
-    _arg("hierarchy"), *COUNT_OF_COUNTS_PARAMS, RNG, _arg("privacy_unit"), _arg("level_weights")))
+    _arg("group", REQUIRED, POSITIONAL, "label"), _arg("location", REQUIRED, POSITIONAL, "labels"), *LOSS_PARAMS,
+    _arg("groups"), _arg("hierarchy"), *COUNT_OF_COUNTS_PARAMS, RNG,
+    # "person" or "group" (a unit of the tables themselves), not a column; level weights are keyed by level.
+    _arg("privacy_unit"), _arg("level_weights")))
 #: The arguments that make ``marginals`` a table set by geography (every table for every region).
-MARGINALS_GEOGRAPHY_PARAMS: tuple[Param, ...] = tuple(Param(name, None, None) for name in GEOGRAPHY_KEYWORDS)
+MARGINALS_GEOGRAPHY_PARAMS: tuple[Param, ...] = tuple(Param(name, None, None, names="labels" if name == "by" else "")
+                                                      for name in GEOGRAPHY_KEYWORDS)
 MARGINALS_PARAMS = ParamTable("marginals", (
-    _arg("workload", REQUIRED, POSITIONAL), _arg("bins"), _arg("categories"), OTHER, *LOSS_PARAMS, _arg("weights"),
+    _arg("workload", REQUIRED, POSITIONAL, "tables"), DOMAIN_PARAMS[0], DOMAIN_PARAMS[2], OTHER, *LOSS_PARAMS,
+    _arg("weights"),
     _arg("loss", "sum"),
     # The privacy unit with a row bound only (no cells scheme, no "auto"): checked by the release itself.
-    Param("privacy_unit", None, None, type="column label, optional", doc="""
+    Param("privacy_unit", None, None, type="column label, optional", names="label", doc="""
         The column identifying each person (customer, household): neighbouring frames then
         differ by all the rows of one unit. Default: one row is one unit."""),
     Param("max_rows", None, None, type="int, optional", doc="""
@@ -150,7 +161,7 @@ MARGINALS_PARAMS = ParamTable("marginals", (
         ``by``: every region's tables, consistent across the geography too; public totals must
         be whole numbers.""")))
 UNATTRIBUTED_PARAMS = ParamTable("unattributed_histogram", (
-    _arg("group", REQUIRED, POSITIONAL), *LOSS_PARAMS, _arg("groups"), RNG, *UNIT_PARAMS))
+    _arg("group", REQUIRED, POSITIONAL, "label"), *LOSS_PARAMS, _arg("groups"), RNG, *UNIT_PARAMS))
 
 
 @dataclass(frozen=True)
@@ -234,3 +245,33 @@ def cli_keys() -> dict[str, set[str]]:
     keys["unattributed"] = set(ENTRIES["unattributed_histogram"].arguments)
     keys["marginals"] = set(ENTRIES["marginals"].arguments)
     return keys
+
+
+def cli_entry(method: str) -> Entry:
+    """The registry entry a CLI release table of ``method`` runs (every histogram method: ``histogram``)."""
+    named = {"hierarchical": "hierarchical_histogram", "unattributed": "unattributed_histogram"}.get(method, method)
+    return ENTRIES[named] if named in ENTRIES else ENTRIES["histogram"]
+
+
+def cli_params() -> dict[str, dict[str, Param]]:
+    """The declaration (:class:`~pandas_dp.releases.params.Param`) of every key of :func:`cli_keys`, per method.
+
+    Read from the entry's table, then its method's knobs (``estimator`` is count-of-counts' ``method``):
+    what each key is, and whether (and how) it names columns of the input (:attr:`Param.names`), so the
+    command line checks every column a spec names against the input's header from this one declaration.
+    """
+    out: dict[str, dict[str, Param]] = {}
+    for method, keys in cli_keys().items():
+        entry = cli_entry(method)
+        tables = [entry.params, *([entry.knobs] if entry.knobs is not None else []),
+                  *([METHODS[method].params] if method in METHODS else [])]
+        found: dict[str, Param] = {}
+        for table in tables:  # in the entry's signature order, then its knobs'
+            for p in table:
+                key = "estimator" if (method, p.name) == ("count_of_counts", "method") else p.name
+                if key in keys and key not in found:
+                    found[key] = p
+        missing = sorted(keys - set(found))
+        assert not missing, f"CLI keys of {method!r} without a declaration in the registry: {missing}"
+        out[method] = found
+    return out

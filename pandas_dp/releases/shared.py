@@ -102,7 +102,8 @@ def _dimension_specs(value: Any, name: str, attrs: list[Any]) -> Mapping[Any, An
 
 
 def dimensions(frame: Any, attrs: list[Any], bins: Any, categories: Any, other: Any = None) -> list[Grid]:
-    """One public one-column grid per attribute (``histogram``'s domain rules, from the arguments only)."""
+    """One public one-column grid per attribute (``histogram``'s domain rules without ``range=``, from the
+    arguments only)."""
     bins_of = _dimension_specs(bins, "bins", attrs)
     cats_of = _dimension_specs(categories, "categories", attrs)
     other_of = dict(zip(attrs, other_labels(other, attrs, [cats_of.get(c) is not None for c in attrs])))
@@ -111,7 +112,7 @@ def dimensions(frame: Any, attrs: list[Any], bins: Any, categories: Any, other: 
         b = bins_of.get(c)
         k = cats_of.get(c)
         dims.append(make_grid(frame, [c], bins=None if b is None else {c: b},
-                              categories=None if k is None else {c: k}, other=other_of[c]))
+                              categories=None if k is None else {c: k}, other=other_of[c], ranged=False))
     return dims
 
 

@@ -342,6 +342,139 @@ def test_missing_column_stops_before_any_charge(workdir):
     assert _entries(d / "ledger.sqlite") == [] and not (d / "released").exists()
 
 
+def test_a_marginals_workload_column_the_input_lacks_is_refused_before_any_charge(workdir):
+    """Issue 41.5: ``[["sex", "stat"]]`` for ``state`` passed --check, was charged and published pure noise."""
+    spec = MARGINALS_SPEC.replace('workload = [["age", "sex"], ["sex", "state"]]', 'workload = [["sex", "stat"]]')
+    spec = spec.replace("categories = {sex", 'categories = {stat = ["Avalon"], sex').replace(
+        'bins = {age = [0, 18, 65, 120]}\n', "")
+    d = _spec(workdir, "marginals_typo", spec)
+    for args in (("release", "--check"), ("release",)):
+        done = run(*args, str(d / "spec.toml"))
+        assert done.returncode == 2, done.stdout
+        assert "workload ['stat'] not in the input" in done.stderr and "Fix 'workload'" in done.stderr
+        assert "nothing was charged" in done.stderr
+    assert _entries(d / "ledger.sqlite") == [] and not (d / "released").exists()
+
+
+#: Keys of a [[release]] table (and arguments of the registry's entries) that name no column of the input,
+#: and why. Every other key must be declared as naming columns in the registry (``Param.names``): a new key
+#: fails the test below until it is declared or listed here ("method.key" for one method's key).
+NAMES_NO_COLUMN = {
+    "epsilon": "a loss", "rho": "a loss", "delta": "a loss", "rng": "randomness", "method": "a method name",
+    "method_params": "knobs", "progress": "a flag", "ranges": "ranges of values", "nonnegative": "a flag",
+    "integer": "a flag", "max_rows": "a bound", "max_cells": "a bound", "max_rows_per_cell": "a bound",
+    "report_dropped": "a share of the loss", "hierarchy": "a public table of regions (its own columns)",
+    "groups": "a public table or list of groups", "by_categories": "labels of a by= column (values)",
+    "level_weights": "numbers, or a dict keyed by level name ('national' too), checked against by=",
+    "public_totals": "a dict keyed by level name, checked against by= by the release",
+    "weights": "numbers", "loss": "'sum' or 'max'", "max_size": "a bound", "estimator": "a method name",
+    "merge": "a rule", "count_of_counts.privacy_unit": "'person' or 'group', not a column",
+    # the knobs of the histogram methods and of the tree: numbers, flags, choices
+    "alpha": "a knob", "branching": "a knob", "budget_split": "a knob", "c": "a knob", "clustering": "a knob",
+    "consistent": "a knob", "epsilon_split": "a knob", "estimate": "a knob", "eta": "a knob",
+    "expected_total": "a knob", "include_root": "a knob", "ratio": "a knob", "threshold": "a knob",
+    "total_share": "a knob",
+    "dawa.workload": "ranges of values", "auto.workload": "ranges of values",
+}
+
+
+def _declarations() -> dict[tuple[str, str], Any]:
+    """``{(method or entry, key): Param}`` of every CLI key and every argument of the registry's entries."""
+    from pandas_dp.releases.registry import ENTRIES, cli_params, histogram_methods
+
+    found = {(method, key): p for method, params in cli_params().items() for key, p in params.items()}
+    for name, entry in ENTRIES.items():
+        found.update({(name, p.name): p for p in entry.params})
+    for name, knobs in histogram_methods().items():
+        found.update({(name, p.name): p for p in knobs})
+    return found
+
+
+def test_every_key_that_names_columns_is_declared_once_in_the_registry():
+    """Issue 41.5: which keys name columns is declared once (``Param.names``); every other key is listed above."""
+    for (owner, key), param in _declarations().items():
+        listed = f"{owner}.{key}" in NAMES_NO_COLUMN or (key in NAMES_NO_COLUMN and f"{owner}.{key}" not in
+                                                          {k for k in NAMES_NO_COLUMN if "." in k})
+        assert bool(param.names) != listed, (
+            f"{owner}: key {key!r} must either be declared as naming columns in the registry (Param.names) or "
+            f"be listed in NAMES_NO_COLUMN with the reason it names none; declared={param.names!r}, listed={listed}")
+    declared = {key for (_, key), p in _declarations().items() if p.names}
+    assert declared == {"columns", "column", "workload", "group", "location", "by", "privacy_unit", "bins", "range",
+                        "categories", "other"}
+
+
+def _toml(value: Any) -> str:
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k} = {_toml(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml(v) for v in value) + "]"
+    return json.dumps(value)
+
+
+#: A valid [[release]] table of each method (the keys the test replaces one at a time).
+_BASES: dict[str, dict[str, Any]] = {
+    "count_of_counts": {"group": "household_id", "location": ["state", "county"], "max_size": 16},
+    "unattributed": {"group": "household_id"},
+    "marginals": {"workload": [["age", "sex"]], "bins": {"age": [0, 50, 120]}, "categories": {"sex": ["F", "M"]}},
+}
+_NAMING = {"label": "nosuch", "labels": ["nosuch"], "tables": [["nosuch"]], "keys": {"nosuch": [0, 1]}}
+
+
+def test_every_declared_column_key_of_every_method_is_checked_against_the_header(workdir):
+    """Issue 41.5: every key the registry declares as naming columns, of every CLI method, naming a column the
+    input lacks, is refused by --check and by a run before any charge, naming the release and the key."""
+    from pandas_dp.cli.run import run_release
+    from pandas_dp.cli.spec import SpecError, _COLUMN_PARAMS
+
+    d = _spec(workdir, "every_key", "")
+    checked = 0
+    for method, params in sorted(_COLUMN_PARAMS.items()):
+        for key, param in params.items():
+            release = {**_BASES.get(method, {"columns": "age", "bins": [0, 50, 120]}), key: _NAMING[param.names]}
+            body = "\n".join(f"{k} = {_toml(v)}" for k, v in release.items())
+            (d / "spec.toml").write_text(f'[budget]\nepsilon = 1.0\nledger = "ledger.sqlite"\n[input]\npath = '
+                                         f'"persons.csv"\n[output]\ndir = "released"\n[[release]]\nname = "r"\n'
+                                         f'method = "{method}"\n{body}\nepsilon = 0.5\n')
+            for check_only in (True, False):
+                with pytest.raises(SpecError) as caught:
+                    run_release(d / "spec.toml", check_only=check_only)
+                assert caught.value.read == "header", (method, key)
+                assert any(f"[[release]] 'r': {key} ['nosuch'] not in the input" in p
+                           for p in caught.value.problems), (method, key, caught.value.problems)
+            checked += 1
+    assert checked >= 40 and _entries(d / "ledger.sqlite") == [] and not (d / "released").exists()
+
+
+def test_an_input_whose_header_lost_a_column_after_the_preflight_releases_nothing(workdir):
+    """A column missing when the data is read is refused before any charge (it used to read as no rows)."""
+    from pandas_dp.cli.preflight import preflight
+    from pandas_dp.cli.run import execute
+    from pandas_dp.cli.spec import SpecError, load_spec
+
+    d = _spec(workdir, "header_changed", SMALL_SPEC)
+    spec = load_spec(d / "spec.toml")
+    preflight(spec)
+    (d / "persons.csv").unlink()
+    pd.read_csv(workdir / "persons.csv").drop(columns="income").to_csv(d / "persons.csv", index=False)
+    with pytest.raises(SpecError, match=r"has no column\(s\) \['income'\]") as caught:
+        execute(spec)
+    assert caught.value.read == "data"
+    assert [e[2] for e in _entries(d / "ledger.sqlite")] == ["reserve", "close", "return"]
+
+
+def test_a_marginals_domain_problem_is_advised_in_marginals_own_form(workdir):
+    """Issue 41.12: marginals takes no range; its advice names the dict forms it takes."""
+    spec = MARGINALS_SPEC.replace('[["age", "sex"], ["sex", "state"]]', '[["age", "sex"], ["race"]]').replace(
+        "bins = {age = [0, 18, 65, 120]}", "bins = {age = 12}").replace(', state = ["Avalon", "Borealis", '
+                                                                          '"Cascadia", "Dunmore", "Estoria"]', "")
+    d = _spec(workdir, "marginals_advice", spec)
+    done = run("release", "--check", str(d / "spec.toml"))
+    assert done.returncode == 2
+    assert "The bins of column 'age' must be its bin edges" in done.stderr and "Got 12, a number of bins" in done.stderr
+    assert "column 'race': add it to categories = {race = [" in done.stderr and "bins = {race = [edges]}" in done.stderr
+    assert "range" not in done.stderr.replace(str(d), "")
+
+
 def test_check_mode_runs_the_whole_preflight_and_writes_nothing(workdir):
     d = _spec(workdir, "check", SPEC.format(fmt="csv"))
     before = (d / "ledger.sqlite").read_bytes()
@@ -775,6 +908,164 @@ def test_resume_keeps_a_charged_release_spent_and_runs_the_rest(workdir):
     assert manifest["complete"] is False and manifest["budget"]["spent"] == 0.75
     assert [e[2] for e in _entries(d / "ledger.sqlite")] == ["reserve", "charge", "charge", "close"]
     assert sorted(p.name for p in (d / "released").iterdir()) == ["incomes.csv", "manifest.json"]
+
+
+def _statuses(ledger: Path, kind: str = "charge") -> dict[int, str]:
+    return {e[0]: e[5] for e in _entries(ledger) if e[2] == kind}
+
+
+def _agree(d: Path) -> dict[str, Any]:
+    """The manifest, after checking that the ledger agrees with it: its releases 'ok', its lost charges 'failed'."""
+    manifest = json.loads((d / "released" / "manifest.json").read_text())
+    statuses = _statuses(d / "ledger.sqlite")
+    assert {r["ledger_id"]: statuses[r["ledger_id"]] for r in manifest["releases"]} == {
+        r["ledger_id"]: "ok" for r in manifest["releases"]}
+    assert {r["ledger_id"]: statuses[r["ledger_id"]] for r in manifest["lost"]} == {
+        r["ledger_id"]: "failed" for r in manifest["lost"]}
+    assert set(statuses) == {r["ledger_id"] for r in manifest["releases"] + manifest["lost"]}
+    return manifest
+
+
+@pytest.mark.parametrize("noised", [True, False])
+def test_resume_marks_the_lost_charges_failed_in_the_ledger(workdir, noised):
+    """Issue 41.9: a charge --resume reports as lost kept status 'ok' (killed after its noise was drawn) or
+    'charged' (killed before): after the resume the ledger says 'failed', as the manifest says lost."""
+    from pandas_dp.cli.run import run_release
+
+    d = _spec(workdir, f"resume_lost_{noised}", SMALL_SPEC)
+    if noised:
+        plan = _killed_after_charges(d, 1)  # 'ages' charged and noised (status ok), its table never recorded
+    else:
+        plan = _killed_after_charges(d, 0)  # killed between the charge of 'ages' and its noise: 'charged'
+        plan.spend(Fraction(1, 4), method="histogram:identity", columns=["age"])
+    assert list(_statuses(d / "ledger.sqlite").values()) == ["ok" if noised else "charged"]
+    (d / "released").mkdir()
+    (d / "released" / ".ages.csv.x1.tmp").write_text("a partial table")
+    (d / "released" / ".manifest.json.x2.tmp").write_text("{")
+    assert run_release(d / "spec.toml", resume=True) == 0
+    manifest = _agree(d)
+    assert [r["name"] for r in manifest["lost"]] == ["ages"] and [r["name"] for r in manifest["releases"]] == [
+        "incomes"]
+    assert sorted(p.name for p in (d / "released").iterdir()) == ["incomes.csv", "manifest.json"]
+    assert run("ledger", "verify", str(d / "ledger.sqlite")).returncode == 0
+
+
+def test_cancel_marks_the_lost_charges_failed_and_lists_them(workdir):
+    from pandas_dp.cli.run import run_release
+
+    d = _spec(workdir, "cancel_lost", SMALL_SPEC)
+    _killed_after_charges(d, 1)
+    (d / "released").mkdir()
+    (d / "released" / ".ages.csv.x1.tmp").write_text("a partial table")
+    assert run_release(d / "spec.toml", cancel=True) == 0
+    assert list(_statuses(d / "ledger.sqlite").values()) == ["failed"]
+    assert list((d / "released").iterdir()) == []
+
+
+@pytest.mark.parametrize("stop", [KeyboardInterrupt, OSError])
+def test_a_run_stopped_between_a_charge_and_its_table_records_it_lost_in_both(workdir, monkeypatch, stop):
+    """An interrupt (Ctrl-C) or a failure after a release was charged and noised, before its table was recorded:
+    the manifest lists it lost and the ledger marks it failed; an interrupt is raised as it is."""
+    from pandas_dp.cli import run as cli_run
+    from pandas_dp.cli.spec import ReleaseError
+
+    d = _spec(workdir, f"stopped_{stop.__name__}", SMALL_SPEC)
+    write = cli_run._write_release
+
+    def stopping(spec: Any, r: Any, result: Any, charge: Any) -> Any:
+        if r.name == "incomes":
+            raise stop("stopped")
+        return write(spec, r, result, charge)
+
+    monkeypatch.setattr(cli_run, "_write_release", stopping)
+    with pytest.raises(KeyboardInterrupt if stop is KeyboardInterrupt else ReleaseError):
+        cli_run.run_release(d / "spec.toml")
+    manifest = _agree(d)
+    assert [r["name"] for r in manifest["releases"]] == ["ages"] and [r["name"] for r in manifest["lost"]] == [
+        "incomes"]
+    assert manifest["complete"] is False and not [p for p in (d / "released").iterdir() if p.name.startswith(".")]
+
+
+_KILLED_WHILE_WRITING = """
+import os, signal, sys
+from pathlib import Path
+from pandas_dp.cli import files
+if sys.argv[2] == "named":
+    files._OWN_FILES = Path("/nonexistent")  # a system without unnamed files
+def write(path):
+    Path(path).write_text("half a table")
+    os.kill(os.getpid(), signal.SIGKILL)
+files.write_atomic(Path(sys.argv[1]) / "a[1].csv", write)
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "O_TMPFILE") or not Path("/proc/self/fd").is_dir(), reason="Linux only")
+def test_a_run_killed_while_writing_a_file_leaves_no_temporary_file(tmp_path):
+    """Issue 41.9: a kill while a table or the manifest is written left a hidden temporary file (13 of 30 kills)
+    until --resume; the file is now unnamed until complete, so a kill, even SIGKILL, leaves nothing."""
+    for how in ("unnamed", "named"):
+        folder = tmp_path / how
+        folder.mkdir()
+        done = subprocess.run([sys.executable, "-c", _KILLED_WHILE_WRITING, str(folder), how], cwd=ROOT,
+                              env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=120, capture_output=True)
+        assert done.returncode == -signal.SIGKILL, done.stderr
+        left = [p.name for p in folder.iterdir()]
+        if how == "unnamed":
+            assert left == []
+        else:  # without unnamed files a killed run leaves its hidden file, which --resume and --cancel remove
+            assert len(left) == 1 and left[0].startswith(".a[1].csv.") and left[0].endswith(".tmp")
+            from pandas_dp.cli.files import clear_temporary
+
+            clear_temporary(folder, ["a[1].csv"])
+            assert list(folder.iterdir()) == []
+
+
+@pytest.mark.parametrize("unnamed", [True, False])
+def test_write_atomic_replaces_whole_files_and_leaves_nothing_on_an_interrupt(tmp_path, monkeypatch, unnamed):
+    from pandas_dp.cli import files
+
+    if not unnamed:
+        monkeypatch.setattr(files, "_OWN_FILES", tmp_path / "none")
+    target = tmp_path / "t.csv"
+    files.write_atomic(target, lambda p: pd.DataFrame({"a": [1, 2]}).to_csv(p, index=False))
+    files.write_atomic(target, lambda p: pd.DataFrame({"a": [3]}).to_csv(p, index=False))
+    assert target.read_text() == "a\n3\n" and (target.stat().st_mode & 0o777) == 0o600
+
+    def interrupted(path: Path) -> None:
+        Path(path).write_text("half")
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        files.write_atomic(target, interrupted)
+    assert target.read_text() == "a\n3\n" and [p.name for p in tmp_path.iterdir() if p.name != "none"] == ["t.csv"]
+
+
+@pytest.mark.slow  # real processes killed at many moments
+def test_runs_killed_at_any_moment_leave_no_temporary_file_and_resume_to_an_agreeing_ledger(workdir):
+    """Issue 41.9: kills (SIGKILL) at many moments of a run; after each, no hidden file; after --resume the
+    manifest's releases are the ledger's 'ok' charges and its lost ones the ledger's 'failed' charges."""
+    import random
+    import time
+
+    chance = random.Random(41)
+    for attempt in range(12):
+        d = _spec(workdir, f"killed_{attempt}", SPEC.format(fmt="csv"))
+        proc = subprocess.Popen([sys.executable, "-m", "pandas_dp", "release", str(d / "spec.toml")],
+                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=ROOT,
+                                env={**os.environ, "PYTHONPATH": str(ROOT)})
+        assert proc.stdout is not None
+        assert proc.stdout.readline().startswith("released 'ages'")
+        time.sleep(chance.uniform(0, 0.4))
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        proc.stdout.close()
+        if proc.returncode == 0:
+            continue  # the run finished first
+        assert not [p.name for p in (d / "released").iterdir() if p.name.startswith(".")]
+        resumed = run("release", "--resume", str(d / "spec.toml"))
+        assert resumed.returncode == 0, resumed.stderr
+        manifest = _agree(d)
+        assert len(manifest["releases"]) + len(manifest["lost"]) == 5
 
 
 MARGINALS_SPEC = """seed = 7

@@ -155,3 +155,32 @@ def test_post_processing_messages(persons):
         ages.sample(n=-2)
     with pytest.raises(ParameterError, match="'confidence_level'.*Got 95.*0.95"):
         ages.confidence_interval(95)
+
+
+@pytest.mark.parametrize("bins, said", [(2**20, "a number of bins"), (np.int64(12), "a number of bins"),
+                                        ("M", "a frequency")])
+def test_marginals_bins_as_a_count_speaks_of_edges_not_of_range(persons, bins, said):
+    """Issue 41.12: ``marginals(bins={"c0": 2**20})`` told the user to pass ``range=``, which marginals does not
+    take; it now asks for the edges, in marginals' dict form, and names no argument it lacks."""
+    for by in ({}, {"by": "state", "by_categories": ["Avalon", "Borealis"]}):
+        message = _fails(lambda: persons.dp.marginals([("age",)], bins={"age": bins}, epsilon=0.5, **by), DomainError,
+                         "bins of column 'age' must be its bin edges", "bins={'age': [0, 18, 65, 120]}", said)
+        assert "range=" not in message and "range" not in message.replace("date_range", "")
+    message = _fails(lambda: persons.dp.marginals([("age", "sex")], bins={"age": AGES}, epsilon=0.5), DomainError,
+                     "Column 'sex' needs a public domain", "categories={'sex': [...]}", "bins={'sex': [edges]}")
+    assert "range" not in message
+    # histogram, which takes range=, keeps its advice
+    _fails(lambda: persons.dp.histogram("age", bins=2**20, epsilon=0.5), DomainError, "pass range=(low, high)")
+
+
+@pytest.mark.parametrize("dropna", [False, True])
+def test_dropna_says_missing_values_are_dropped_and_how_to_count_them(persons, dropna):
+    """Issue 41.12: ``histogram(..., other=..., dropna=False)`` answered "takes no parameters ['dropna']"."""
+    message = _fails(lambda: persons.dp.histogram("state", categories=["Avalon"], other="Other", dropna=dropna,
+                                                  epsilon=0.5),
+                     ParameterError, "histogram takes no dropna=", "missing values", "never counted",
+                     "value_counts(dropna=True)", "df.assign(state=df['state'].fillna('missing'))",
+                     "categories=[..., 'missing']")
+    assert "takes no parameters" not in message
+    _fails(lambda: persons["state"].dp.histogram(categories=["Avalon"], dropna=dropna, method="ahp", epsilon=0.5),
+           ParameterError, "histogram takes no dropna=")

@@ -86,6 +86,24 @@ def test_a_row_with_an_unseen_label_changes_only_the_other_cell():
     assert len({r[2] for r in results.values()}) == 1  # the same charge
 
 
+def test_missing_values_are_counted_only_under_a_label_they_are_given():
+    """Issue 41.12: there is no ``dropna=`` (a ParameterError naming the alternative, before any charge); the
+    documented alternative, a listed label for missing values, counts them in a cell of their own."""
+    rng = np.random.default_rng(3)
+    values = pd.Series([VALUES[i] for i in rng.integers(0, len(VALUES), 300)], dtype=object)
+    with pdp.budget(epsilon=1) as b:
+        with pytest.raises(pdp.ParameterError, match=r"takes no dropna=.*fillna\('missing'\)"):
+            values.to_frame("p").dp.histogram("p", categories=CATS, other="Other", dropna=False, epsilon=1)
+    assert b.spent == 0
+    missing = values.map(lambda v: np.ndim(v) == 0 and pd.isna(v))
+    filled = values.where(~missing, "missing").to_frame("p")
+    h, _ = _release(filled, "p", categories=[*CATS, "missing"], other="Other")
+    expected = _reference(values, CATS, "Other")
+    assert list(h.counts.index) == [*CATS, "missing", "Other"]
+    assert h.counts.tolist() == [*expected[CATS], int(missing.sum()), expected["Other"]]
+    assert int(missing.sum()) > 0 and h.counts.sum() == len(values)  # every row counted once
+
+
 def test_neighbours_raise_nothing_and_charge_the_same_under_noise():
     base = pd.DataFrame({"p": ["a", "b", "zz"], "q": ["x", "y", "x"]})
     seen = set()
