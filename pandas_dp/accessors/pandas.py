@@ -142,7 +142,9 @@ class DPAccessorBase:
             public facts (e.g. last census's populations; never computed from this frame)
             that every region's histogram at that level sums to exactly; coarser levels are
             their sums, finer ones are conditioned on them (the variances account for it).
-            The guarantee is relative to them. With ``nonnegative``/``integer``: a
+            The guarantee is relative to them, for neighbours that change one record within
+            the totals (the noise is calibrated for it: ``params["neighbours"]``). With
+            ``nonnegative``/``integer``: a
             ``"national"`` total only (an integer one for ``integer``).
         {method_params}
 
@@ -384,7 +386,8 @@ class DPAccessorBase:
             With ``by``: ``{level: Series of totals indexed by every region of the level}``,
             public facts (e.g. last census's populations; never computed from this frame)
             that every table of that level and the sums below match exactly. The guarantee
-            is relative to them.
+            is relative to them, for neighbours that change one record within the totals
+            (the noise is calibrated for it: ``params["neighbours"]``).
         rng : numpy.random.Generator, optional
             Reproducible experiments only; ``None`` uses secure randomness.
         {nonnegative integer}
