@@ -158,16 +158,13 @@ def _lookup(mapping: Any, label: Any, name: str) -> tuple[bool, Any]:
     return False, None
 
 
-def _extra_keys(mapping: Any, labels: list[Any], name: str) -> None:
+def _readable(mapping: Any, name: str) -> None:
+    """Refuse a mapping whose keys cannot be read (a key not among the value columns is ignored)."""
     try:
-        keys = list(dict.keys(mapping)) if isinstance(mapping, dict) else list(mapping.keys())
+        list(dict.keys(mapping)) if isinstance(mapping, dict) else list(mapping.keys())
     except Exception as err:  # noqa: BLE001 - a hostile mapping
         raise ParameterError(f"The '{name}' parameter could not be read as a dict keyed by column; pass a plain "
                              f"dict such as {name}={{'income': ...}}.") from err
-    extra = [k for k in keys if not any(k is c or _same_label(k, c) for c in labels)]
-    if extra:
-        raise ParameterError(f"The '{name}' parameter names {safe_repr(extra[0])}, which is not a value column of "
-                             f"aggs= ({safe_repr(labels)}). Drop it, or add the column to aggs=.")
 
 
 def _pair(value: Any, label: Any) -> tuple[float, float]:
@@ -202,15 +199,14 @@ def _step(value: Any, label: Any) -> float:
 def check_value_grids(asked: list[tuple[Any, tuple[str, ...]]], bounds: Any,
                       resolution: Any) -> tuple[ValueColumn, ...]:
     """Every value column's public bounds and grid step, checked (``bounds`` required, never from the data)."""
-    labels = [c for c, _ in asked]
     if not isinstance(bounds, Mapping):
         raise ParameterError(f"The 'bounds' parameter must be a dict of value column -> (low, high), public "
                              f"clipping bounds for every column of aggs= (e.g. bounds={{'income': (0, 250_000)}}); "
                              f"they are never read from the data. Got {safe_repr(bounds)}.")
-    _extra_keys(bounds, labels, "bounds")
+    _readable(bounds, "bounds")
     per_column = isinstance(resolution, Mapping)
     if per_column:
-        _extra_keys(resolution, labels, "resolution")
+        _readable(resolution, "resolution")
     out = []
     for label, stats in asked:
         found, pair = _lookup(bounds, label, "bounds")
