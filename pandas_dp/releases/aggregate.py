@@ -23,7 +23,7 @@ from pandas_dp.algorithms.aggregate import (MAX_STEPS, STATISTICS, AggregatePlan
                                             plan_aggregate)
 from pandas_dp.domain.grid import Grid, make_grid
 from pandas_dp.engines.pandas.values import ValueGrid
-from pandas_dp.errors import ParameterError
+from pandas_dp.errors import PandasDPError, ParameterError
 from pandas_dp.noise.words import release_key
 from pandas_dp.privacy.loss import Sensitivity
 from pandas_dp.privacy.units import UnitArguments, UnitBounds
@@ -50,7 +50,7 @@ def aggregate(frame: pd.DataFrame, columns: Any, aggs: Any, *, bounds: Any, reso
         raise ParameterError(f"aggregate by geography ({', '.join(given)}=) is not available yet; release per "
                              f"level with a histogram (df.dp.histogram(..., by=...)) for counts, or call aggregate "
                              f"with the region column among its columns and public categories=. Drop {given[0]}=.")
-    cols = [] if isinstance(columns, (list, tuple)) and len(columns) == 0 else check_columns(frame, columns)
+    cols = [] if _no_cells(columns) else check_columns(frame, columns)
     asked = check_aggs(frame, aggs)
     clash = [c for c, _ in asked if any(c is d or _same_label(c, d) for d in cols)]
     if clash:
@@ -79,6 +79,12 @@ def aggregate(frame: pd.DataFrame, columns: Any, aggs: Any, *, bounds: Any, reso
         count = lambda engine: engine.coded_value_rows(frame, grid, value_grids, unit)  # noqa: E731
     return run(frame, Release(loss=loss, method="aggregate", columns=[*cols, *(c for c, _ in asked)],
                               params=params, count=count, mechanism=mechanism))
+
+
+def _no_cells(columns: Any) -> bool:
+    """``columns=[]`` (or ``()``): one row for all rows (the container's own length, not an override's)."""
+    return (isinstance(columns, list) and list.__len__(columns) == 0) or (
+        isinstance(columns, tuple) and tuple.__len__(columns) == 0)
 
 
 def _same_label(a: Any, b: Any) -> bool:
@@ -110,19 +116,31 @@ def check_aggs(frame: Any, aggs: Any) -> list[tuple[Any, tuple[str, ...]]]:
     labels = check_columns(frame, [k for k, _ in items], name="aggs")
     out = []
     for label, spec in zip(labels, (s for _, s in items)):
-        if isinstance(spec, (str, tuple)) and not _is_list_of_statistics(spec):
-            specs: list[Any] = [spec]
-        elif isinstance(spec, (list, tuple)):
-            specs = list(spec)
-        else:
-            raise ParameterError(f"aggs[{safe_repr(label)}] must be a statistic or a list of them, from "
-                                 f"{list(STATISTICS)}. Got {safe_repr(spec)}.")
-        stats = tuple(_statistic(s, label) for s in specs)
-        if not stats or len(set(stats)) != len(stats):
-            raise ParameterError(f"aggs[{safe_repr(label)}] must list each statistic once, at least one, from "
-                                 f"{list(STATISTICS)}. Got {safe_repr(spec)}.")
+        try:
+            stats = _statistics(spec, label)
+        except PandasDPError:
+            raise
+        except Exception as err:  # noqa: BLE001 - a hostile sequence's own __len__, __iter__, __getitem__
+            raise ParameterError(f"aggs[{safe_repr(label)}] could not be read; pass a statistic or a plain list of "
+                                 f"them from {list(STATISTICS)}.") from err
         out.append((label, stats))
     return out
+
+
+def _statistics(spec: Any, label: Any) -> tuple[str, ...]:
+    """The statistics of one value column, checked."""
+    if isinstance(spec, (str, tuple)) and not _is_list_of_statistics(spec):
+        specs: list[Any] = [spec]
+    elif isinstance(spec, (list, tuple)):
+        specs = list(spec)
+    else:
+        raise ParameterError(f"aggs[{safe_repr(label)}] must be a statistic or a list of them, from "
+                             f"{list(STATISTICS)}. Got {safe_repr(spec)}.")
+    stats = tuple(_statistic(s, label) for s in specs)
+    if not stats or len(set(stats)) != len(stats):
+        raise ParameterError(f"aggs[{safe_repr(label)}] must list each statistic once, at least one, from "
+                             f"{list(STATISTICS)}. Got {safe_repr(spec)}.")
+    return stats
 
 
 def _is_list_of_statistics(spec: Any) -> bool:
