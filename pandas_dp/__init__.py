@@ -20,7 +20,8 @@ for a cell of everything else. Never read from the data.
 **Releases.** ``df.dp.histogram`` (methods: identity, hierarchical, AHP, DPCube, DAWA, UGrid/AGrid,
 ``"auto"``), ``df.dp.hierarchical_histogram`` and ``df.dp.range_query`` (trees for ranges),
 ``persons.dp.count_of_counts(group, location)``, ``df.dp.unattributed_histogram``, and
-``df.dp.marginals(workload)`` (a table set from one ResidualPlanner measurement).
+``df.dp.marginals(workload)`` (a table set from one ResidualPlanner measurement), and
+``df.dp.aggregate(columns, aggs, bounds=...)`` (counts, sums and means per cell: :class:`Aggregate`).
 
 **Geography.** ``by=`` with a public ``hierarchy=`` (and ``by_categories=``, ``level_weights=``,
 ``public_totals=``): the same release for every region of a geography, consistent across levels.
@@ -73,6 +74,7 @@ from pandas_dp.results.geography import GeographyHistogram
 from pandas_dp.results.marginals import MarginalHistogram, MarginalTables, PublishedTables
 from pandas_dp.results.adaptive import DAWAHistogram, GridHistogram
 from pandas_dp.results.hierarchical import HierarchicalHistogram
+from pandas_dp.results.aggregate import Aggregate
 
 from pandas_dp.accessors.dask_hook import install as _install_dask_accessor
 
@@ -119,6 +121,7 @@ __all__ = [
     "MarginalTables",
     "PublishedTables",
     "MarginalHistogram",
+    "Aggregate",
     "schema",
     "PandasDPError",
     "BudgetError",

@@ -187,6 +187,8 @@ KINDS = {
                                                                             epsilon=e, rng=rng),
     "marginals": lambda f, e, rng: f.dp.marginals([("age", "hh"), ("hh",)], bins={"age": [0, 18, 65, 100]},
                                                   categories={"hh": list(range(20))}, epsilon=e, rng=rng),
+    "aggregate": lambda f, e, rng: f.dp.aggregate("hh", {"age": ["count", "sum", "mean"]}, categories=list(range(20)),
+                                                  bounds={"age": (0, 100)}, epsilon=e, rng=rng),
 }
 
 

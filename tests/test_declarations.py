@@ -106,9 +106,10 @@ def test_knob_tables_are_parts_of_the_entry_tables():
             assert all(any(p is q for q in params) for p in entry.knobs)
         unit = [p for p in params if isinstance(p.constraint, PrivacyUnit)]
         assert unit == [] or (tuple(unit) == UNIT_PARAMS and tuple(p.name for p in unit) == UNIT_ARGUMENTS)
-    assert sum(1 for e in ENTRIES.values() if "max_rows" in e.params.names) == 5
-    # marginals takes a row bound only (no cells scheme, no "auto"): its release checks them itself.
-    assert [n for n in ENTRIES["marginals"].params.names if n in UNIT_ARGUMENTS] == ["privacy_unit", "max_rows"]
+    assert sum(1 for e in ENTRIES.values() if "max_rows" in e.params.names) == 6
+    # marginals and aggregate take a row bound only (no cells scheme, no "auto"): their releases check them.
+    for name in ("marginals", "aggregate"):
+        assert [n for n in ENTRIES[name].params.names if n in UNIT_ARGUMENTS] == ["privacy_unit", "max_rows"]
 
 
 def test_the_unit_arguments_build_their_bounds_once():

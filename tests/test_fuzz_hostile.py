@@ -174,11 +174,25 @@ WORKLOADS = [[("v", "w")], [("v",), ("w", "s")], [("v", "v")], [()], [], (), "v"
              [("v", Hostile())], [(HostileStr("v"),)], [HostileIterable()], [("v",), None], {("v",): 1},
              [("v", "w", "s", "g", "st", "co")], [("v",)] * 3, np.array([["v", "w"]]), [Unhashable()]]
 
+AGGS = [{"v": "mean"}, {"v": ["sum", "mean"]}, {"v": "median"}, {"v": ("quantile", 0.5)}, {"v": [("quantile", 0.5)]},
+        {"missing": "sum"}, {"v": []}, {"v": ["sum", "sum"]}, {"v": Hostile()}, {"v": [HostileStr("sum")]},
+        {"v": "mean", "w": "count"}, {}, ["v"], "v", {"v": ("sum", "mean")}, {"s": "mean"}, {"g": "sum"},
+        {"v": HostileIterable()}, {"v": ["mean", Hostile()]}, {"v": ["Sum"]}, {"v": "std"}, {"v": b"sum"},
+        {Unhashable.__name__: "sum"}, {"v": {"sum"}}, {"v": [["sum"]]}]
+BOUNDS = [{"v": (0, 10)}, {"v": (10, 0)}, {"v": (0, math.inf)}, {"v": (0, 10**400)}, {"v": [Hostile(), 1]},
+          {"v": "0,10"}, {"v": (0, 10), "w": (0, 4)}, {"w": (0, 4)}, {"v": (0, 10), "zz": (0, 1)}, {"v": (True, 2)},
+          {"v": (0, 1e300)}, {"v": np.array([0, 10])}, {"v": (Decimal("sNaN"), 1)}, (0, 10), {"v": HostileIterable()},
+          {"v": (0, HostileFloat(10))}, {"v": (0, 10, 20)}, {"v": (5, 5)}, {"v": (-1e15, 1e15)}, {"v": None},
+          {"v": (0, 10), "w": (0, 4), "s": (0, 1)}, {"v": (np.datetime64("2020"), np.datetime64("2021"))}]
+RESOLUTIONS = [1, 0.5, 1e-300, 1e300, 100, {"v": 0.5}, {"v": Hostile()}, {"zz": 1}, {"v": 0}, {"v": -1},
+               {"v": 20}, {"v": math.nan}, 1e-12]
+
 #: Hostile values for every kind of argument (each kind also gets the values every argument gets).
 KINDS: dict[str, list[Any]] = {"amount": AMOUNTS, "label": LABELS, "domain": DOMAINS, "flag": FLAGS, "rng": RNGS,
                                "choice": CHOICES, "knob": NUMBERS + CHOICES + FLAGS, "table": TABLES,
                                "weights": WEIGHTS + NUMBERS, "unit": UNITS + LABELS,
-                               "workload": WORKLOADS + LABELS}
+                               "workload": WORKLOADS + LABELS, "aggs": AGGS + LABELS, "bounds": BOUNDS + DOMAINS,
+                               "resolution": RESOLUTIONS + NUMBERS}
 #: The kind of every argument of every entry and of every histogram method's knob.
 ARGUMENT_KINDS = {
     "columns": "label", "column": "label", "group": "label", "location": "label",
@@ -197,6 +211,8 @@ ARGUMENT_KINDS = {
     "public_totals": "table",
     # approximate DP for key discovery (releases/discover.py)
     "delta": "amount",
+    # statistics per cell (releases/aggregate.py)
+    "aggs": "aggs", "bounds": "bounds", "resolution": "resolution",
 }
 
 
@@ -265,6 +281,8 @@ BASE: dict[str, dict[str, Any]] = {
     "unattributed_histogram": {"group": "g", "epsilon": 0.5},
     "marginals": {"workload": [("v", "w"), ("w", "s")], "bins": {"v": [0, 5, 10]},
                   "categories": {"w": [0, 1, 2, 3], "s": ["a", "b"]}, "epsilon": 0.5},
+    "aggregate": {"columns": "s", "aggs": {"v": ["count", "sum", "mean"], "w": "mean"}, "categories": ["a", "b"],
+                  "bounds": {"v": (0, 10), "w": (0, 4)}, "epsilon": 0.5},
 }
 
 
@@ -282,6 +300,8 @@ VARIANTS: dict[str, list[dict[str, Any]]] = {
     "range_query": [{**BASE["range_query"], "privacy_unit": "g", "max_cells": 2, "max_rows_per_cell": 3}],
     "unattributed_histogram": [{**BASE["unattributed_histogram"], "privacy_unit": "s", "max_rows": 30}],
     "count_of_counts": [{**BASE["count_of_counts"], "privacy_unit": "group", "max_size": 16}],
+    "aggregate": [{**BASE["aggregate"], "privacy_unit": "g", "max_rows": 3},
+                  {**BASE["aggregate"], "columns": [], "categories": None, "resolution": {"v": 0.5}}],
     "marginals": [{**BASE["marginals"], "privacy_unit": "g", "max_rows": 3},
                   {**BASE["marginals"], "weights": [1, 2], "loss": "max"},
                   {**BASE["marginals"], "integer": True},

@@ -82,6 +82,8 @@ CALLS: dict[str, dict[str, Any]] = {
     "count_of_counts": dict(group="hh", location=["state", "county"], hierarchy=HIERARCHY, max_size=6,
                             progress=False),
     "unattributed_histogram": dict(group="hh"),
+    "aggregate": dict(columns="county", aggs={"income": ["count", "sum", "mean"], "age": "mean"},
+                      categories={"county": ["A-0", "A-1", "B-0"]}, bounds={"income": (0, 1000), "age": (0, 90)}),
     "marginals": dict(workload=[("age", "state"), ("state", "county")], bins={"age": [0, 30, 60, 90]},
                       categories={"state": ["A", "B"], "county": ["A-0", "A-1", "B-0"]}),
 }

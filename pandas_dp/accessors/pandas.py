@@ -24,6 +24,7 @@ from pandas_dp.releases.methods import MethodName
 from pandas_dp.releases.methods.hierarchical import BudgetSplit
 from pandas_dp.releases.params import fill_doc
 from pandas_dp.releases.registry import ENTRIES
+from pandas_dp.results.aggregate import Aggregate
 from pandas_dp.results.hierarchical import HierarchicalHistogram
 from pandas_dp.results.count_of_counts import CountOfCounts
 from pandas_dp.results.geography import GeographyHistogram
@@ -431,6 +432,87 @@ class DPAccessorBase:
         True
         """
         return self._release("marginals", locals())
+
+    def aggregate(self, columns: Any, aggs: Any, *, bounds: Any, resolution: Any = None, bins: Any = None,
+                  categories: Any = None, other: Any = None, epsilon: float | None = None, rho: float | None = None,
+                  privacy_unit: Any = None, max_rows: int | None = None, by: Any = None, hierarchy: Any = None,
+                  by_categories: Any = None, level_weights: Any = None, public_totals: Any = None,
+                  rng: Any = None) -> Aggregate:
+        """Release counts, sums and means of value columns per cell, in one release with one charge.
+
+        Like ``df.groupby(columns).agg(aggs)`` over a public domain of cells, with public clipping
+        bounds on every value column (docs/guide/aggregate.md).
+
+        Parameters
+        ----------
+        columns : str, list of str, or []
+            The cell columns, with their public domain as for :meth:`histogram`; ``[]``: no cells,
+            one row for all rows.
+        aggs : dict
+            Value column -> statistic or list of statistics, as for pandas' ``agg``:
+            ``{"income": ["sum", "mean"], "hours": "mean"}``. Statistics: ``"count"`` (rows with a
+            value of that column), ``"sum"``, ``"mean"``. (``"median"`` and ``("quantile", q)`` come
+            with the quantiles release.)
+        bounds : dict
+            Value column -> ``(low, high)``: public clipping bounds for every value column, chosen
+            without looking at the data (never read from it). Values are clipped to them.
+        resolution : float or dict, optional
+            The public grid step of every value column (one number, or a dict by column; default 1):
+            clipped values are rounded to it, so sums are whole numbers of steps and get exact
+            integer noise.
+        bins, categories, other
+            The public domain of the cell columns, as for :meth:`histogram` (``bins``: edges).
+        epsilon : float
+            Privacy loss (pure DP) charged once to the active budget, split equally across the measured
+            quantities (counts, one sum per value column).
+        rho : float
+            Privacy loss in zero-concentrated DP instead (pass exactly one of the two).
+        privacy_unit : column label, optional
+            The column identifying each person: neighbouring frames then differ by all the rows of one
+            unit. Default: one row is one unit.
+        max_rows : int, optional
+            With ``privacy_unit``: keep at most this many rows per unit in all cells together (chosen at
+            random); every sensitivity is multiplied by it.
+        by, hierarchy, by_categories, level_weights, public_totals
+            Statistics by geography: not available yet (a ``ParameterError``, before any charge).
+        rng : numpy.random.Generator, optional
+            Only for reproducible experiments; ``None`` draws from a secure source.
+
+        Returns
+        -------
+        Aggregate
+            ``to_frame()`` one row per cell, columns ``(value column, statistic)``; ``std_error()``
+            and ``confidence_interval(level)`` of that shape; ``count`` the noisy counts.
+
+        Raises
+        ------
+        NoActiveBudgetError, BudgetExceededError, DomainError, ParameterError
+            All before any charge.
+
+        Notes
+        -----
+        One pass over the rows. A row outside the cells' domain is dropped; a missing or non-numeric
+        value is dropped from its column's count and sum only. Sensitivities (in grid steps
+        ``[a, b] = [rint(low / resolution), rint(high / resolution)]``, times ``max_rows`` with a
+        privacy unit): a count 1, a sum ``max(|a|, |b|)``, a mean's centred sum ``b - a``. A mean is
+        NaN where its cell is too small to say anything (noisy count at most 0, or a 95% interval
+        covering the whole bounds).
+
+        Examples
+        --------
+        >>> import numpy as np, pandas_dp as pdp
+        >>> from pandas_dp.data import load_persons
+        >>> persons = load_persons()
+        >>> with pdp.budget(epsilon=1.0):
+        ...     agg = persons.dp.aggregate("sex", {"age": ["count", "mean"]}, categories=["F", "M"],
+        ...                                bounds={"age": (0, 100)}, epsilon=1.0, rng=np.random.default_rng(0))
+        >>> frame = agg.to_frame()
+        >>> list(frame.columns), list(frame.index)
+        ([('age', 'count'), ('age', 'mean')], ['F', 'M'])
+        >>> bool(((frame["age", "mean"] > 30) & (frame["age", "mean"] < 50)).all())
+        True
+        """
+        return self._release("aggregate", locals())
 
     def hierarchical_histogram(self, columns: Any, *, bins: Any = None, range: Any = None,
                                categories: Any = None, other: Any = None, epsilon: float | None = None, rho: float | None = None,

@@ -34,10 +34,11 @@ from pandas_dp.domain.grid import Grid
 from pandas_dp.domain.geography import RegionTree
 from pandas_dp.engines.pandas import PANDAS_ENGINE
 from pandas_dp.engines.pandas.groups import GroupTables
+from pandas_dp.engines.pandas.values import ValueGrid
 from pandas_dp.errors import ParameterError
 from pandas_dp.privacy.units import UnitBounds
 
-__all__ = ["Engine", "CodedRows", "CodedMarginalRows", "engine_for", "register_engine"]
+__all__ = ["Engine", "CodedRows", "CodedMarginalRows", "CodedValueRows", "engine_for", "register_engine"]
 
 
 class CodedRows(Protocol):
@@ -60,6 +61,13 @@ class CodedMarginalRows(Protocol):
         """Exact counts of every maximal marginal after bounding every unit's contribution."""
 
 
+class CodedValueRows(Protocol):
+    """Private rows coded by cell, value on every value column's grid and privacy unit; never leaves the release."""
+
+    def sums(self, bounds: UnitBounds, key: bytes) -> np.ndarray:
+        """``(columns, 2, cells)`` int64 after bounding every unit: rows with a value and their values' sum."""
+
+
 class Engine(Protocol):
     """Every operation a release asks of an engine (:class:`~pandas_dp.engines.features.CountingEngine`, for
     :class:`~pandas_dp.engines.pandas.PandasEngine` and :class:`~pandas_dp.engines.dask.DaskEngine`).
@@ -70,6 +78,14 @@ class Engine(Protocol):
 
     def bin_counts(self, frame: Any, grid: Grid) -> np.ndarray:
         """Exact int64 counts of ``frame``'s rows in every cell of ``grid`` (shape ``grid.shape``)."""
+
+    def value_sums(self, frame: Any, grid: Grid, values: Sequence[ValueGrid]) -> np.ndarray:
+        """``(columns, 2, grid.size)`` int64: per value column and cell, the rows with a value and the sum of their
+        values on the column's public grid (a missing or non-numeric value is dropped from its column only)."""
+
+    def coded_value_rows(self, frame: Any, grid: Grid, values: Sequence[ValueGrid],
+                         bounds: UnitBounds) -> CodedValueRows:
+        """The rows coded by cell, grid value of every value column and privacy unit, for bounded sums."""
 
     def group_counts(self, values: Any, ids: pd.Index | None) -> np.ndarray:
         """Rows per public group id (aligned with ``ids``), or per group present when ``ids`` is None."""

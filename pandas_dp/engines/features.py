@@ -25,10 +25,11 @@ from pandas_dp.domain.label_text import public_order
 from pandas_dp.domain.geography import RegionTree
 from pandas_dp.engines import pieces
 from pandas_dp.engines.pandas.groups import GroupTables
+from pandas_dp.engines.pandas.values import ValueGrid
 from pandas_dp.engines.primitives import Primitives, UnitRows
 from pandas_dp.privacy.units import UnitBounds
 
-__all__ = ["CountingEngine", "CodedCells", "CodedGroups", "CodedTables"]
+__all__ = ["CountingEngine", "CodedCells", "CodedGroups", "CodedTables", "CodedValues"]
 
 
 class CodedCells:
@@ -72,6 +73,18 @@ class CodedTables:
         return _tables(self.rows.reduce(pieces.bounded_tables, (self.workload, bounds, key), pieces.add_tables))
 
 
+class CodedValues:
+    """Rows coded by cell, grid value of every value column and unit, for sums with bounded units (private)."""
+
+    def __init__(self, rows: UnitRows, size: int, n_values: int) -> None:
+        self.rows, self.size, self.n_values = rows, size, n_values
+
+    def sums(self, bounds: UnitBounds, key: bytes) -> np.ndarray:
+        """``(columns, 2, cells)`` int64 after bounding every unit: rows with a value and their values' sum."""
+        return np.asarray(self.rows.reduce(pieces.bounded_value_sums, (bounds, key, self.size), pieces.sum_arrays),
+                          dtype=np.int64).reshape(self.n_values, 2, self.size)
+
+
 class CountingEngine:
     """The :class:`~pandas_dp.engines.Engine` methods, once, over ``primitives`` (see the module docstring)."""
 
@@ -102,6 +115,36 @@ class CountingEngine:
         self._check(frame, [grid])
         flat = self.primitives.reduce(frame, list(grid.columns), pieces.flat_bin_counts, grid, pieces.sum_arrays)
         return np.asarray(flat, dtype=np.int64).reshape(grid.shape)
+
+    def value_sums(self, frame: Any, grid: Grid, values: Sequence[ValueGrid]) -> np.ndarray:
+        """``(columns, 2, grid.size)`` int64: per value column and cell, the rows with a value and the exact sum
+        of their values on the column's public grid (:mod:`pandas_dp.engines.pandas.values`).
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> from pandas_dp.domain.grid import make_grid
+        >>> from pandas_dp.engines.pandas import PANDAS_ENGINE
+        >>> from pandas_dp.engines.pandas.values import ValueGrid
+        >>> df = pd.DataFrame({"sex": ["F", "M", "F", "F"], "pay": [10.4, 3.0, None, 500.0]})
+        >>> PANDAS_ENGINE.value_sums(df, make_grid(df, ["sex"], categories=["F", "M"]),
+        ...                          [ValueGrid("pay", 0, 100, 1.0)]).tolist()
+        [[[2, 1], [110, 3]]]
+        """
+        self._check(frame, [grid])
+        public = pieces.ValueTables(grid, tuple(values))
+        columns = list(dict.fromkeys([*grid.columns, *(v.column for v in values)]))
+        flat = self.primitives.reduce(frame, columns, pieces.flat_value_sums, public, pieces.sum_arrays)
+        return np.asarray(flat, dtype=np.int64).reshape(len(values), 2, grid.size)
+
+    def coded_value_rows(self, frame: Any, grid: Grid, values: Sequence[ValueGrid], bounds: UnitBounds) -> CodedValues:
+        """The rows coded by cell, value on every value column's grid, and privacy unit (sums with bounded units)."""
+        self._check(frame, [grid])
+        public = pieces.ValueTables(grid, tuple(values))
+        columns = list(dict.fromkeys([*grid.columns, *(v.column for v in values), bounds.column]))
+        rows = self.primitives.unit_rows(frame, columns, pieces.value_codes, public, bounds.column,
+                                         hashes=bounds.scheme == "cells", n_codes=1 + len(values))
+        return CodedValues(rows, grid.size, len(values))
 
     def group_counts(self, values: Any, ids: pd.Index | None) -> np.ndarray:
         """Rows per public group id (aligned with ``ids``), or per group present when ``ids`` is None (any order)."""

@@ -26,6 +26,7 @@ from pandas_dp.engines.pandas.counts import bin_counts, cell_codes, group_counts
 from pandas_dp.engines.pandas.geography_counts import leaf_cell_codes, leaf_cell_counts
 from pandas_dp.engines.pandas.geography_marginals import region_attribute_codes, region_marginal_counts
 from pandas_dp.engines.pandas.marginals import attribute_codes, in_domain, marginal_counts
+from pandas_dp.engines.pandas.values import ValueGrid, cell_value_sums, grid_values
 from pandas_dp.engines.primitives import Piece
 from pandas_dp.privacy.units import UnitBounds
 
@@ -33,7 +34,8 @@ __all__ = ["sum_arrays", "add_tables", "merge_by_id", "Tables", "GeographyTables
            "flat_leaf_counts", "id_counts", "merge_id_counts", "counts_array", "public_group_counts",
            "table_counts", "geography_table_counts", "narrow_cell_codes", "group_codes", "group_hash_codes",
            "leaf_codes", "table_codes", "geography_table_codes", "bounded_counts", "contributions",
-           "kept_dropped", "bounded_group_counts", "merge_group_counts", "group_count_values", "bounded_tables"]
+           "kept_dropped", "bounded_group_counts", "merge_group_counts", "group_count_values", "bounded_tables",
+           "ValueTables", "flat_value_sums", "value_codes", "bounded_value_sums"]
 
 
 # -- combining partial counts ------------------------------------------------------------------------------
@@ -93,6 +95,14 @@ class GeographyTables:
     workload: Workload | None = None
 
 
+@dataclass(frozen=True, eq=False)
+class ValueTables:
+    """A grid of cells and the public grids of the value columns summed in them."""
+
+    grid: Grid
+    values: tuple[ValueGrid, ...]
+
+
 # -- counting a piece of rows without units ----------------------------------------------------------------
 
 
@@ -143,6 +153,24 @@ def geography_table_counts(piece: pd.DataFrame, public: GeographyTables) -> dict
     """Exact counts of every maximal marginal over (leaf region, cells) of a piece's rows."""
     assert public.workload is not None
     return region_marginal_counts(piece, public.tree, public.dims, public.workload)
+
+
+def _cells(piece: pd.DataFrame, grid: Grid) -> np.ndarray:
+    """Every row's cell code (int64; -1 out of the domain); a grid of no columns is one cell."""
+    if grid.ndim == 0:
+        return np.zeros(len(piece), dtype=np.int64)
+    return cell_codes(piece, grid)
+
+
+def flat_value_sums(piece: pd.DataFrame, public: ValueTables) -> np.ndarray:
+    """``(columns, 2, cells)``: rows with a value and the sum of their grid values, per value column and cell."""
+    values = [grid_values(piece[v.column], v) for v in public.values]
+    return cell_value_sums(_cells(piece, public.grid), values, public.grid.size)
+
+
+def value_codes(piece: pd.DataFrame, public: ValueTables) -> list[np.ndarray]:
+    """Every row's cell code, then its grid value in every value column (``MISSING``: none)."""
+    return [_cells(piece, public.grid), *(grid_values(piece[v.column], v) for v in public.values)]
 
 
 # -- coding a piece of rows for unit bounding ----------------------------------------------------------------
@@ -231,3 +259,11 @@ def bounded_tables(piece: Piece, workload: Workload, bounds: UnitBounds, key: by
     if not codes:
         return {a: np.zeros(workload.shape(a), dtype=np.int64) for a in workload.maximal}
     return closure_marginals([np.where(kept, c, -1) for c in codes], workload, only=workload.maximal)
+
+
+def bounded_value_sums(piece: Piece, bounds: UnitBounds, key: bytes, size: int) -> np.ndarray:
+    """:func:`flat_value_sums` of the rows every unit keeps (at most ``max_rows`` rows in the domain, the
+    histogram's rule: a row counts toward its unit's bound when it is in a cell, with or without values)."""
+    kept = bound_codes(np.asarray(piece.codes[0], dtype=np.int64), piece.units, bounds, key,
+                       positions=piece.positions, unit_hashes=piece.hashes)
+    return cell_value_sums(kept, [np.asarray(c, dtype=np.int64) for c in piece.codes[1:]], size)

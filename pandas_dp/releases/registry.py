@@ -24,6 +24,7 @@ from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any, Callable, Mapping
 
+from pandas_dp.releases.aggregate import aggregate
 from pandas_dp.releases.count_of_counts import COUNT_OF_COUNTS_PARAMS, count_of_counts
 from pandas_dp.releases.geography import GEOGRAPHY_METHODS, GEOGRAPHY_PARAMS
 from pandas_dp.releases.geography_arguments import GEOGRAPHY_KEYWORDS
@@ -160,6 +161,12 @@ MARGINALS_PARAMS = ParamTable("marginals", (
         ``nonnegative``), with the rounding's extra error in ``error()`` (post-processing). With
         ``by``: every region's tables, consistent across the geography too; public totals must
         be whole numbers.""")))
+#: ``aggregate`` (issue 42): cells as for histogram, statistics of value columns; the geography keywords are
+#: declared (DESIGN section 8) and refused by the release until aggregate by geography lands.
+AGGREGATE_PARAMS = ParamTable("aggregate", (
+    _arg("columns", REQUIRED, POSITIONAL), _arg("aggs", REQUIRED, POSITIONAL), _arg("bounds", REQUIRED),
+    _arg("resolution"), _arg("bins"), _arg("categories"), OTHER, *LOSS_PARAMS, _arg("privacy_unit"),
+    _arg("max_rows"), *MARGINALS_GEOGRAPHY_PARAMS, RNG))
 UNATTRIBUTED_PARAMS = ParamTable("unattributed_histogram", (
     _arg("group", REQUIRED, POSITIONAL, "label"), *LOSS_PARAMS, _arg("groups"), RNG, *UNIT_PARAMS))
 
@@ -223,6 +230,7 @@ ENTRIES: dict[str, Entry] = {e.name: e for e in (
     Entry("count_of_counts", count_of_counts, "group", False, COUNT_OF_COUNTS_ENTRY_PARAMS, COUNT_OF_COUNTS_PARAMS),
     Entry("unattributed_histogram", unattributed_histogram, "group", True, UNATTRIBUTED_PARAMS),
     Entry("marginals", marginals, "workload", False, MARGINALS_PARAMS),
+    Entry("aggregate", aggregate, "columns", False, AGGREGATE_PARAMS),
 )}
 
 

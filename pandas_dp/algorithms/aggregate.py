@@ -1,0 +1,230 @@
+"""Sums and means per cell: the plan (what is measured, at which sensitivity and noise) and the estimates.
+
+Numpy only. Every value column ``v`` has public bounds ``[low, high]`` and a public grid step
+``resolution`` ``r``: a value is clipped to the bounds and rounded to the grid, ``q = rint(clip(x) / r)``,
+an integer in ``[a, b] = [rint(low / r), rint(high / r)]``. The engine returns, per cell, the exact
+number ``n`` of rows with a value and the exact sum ``S = sum q`` (int64). What is measured, each with
+exact integer noise:
+
+* ``count`` (``"count"`` or ``"mean"`` asked): ``n``, sensitivity 1 per row;
+* ``sum`` (``"sum"`` asked without ``"mean"``): ``S``, sensitivity ``max(|a|, |b|)`` per row;
+* ``centred`` (``"mean"`` asked): ``C = 2 S - (a + b) n = sum (2 q - a - b)``, the sum of the values
+  centred at the middle of the bounds in half steps, sensitivity ``b - a`` per row (half the range
+  in steps: half the sensitivity of a plain sum of values in ``[0, high]``).
+
+A privacy unit keeping at most ``k`` rows multiplies every sensitivity by ``k`` (L1 and L2: all its rows
+may sit in one cell). The loss is split **equally** across the measured vectors. The split minimises
+``sum_j Var_j / Delta_j**2`` (every measured vector's noise variance in units of its own sensitivity):
+for Laplace ``sum_j 2 / e_j**2`` under ``sum_j e_j = e``, for Gaussian ``sum_j 1 / (2 rho_j)`` under
+``sum_j rho_j = rho``; both are minimised by equal parts (Lagrange: ``e_j**3`` resp. ``rho_j**2`` equal).
+For a mean it is the minimax split: its delta-method variance is
+``(Var(C) + t**2 Var(n)) / (4 n**2)`` with ``t = C / n`` the centred mean, at worst ``|t| = b - a`` (every
+value at a bound), where ``a / e_C**2 + b / e_n**2`` with ``a = b = 2 (b - a)**2`` is smallest at
+``e_C = e_n`` (and ``a / rho_C + b / rho_n`` at ``rho_C = rho_n``).
+
+Estimates (post-processing of the noisy vectors, in data units): ``count = n~``; ``sum = r S~``, or with a
+mean ``r (C~ + (a + b) n~) / 2``; ``mean = r clip((a + b + C~ / n~) / 2, a, b)``. A mean is ``NaN`` (its
+standard error too) where its cell is too small to say anything: where ``n~ <= 0``, or where its 95%
+interval would cover the whole range of the bounds (``2 f se >= (b - a) r``, ``f`` the centred noise's
+:meth:`~pandas_dp.privacy.loss.Noise.tail_factor` at 0.95).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from pandas_dp.privacy.loss import Noise, PrivacyLoss, Sensitivity
+
+__all__ = ["STATISTICS", "ValueColumn", "Measurement", "AggregatePlan", "plan_aggregate", "measure",
+           "Estimates", "estimate", "MAX_STEPS", "FLAG_LEVEL"]
+
+#: The statistics of this release (``"median"`` and quantiles come with the quantiles release).
+STATISTICS = ("count", "sum", "mean")
+#: Largest ``|rint(bound / resolution)|``: sums of up to ``2**32`` rows stay exact in int64.
+MAX_STEPS = 2**31 - 1
+#: The confidence level of the rule that flags a mean as too uncertain to report (NaN).
+FLAG_LEVEL = 0.95
+
+
+@dataclass(frozen=True)
+class ValueColumn:
+    """One value column's public description: statistics asked, bounds in grid steps, the step.
+
+    Attributes
+    ----------
+    column : hashable
+        The column label.
+    statistics : tuple of str
+        Asked statistics, in the caller's order (each of :data:`STATISTICS`).
+    low, high : int
+        The bounds in grid steps, ``rint(bound / resolution)`` (``low < high``).
+    resolution : float
+        The grid step in data units.
+    """
+
+    column: Any
+    statistics: tuple[str, ...]
+    low: int
+    high: int
+    resolution: float
+
+    @property
+    def measured(self) -> tuple[str, ...]:
+        """The vectors measured for this column (``count``, ``sum``, ``centred``), in that order."""
+        out = []
+        if "count" in self.statistics or "mean" in self.statistics:
+            out.append("count")
+        if "sum" in self.statistics and "mean" not in self.statistics:
+            out.append("sum")
+        if "mean" in self.statistics:
+            out.append("centred")
+        return tuple(out)
+
+    def per_row(self, kind: str) -> int:
+        """How far one row moves the measured vector ``kind`` (in one cell)."""
+        if kind == "count":
+            return 1
+        if kind == "sum":
+            return max(abs(self.low), abs(self.high))
+        return self.high - self.low
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """One measured vector: its value column (index), kind, sensitivity and calibrated noise."""
+
+    column: int
+    kind: str
+    sensitivity: Sensitivity
+    noise: Noise
+
+
+@dataclass(frozen=True)
+class AggregatePlan:
+    """The public plan: the value columns and every measurement with its noise (equal parts of the loss)."""
+
+    values: tuple[ValueColumn, ...]
+    measurements: tuple[Measurement, ...]
+    share: Fraction
+
+
+def plan_aggregate(values: tuple[ValueColumn, ...], loss: PrivacyLoss, unit: Sensitivity) -> AggregatePlan:
+    """Split ``loss`` equally across the measured vectors and calibrate each one's noise.
+
+    Parameters
+    ----------
+    values : tuple of ValueColumn
+    loss : PrivacyLoss
+        The release's loss (what the measurements spend together, by sequential composition).
+    unit : Sensitivity
+        How far one privacy unit moves a count vector: ``(1, 1)`` for rows, ``(k, k**2)`` for a unit
+        keeping at most ``k`` rows; a value vector's sensitivity is this scaled by its per-row change.
+
+    Raises
+    ------
+    ParameterError
+        When a part of the loss is too small for the sampler (before any charge).
+
+    Examples
+    --------
+    >>> from pandas_dp.privacy.loss import PureDP
+    >>> plan = plan_aggregate((ValueColumn("income", ("mean",), 0, 100, 1.0),), PureDP(Fraction(1)),
+    ...                       Sensitivity())
+    >>> [(m.kind, m.noise.describe()["noise_scale"]) for m in plan.measurements]
+    [('count', '2'), ('centred', '200')]
+    """
+    kinds = [(i, kind) for i, v in enumerate(values) for kind in v.measured]
+    share = Fraction(1, len(kinds))
+    part = loss.part(share)
+    measurements = []
+    for i, kind in kinds:
+        sensitivity = unit.scaled(values[i].per_row(kind))
+        what = f"the {kind} of column {values[i].column!r}"
+        measurements.append(Measurement(i, kind, sensitivity, part.noise(sensitivity, what=what)))
+    return AggregatePlan(tuple(values), tuple(measurements), share)
+
+
+def measure(exact: np.ndarray, plan: AggregatePlan, rng: Any) -> list[np.ndarray]:
+    """Noisy measured vectors (int64), in the plan's order, from the exact ``(columns, 2, cells)`` sums.
+
+    ``exact[i, 0]`` is the number of rows with a value of column ``i`` in every cell and
+    ``exact[i, 1]`` the sum of their grid values; the centred sum is computed from them exactly.
+    """
+    out = []
+    for m in plan.measurements:
+        v = plan.values[m.column]
+        n, s = exact[m.column, 0], exact[m.column, 1]
+        if m.kind == "count":
+            vector = n
+        elif m.kind == "sum":
+            vector = s
+        else:
+            vector = 2 * s - (v.low + v.high) * n
+        out.append(m.noise.add(np.asarray(vector, dtype=np.int64), rng))
+    return out
+
+
+@dataclass(frozen=True)
+class Estimates:
+    """Per value column and statistic: estimates and variances (data units, float64, one per cell),
+    and how their intervals are drawn (``rules``: ``(kind, noise, low, high)``)."""
+
+    estimates: dict[tuple[int, str], np.ndarray]
+    variances: dict[tuple[int, str], np.ndarray]
+    rules: dict[tuple[int, str], tuple[str, Noise, float, float]]
+    counts: dict[int, np.ndarray]
+
+
+def estimate(noisy: list[np.ndarray], plan: AggregatePlan) -> Estimates:
+    """The asked statistics from the noisy vectors (post-processing; see the module notes)."""
+    got = {(m.column, m.kind): (np.asarray(x, dtype=np.float64), m.noise) for m, x in zip(plan.measurements, noisy)}
+    est: dict[tuple[int, str], np.ndarray] = {}
+    var: dict[tuple[int, str], np.ndarray] = {}
+    rules: dict[tuple[int, str], tuple[str, Noise, float, float]] = {}
+    counts: dict[int, np.ndarray] = {}
+    for i, v in enumerate(plan.values):
+        r = float(v.resolution)
+        lo, hi = v.low * r, v.high * r
+        if (i, "count") in got:
+            n, n_noise = got[i, "count"]
+            counts[i] = n
+        for stat in v.statistics:
+            key = (i, stat)
+            if stat == "count":
+                est[key], var[key] = n, np.full(n.shape, n_noise.variance())
+                rules[key] = ("exact", n_noise, math.nan, math.nan)
+            elif stat == "sum" and (i, "sum") in got:
+                s, s_noise = got[i, "sum"]
+                est[key], var[key] = r * s, np.full(s.shape, r * r * s_noise.variance())
+                rules[key] = ("exact_scaled", s_noise, r, math.nan)
+            elif stat == "sum":
+                c, c_noise = got[i, "centred"]
+                mid2 = float(v.low + v.high)
+                est[key] = r * (c + mid2 * n) / 2.0
+                var[key] = np.full(c.shape, (r / 2.0) ** 2 * (c_noise.variance() + mid2 * mid2 * n_noise.variance()))
+                rules[key] = ("tail", c_noise, math.nan, math.nan)
+            else:
+                c, c_noise = got[i, "centred"]
+                est[key], var[key] = _mean(c, n, c_noise.variance(), n_noise.variance(), v, c_noise)
+                rules[key] = ("tail", c_noise, lo, hi)
+    return Estimates(est, var, rules, counts)
+
+
+def _mean(c: np.ndarray, n: np.ndarray, var_c: float, var_n: float, v: ValueColumn,
+          c_noise: Noise) -> tuple[np.ndarray, np.ndarray]:
+    """Mean per cell (data units) and its delta-method variance; NaN where the cell is too small."""
+    r = float(v.resolution)
+    width = float(v.high - v.low)
+    positive = n > 0
+    safe_n = np.where(positive, n, 1.0)
+    t = np.clip(c / safe_n, -width, width)                    # the centred mean, in half steps
+    mean = np.clip((v.low + v.high + t) / 2.0, v.low, v.high) * r
+    variance = (var_c + t * t * var_n) / (4.0 * safe_n * safe_n) * r * r
+    radius = c_noise.tail_factor(FLAG_LEVEL) * np.sqrt(variance)
+    flagged = ~positive | (2.0 * radius >= width * r)
+    return np.where(flagged, np.nan, mean), np.where(flagged, np.nan, variance)

@@ -1,0 +1,273 @@
+"""``aggregate``: counts, sums and means of value columns per cell, in one release and one charge.
+
+:func:`aggregate` checks the public inputs in order (the cells as for ``histogram``, ``aggs``,
+``bounds``, ``resolution``, the loss, the privacy unit), plans the measurements
+(:func:`pandas_dp.algorithms.aggregate.plan_aggregate`: what is measured, its sensitivity, the
+loss split equally), and runs them through the one pipeline: one pass over the rows
+(``engine.value_sums``, or ``engine.coded_value_rows`` with a privacy unit), one charge, the
+noise, and an :class:`~pandas_dp.results.aggregate.Aggregate`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from pandas_dp._utils.public import float_array
+from pandas_dp._utils.rational import fraction_text, safe_repr, to_fraction
+from pandas_dp.algorithms.aggregate import (MAX_STEPS, STATISTICS, AggregatePlan, ValueColumn, estimate, measure,
+                                            plan_aggregate)
+from pandas_dp.domain.grid import Grid, make_grid
+from pandas_dp.engines.pandas.values import ValueGrid
+from pandas_dp.errors import PandasDPError, ParameterError
+from pandas_dp.noise.words import release_key
+from pandas_dp.privacy.loss import Sensitivity
+from pandas_dp.privacy.units import UnitArguments, UnitBounds
+from pandas_dp.releases.params import check_columns, check_rng
+from pandas_dp.releases.pipeline import Release, privacy_loss, run
+from pandas_dp.results.aggregate import Aggregate
+
+__all__ = ["aggregate", "check_aggs", "check_value_grids"]
+
+_QUANTILES = ("The statistic {what!r} comes with the quantiles release (df.dp.quantiles, next); aggregate "
+              "releases 'count', 'sum' and 'mean' for now. Drop it from aggs=.")
+
+
+def aggregate(frame: pd.DataFrame, columns: Any, aggs: Any, *, bounds: Any, resolution: Any = None, bins: Any = None,
+              categories: Any = None, other: Any = None, epsilon: Any = None, rho: Any = None,
+              privacy_unit: Any = None, max_rows: Any = None, by: Any = None, hierarchy: Any = None,
+              by_categories: Any = None, level_weights: Any = None, public_totals: Any = None,
+              rng: Any = None) -> Aggregate:
+    """Release counts, sums and means of value columns per cell (see ``DataFrame.dp.aggregate``)."""
+    geography = {"by": by, "hierarchy": hierarchy, "by_categories": by_categories, "level_weights": level_weights,
+                 "public_totals": public_totals}
+    given = [k for k, v in geography.items() if v is not None]
+    if given:
+        raise ParameterError(f"aggregate by geography ({', '.join(given)}=) is not available yet; release per "
+                             f"level with a histogram (df.dp.histogram(..., by=...)) for counts, or call aggregate "
+                             f"with the region column among its columns and public categories=. Drop {given[0]}=.")
+    cols = [] if _no_cells(columns) else check_columns(frame, columns)
+    asked = check_aggs(frame, aggs)
+    clash = [c for c, _ in asked if any(c is d or _same_label(c, d) for d in cols)]
+    if clash:
+        raise ParameterError(f"The column {safe_repr(clash[0])} is both a cell column (columns=) and a value "
+                             f"column (aggs=); a column is either the cells or what is summed in them.")
+    loss = privacy_loss(epsilon, rho)
+    generator = check_rng(rng)
+    unit = UnitArguments(privacy_unit, max_rows).bounds(frame.columns, reserved=(*cols, *(c for c, _ in asked)))
+    if unit is not None and unit.auto:
+        raise ParameterError("max_rows='auto' is not available for aggregate yet; pass a public max_rows=k "
+                             "(e.g. max_rows=1 when each person has one row).")
+    values = check_value_grids(asked, bounds, resolution)
+    grid = make_grid(frame, cols, bins=bins, categories=categories, other=other)
+    unit_change = unit.histogram_sensitivity() if unit is not None else Sensitivity()
+    plan = plan_aggregate(values, loss, unit_change)
+    value_grids = [ValueGrid(v.column, v.low, v.high, v.resolution) for v in values]
+    params = _params(plan, grid, unit)
+
+    def mechanism(exact: Any) -> Aggregate:
+        sums = exact.sums(unit, release_key(generator)) if unit is not None else exact
+        return _wrap(estimate(measure(sums, plan, generator), plan), plan, grid, loss, params)
+
+    if unit is None:
+        count = lambda engine: engine.value_sums(frame, grid, value_grids)  # noqa: E731
+    else:
+        count = lambda engine: engine.coded_value_rows(frame, grid, value_grids, unit)  # noqa: E731
+    return run(frame, Release(loss=loss, method="aggregate", columns=[*cols, *(c for c, _ in asked)],
+                              params=params, count=count, mechanism=mechanism))
+
+
+def _no_cells(columns: Any) -> bool:
+    """``columns=[]`` (or ``()``): one row for all rows (the container's own length, not an override's)."""
+    return (isinstance(columns, list) and list.__len__(columns) == 0) or (
+        isinstance(columns, tuple) and tuple.__len__(columns) == 0)
+
+
+def _same_label(a: Any, b: Any) -> bool:
+    try:
+        return bool(type(a) is type(b) and a == b)
+    except Exception:  # noqa: BLE001 - labels were checked hashable and comparable with the frame's
+        return False
+
+
+def check_aggs(frame: Any, aggs: Any) -> list[tuple[Any, tuple[str, ...]]]:
+    """``aggs`` as ``[(value column, statistics)]``: a mapping of frame columns to a statistic or a list of them.
+
+    Raises
+    ------
+    ParameterError
+        For anything else, and for ``"median"`` or ``("quantile", q)`` (the quantiles release), before any charge.
+    """
+    example = "aggs={'income': ['sum', 'mean'], 'hours': 'mean'}"
+    if not isinstance(aggs, Mapping):
+        raise ParameterError(f"The 'aggs' parameter must be a dict of value column -> statistic(s), as for pandas' "
+                             f"agg: {example}. Got {safe_repr(aggs)}.")
+    try:
+        items = list(dict.items(aggs)) if isinstance(aggs, dict) else list(aggs.items())
+    except Exception as err:  # noqa: BLE001 - a hostile mapping's own items() raised
+        raise ParameterError(f"The 'aggs' parameter could not be read as a dict; pass a plain dict: {example}.") \
+            from err
+    if not items:
+        raise ParameterError(f"The 'aggs' parameter is empty; name at least one value column: {example}.")
+    labels = check_columns(frame, [k for k, _ in items], name="aggs")
+    out = []
+    for label, spec in zip(labels, (s for _, s in items)):
+        try:
+            stats = _statistics(spec, label)
+        except PandasDPError:
+            raise
+        except Exception as err:  # noqa: BLE001 - a hostile sequence's own __len__, __iter__, __getitem__
+            raise ParameterError(f"aggs[{safe_repr(label)}] could not be read; pass a statistic or a plain list of "
+                                 f"them from {list(STATISTICS)}.") from err
+        out.append((label, stats))
+    return out
+
+
+def _statistics(spec: Any, label: Any) -> tuple[str, ...]:
+    """The statistics of one value column, checked."""
+    if isinstance(spec, (str, tuple)) and not _is_list_of_statistics(spec):
+        specs: list[Any] = [spec]
+    elif isinstance(spec, (list, tuple)):
+        specs = list(spec)
+    else:
+        raise ParameterError(f"aggs[{safe_repr(label)}] must be a statistic or a list of them, from "
+                             f"{list(STATISTICS)}. Got {safe_repr(spec)}.")
+    stats = tuple(_statistic(s, label) for s in specs)
+    if not stats or len(set(stats)) != len(stats):
+        raise ParameterError(f"aggs[{safe_repr(label)}] must list each statistic once, at least one, from "
+                             f"{list(STATISTICS)}. Got {safe_repr(spec)}.")
+    return stats
+
+
+def _is_list_of_statistics(spec: Any) -> bool:
+    """A tuple of statistics (``("sum", "mean")``) rather than one ``("quantile", q)``."""
+    return isinstance(spec, tuple) and not (len(spec) == 2 and isinstance(spec[0], str)
+                                            and str.__str__(spec[0]) == "quantile")
+
+
+def _statistic(value: Any, label: Any) -> str:
+    if isinstance(value, tuple) and len(value) >= 1 and isinstance(value[0], str) \
+            and str.__str__(value[0]) == "quantile":
+        raise ParameterError(_QUANTILES.format(what="quantile"))
+    if isinstance(value, str):
+        name = str.__str__(value)
+        if name in ("median", "quantile"):
+            raise ParameterError(_QUANTILES.format(what=name))
+        if name in STATISTICS:
+            return name
+    raise ParameterError(f"aggs[{safe_repr(label)}]: unknown statistic {safe_repr(value)}; aggregate releases "
+                         f"{list(STATISTICS)} ('median' and ('quantile', q) come with the quantiles release).")
+
+
+def _lookup(mapping: Any, label: Any, name: str) -> tuple[bool, Any]:
+    """``(found, mapping[label])`` for a public mapping keyed by column labels."""
+    try:
+        keys = list(dict.keys(mapping)) if isinstance(mapping, dict) else list(mapping.keys())
+        for key in keys:
+            if key is label or _same_label(key, label):
+                return True, (dict.__getitem__(mapping, key) if isinstance(mapping, dict) else mapping[key])
+    except Exception as err:  # noqa: BLE001 - a hostile mapping
+        raise ParameterError(f"The '{name}' parameter could not be read as a dict keyed by column; pass a plain "
+                             f"dict such as {name}={{'income': ...}}.") from err
+    return False, None
+
+
+def _readable(mapping: Any, name: str) -> None:
+    """Refuse a mapping whose keys cannot be read (a key not among the value columns is ignored)."""
+    try:
+        list(dict.keys(mapping)) if isinstance(mapping, dict) else list(mapping.keys())
+    except Exception as err:  # noqa: BLE001 - a hostile mapping
+        raise ParameterError(f"The '{name}' parameter could not be read as a dict keyed by column; pass a plain "
+                             f"dict such as {name}={{'income': ...}}.") from err
+
+
+def _pair(value: Any, label: Any) -> tuple[float, float]:
+    bad = isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple, np.ndarray))
+    try:
+        items = [] if bad else list(value)
+    except Exception:  # noqa: BLE001 - a hostile sequence
+        items, bad = [], True
+    if not bad and (len(items) != 2 or any(isinstance(v, (bool, np.bool_, str, bytes)) for v in items)):
+        bad = True
+    arr = None if bad else float_array(items)
+    if arr is None or arr.shape != (2,) or not np.isfinite(arr).all() or not arr[0] < arr[1]:
+        raise ParameterError(f"bounds[{safe_repr(label)}] must be public clipping bounds (low, high): two finite "
+                             f"numbers with low < high, chosen without looking at the data (e.g. (0, 250_000) for "
+                             f"a yearly income). Got {safe_repr(value)}.")
+    return float(arr[0]), float(arr[1])
+
+
+def _step(value: Any, label: Any) -> float:
+    if value is None:
+        return 1.0
+    try:
+        step = float(to_fraction(value, name="resolution"))
+    except ParameterError as err:
+        raise ParameterError(f"resolution[{safe_repr(label)}] must be a positive number (the public grid step "
+                             f"values are rounded to, e.g. 1 or 0.01). Got {safe_repr(value)}.") from err
+    if not (step > 0 and math.isfinite(step)):
+        raise ParameterError(f"resolution[{safe_repr(label)}] is too small to use. Got {safe_repr(value)}.")
+    return step
+
+
+def check_value_grids(asked: list[tuple[Any, tuple[str, ...]]], bounds: Any,
+                      resolution: Any) -> tuple[ValueColumn, ...]:
+    """Every value column's public bounds and grid step, checked (``bounds`` required, never from the data)."""
+    if not isinstance(bounds, Mapping):
+        raise ParameterError(f"The 'bounds' parameter must be a dict of value column -> (low, high), public "
+                             f"clipping bounds for every column of aggs= (e.g. bounds={{'income': (0, 250_000)}}); "
+                             f"they are never read from the data. Got {safe_repr(bounds)}.")
+    _readable(bounds, "bounds")
+    per_column = isinstance(resolution, Mapping)
+    if per_column:
+        _readable(resolution, "resolution")
+    out = []
+    for label, stats in asked:
+        found, pair = _lookup(bounds, label, "bounds")
+        if not found:
+            raise ParameterError(f"The 'bounds' parameter has no bounds for the value column {safe_repr(label)}; "
+                                 f"pass public clipping bounds for every column of aggs=, e.g. "
+                                 f"bounds={{{safe_repr(label)}: (low, high)}}.")
+        low, high = _pair(pair, label)
+        step = _step(_lookup(resolution, label, "resolution")[1] if per_column else resolution, label)
+        with np.errstate(all="ignore"):
+            a, b = float(np.rint(low / step)), float(np.rint(high / step))
+        if not (math.isfinite(a) and math.isfinite(b) and max(abs(a), abs(b)) <= MAX_STEPS):
+            raise ParameterError(f"bounds[{safe_repr(label)}] span more than {MAX_STEPS:,} steps of resolution "
+                                 f"{step!r}; pass a coarser resolution= (e.g. 100) or tighter public bounds.")
+        if not a < b:
+            raise ParameterError(f"resolution={step!r} is coarser than bounds[{safe_repr(label)}] = ({low!r}, "
+                                 f"{high!r}): both bounds round to one grid value. Pass a finer resolution.")
+        out.append(ValueColumn(label, stats, int(a), int(b), step))
+    return tuple(out)
+
+
+def _params(plan: AggregatePlan, grid: Grid, unit: UnitBounds | None) -> dict[str, Any]:
+    """The public record of the release (the ledger row and the result's ``params``)."""
+    values = {str(v.column): {"statistics": list(v.statistics), "bounds": [v.low * v.resolution,
+                                                                           v.high * v.resolution],
+                              "resolution": v.resolution, "grid_steps": [v.low, v.high]} for v in plan.values}
+    measurements = [{"column": str(plan.values[m.column].column), "kind": m.kind,
+                     "sensitivity": m.sensitivity.describe(), **m.noise.describe()} for m in plan.measurements]
+    return {"shape": list(grid.shape), "values": values, "split": "equal", "share": fraction_text(plan.share),
+            "measurements": measurements, **(unit.describe() if unit is not None else {})}
+
+
+def _wrap(found: Any, plan: AggregatePlan, grid: Grid, loss: Any, params: dict[str, Any]) -> Aggregate:
+    index = grid.index if grid.ndim else pd.Index(["national"])
+    keys = [(i, s) for i, v in enumerate(plan.values) for s in v.statistics]
+    columns = pd.MultiIndex.from_tuples([(plan.values[i].column, s) for i, s in keys])
+    estimates = pd.DataFrame(np.column_stack([found.estimates[k] for k in keys]), index=index, columns=columns)
+    errors = pd.DataFrame(np.column_stack([np.sqrt(found.variances[k]) for k in keys]), index=index,
+                          columns=columns)
+    counted = sorted(found.counts)
+    counts = pd.DataFrame(np.column_stack([found.counts[i] for i in counted]) if counted else
+                          np.zeros((len(index), 0)), index=index,
+                          columns=pd.Index([plan.values[i].column for i in counted], tupleize_cols=False))
+    return Aggregate(estimates=estimates, std_errors=errors, count=counts, epsilon=loss.pure_epsilon,
+                     params=params, rules=tuple(found.rules[k] for k in keys), loss=loss,
+                     columns=tuple(grid.columns))

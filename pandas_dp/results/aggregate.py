@@ -1,0 +1,145 @@
+"""``Aggregate``: counts, sums and means per cell, shaped like ``df.groupby(cells).agg(aggs)``."""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+import numpy as np
+import pandas as pd
+
+from pandas_dp._utils.checks import normal_quantile
+from pandas_dp._utils.optional import import_optional
+from pandas_dp.errors import ParameterError
+from pandas_dp.results._checks import check_axes
+from pandas_dp.results._base import FrozenRelease, MeasureView
+from pandas_dp.results._format import estimates_table, guarantee_text, html_params, privacy_text
+from pandas_dp.results.frozen import stored_fields
+
+__all__ = ["Aggregate"]
+
+
+@stored_fields
+@dataclass(frozen=True, repr=False, eq=False)
+class Aggregate(FrozenRelease, MeasureView):
+    """Differentially private statistics of value columns per cell (``DataFrame.dp.aggregate``).
+
+    Attributes
+    ----------
+    estimates : DataFrame
+        One row per cell, columns ``(value column, statistic)`` (what :meth:`to_frame` returns).
+    std_errors : DataFrame
+        The standard error of every estimate, same shape (NaN where a mean is flagged).
+    count : DataFrame
+        The noisy number of rows with a value of each value column whose count was measured (for
+        ``"count"`` and ``"mean"``), one column per value column.
+    epsilon : float or None
+        The pure epsilon charged (None for a zCDP release).
+    params : Mapping
+        Bounds, resolution, the split, every measurement's sensitivity and noise (read-only).
+    rules : tuple
+        Per column of ``estimates``: how its intervals are drawn, ``(kind, noise, a, b)``.
+    loss : PrivacyLoss
+        The release's loss.
+    columns : tuple
+        The cell columns (empty: one row for all rows).
+
+    Notes
+    -----
+    Intervals: a count (and a sum without a mean) is its exact value plus one draw of integer
+    noise, so its interval uses the noise's exact quantile. A mean (and a sum derived with it)
+    uses the delta method, ``mean ± f se`` with ``f`` the centred sum's noise
+    :meth:`~pandas_dp.privacy.loss.Noise.tail_factor` (a Laplace-shaped radius under pure DP),
+    clipped to the bounds. The intervals cover the noise only: the statistics of the clipped,
+    rounded values of the rows each unit kept, not of the raw values.
+    """
+
+    estimates: pd.DataFrame
+    std_errors: pd.DataFrame
+    count: pd.DataFrame
+    epsilon: float | None
+    params: Mapping[str, Any]
+    rules: tuple[Any, ...] = ()
+    loss: Any = field(default=None, compare=False)
+    columns: tuple[Any, ...] = ()
+
+    method = "aggregate"
+
+    def to_frame(self) -> pd.DataFrame:
+        """The estimates, one row per cell, columns ``(value column, statistic)`` (``frame["income", "mean"]``).
+
+        Examples
+        --------
+        >>> import numpy as np, pandas_dp as pdp
+        >>> from pandas_dp.data import load_persons
+        >>> persons = load_persons()
+        >>> with pdp.budget(epsilon=1.0):
+        ...     agg = persons.dp.aggregate("sex", {"age": ["count", "mean"]}, categories=["F", "M"],
+        ...                                bounds={"age": (0, 100)}, epsilon=1.0, rng=np.random.default_rng(0))
+        >>> agg.to_frame().columns.tolist()
+        [('age', 'count'), ('age', 'mean')]
+        """
+        return self.estimates
+
+    def std_error(self) -> pd.DataFrame:
+        """The standard error of every estimate, shaped like :meth:`to_frame`."""
+        return self.std_errors
+
+    def confidence_interval(self, level: float = 0.95) -> tuple[pd.DataFrame, pd.DataFrame]:
+        """``(low, high)`` frames shaped like :meth:`to_frame`: intervals at ``level`` (see the class notes).
+
+        Raises
+        ------
+        ParameterError
+            When ``level`` is not a number in (0, 1).
+        """
+        normal_quantile(level)
+        est = self.estimates.to_numpy(dtype=np.float64)
+        se = self.std_errors.to_numpy(dtype=np.float64)
+        low, high = np.empty_like(est), np.empty_like(est)
+        for j, (kind, noise, a, b) in enumerate(self.rules):
+            if kind == "exact":
+                radius = np.full(est.shape[0], float(noise.interval_radius(level)))
+            elif kind == "exact_scaled":
+                radius = np.full(est.shape[0], a * float(noise.interval_radius(level)))
+            else:
+                radius = noise.tail_factor(level) * se[:, j]
+            low[:, j], high[:, j] = est[:, j] - radius, est[:, j] + radius
+            if kind == "tail" and np.isfinite(a):
+                low[:, j], high[:, j] = np.clip(low[:, j], a, b), np.clip(high[:, j], a, b)
+        frame = self.estimates
+        return (pd.DataFrame(low, index=frame.index, columns=frame.columns),
+                pd.DataFrame(high, index=frame.index, columns=frame.columns))
+
+    def plot(self, column: Any, statistic: str = "mean", ax: Any = None, *, level: float = 0.95, **kwargs: Any) -> Any:
+        """A bar chart of one statistic per cell with error bars (the intervals at ``level``; matplotlib)."""
+        check_axes(ax, "Aggregate.plot()")
+        key = (column, statistic)
+        if not any(key == k for k in self.estimates.columns):
+            raise ParameterError(f"Aggregate.plot(): no {key!r} among the released statistics "
+                                 f"{list(self.estimates.columns)}.")
+        low, high = self.confidence_interval(level)
+        est = self.estimates[key].to_numpy(dtype=np.float64)
+        errors = np.vstack([est - low[key].to_numpy(), high[key].to_numpy() - est])
+        if ax is None:
+            ax = import_optional("matplotlib.pyplot", extra="plot", purpose="Aggregate.plot()").subplots()[1]
+        labels = [str(x) for x in self.estimates.index]
+        ax.bar(labels, est, yerr=errors, capsize=3, **kwargs)
+        ax.set_ylabel(f"{statistic} of {column}")
+        return ax
+
+    def _guarantee(self, *, html: bool = True) -> str:
+        return guarantee_text(self.loss, self.epsilon, [], html=html)
+
+    def __repr__(self) -> str:
+        shown = estimates_table(self.estimates.head(10))
+        more = f"\n… {len(self.estimates) - 10:,} more cells" if len(self.estimates) > 10 else ""
+        return (f"Aggregate({privacy_text(self.loss, self.epsilon, html=False)}, cells={list(self.columns)}, "
+                f"statistics={list(self.estimates.columns)})\n{shown.to_string()}{more}")
+
+    def _repr_html_(self) -> str:
+        shown = estimates_table(self.estimates.head(10))
+        return (f"<div><strong>Aggregate</strong> — {privacy_text(self.loss, self.epsilon)}, "
+                f"{len(self.estimates):,} cells over {html.escape(str(list(self.columns)))}"
+                f"<br><small>{html_params(self.params)}</small>{shown.to_html()}</div>")
