@@ -164,8 +164,9 @@ MARGINALS_PARAMS = ParamTable("marginals", (
 #: ``aggregate`` (issue 42): cells as for histogram, statistics of value columns; the geography keywords are
 #: declared (DESIGN section 8) and refused by the release until aggregate by geography lands.
 AGGREGATE_PARAMS = ParamTable("aggregate", (
-    _arg("columns", REQUIRED, POSITIONAL), _arg("aggs", REQUIRED, POSITIONAL), _arg("bounds", REQUIRED),
-    _arg("resolution"), _arg("bins"), _arg("categories"), OTHER, *LOSS_PARAMS, _arg("privacy_unit"),
+    _arg("columns", REQUIRED, POSITIONAL, "labels"), _arg("aggs", REQUIRED, POSITIONAL, "keys"),
+    _arg("bounds", REQUIRED, names="keys"), _arg("resolution", names="keys"), _arg("bins", names="keys"),
+    _arg("categories", names="keys"), OTHER, *LOSS_PARAMS, _arg("privacy_unit", names="label"),
     _arg("max_rows"), *MARGINALS_GEOGRAPHY_PARAMS, RNG))
 UNATTRIBUTED_PARAMS = ParamTable("unattributed_histogram", (
     _arg("group", REQUIRED, POSITIONAL, "label"), *LOSS_PARAMS, _arg("groups"), RNG, *UNIT_PARAMS))
