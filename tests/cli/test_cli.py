@@ -1042,8 +1042,9 @@ def test_write_atomic_replaces_whole_files_and_leaves_nothing_on_an_interrupt(tm
 
 @pytest.mark.slow  # real processes killed at many moments
 @pytest.mark.skipif(os.environ.get("CI") == "true",
-                    reason="failed in a full slow run on a machine loaded with three test runs at once (its error "
-                           "not captured) and passed three times alone: not run in CI until the cause is found; "
+                    reason="under load a kill can land after the run closed its reservation but before it exited 0; "
+                           "--resume then answers 'nothing to resume' (exit 2), which this test does not yet accept: "
+                           "not run in CI until it does; "
                            "run it with --runslow (the deterministic kill tests above cover item 41.9 in CI)")
 def test_runs_killed_at_any_moment_leave_no_temporary_file_and_resume_to_an_agreeing_ledger(workdir):
     """Issue 41.9: kills (SIGKILL) at many moments of a run; after each, no hidden file; after --resume the
