@@ -473,16 +473,23 @@ class DPAccessorBase:
         max_rows : int, optional
             With ``privacy_unit``: keep at most this many rows per unit in all cells together (chosen at
             random); every sensitivity is multiplied by it.
-        by, hierarchy, by_categories, level_weights, public_totals
-            Statistics by geography: not available yet (a ``ParameterError``, before any charge).
+        by, hierarchy, by_categories, level_weights
+            Statistics for every region of a public geography, as ``histogram(by=...)`` takes them
+            (the frame's geography columns coarse to fine, the public table of regions or one level's
+            labels, each level's weight): counts and sums consistent across the levels, means read
+            from them.
+        public_totals
+            Refused for now (a ``ParameterError``, before any charge): a total counts rows, while a
+            value column's count leaves out its missing values.
         rng : numpy.random.Generator, optional
             Only for reproducible experiments; ``None`` draws from a secure source.
 
         Returns
         -------
         Aggregate
-            ``to_frame()`` one row per cell, columns ``(value column, statistic)``; ``std_error()``
-            and ``confidence_interval(level)`` of that shape; ``count`` the noisy counts.
+            ``to_frame()`` one row per cell, columns ``(value column, statistic)`` (by geography:
+            tidy, with ``level`` and ``region`` columns first); ``std_error()`` and
+            ``confidence_interval(level)`` of that shape; ``count`` the noisy counts.
 
         Raises
         ------

@@ -6,6 +6,13 @@
 loss split equally), and runs them through the one pipeline: one pass over the rows
 (``engine.value_sums``, or ``engine.coded_value_rows`` with a privacy unit), one charge, the
 noise, and an :class:`~pandas_dp.results.aggregate.Aggregate`.
+
+By geography (``by=``, ``hierarchy=`` or ``by_categories=``, ``level_weights=``), the engine sums every
+(leaf region, cell) and every measured vector is released on every level of the public region tree and
+made consistent by exact GLS (:func:`pandas_dp.algorithms.aggregate.measure_geography`); each vector's part
+of the loss is split across the levels by the level weights. ``public_totals=`` is refused: totals count
+rows, while a value column's count leaves out its missing values, so a total does not hold the counts the
+release measures.
 """
 
 from __future__ import annotations
@@ -20,16 +27,20 @@ import pandas as pd
 from pandas_dp._utils.public import float_array
 from pandas_dp._utils.rational import fraction_text, safe_repr, to_fraction
 from pandas_dp.algorithms.aggregate import (MAX_STEPS, STATISTICS, AggregatePlan, ValueColumn, estimate, measure,
-                                            plan_aggregate)
+                                            measure_geography, plan_aggregate)
+from pandas_dp.domain.geography import RegionTree
 from pandas_dp.domain.grid import Grid, make_grid
 from pandas_dp.engines.pandas.values import ValueGrid
 from pandas_dp.errors import PandasDPError, ParameterError
 from pandas_dp.noise.words import release_key
 from pandas_dp.privacy.loss import Sensitivity
 from pandas_dp.privacy.units import UnitArguments, UnitBounds
+from pandas_dp.releases.geography import check_size
+from pandas_dp.releases.geography_arguments import GeographyArguments
 from pandas_dp.releases.params import check_columns, check_rng
 from pandas_dp.releases.pipeline import Release, privacy_loss, run
 from pandas_dp.results.aggregate import Aggregate
+from pandas_dp.results.geography_layout import RESERVED_NAMES, geography_index
 
 __all__ = ["aggregate", "check_aggs", "check_value_grids"]
 
@@ -43,13 +54,14 @@ def aggregate(frame: pd.DataFrame, columns: Any, aggs: Any, *, bounds: Any, reso
               by_categories: Any = None, level_weights: Any = None, public_totals: Any = None,
               rng: Any = None) -> Aggregate:
     """Release counts, sums and means of value columns per cell (see ``DataFrame.dp.aggregate``)."""
-    geography = {"by": by, "hierarchy": hierarchy, "by_categories": by_categories, "level_weights": level_weights,
-                 "public_totals": public_totals}
-    given = [k for k, v in geography.items() if v is not None]
-    if given:
-        raise ParameterError(f"aggregate by geography ({', '.join(given)}=) is not available yet; release per "
-                             f"level with a histogram (df.dp.histogram(..., by=...)) for counts, or call aggregate "
-                             f"with the region column among its columns and public categories=. Drop {given[0]}=.")
+    geography = GeographyArguments(by, hierarchy, by_categories, level_weights, public_totals)
+    if geography.given:
+        geography.check_by()
+        if geography.public_totals is not None:
+            raise ParameterError("aggregate does not take public_totals= yet: a public total counts rows, while a "
+                                 "value column's count leaves out its missing values, so the totals do not hold "
+                                 "what the release measures. Drop public_totals= (the counts and sums are still "
+                                 "consistent across the levels).")
     cols = [] if _no_cells(columns) else check_columns(frame, columns)
     asked = check_aggs(frame, aggs)
     clash = [c for c, _ in asked if any(c is d or _same_label(c, d) for d in cols)]
@@ -58,27 +70,52 @@ def aggregate(frame: pd.DataFrame, columns: Any, aggs: Any, *, bounds: Any, reso
                              f"column (aggs=); a column is either the cells or what is summed in them.")
     loss = privacy_loss(epsilon, rho)
     generator = check_rng(rng)
-    unit = UnitArguments(privacy_unit, max_rows).bounds(frame.columns, reserved=(*cols, *(c for c, _ in asked)))
+    tree = geography.tree(frame.columns) if geography.given else None
+    located = () if tree is None else tree.located
+    if tree is not None:
+        _check_geography_columns(cols, asked, located)
+    unit = UnitArguments(privacy_unit, max_rows).bounds(frame.columns,
+                                                        reserved=(*cols, *(c for c, _ in asked), *located))
     if unit is not None and unit.auto:
         raise ParameterError("max_rows='auto' is not available for aggregate yet; pass a public max_rows=k "
                              "(e.g. max_rows=1 when each person has one row).")
     values = check_value_grids(asked, bounds, resolution)
     grid = make_grid(frame, cols, bins=bins, categories=categories, other=other)
+    if tree is not None:
+        check_size(tree, grid)
     unit_change = unit.histogram_sensitivity() if unit is not None else Sensitivity()
-    plan = plan_aggregate(values, loss, unit_change)
+    if tree is None:
+        plan = plan_aggregate(values, loss, unit_change)
+    else:
+        plan = plan_aggregate(values, loss, unit_change, geography.shares(tree.level_names), tree.level_names)
     value_grids = [ValueGrid(v.column, v.low, v.high, v.resolution) for v in values]
-    params = _params(plan, grid, unit)
+    params = _params(plan, grid, unit, tree)
 
     def mechanism(exact: Any) -> Aggregate:
         sums = exact.sums(unit, release_key(generator)) if unit is not None else exact
-        return _wrap(estimate(measure(sums, plan, generator), plan), plan, grid, loss, params)
+        measured = measure(sums, plan, generator) if tree is None else measure_geography(sums, plan, tree, generator)
+        return _wrap(estimate(measured, plan), plan, grid, loss, params, tree)
 
     if unit is None:
-        count = lambda engine: engine.value_sums(frame, grid, value_grids)  # noqa: E731
+        count = lambda engine: engine.value_sums(frame, grid, value_grids, tree)  # noqa: E731
     else:
-        count = lambda engine: engine.coded_value_rows(frame, grid, value_grids, unit)  # noqa: E731
-    return run(frame, Release(loss=loss, method="aggregate", columns=[*cols, *(c for c, _ in asked)],
-                              params=params, count=count, mechanism=mechanism))
+        count = lambda engine: engine.coded_value_rows(frame, grid, value_grids, unit, tree)  # noqa: E731
+    used = [*cols, *(c for c in located if c not in cols), *(c for c, _ in asked)]
+    return run(frame, Release(loss=loss, method="aggregate", columns=used, params=params, count=count,
+                              mechanism=mechanism))
+
+
+def _check_geography_columns(cols: list[Any], asked: list[tuple[Any, tuple[str, ...]]],
+                             located: tuple[Any, ...]) -> None:
+    """Refuse a geography column among the value columns, and cell columns named like the result's columns."""
+    both = [c for c, _ in asked if any(c is d or _same_label(c, d) for d in located)]
+    if both:
+        raise ParameterError(f"The column {safe_repr(both[0])} is both a geography column (by=) and a value "
+                             f"column (aggs=); drop it from aggs=.")
+    reserved = [c for c in cols if isinstance(c, str) and c in RESERVED_NAMES]
+    if reserved:
+        raise ParameterError(f"Column(s) {reserved} share a name with the result's columns {list(RESERVED_NAMES)}; "
+                             f"rename them (df.rename(columns=...)) first.")
 
 
 def _no_cells(columns: Any) -> bool:
@@ -246,19 +283,46 @@ def check_value_grids(asked: list[tuple[Any, tuple[str, ...]]], bounds: Any,
     return tuple(out)
 
 
-def _params(plan: AggregatePlan, grid: Grid, unit: UnitBounds | None) -> dict[str, Any]:
+def _params(plan: AggregatePlan, grid: Grid, unit: UnitBounds | None, tree: RegionTree | None) -> dict[str, Any]:
     """The public record of the release (the ledger row and the result's ``params``)."""
     values = {str(v.column): {"statistics": list(v.statistics), "bounds": [v.low * v.resolution,
                                                                            v.high * v.resolution],
                               "resolution": v.resolution, "grid_steps": [v.low, v.high]} for v in plan.values}
-    measurements = [{"column": str(plan.values[m.column].column), "kind": m.kind,
-                     "sensitivity": m.sensitivity.describe(), **m.noise.describe()} for m in plan.measurements]
+    measurements = []
+    for m in plan.measurements:
+        entry: dict[str, Any] = {"column": str(plan.values[m.column].column), "kind": m.kind,
+                                 "sensitivity": m.sensitivity.describe()}
+        if m.level_losses:
+            entry["levels"] = [None if p is None or n is None else {"loss": fraction_text(p.amount), **n.describe()}
+                               for p, n in zip(m.level_losses, m.level_noises)]
+        else:
+            entry.update(m.noise.describe())
+        measurements.append(entry)
+    geography: dict[str, Any] = {}
+    if tree is not None:
+        geography = {"by": list(tree.level_names[1:]), "levels": list(tree.level_names),
+                     "regions_per_level": [len(r) for r in tree.regions],
+                     "consistency": "exact GLS across the geography (every parent = sum of its children)"}
     return {"shape": list(grid.shape), "values": values, "split": "equal", "share": fraction_text(plan.share),
-            "measurements": measurements, **(unit.describe() if unit is not None else {})}
+            "measurements": measurements, **geography, **(unit.describe() if unit is not None else {})}
 
 
-def _wrap(found: Any, plan: AggregatePlan, grid: Grid, loss: Any, params: dict[str, Any]) -> Aggregate:
-    index = grid.index if grid.ndim else pd.Index(["national"])
+def _index(grid: Grid, tree: RegionTree | None) -> pd.Index:
+    """One label per released row: the cells, ``"national"`` for no cells, or ``(level, region, *cells)``."""
+    if tree is None:
+        return grid.index if grid.ndim else pd.Index(["national"])
+    if grid.ndim:
+        return geography_index(tree.level_names, tree.regions, grid)
+    sizes = np.array([len(r) for r in tree.regions], dtype=np.int64)
+    level = np.repeat(np.arange(len(sizes)), sizes)
+    labels = np.concatenate([r.to_numpy(dtype=object) for r in tree.regions])
+    return pd.MultiIndex.from_arrays([pd.Categorical.from_codes(level, categories=list(tree.level_names)), labels],
+                                     names=["level", "region"])
+
+
+def _wrap(found: Any, plan: AggregatePlan, grid: Grid, loss: Any, params: dict[str, Any],
+          tree: RegionTree | None) -> Aggregate:
+    index = _index(grid, tree)
     keys = [(i, s) for i, v in enumerate(plan.values) for s in v.statistics]
     columns = pd.MultiIndex.from_tuples([(plan.values[i].column, s) for i, s in keys])
     estimates = pd.DataFrame(np.column_stack([found.estimates[k] for k in keys]), index=index, columns=columns)
@@ -270,4 +334,4 @@ def _wrap(found: Any, plan: AggregatePlan, grid: Grid, loss: Any, params: dict[s
                           columns=pd.Index([plan.values[i].column for i in counted], tupleize_cols=False))
     return Aggregate(estimates=estimates, std_errors=errors, count=counts, epsilon=loss.pure_epsilon,
                      params=params, rules=tuple(found.rules[k] for k in keys), loss=loss,
-                     columns=tuple(grid.columns))
+                     columns=tuple(grid.columns), levels=() if tree is None else tuple(tree.level_names))

@@ -44,6 +44,9 @@ class Aggregate(FrozenRelease, MeasureView):
         The release's loss.
     columns : tuple
         The cell columns (empty: one row for all rows).
+    levels : tuple of str
+        By geography: the levels, ``"national"`` first (empty otherwise). ``estimates`` is then indexed
+        by ``(level, region, *cells)`` and :meth:`to_frame` is tidy, with ``level`` and ``region`` columns.
 
     Notes
     -----
@@ -63,8 +66,13 @@ class Aggregate(FrozenRelease, MeasureView):
     rules: tuple[Any, ...] = ()
     loss: Any = field(default=None, compare=False)
     columns: tuple[Any, ...] = ()
+    levels: tuple[str, ...] = ()
 
     method = "aggregate"
+
+    def _shaped(self, frame: pd.DataFrame) -> pd.DataFrame:
+        """By geography the tidy form (``level``, ``region`` and the cells as columns); else ``frame`` itself."""
+        return frame.reset_index() if self.levels else frame
 
     def to_frame(self) -> pd.DataFrame:
         """The estimates, one row per cell, columns ``(value column, statistic)`` (``frame["income", "mean"]``).
@@ -79,12 +87,15 @@ class Aggregate(FrozenRelease, MeasureView):
         ...                                bounds={"age": (0, 100)}, epsilon=1.0, rng=np.random.default_rng(0))
         >>> agg.to_frame().columns.tolist()
         [('age', 'count'), ('age', 'mean')]
+
+        By geography (``by=``) the frame is tidy, one row per region and cell with ``level`` and
+        ``region`` columns first, as ``df.groupby(...).agg(...).reset_index()`` would have them.
         """
-        return self.estimates
+        return self._shaped(self.estimates)
 
     def std_error(self) -> pd.DataFrame:
         """The standard error of every estimate, shaped like :meth:`to_frame`."""
-        return self.std_errors
+        return self._shaped(self.std_errors)
 
     def confidence_interval(self, level: float = 0.95) -> tuple[pd.DataFrame, pd.DataFrame]:
         """``(low, high)`` frames shaped like :meth:`to_frame`: intervals at ``level`` (see the class notes).
@@ -94,6 +105,11 @@ class Aggregate(FrozenRelease, MeasureView):
         ParameterError
             When ``level`` is not a number in (0, 1).
         """
+        low, high = self._intervals(level)
+        return self._shaped(low), self._shaped(high)
+
+    def _intervals(self, level: float) -> tuple[pd.DataFrame, pd.DataFrame]:
+        """:meth:`confidence_interval`, indexed like ``estimates``."""
         normal_quantile(level)
         est = self.estimates.to_numpy(dtype=np.float64)
         se = self.std_errors.to_numpy(dtype=np.float64)
@@ -119,7 +135,7 @@ class Aggregate(FrozenRelease, MeasureView):
         if not any(key == k for k in self.estimates.columns):
             raise ParameterError(f"Aggregate.plot(): no {key!r} among the released statistics "
                                  f"{list(self.estimates.columns)}.")
-        low, high = self.confidence_interval(level)
+        low, high = self._intervals(level)
         est = self.estimates[key].to_numpy(dtype=np.float64)
         errors = np.vstack([est - low[key].to_numpy(), high[key].to_numpy() - est])
         if ax is None:

@@ -115,7 +115,7 @@ def test_one_charge_with_the_public_record():
     (dict(bounds={"income": (10, 0), "hours": (0, 1)}), "low < high"),
     (dict(resolution={"income": 10**6}), "coarser"),
     (dict(resolution=1e-9), "steps"),
-    (dict(by="region"), "geography"),
+    (dict(level_weights=[1, 1]), "pass by= too"),
     (dict(privacy_unit="pid", max_rows="auto"), "auto"),
     (dict(privacy_unit="pid"), "max_rows"),
     (dict(epsilon=-1), "epsilon"),
