@@ -455,11 +455,13 @@ class DPAccessorBase:
             with the quantiles release.)
         bounds : dict
             Value column -> ``(low, high)``: public clipping bounds for every value column, chosen
-            without looking at the data (never read from it). Values are clipped to them.
+            without looking at the data (never read from it). Values are clipped to them. Numbers,
+            or two dates for a date column (means come back as dates), or two durations for a
+            duration column.
         resolution : float or dict, optional
-            The public grid step of every value column (one number, or a dict by column; default 1):
-            clipped values are rounded to it, so sums are whole numbers of steps and get exact
-            integer noise.
+            The public grid step of every value column (one number, or a dict by column; default 1;
+            a duration for dates and durations, default one day and one second): clipped values
+            are rounded to it, so sums are whole numbers of steps and get exact integer noise.
         bins, categories, other
             The public domain of the cell columns, as for :meth:`histogram` (``bins``: edges).
         epsilon : float

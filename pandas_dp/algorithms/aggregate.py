@@ -77,7 +77,14 @@ class ValueColumn:
     low, high : int
         The bounds in grid steps, ``rint(bound / resolution)`` (``low < high``).
     resolution : float
-        The grid step in data units.
+        The grid step in data units (for dates and durations: in keys of ``unit``).
+    kind : str
+        ``"number"``, ``"datetime"`` or ``"timedelta"`` (how the engine reads the column; the estimates are
+        in keys of ``unit`` for the last two, converted by the result).
+    unit : str
+        The time unit of the keys of a date or duration column.
+    tz : tzinfo or None
+        The time zone of tz-aware date bounds (the keys are then UTC instants).
     """
 
     column: Any
@@ -85,6 +92,9 @@ class ValueColumn:
     low: int
     high: int
     resolution: float
+    kind: str = "number"
+    unit: str = "s"
+    tz: Any = None
 
     @property
     def measured(self) -> tuple[str, ...]:

@@ -17,16 +17,14 @@ release measures.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from pandas_dp._utils.public import float_array
-from pandas_dp._utils.rational import fraction_text, safe_repr, to_fraction
-from pandas_dp.algorithms.aggregate import (MAX_STEPS, STATISTICS, AggregatePlan, ValueColumn, estimate, measure,
+from pandas_dp._utils.rational import fraction_text, safe_repr
+from pandas_dp.algorithms.aggregate import (STATISTICS, AggregatePlan, ValueColumn, estimate, measure,
                                             measure_geography, plan_aggregate)
 from pandas_dp.domain.geography import RegionTree
 from pandas_dp.domain.grid import Grid, make_grid
@@ -39,7 +37,8 @@ from pandas_dp.releases.geography import check_size
 from pandas_dp.releases.geography_arguments import GeographyArguments
 from pandas_dp.releases.params import check_columns, check_rng
 from pandas_dp.releases.pipeline import Release, privacy_loss, run
-from pandas_dp.results.aggregate import Aggregate
+from pandas_dp.releases.value_bounds import check_value_grids, same_label
+from pandas_dp.results.aggregate import Aggregate, as_duration, as_time
 from pandas_dp.results.geography_layout import RESERVED_NAMES, geography_index
 
 __all__ = ["aggregate", "check_aggs", "check_value_grids"]
@@ -64,7 +63,7 @@ def aggregate(frame: pd.DataFrame, columns: Any, aggs: Any, *, bounds: Any, reso
                                  "consistent across the levels).")
     cols = [] if _no_cells(columns) else check_columns(frame, columns)
     asked = check_aggs(frame, aggs)
-    clash = [c for c, _ in asked if any(c is d or _same_label(c, d) for d in cols)]
+    clash = [c for c, _ in asked if any(c is d or same_label(c, d) for d in cols)]
     if clash:
         raise ParameterError(f"The column {safe_repr(clash[0])} is both a cell column (columns=) and a value "
                              f"column (aggs=); a column is either the cells or what is summed in them.")
@@ -88,7 +87,8 @@ def aggregate(frame: pd.DataFrame, columns: Any, aggs: Any, *, bounds: Any, reso
         plan = plan_aggregate(values, loss, unit_change)
     else:
         plan = plan_aggregate(values, loss, unit_change, geography.shares(tree.level_names), tree.level_names)
-    value_grids = [ValueGrid(v.column, v.low, v.high, v.resolution) for v in values]
+    value_grids = [ValueGrid(v.column, v.low, v.high, v.resolution, v.kind, v.unit, v.tz is not None)
+                   for v in values]
     params = _params(plan, grid, unit, tree)
 
     def mechanism(exact: Any) -> Aggregate:
@@ -108,7 +108,7 @@ def aggregate(frame: pd.DataFrame, columns: Any, aggs: Any, *, bounds: Any, reso
 def _check_geography_columns(cols: list[Any], asked: list[tuple[Any, tuple[str, ...]]],
                              located: tuple[Any, ...]) -> None:
     """Refuse a geography column among the value columns, and cell columns named like the result's columns."""
-    both = [c for c, _ in asked if any(c is d or _same_label(c, d) for d in located)]
+    both = [c for c, _ in asked if any(c is d or same_label(c, d) for d in located)]
     if both:
         raise ParameterError(f"The column {safe_repr(both[0])} is both a geography column (by=) and a value "
                              f"column (aggs=); drop it from aggs=.")
@@ -122,13 +122,6 @@ def _no_cells(columns: Any) -> bool:
     """``columns=[]`` (or ``()``): one row for all rows (the container's own length, not an override's)."""
     return (isinstance(columns, list) and list.__len__(columns) == 0) or (
         isinstance(columns, tuple) and tuple.__len__(columns) == 0)
-
-
-def _same_label(a: Any, b: Any) -> bool:
-    try:
-        return bool(type(a) is type(b) and a == b)
-    except Exception:  # noqa: BLE001 - labels were checked hashable and comparable with the frame's
-        return False
 
 
 def check_aggs(frame: Any, aggs: Any) -> list[tuple[Any, tuple[str, ...]]]:
@@ -200,94 +193,10 @@ def _statistic(value: Any, label: Any) -> str:
                          f"{list(STATISTICS)} ('median' and ('quantile', q) come with the quantiles release).")
 
 
-def _lookup(mapping: Any, label: Any, name: str) -> tuple[bool, Any]:
-    """``(found, mapping[label])`` for a public mapping keyed by column labels."""
-    try:
-        keys = list(dict.keys(mapping)) if isinstance(mapping, dict) else list(mapping.keys())
-        for key in keys:
-            if key is label or _same_label(key, label):
-                return True, (dict.__getitem__(mapping, key) if isinstance(mapping, dict) else mapping[key])
-    except Exception as err:  # noqa: BLE001 - a hostile mapping
-        raise ParameterError(f"The '{name}' parameter could not be read as a dict keyed by column; pass a plain "
-                             f"dict such as {name}={{'income': ...}}.") from err
-    return False, None
-
-
-def _readable(mapping: Any, name: str) -> None:
-    """Refuse a mapping whose keys cannot be read (a key not among the value columns is ignored)."""
-    try:
-        list(dict.keys(mapping)) if isinstance(mapping, dict) else list(mapping.keys())
-    except Exception as err:  # noqa: BLE001 - a hostile mapping
-        raise ParameterError(f"The '{name}' parameter could not be read as a dict keyed by column; pass a plain "
-                             f"dict such as {name}={{'income': ...}}.") from err
-
-
-def _pair(value: Any, label: Any) -> tuple[float, float]:
-    bad = isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple, np.ndarray))
-    try:
-        items = [] if bad else list(value)
-    except Exception:  # noqa: BLE001 - a hostile sequence
-        items, bad = [], True
-    if not bad and (len(items) != 2 or any(isinstance(v, (bool, np.bool_, str, bytes)) for v in items)):
-        bad = True
-    arr = None if bad else float_array(items)
-    if arr is None or arr.shape != (2,) or not np.isfinite(arr).all() or not arr[0] < arr[1]:
-        raise ParameterError(f"bounds[{safe_repr(label)}] must be public clipping bounds (low, high): two finite "
-                             f"numbers with low < high, chosen without looking at the data (e.g. (0, 250_000) for "
-                             f"a yearly income). Got {safe_repr(value)}.")
-    return float(arr[0]), float(arr[1])
-
-
-def _step(value: Any, label: Any) -> float:
-    if value is None:
-        return 1.0
-    try:
-        step = float(to_fraction(value, name="resolution"))
-    except ParameterError as err:
-        raise ParameterError(f"resolution[{safe_repr(label)}] must be a positive number (the public grid step "
-                             f"values are rounded to, e.g. 1 or 0.01). Got {safe_repr(value)}.") from err
-    if not (step > 0 and math.isfinite(step)):
-        raise ParameterError(f"resolution[{safe_repr(label)}] is too small to use. Got {safe_repr(value)}.")
-    return step
-
-
-def check_value_grids(asked: list[tuple[Any, tuple[str, ...]]], bounds: Any,
-                      resolution: Any) -> tuple[ValueColumn, ...]:
-    """Every value column's public bounds and grid step, checked (``bounds`` required, never from the data)."""
-    if not isinstance(bounds, Mapping):
-        raise ParameterError(f"The 'bounds' parameter must be a dict of value column -> (low, high), public "
-                             f"clipping bounds for every column of aggs= (e.g. bounds={{'income': (0, 250_000)}}); "
-                             f"they are never read from the data. Got {safe_repr(bounds)}.")
-    _readable(bounds, "bounds")
-    per_column = isinstance(resolution, Mapping)
-    if per_column:
-        _readable(resolution, "resolution")
-    out = []
-    for label, stats in asked:
-        found, pair = _lookup(bounds, label, "bounds")
-        if not found:
-            raise ParameterError(f"The 'bounds' parameter has no bounds for the value column {safe_repr(label)}; "
-                                 f"pass public clipping bounds for every column of aggs=, e.g. "
-                                 f"bounds={{{safe_repr(label)}: (low, high)}}.")
-        low, high = _pair(pair, label)
-        step = _step(_lookup(resolution, label, "resolution")[1] if per_column else resolution, label)
-        with np.errstate(all="ignore"):
-            a, b = float(np.rint(low / step)), float(np.rint(high / step))
-        if not (math.isfinite(a) and math.isfinite(b) and max(abs(a), abs(b)) <= MAX_STEPS):
-            raise ParameterError(f"bounds[{safe_repr(label)}] span more than {MAX_STEPS:,} steps of resolution "
-                                 f"{step!r}; pass a coarser resolution= (e.g. 100) or tighter public bounds.")
-        if not a < b:
-            raise ParameterError(f"resolution={step!r} is coarser than bounds[{safe_repr(label)}] = ({low!r}, "
-                                 f"{high!r}): both bounds round to one grid value. Pass a finer resolution.")
-        out.append(ValueColumn(label, stats, int(a), int(b), step))
-    return tuple(out)
-
-
 def _params(plan: AggregatePlan, grid: Grid, unit: UnitBounds | None, tree: RegionTree | None) -> dict[str, Any]:
     """The public record of the release (the ledger row and the result's ``params``)."""
-    values = {str(v.column): {"statistics": list(v.statistics), "bounds": [v.low * v.resolution,
-                                                                           v.high * v.resolution],
-                              "resolution": v.resolution, "grid_steps": [v.low, v.high]} for v in plan.values}
+    values = {str(v.column): {"statistics": list(v.statistics), **_record(v), "grid_steps": [v.low, v.high]}
+              for v in plan.values}
     measurements = []
     for m in plan.measurements:
         entry: dict[str, Any] = {"column": str(plan.values[m.column].column), "kind": m.kind,
@@ -305,6 +214,17 @@ def _params(plan: AggregatePlan, grid: Grid, unit: UnitBounds | None, tree: Regi
                      "consistency": "exact GLS across the geography (every parent = sum of its children)"}
     return {"shape": list(grid.shape), "values": values, "split": "equal", "share": fraction_text(plan.share),
             "measurements": measurements, **geography, **(unit.describe() if unit is not None else {})}
+
+
+def _record(v: ValueColumn) -> dict[str, Any]:
+    """The bounds and resolution in data units (dates and durations as ISO 8601 text)."""
+    if v.kind == "number":
+        return {"bounds": [v.low * v.resolution, v.high * v.resolution], "resolution": v.resolution}
+    convert = as_time if v.kind == "datetime" else as_duration
+    lo, hi = (convert(np.array([k * v.resolution]), v)[0] for k in (v.low, v.high))
+    return {"bounds": [lo.isoformat(), hi.isoformat()], "resolution": as_duration(np.array([v.resolution]),
+                                                                                    v)[0].isoformat(),
+            "kind": v.kind, "unit": v.unit}
 
 
 def _index(grid: Grid, tree: RegionTree | None) -> pd.Index:
@@ -332,6 +252,8 @@ def _wrap(found: Any, plan: AggregatePlan, grid: Grid, loss: Any, params: dict[s
     counts = pd.DataFrame(np.column_stack([found.counts[i] for i in counted]) if counted else
                           np.zeros((len(index), 0)), index=index,
                           columns=pd.Index([plan.values[i].column for i in counted], tupleize_cols=False))
+    times = tuple(None if plan.values[i].kind == "number" or s == "count" else plan.values[i] for i, s in keys)
     return Aggregate(estimates=estimates, std_errors=errors, count=counts, epsilon=loss.pure_epsilon,
                      params=params, rules=tuple(found.rules[k] for k in keys), loss=loss,
-                     columns=tuple(grid.columns), levels=() if tree is None else tuple(tree.level_names))
+                     columns=tuple(grid.columns), levels=() if tree is None else tuple(tree.level_names),
+                     times=times)
