@@ -84,6 +84,11 @@ class CodedValues:
         return np.asarray(self.rows.reduce(pieces.bounded_value_sums, (bounds, key, self.size), pieces.sum_arrays),
                           dtype=np.int64).reshape(self.n_values, 2, self.size)
 
+    def steps(self, bounds: UnitBounds, key: bytes, value: ValueGrid) -> np.ndarray:
+        """Kept rows per grid value ``value.low..value.high`` of the (one) value column, after bounding every unit."""
+        return np.asarray(self.rows.reduce(pieces.bounded_value_steps, (bounds, key, value), pieces.sum_arrays),
+                          dtype=np.int64)
+
 
 class CountingEngine:
     """The :class:`~pandas_dp.engines.Engine` methods, once, over ``primitives`` (see the module docstring)."""
@@ -140,6 +145,23 @@ class CountingEngine:
         columns = list(dict.fromkeys([*located, *grid.columns, *(v.column for v in values)]))
         flat = self.primitives.reduce(frame, columns, pieces.flat_value_sums, public, pieces.sum_arrays)
         return np.asarray(flat, dtype=np.int64).reshape(len(values), 2, pieces.value_cell_count(public))
+
+    def value_steps(self, frame: Any, value: ValueGrid) -> np.ndarray:
+        """Rows per grid value ``value.low..value.high`` of one value column (clipped to its bounds, rounded to
+        its step; a row without a value is dropped): the histogram quantiles are read from.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> from pandas_dp.engines.pandas import PANDAS_ENGINE
+        >>> from pandas_dp.engines.pandas.values import ValueGrid
+        >>> df = pd.DataFrame({"pay": [0.4, 3.0, None, 500.0, -7.0, "n/a"]})
+        >>> PANDAS_ENGINE.value_steps(df, ValueGrid("pay", 0, 4, 1.0)).tolist()
+        [2, 0, 0, 1, 1]
+        """
+        public = pieces.ValueTables(Grid(()), (value,))
+        flat = self.primitives.reduce(frame, [value.column], pieces.flat_value_steps, public, pieces.sum_arrays)
+        return np.asarray(flat, dtype=np.int64)
 
     def coded_value_rows(self, frame: Any, grid: Grid, values: Sequence[ValueGrid], bounds: UnitBounds,
                          tree: RegionTree | None = None) -> CodedValues:

@@ -26,7 +26,7 @@ from pandas_dp.engines.pandas.counts import bin_counts, cell_codes, group_counts
 from pandas_dp.engines.pandas.geography_counts import leaf_cell_codes, leaf_cell_counts, leaf_positions
 from pandas_dp.engines.pandas.geography_marginals import region_attribute_codes, region_marginal_counts
 from pandas_dp.engines.pandas.marginals import attribute_codes, in_domain, marginal_counts
-from pandas_dp.engines.pandas.values import ValueGrid, cell_value_sums, grid_values
+from pandas_dp.engines.pandas.values import MISSING, ValueGrid, cell_value_sums, grid_values
 from pandas_dp.engines.primitives import Piece
 from pandas_dp.privacy.units import UnitBounds
 
@@ -35,7 +35,8 @@ __all__ = ["sum_arrays", "add_tables", "merge_by_id", "Tables", "GeographyTables
            "table_counts", "geography_table_counts", "narrow_cell_codes", "group_codes", "group_hash_codes",
            "leaf_codes", "table_codes", "geography_table_codes", "bounded_counts", "contributions",
            "kept_dropped", "bounded_group_counts", "merge_group_counts", "group_count_values", "bounded_tables",
-           "ValueTables", "value_cell_count", "flat_value_sums", "value_codes", "bounded_value_sums"]
+           "ValueTables", "value_cell_count", "flat_value_sums", "flat_value_steps", "value_codes", "bounded_value_steps",
+           "bounded_value_sums"]
 
 
 # -- combining partial counts ------------------------------------------------------------------------------
@@ -185,6 +186,13 @@ def flat_value_sums(piece: pd.DataFrame, public: ValueTables) -> np.ndarray:
     return cell_value_sums(_value_cells(piece, public), values, value_cell_count(public))
 
 
+def flat_value_steps(piece: pd.DataFrame, public: ValueTables) -> np.ndarray:
+    """Rows per grid value ``low..high`` of the one value column of ``public`` (clipped, rounded; missing dropped)."""
+    v = public.values[0]
+    q = grid_values(piece[v.column], v)
+    return np.bincount(q[q != MISSING] - v.low, minlength=v.high - v.low + 1).astype(np.int64)
+
+
 def value_codes(piece: pd.DataFrame, public: ValueTables) -> list[np.ndarray]:
     """Every row's cell code, then its grid value in every value column (``MISSING``: none)."""
     return [_value_cells(piece, public), *(grid_values(piece[v.column], v) for v in public.values)]
@@ -276,6 +284,15 @@ def bounded_tables(piece: Piece, workload: Workload, bounds: UnitBounds, key: by
     if not codes:
         return {a: np.zeros(workload.shape(a), dtype=np.int64) for a in workload.maximal}
     return closure_marginals([np.where(kept, c, -1) for c in codes], workload, only=workload.maximal)
+
+
+def bounded_value_steps(piece: Piece, bounds: UnitBounds, key: bytes, value: ValueGrid) -> np.ndarray:
+    """:func:`flat_value_steps` of the rows every unit keeps (at most ``max_rows`` rows in the domain)."""
+    kept = bound_codes(np.asarray(piece.codes[0], dtype=np.int64), piece.units, bounds, key,
+                       positions=piece.positions, unit_hashes=piece.hashes)
+    q = np.asarray(piece.codes[1], dtype=np.int64)
+    live = (kept >= 0) & (q != MISSING)
+    return np.bincount(q[live] - value.low, minlength=value.high - value.low + 1).astype(np.int64)
 
 
 def bounded_value_sums(piece: Piece, bounds: UnitBounds, key: bytes, size: int) -> np.ndarray:
