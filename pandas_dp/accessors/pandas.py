@@ -452,8 +452,8 @@ class DPAccessorBase:
         aggs : dict
             Value column -> statistic or list of statistics, as for pandas' ``agg``:
             ``{"income": ["sum", "mean"], "hours": "mean"}``. Statistics: ``"count"`` (rows with a
-            value of that column), ``"sum"``, ``"mean"``. (``"median"`` and ``("quantile", q)`` come
-            with the quantiles release.)
+            value of that column), ``"sum"``, ``"mean"``, ``"median"`` and ``("quantile", q)`` (its
+            column named ``"quantile(q)"``; read from 64 sub-bins of the bounds per cell).
         bounds : dict
             Value column -> ``(low, high)``: public clipping bounds for every value column, chosen
             without looking at the data (never read from it). Values are clipped to them. Numbers,
