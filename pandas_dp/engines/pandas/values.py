@@ -58,44 +58,60 @@ def _numbers(series: pd.Series, grid: ValueGrid) -> np.ndarray:
 
 
 def grid_values(series: pd.Series, grid: ValueGrid) -> np.ndarray:
-    """Every row's value on the grid (int64 in ``[low, high]``), :data:`MISSING` where it has none."""
+    """Every row's value on the grid (int64 in ``[low, high]``), :data:`MISSING` where it has none.
+
+    One float64 copy of the column, clipped, divided and rounded in place (the column itself is never written).
+    """
     with np.errstate(all="ignore"):
         x = _numbers(series, grid)
         ok = np.isfinite(x)
+        every = bool(ok.all())
+        y = np.array(x, dtype=np.float64, copy=True) if every else np.where(ok, x, 0.0)
         low, high, step = float(grid.low), float(grid.high), float(grid.resolution)
-        q = np.clip(np.rint(np.clip(np.where(ok, x, 0.0), low * step, high * step) / step), low, high)
-    return np.where(ok, q, 0).astype(np.int64) if ok.all() else np.where(ok, q.astype(np.int64), MISSING)
+        np.clip(y, low * step, high * step, out=y)
+        np.divide(y, step, out=y)
+        np.rint(y, out=y)
+        np.clip(y, low, high, out=y)
+    q = y.astype(np.int64)
+    if not every:
+        q[~ok] = MISSING
+    return q
 
 
 def cell_value_sums(cells: np.ndarray, values: list[np.ndarray], size: int) -> np.ndarray:
     """``(columns, 2, size)`` int64: per column, the rows with a value in every cell and the sum of their values.
 
-    ``cells``: every row's cell code (``< 0``: out of the domain, dropped from everything).
+    ``cells``: every row's cell code (``< 0``: out of the domain, dropped from everything). When every row is
+    in the domain and has a value, nothing is copied (the common case of clean data).
     """
     out = np.zeros((len(values), 2, size), dtype=np.int64)
     live = cells >= 0
+    every = bool(live.all())
+    whole = cells.astype(np.intp, copy=False) if every else None
+    counted = None
     for i, q in enumerate(values):
-        keep = live & (q != MISSING)
-        where = cells[keep].astype(np.intp, copy=False)
-        out[i, 0] = np.bincount(where, minlength=size)
-        out[i, 1] = _exact_sums(where, q[keep], size)
+        missing = q == MISSING
+        if every and not missing.any():
+            where, kept = whole, q
+            if counted is None:
+                counted = np.bincount(where, minlength=size)
+            out[i, 0] = counted
+        else:
+            keep = live & ~missing
+            where, kept = cells[keep].astype(np.intp, copy=False), q[keep]
+            out[i, 0] = np.bincount(where, minlength=size)
+        out[i, 1] = _exact_sums(where, kept, size)
     return out
 
 
 def _exact_sums(where: np.ndarray, q: np.ndarray, size: int) -> np.ndarray:
-    """Exact int64 sums of ``q`` per cell (``np.bincount`` sums in float64: exact below ``2**53``; split in
-    two 32-bit halves so that every partial sum stays exact)."""
-    if q.size == 0:
-        return np.zeros(size, dtype=np.int64)
-    high = q >> 32                       # signed upper half
-    low = q & 0xFFFFFFFF                 # unsigned lower half
+    """Exact int64 sums of ``q`` per cell: one weighted ``np.bincount`` per ``2**20`` rows. ``np.bincount`` sums
+    in float64, exact for integers below ``2**53``; a grid value is at most ``MAX_STEPS = 2**31 - 1`` in size,
+    so every partial sum of a chunk stays below ``2**51`` and is exact (the same integers on every machine)."""
     total = np.zeros(size, dtype=np.int64)
-    for start in range(0, q.size, 1 << 20):   # 2**20 rows of < 2**32 each: float sums below 2**52, exact
+    for start in range(0, q.size, 1 << 20):
         stop = start + (1 << 20)
-        w = where[start:stop]
-        hi = np.rint(np.bincount(w, weights=high[start:stop], minlength=size)).astype(np.int64)
-        lo = np.rint(np.bincount(w, weights=low[start:stop], minlength=size)).astype(np.int64)
-        total += (hi << 32) + lo
+        total += np.rint(np.bincount(where[start:stop], weights=q[start:stop], minlength=size)).astype(np.int64)
     return total
 
 
