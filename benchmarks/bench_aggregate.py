@@ -24,7 +24,7 @@ the input's size. ``--breakdown`` (default): the release's steps, each a median 
 domain (``make_grid``), the engine's one pass (``value_sums``: clip, round, code the cells, exact sums),
 and the fixed cost of the call (the same release on the first 1,000 rows: checks, plan, budget and
 ledger, noise on the cells, the result).
-``--profile``: ``cProfile`` of one release, the 25 largest cumulative entries.
+``--profile``: ``cProfile`` of one release of each case, the 25 largest cumulative entries.
 
 ``--dask`` (default, when dask is installed): the same frame as ``dd.from_pandas(df, npartitions=
 --partitions)``, persisted, on Dask's default threaded scheduler: ``ddf.dp.aggregate(...)`` against
@@ -186,9 +186,9 @@ def main() -> None:
         print(f"\nbreakdown of the release ({name}), medians of {args.repeat}")
         print(table.to_string(float_format=lambda v: f"{v:.3f}"))
     if args.profile:
-        name, frame, cols, domain = frames[0]
-        print(f"\ncProfile of one release ({name}), by cumulative time")
-        print(profile(release_fn(frame, cols, domain)))
+        for name, frame, cols, domain in frames:
+            print(f"\ncProfile of one release ({name}), by cumulative time")
+            print(profile(release_fn(frame, cols, domain)))
     if args.dask:
         drows = dask_rows(frames, args.partitions, args.repeat)
         if drows:
