@@ -204,15 +204,19 @@ def header_problems(spec: "Spec", header: list[str]) -> list[str]:
     ``privacy_unit``, ``group``, ``location``, the keys of ``bins``/``range``/``categories``/``other``
     dicts). Each problem names the release, the spec key and the fix. The header itself is never printed: a
     file exported without its header line has its first data row there, so only
-    names the spec declares may be shown (a spelling hint names a column of
-    another release that the header holds).
+    names the spec declares are listed. A spelling hint names the header's column closest to the
+    missing one, and only when the header holds at least one of the spec's columns (so it is a line of
+    column names, not a data row): the names a user can fix the spec with are those of the file.
     """
     present = set(header)
     wanted = sorted({c for r in spec.releases for c in r.columns()})
     found = [c for c in wanted if c in present]
     held = f"of the spec's columns it holds {found}" if found else "it holds none of the spec's columns"
-    context = (f"its first line has {len(header)} field(s) and {held} (its other names are not shown: if the file "
-               f"was exported without its header line, they are a data row)")
+    context = (f"its first line has {len(header)} field(s) and {held} (its other names are not listed: if the "
+               f"file was exported without its header line, they are a data row)")
+    # Spelling hints come from the file's own names (a column the spec means but misspelt is one the spec
+    # does not name yet); a first line that holds none of the spec's columns may be a data row: no hint.
+    names = [c for c in dict.fromkeys(header) if c] if found else []
     problems = []
     for r in spec.releases:
         by_key: dict[str, list[str]] = {}
@@ -222,7 +226,7 @@ def header_problems(spec: "Spec", header: list[str]) -> list[str]:
         for key, missing in by_key.items():
             hints = []
             for column in missing:
-                close = difflib.get_close_matches(column, found, n=1)
+                close = difflib.get_close_matches(column, names, n=1)
                 if close:
                     hints.append(f"{column!r} (did you mean {close[0]!r}?)")
             hint = f" Spelling: {', '.join(hints)}." if hints else ""
