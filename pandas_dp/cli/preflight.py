@@ -55,9 +55,10 @@ def _text_columns(r: "Release") -> set[str]:
     cols = r.columns()
     if r.method in ("count_of_counts", "unattributed"):
         return set(cols)
-    released = r.released()
-    # every column read but not released is a label: the by= region columns and the privacy unit's identifier
-    labels = {c for c in cols if c not in released}
+    released, values = r.released(), set(r.values())
+    # every column read but not released is a label (the by= region columns and the privacy unit's identifier),
+    # except the value columns of aggregate, which are numbers
+    labels = {c for c in cols if c not in released and c not in values}
     cats = r.args.get("categories")
     if cats is None:
         return labels
@@ -65,10 +66,15 @@ def _text_columns(r: "Release") -> set[str]:
 
 
 def numeric_columns(r: "Release") -> set[str]:
-    """Columns with a numeric domain in the spec (bins and range made of real numbers only)."""
+    """Columns with a numeric domain in the spec (bins and range made of real numbers only), and value columns.
+
+    The value columns of ``aggregate`` (the keys of ``aggs``) are always numbers: read as such, a stray
+    token in one row is a missing value of that row, never a text column that loses every row's value.
+    """
     if r.method in ("count_of_counts", "unattributed"):
         return set()
-    cols = [c for c in r.columns() if c not in _text_columns(r)]
+    values = set(r.values())
+    cols = [c for c in r.columns() if c not in _text_columns(r) and c not in values]
 
     def real(value: Any) -> bool:
         if isinstance(value, dict):
@@ -77,7 +83,7 @@ def numeric_columns(r: "Release") -> set[str]:
             return all(real(v) for v in value)
         return value is None or (isinstance(value, Real) and not isinstance(value, bool))
 
-    return set(cols) if real(r.args.get("bins")) and real(r.args.get("range")) else set()
+    return values | (set(cols) if real(r.args.get("bins")) and real(r.args.get("range")) else set())
 
 
 def blank_frame(spec: "Spec") -> pd.DataFrame:
@@ -121,6 +127,8 @@ def call_release(frame: pd.DataFrame, r: "Release", rng: np.random.Generator | N
     if isinstance(a.get("hierarchy"), Path):   # tables by geography: the public region table
         a["hierarchy"] = read_public_table(a["hierarchy"])
     _totals_as_series(a)
+    if r.method == "aggregate":
+        return frame.dp.aggregate(columns, a.pop("aggs"), rng=rng, **a)
     if r.method == "hierarchical":
         return frame.dp.hierarchical_histogram(columns, rng=rng, **a)
     return frame.dp.histogram(columns, method=r.method, rng=rng, **a)
