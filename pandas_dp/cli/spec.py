@@ -57,6 +57,15 @@ Example spec::
     groups = "households.csv"        # the public Groups table
     max_size = 16
     epsilon = 0.5
+
+    [[release]]
+    name = "incomes"
+    method = "aggregate"             # counts, sums, means per cell (one tidy row per cell and statistic)
+    columns = "sex"                  # or [] for one row of all rows
+    categories = ["F", "M"]
+    aggs = {income = ["count", "mean"]}
+    bounds = {income = [0, 250000]}  # public clipping bounds of every value column
+    epsilon = 0.5
 """
 
 from __future__ import annotations
