@@ -107,6 +107,10 @@ def _kinds() -> dict[str, tuple[str, dict[str, Any]]]:
             if name == "marginals" and "by" in entry.arguments:  # the table set of every region
                 kinds["marginals:by"] = (name, dict(workload=[("age",)], bins={"age": [0, 30, 60, 90]},
                                                     by=["state", "county"], hierarchy=HIERARCHY))
+            if name == "aggregate" and "by" in entry.arguments:  # statistics of every region
+                kinds["aggregate:by"] = (name, dict(columns="age", aggs={"income": ["count", "sum", "mean"]},
+                                                    bounds={"income": (0, 1000)}, by=["state", "county"],
+                                                    hierarchy=HIERARCHY, **AGE))
     # published table sets: the projection, the record model and the rounding behind integer=True
     kinds["marginals:integer"] = ("marginals", dict(CALLS["marginals"], integer=True))
     if "marginals:by" in kinds:   # and by geography: the top-down joints and their controlled rounding

@@ -455,11 +455,13 @@ class DPAccessorBase:
             with the quantiles release.)
         bounds : dict
             Value column -> ``(low, high)``: public clipping bounds for every value column, chosen
-            without looking at the data (never read from it). Values are clipped to them.
+            without looking at the data (never read from it). Values are clipped to them. Numbers,
+            or two dates for a date column (means come back as dates), or two durations for a
+            duration column.
         resolution : float or dict, optional
-            The public grid step of every value column (one number, or a dict by column; default 1):
-            clipped values are rounded to it, so sums are whole numbers of steps and get exact
-            integer noise.
+            The public grid step of every value column (one number, or a dict by column; default 1;
+            a duration for dates and durations, default one day and one second): clipped values
+            are rounded to it, so sums are whole numbers of steps and get exact integer noise.
         bins, categories, other
             The public domain of the cell columns, as for :meth:`histogram` (``bins``: edges).
         epsilon : float
@@ -473,16 +475,23 @@ class DPAccessorBase:
         max_rows : int, optional
             With ``privacy_unit``: keep at most this many rows per unit in all cells together (chosen at
             random); every sensitivity is multiplied by it.
-        by, hierarchy, by_categories, level_weights, public_totals
-            Statistics by geography: not available yet (a ``ParameterError``, before any charge).
+        by, hierarchy, by_categories, level_weights
+            Statistics for every region of a public geography, as ``histogram(by=...)`` takes them
+            (the frame's geography columns coarse to fine, the public table of regions or one level's
+            labels, each level's weight): counts and sums consistent across the levels, means read
+            from them.
+        public_totals
+            Refused for now (a ``ParameterError``, before any charge): a total counts rows, while a
+            value column's count leaves out its missing values.
         rng : numpy.random.Generator, optional
             Only for reproducible experiments; ``None`` draws from a secure source.
 
         Returns
         -------
         Aggregate
-            ``to_frame()`` one row per cell, columns ``(value column, statistic)``; ``std_error()``
-            and ``confidence_interval(level)`` of that shape; ``count`` the noisy counts.
+            ``to_frame()`` one row per cell, columns ``(value column, statistic)`` (by geography:
+            tidy, with ``level`` and ``region`` columns first); ``std_error()`` and
+            ``confidence_interval(level)`` of that shape; ``count`` the noisy counts.
 
         Raises
         ------

@@ -22,6 +22,14 @@ For a mean it is the minimax split: its delta-method variance is
 value at a bound), where ``a / e_C**2 + b / e_n**2`` with ``a = b = 2 (b - a)**2`` is smallest at
 ``e_C = e_n`` (and ``a / rho_C + b / rho_n`` at ``rho_C = rho_n``).
 
+By geography (``by=``): every measured vector is a table of (region, cell) on every level of a public
+region tree; its part of the loss is split across the levels by the level weights (sequential
+composition; within a level the regions are disjoint), each level's table gets its own exact noise,
+and exact GLS across the geography makes the vector consistent (every parent the sum of its children
+in every cell; :func:`~pandas_dp.algorithms.geography.release.release_geography`). The estimates
+below are then read from the consistent vectors, with their exact GLS variances: counts and sums add
+up across levels exactly, and a region's mean is its consistent sum over its consistent count.
+
 Estimates (post-processing of the noisy vectors, in data units): ``count = n~``; ``sum = r S~``, or with a
 mean ``r (C~ + (a + b) n~) / 2``; ``mean = r clip((a + b + C~ / n~) / 2, a, b)``. A mean is ``NaN`` (its
 standard error too) where its cell is too small to say anything: where ``n~ <= 0``, or where its 95%
@@ -34,14 +42,19 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from pandas_dp.algorithms.geography.layout import level_tables
+from pandas_dp.algorithms.geography.release import release_geography
 from pandas_dp.privacy.loss import Noise, PrivacyLoss, Sensitivity
 
+if TYPE_CHECKING:  # the region tree is built in domain/ (public); only its levels and parents are read here
+    from pandas_dp.domain.geography import RegionTree
+
 __all__ = ["STATISTICS", "ValueColumn", "Measurement", "AggregatePlan", "plan_aggregate", "measure",
-           "Estimates", "estimate", "MAX_STEPS", "FLAG_LEVEL"]
+           "measure_geography", "Estimates", "estimate", "MAX_STEPS", "FLAG_LEVEL"]
 
 #: The statistics of this release (``"median"`` and quantiles come with the quantiles release).
 STATISTICS = ("count", "sum", "mean")
@@ -64,7 +77,14 @@ class ValueColumn:
     low, high : int
         The bounds in grid steps, ``rint(bound / resolution)`` (``low < high``).
     resolution : float
-        The grid step in data units.
+        The grid step in data units (for dates and durations: in keys of ``unit``).
+    kind : str
+        ``"number"``, ``"datetime"`` or ``"timedelta"`` (how the engine reads the column; the estimates are
+        in keys of ``unit`` for the last two, converted by the result).
+    unit : str
+        The time unit of the keys of a date or duration column.
+    tz : tzinfo or None
+        The time zone of tz-aware date bounds (the keys are then UTC instants).
     """
 
     column: Any
@@ -72,6 +92,9 @@ class ValueColumn:
     low: int
     high: int
     resolution: float
+    kind: str = "number"
+    unit: str = "s"
+    tz: Any = None
 
     @property
     def measured(self) -> tuple[str, ...]:
@@ -96,12 +119,19 @@ class ValueColumn:
 
 @dataclass(frozen=True)
 class Measurement:
-    """One measured vector: its value column (index), kind, sensitivity and calibrated noise."""
+    """One measured vector: its value column (index), kind, sensitivity and calibrated noise.
+
+    By geography, ``level_losses`` holds every level's loss (``None``: the level is not measured),
+    ``level_noises`` their noises, and ``noise`` is the one of them with the widest interval factor
+    (:meth:`~pandas_dp.privacy.loss.Noise.tail_factor`), which draws the intervals.
+    """
 
     column: int
     kind: str
     sensitivity: Sensitivity
     noise: Noise
+    level_losses: tuple[PrivacyLoss | None, ...] = ()
+    level_noises: tuple[Noise | None, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -113,7 +143,8 @@ class AggregatePlan:
     share: Fraction
 
 
-def plan_aggregate(values: tuple[ValueColumn, ...], loss: PrivacyLoss, unit: Sensitivity) -> AggregatePlan:
+def plan_aggregate(values: tuple[ValueColumn, ...], loss: PrivacyLoss, unit: Sensitivity,
+                   level_shares: tuple[Fraction, ...] = (), level_names: tuple[str, ...] = ()) -> AggregatePlan:
     """Split ``loss`` equally across the measured vectors and calibrate each one's noise.
 
     Parameters
@@ -124,6 +155,9 @@ def plan_aggregate(values: tuple[ValueColumn, ...], loss: PrivacyLoss, unit: Sen
     unit : Sensitivity
         How far one privacy unit moves a count vector: ``(1, 1)`` for rows, ``(k, k**2)`` for a unit
         keeping at most ``k`` rows; a value vector's sensitivity is this scaled by its per-row change.
+    level_shares, level_names : tuple, optional
+        By geography: every level's exact share of each measured vector's part (summing to 1; ``0``:
+        the level is not measured) and the level names (for messages).
 
     Raises
     ------
@@ -145,27 +179,59 @@ def plan_aggregate(values: tuple[ValueColumn, ...], loss: PrivacyLoss, unit: Sen
     for i, kind in kinds:
         sensitivity = unit.scaled(values[i].per_row(kind))
         what = f"the {kind} of column {values[i].column!r}"
-        measurements.append(Measurement(i, kind, sensitivity, part.noise(sensitivity, what=what)))
+        if not level_shares:
+            measurements.append(Measurement(i, kind, sensitivity, part.noise(sensitivity, what=what)))
+            continue
+        losses = tuple(p if s > 0 else None for p, s in zip(part.split(level_shares), level_shares))
+        noises = tuple(None if p is None else p.noise(sensitivity, what=f"{what} at level {name!r}")
+                       for p, name in zip(losses, level_names))
+        widest = max((n for n in noises if n is not None), key=lambda n: n.tail_factor(FLAG_LEVEL))
+        measurements.append(Measurement(i, kind, sensitivity, widest, losses, noises))
     return AggregatePlan(tuple(values), tuple(measurements), share)
 
 
-def measure(exact: np.ndarray, plan: AggregatePlan, rng: Any) -> list[np.ndarray]:
-    """Noisy measured vectors (int64), in the plan's order, from the exact ``(columns, 2, cells)`` sums.
+def _vector(exact: np.ndarray, m: Measurement, v: ValueColumn) -> np.ndarray:
+    """The exact measured vector ``m`` (int64) from the ``(2, cells)`` counts and sums of its column."""
+    n, s = exact[0], exact[1]
+    if m.kind == "count":
+        return np.asarray(n, dtype=np.int64)
+    if m.kind == "sum":
+        return np.asarray(s, dtype=np.int64)
+    return np.asarray(2 * s - (v.low + v.high) * n, dtype=np.int64)
+
+
+def measure(exact: np.ndarray, plan: AggregatePlan, rng: Any) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Noisy measured vectors in the plan's order, each with its noise variance per cell.
 
     ``exact[i, 0]`` is the number of rows with a value of column ``i`` in every cell and
     ``exact[i, 1]`` the sum of their grid values; the centred sum is computed from them exactly.
     """
     out = []
     for m in plan.measurements:
-        v = plan.values[m.column]
-        n, s = exact[m.column, 0], exact[m.column, 1]
-        if m.kind == "count":
-            vector = n
-        elif m.kind == "sum":
-            vector = s
-        else:
-            vector = 2 * s - (v.low + v.high) * n
-        out.append(m.noise.add(np.asarray(vector, dtype=np.int64), rng))
+        noisy = m.noise.add(_vector(exact[m.column], m, plan.values[m.column]), rng)
+        out.append((np.asarray(noisy, dtype=np.float64), np.full(noisy.shape, m.noise.variance())))
+    return out
+
+
+def measure_geography(exact: np.ndarray, plan: AggregatePlan, tree: RegionTree,
+                      rng: Any) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Consistent measured vectors by geography, each with its exact GLS variance per (region, cell).
+
+    ``exact`` is ``(columns, 2, leaves * cells)``: the leaf table of every column's counts and sums.
+    Every measured vector is summed to every level (:func:`level_tables`), noised level by level
+    and made consistent (:func:`release_geography`); the output concatenates the levels, root first,
+    region after region, cell after cell.
+    """
+    leaves = len(tree.regions[-1])
+    parents = [None, *tree.parents[1:]]
+    out = []
+    for m in plan.measurements:
+        leaf = _vector(exact[m.column], m, plan.values[m.column]).reshape(leaves, -1)
+        rel = release_geography(level_tables(leaf, tree), parents, level_losses=m.level_losses,
+                                sensitivity=m.sensitivity, rng=rng)
+        cells = leaf.shape[1]
+        out.append((np.concatenate([np.asarray(e, dtype=np.float64).reshape(-1) for e in rel.estimates]),
+                    np.concatenate([np.repeat(np.asarray(v, dtype=np.float64), cells) for v in rel.variances])))
     return out
 
 
@@ -180,9 +246,15 @@ class Estimates:
     counts: dict[int, np.ndarray]
 
 
-def estimate(noisy: list[np.ndarray], plan: AggregatePlan) -> Estimates:
-    """The asked statistics from the noisy vectors (post-processing; see the module notes)."""
-    got = {(m.column, m.kind): (np.asarray(x, dtype=np.float64), m.noise) for m, x in zip(plan.measurements, noisy)}
+def estimate(measured: list[tuple[np.ndarray, np.ndarray]], plan: AggregatePlan) -> Estimates:
+    """The asked statistics from the measured vectors and their variances (post-processing; module notes).
+
+    A count, and a sum without a mean, is one draw of integer noise when the plan has no levels: its
+    interval is then the noise's exact quantile (``"exact"``); by geography, and for everything derived
+    from a centred sum, the interval is the noise's tail factor times the standard error (``"tail"``).
+    """
+    got = {(m.column, m.kind): (x, var, m.noise) for m, (x, var) in zip(plan.measurements, measured)}
+    flat = not any(m.level_losses for m in plan.measurements)
     est: dict[tuple[int, str], np.ndarray] = {}
     var: dict[tuple[int, str], np.ndarray] = {}
     rules: dict[tuple[int, str], tuple[str, Noise, float, float]] = {}
@@ -191,31 +263,31 @@ def estimate(noisy: list[np.ndarray], plan: AggregatePlan) -> Estimates:
         r = float(v.resolution)
         lo, hi = v.low * r, v.high * r
         if (i, "count") in got:
-            n, n_noise = got[i, "count"]
+            n, var_n, n_noise = got[i, "count"]
             counts[i] = n
         for stat in v.statistics:
             key = (i, stat)
             if stat == "count":
-                est[key], var[key] = n, np.full(n.shape, n_noise.variance())
-                rules[key] = ("exact", n_noise, math.nan, math.nan)
+                est[key], var[key] = n, var_n
+                rules[key] = ("exact" if flat else "tail", n_noise, math.nan, math.nan)
             elif stat == "sum" and (i, "sum") in got:
-                s, s_noise = got[i, "sum"]
-                est[key], var[key] = r * s, np.full(s.shape, r * r * s_noise.variance())
-                rules[key] = ("exact_scaled", s_noise, r, math.nan)
+                s, var_s, s_noise = got[i, "sum"]
+                est[key], var[key] = r * s, r * r * var_s
+                rules[key] = ("exact_scaled", s_noise, r, math.nan) if flat else ("tail", s_noise, math.nan, math.nan)
             elif stat == "sum":
-                c, c_noise = got[i, "centred"]
+                c, var_c, c_noise = got[i, "centred"]
                 mid2 = float(v.low + v.high)
                 est[key] = r * (c + mid2 * n) / 2.0
-                var[key] = np.full(c.shape, (r / 2.0) ** 2 * (c_noise.variance() + mid2 * mid2 * n_noise.variance()))
+                var[key] = (r / 2.0) ** 2 * (var_c + mid2 * mid2 * var_n)
                 rules[key] = ("tail", c_noise, math.nan, math.nan)
             else:
-                c, c_noise = got[i, "centred"]
-                est[key], var[key] = _mean(c, n, c_noise.variance(), n_noise.variance(), v, c_noise)
+                c, var_c, c_noise = got[i, "centred"]
+                est[key], var[key] = _mean(c, n, var_c, var_n, v, c_noise)
                 rules[key] = ("tail", c_noise, lo, hi)
     return Estimates(est, var, rules, counts)
 
 
-def _mean(c: np.ndarray, n: np.ndarray, var_c: float, var_n: float, v: ValueColumn,
+def _mean(c: np.ndarray, n: np.ndarray, var_c: np.ndarray, var_n: np.ndarray, v: ValueColumn,
           c_noise: Noise) -> tuple[np.ndarray, np.ndarray]:
     """Mean per cell (data units) and its delta-method variance; NaN where the cell is too small."""
     r = float(v.resolution)

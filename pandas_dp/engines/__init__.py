@@ -79,13 +79,16 @@ class Engine(Protocol):
     def bin_counts(self, frame: Any, grid: Grid) -> np.ndarray:
         """Exact int64 counts of ``frame``'s rows in every cell of ``grid`` (shape ``grid.shape``)."""
 
-    def value_sums(self, frame: Any, grid: Grid, values: Sequence[ValueGrid]) -> np.ndarray:
-        """``(columns, 2, grid.size)`` int64: per value column and cell, the rows with a value and the sum of their
-        values on the column's public grid (a missing or non-numeric value is dropped from its column only)."""
+    def value_sums(self, frame: Any, grid: Grid, values: Sequence[ValueGrid],
+                   tree: RegionTree | None = None) -> np.ndarray:
+        """``(columns, 2, cells)`` int64: per value column and cell (with a region ``tree``: per (leaf region,
+        cell)), the rows with a value and the sum of their values on the column's public grid (a missing or
+        non-numeric value is dropped from its column only)."""
 
-    def coded_value_rows(self, frame: Any, grid: Grid, values: Sequence[ValueGrid],
-                         bounds: UnitBounds) -> CodedValueRows:
-        """The rows coded by cell, grid value of every value column and privacy unit, for bounded sums."""
+    def coded_value_rows(self, frame: Any, grid: Grid, values: Sequence[ValueGrid], bounds: UnitBounds,
+                         tree: RegionTree | None = None) -> CodedValueRows:
+        """The rows coded by cell (or (leaf region, cell)), grid value of every value column and privacy unit,
+        for bounded sums."""
 
     def group_counts(self, values: Any, ids: pd.Index | None) -> np.ndarray:
         """Rows per public group id (aligned with ``ids``), or per group present when ``ids`` is None."""

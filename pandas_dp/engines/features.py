@@ -116,9 +116,12 @@ class CountingEngine:
         flat = self.primitives.reduce(frame, list(grid.columns), pieces.flat_bin_counts, grid, pieces.sum_arrays)
         return np.asarray(flat, dtype=np.int64).reshape(grid.shape)
 
-    def value_sums(self, frame: Any, grid: Grid, values: Sequence[ValueGrid]) -> np.ndarray:
-        """``(columns, 2, grid.size)`` int64: per value column and cell, the rows with a value and the exact sum
-        of their values on the column's public grid (:mod:`pandas_dp.engines.pandas.values`).
+    def value_sums(self, frame: Any, grid: Grid, values: Sequence[ValueGrid],
+                   tree: RegionTree | None = None) -> np.ndarray:
+        """``(columns, 2, cells)`` int64: per value column and cell, the rows with a value and the exact sum
+        of their values on the column's public grid (:mod:`pandas_dp.engines.pandas.values`). With a region
+        ``tree`` the cells are ``(leaf region, cell)``, ``leaf * grid.size + cell`` (rows out of the tree dropped,
+        as :mod:`pandas_dp.engines.pandas.geography_counts` drops them).
 
         Examples
         --------
@@ -132,19 +135,23 @@ class CountingEngine:
         [[[2, 1], [110, 3]]]
         """
         self._check(frame, [grid])
-        public = pieces.ValueTables(grid, tuple(values))
-        columns = list(dict.fromkeys([*grid.columns, *(v.column for v in values)]))
+        public = pieces.ValueTables(grid, tuple(values), tree)
+        located = () if tree is None else tree.located
+        columns = list(dict.fromkeys([*located, *grid.columns, *(v.column for v in values)]))
         flat = self.primitives.reduce(frame, columns, pieces.flat_value_sums, public, pieces.sum_arrays)
-        return np.asarray(flat, dtype=np.int64).reshape(len(values), 2, grid.size)
+        return np.asarray(flat, dtype=np.int64).reshape(len(values), 2, pieces.value_cell_count(public))
 
-    def coded_value_rows(self, frame: Any, grid: Grid, values: Sequence[ValueGrid], bounds: UnitBounds) -> CodedValues:
-        """The rows coded by cell, value on every value column's grid, and privacy unit (sums with bounded units)."""
+    def coded_value_rows(self, frame: Any, grid: Grid, values: Sequence[ValueGrid], bounds: UnitBounds,
+                         tree: RegionTree | None = None) -> CodedValues:
+        """The rows coded by cell (with a ``tree``: by (leaf region, cell)), value on every value column's grid,
+        and privacy unit (sums with bounded units; the bound applies to the rows in the domain)."""
         self._check(frame, [grid])
-        public = pieces.ValueTables(grid, tuple(values))
-        columns = list(dict.fromkeys([*grid.columns, *(v.column for v in values), bounds.column]))
+        public = pieces.ValueTables(grid, tuple(values), tree)
+        located = () if tree is None else tree.located
+        columns = list(dict.fromkeys([*located, *grid.columns, *(v.column for v in values), bounds.column]))
         rows = self.primitives.unit_rows(frame, columns, pieces.value_codes, public, bounds.column,
                                          hashes=bounds.scheme == "cells", n_codes=1 + len(values))
-        return CodedValues(rows, grid.size, len(values))
+        return CodedValues(rows, pieces.value_cell_count(public), len(values))
 
     def group_counts(self, values: Any, ids: pd.Index | None) -> np.ndarray:
         """Rows per public group id (aligned with ``ids``), or per group present when ``ids`` is None (any order)."""

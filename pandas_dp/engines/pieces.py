@@ -23,7 +23,7 @@ from pandas_dp.domain.geography import RegionTree
 from pandas_dp.engines.pandas.bounding import (bound_codes, bounded_cell_counts, contribution_histogram, group_cells,
                                                index_dtype, kept_and_dropped, unit_hashes)
 from pandas_dp.engines.pandas.counts import bin_counts, cell_codes, group_counts
-from pandas_dp.engines.pandas.geography_counts import leaf_cell_codes, leaf_cell_counts
+from pandas_dp.engines.pandas.geography_counts import leaf_cell_codes, leaf_cell_counts, leaf_positions
 from pandas_dp.engines.pandas.geography_marginals import region_attribute_codes, region_marginal_counts
 from pandas_dp.engines.pandas.marginals import attribute_codes, in_domain, marginal_counts
 from pandas_dp.engines.pandas.values import ValueGrid, cell_value_sums, grid_values
@@ -35,7 +35,7 @@ __all__ = ["sum_arrays", "add_tables", "merge_by_id", "Tables", "GeographyTables
            "table_counts", "geography_table_counts", "narrow_cell_codes", "group_codes", "group_hash_codes",
            "leaf_codes", "table_codes", "geography_table_codes", "bounded_counts", "contributions",
            "kept_dropped", "bounded_group_counts", "merge_group_counts", "group_count_values", "bounded_tables",
-           "ValueTables", "flat_value_sums", "value_codes", "bounded_value_sums"]
+           "ValueTables", "value_cell_count", "flat_value_sums", "value_codes", "bounded_value_sums"]
 
 
 # -- combining partial counts ------------------------------------------------------------------------------
@@ -97,10 +97,12 @@ class GeographyTables:
 
 @dataclass(frozen=True, eq=False)
 class ValueTables:
-    """A grid of cells and the public grids of the value columns summed in them."""
+    """A grid of cells and the public grids of the value columns summed in them; with a region tree, the cells
+    are ``(leaf region, cell)``, coded ``leaf * grid.size + cell``."""
 
     grid: Grid
     values: tuple[ValueGrid, ...]
+    tree: RegionTree | None = None
 
 
 # -- counting a piece of rows without units ----------------------------------------------------------------
@@ -162,15 +164,30 @@ def _cells(piece: pd.DataFrame, grid: Grid) -> np.ndarray:
     return cell_codes(piece, grid)
 
 
+def _value_cells(piece: pd.DataFrame, public: ValueTables) -> np.ndarray:
+    """Every row's cell code, or with a tree its ``leaf * cells + cell`` code (-1: out of the domain)."""
+    cells = _cells(piece, public.grid)
+    if public.tree is None:
+        return cells
+    leaf = leaf_positions(piece, public.tree)
+    return np.where((leaf >= 0) & (cells >= 0), leaf * public.grid.size + cells, -1)
+
+
+def value_cell_count(public: ValueTables) -> int:
+    """How many cells the value sums have: the grid's, times the leaf regions with a tree."""
+    leaves = 1 if public.tree is None else len(public.tree.regions[-1])
+    return leaves * public.grid.size
+
+
 def flat_value_sums(piece: pd.DataFrame, public: ValueTables) -> np.ndarray:
     """``(columns, 2, cells)``: rows with a value and the sum of their grid values, per value column and cell."""
     values = [grid_values(piece[v.column], v) for v in public.values]
-    return cell_value_sums(_cells(piece, public.grid), values, public.grid.size)
+    return cell_value_sums(_value_cells(piece, public), values, value_cell_count(public))
 
 
 def value_codes(piece: pd.DataFrame, public: ValueTables) -> list[np.ndarray]:
     """Every row's cell code, then its grid value in every value column (``MISSING``: none)."""
-    return [_cells(piece, public.grid), *(grid_values(piece[v.column], v) for v in public.values)]
+    return [_value_cells(piece, public), *(grid_values(piece[v.column], v) for v in public.values)]
 
 
 # -- coding a piece of rows for unit bounding ----------------------------------------------------------------

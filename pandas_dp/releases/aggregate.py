@@ -6,30 +6,40 @@
 loss split equally), and runs them through the one pipeline: one pass over the rows
 (``engine.value_sums``, or ``engine.coded_value_rows`` with a privacy unit), one charge, the
 noise, and an :class:`~pandas_dp.results.aggregate.Aggregate`.
+
+By geography (``by=``, ``hierarchy=`` or ``by_categories=``, ``level_weights=``), the engine sums every
+(leaf region, cell) and every measured vector is released on every level of the public region tree and
+made consistent by exact GLS (:func:`pandas_dp.algorithms.aggregate.measure_geography`); each vector's part
+of the loss is split across the levels by the level weights. ``public_totals=`` is refused: totals count
+rows, while a value column's count leaves out its missing values, so a total does not hold the counts the
+release measures.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from pandas_dp._utils.public import float_array
-from pandas_dp._utils.rational import fraction_text, safe_repr, to_fraction
-from pandas_dp.algorithms.aggregate import (MAX_STEPS, STATISTICS, AggregatePlan, ValueColumn, estimate, measure,
-                                            plan_aggregate)
+from pandas_dp._utils.rational import fraction_text, safe_repr
+from pandas_dp.algorithms.aggregate import (STATISTICS, AggregatePlan, ValueColumn, estimate, measure,
+                                            measure_geography, plan_aggregate)
+from pandas_dp.domain.geography import RegionTree
 from pandas_dp.domain.grid import Grid, make_grid
 from pandas_dp.engines.pandas.values import ValueGrid
 from pandas_dp.errors import PandasDPError, ParameterError
 from pandas_dp.noise.words import release_key
 from pandas_dp.privacy.loss import Sensitivity
 from pandas_dp.privacy.units import UnitArguments, UnitBounds
+from pandas_dp.releases.geography import check_size
+from pandas_dp.releases.geography_arguments import GeographyArguments
 from pandas_dp.releases.params import check_columns, check_rng
 from pandas_dp.releases.pipeline import Release, privacy_loss, run
-from pandas_dp.results.aggregate import Aggregate
+from pandas_dp.releases.value_bounds import check_value_grids, same_label
+from pandas_dp.results.aggregate import Aggregate, as_duration, as_time
+from pandas_dp.results.geography_layout import RESERVED_NAMES, geography_index
 
 __all__ = ["aggregate", "check_aggs", "check_value_grids"]
 
@@ -43,55 +53,75 @@ def aggregate(frame: pd.DataFrame, columns: Any, aggs: Any, *, bounds: Any, reso
               by_categories: Any = None, level_weights: Any = None, public_totals: Any = None,
               rng: Any = None) -> Aggregate:
     """Release counts, sums and means of value columns per cell (see ``DataFrame.dp.aggregate``)."""
-    geography = {"by": by, "hierarchy": hierarchy, "by_categories": by_categories, "level_weights": level_weights,
-                 "public_totals": public_totals}
-    given = [k for k, v in geography.items() if v is not None]
-    if given:
-        raise ParameterError(f"aggregate by geography ({', '.join(given)}=) is not available yet; release per "
-                             f"level with a histogram (df.dp.histogram(..., by=...)) for counts, or call aggregate "
-                             f"with the region column among its columns and public categories=. Drop {given[0]}=.")
+    geography = GeographyArguments(by, hierarchy, by_categories, level_weights, public_totals)
+    if geography.given:
+        geography.check_by()
+        if geography.public_totals is not None:
+            raise ParameterError("aggregate does not take public_totals= yet: a public total counts rows, while a "
+                                 "value column's count leaves out its missing values, so the totals do not hold "
+                                 "what the release measures. Drop public_totals= (the counts and sums are still "
+                                 "consistent across the levels).")
     cols = [] if _no_cells(columns) else check_columns(frame, columns)
     asked = check_aggs(frame, aggs)
-    clash = [c for c, _ in asked if any(c is d or _same_label(c, d) for d in cols)]
+    clash = [c for c, _ in asked if any(c is d or same_label(c, d) for d in cols)]
     if clash:
         raise ParameterError(f"The column {safe_repr(clash[0])} is both a cell column (columns=) and a value "
                              f"column (aggs=); a column is either the cells or what is summed in them.")
     loss = privacy_loss(epsilon, rho)
     generator = check_rng(rng)
-    unit = UnitArguments(privacy_unit, max_rows).bounds(frame.columns, reserved=(*cols, *(c for c, _ in asked)))
+    tree = geography.tree(frame.columns) if geography.given else None
+    located = () if tree is None else tree.located
+    if tree is not None:
+        _check_geography_columns(cols, asked, located)
+    unit = UnitArguments(privacy_unit, max_rows).bounds(frame.columns,
+                                                        reserved=(*cols, *(c for c, _ in asked), *located))
     if unit is not None and unit.auto:
         raise ParameterError("max_rows='auto' is not available for aggregate yet; pass a public max_rows=k "
                              "(e.g. max_rows=1 when each person has one row).")
     values = check_value_grids(asked, bounds, resolution)
     grid = make_grid(frame, cols, bins=bins, categories=categories, other=other)
+    if tree is not None:
+        check_size(tree, grid)
     unit_change = unit.histogram_sensitivity() if unit is not None else Sensitivity()
-    plan = plan_aggregate(values, loss, unit_change)
-    value_grids = [ValueGrid(v.column, v.low, v.high, v.resolution) for v in values]
-    params = _params(plan, grid, unit)
+    if tree is None:
+        plan = plan_aggregate(values, loss, unit_change)
+    else:
+        plan = plan_aggregate(values, loss, unit_change, geography.shares(tree.level_names), tree.level_names)
+    value_grids = [ValueGrid(v.column, v.low, v.high, v.resolution, v.kind, v.unit, v.tz is not None)
+                   for v in values]
+    params = _params(plan, grid, unit, tree)
 
     def mechanism(exact: Any) -> Aggregate:
         sums = exact.sums(unit, release_key(generator)) if unit is not None else exact
-        return _wrap(estimate(measure(sums, plan, generator), plan), plan, grid, loss, params)
+        measured = measure(sums, plan, generator) if tree is None else measure_geography(sums, plan, tree, generator)
+        return _wrap(estimate(measured, plan), plan, grid, loss, params, tree)
 
     if unit is None:
-        count = lambda engine: engine.value_sums(frame, grid, value_grids)  # noqa: E731
+        count = lambda engine: engine.value_sums(frame, grid, value_grids, tree)  # noqa: E731
     else:
-        count = lambda engine: engine.coded_value_rows(frame, grid, value_grids, unit)  # noqa: E731
-    return run(frame, Release(loss=loss, method="aggregate", columns=[*cols, *(c for c, _ in asked)],
-                              params=params, count=count, mechanism=mechanism))
+        count = lambda engine: engine.coded_value_rows(frame, grid, value_grids, unit, tree)  # noqa: E731
+    used = [*cols, *(c for c in located if c not in cols), *(c for c, _ in asked)]
+    return run(frame, Release(loss=loss, method="aggregate", columns=used, params=params, count=count,
+                              mechanism=mechanism))
+
+
+def _check_geography_columns(cols: list[Any], asked: list[tuple[Any, tuple[str, ...]]],
+                             located: tuple[Any, ...]) -> None:
+    """Refuse a geography column among the value columns, and cell columns named like the result's columns."""
+    both = [c for c, _ in asked if any(c is d or same_label(c, d) for d in located)]
+    if both:
+        raise ParameterError(f"The column {safe_repr(both[0])} is both a geography column (by=) and a value "
+                             f"column (aggs=); drop it from aggs=.")
+    reserved = [c for c in cols if isinstance(c, str) and c in RESERVED_NAMES]
+    if reserved:
+        raise ParameterError(f"Column(s) {reserved} share a name with the result's columns {list(RESERVED_NAMES)}; "
+                             f"rename them (df.rename(columns=...)) first.")
 
 
 def _no_cells(columns: Any) -> bool:
     """``columns=[]`` (or ``()``): one row for all rows (the container's own length, not an override's)."""
     return (isinstance(columns, list) and list.__len__(columns) == 0) or (
         isinstance(columns, tuple) and tuple.__len__(columns) == 0)
-
-
-def _same_label(a: Any, b: Any) -> bool:
-    try:
-        return bool(type(a) is type(b) and a == b)
-    except Exception:  # noqa: BLE001 - labels were checked hashable and comparable with the frame's
-        return False
 
 
 def check_aggs(frame: Any, aggs: Any) -> list[tuple[Any, tuple[str, ...]]]:
@@ -163,102 +193,56 @@ def _statistic(value: Any, label: Any) -> str:
                          f"{list(STATISTICS)} ('median' and ('quantile', q) come with the quantiles release).")
 
 
-def _lookup(mapping: Any, label: Any, name: str) -> tuple[bool, Any]:
-    """``(found, mapping[label])`` for a public mapping keyed by column labels."""
-    try:
-        keys = list(dict.keys(mapping)) if isinstance(mapping, dict) else list(mapping.keys())
-        for key in keys:
-            if key is label or _same_label(key, label):
-                return True, (dict.__getitem__(mapping, key) if isinstance(mapping, dict) else mapping[key])
-    except Exception as err:  # noqa: BLE001 - a hostile mapping
-        raise ParameterError(f"The '{name}' parameter could not be read as a dict keyed by column; pass a plain "
-                             f"dict such as {name}={{'income': ...}}.") from err
-    return False, None
-
-
-def _readable(mapping: Any, name: str) -> None:
-    """Refuse a mapping whose keys cannot be read (a key not among the value columns is ignored)."""
-    try:
-        list(dict.keys(mapping)) if isinstance(mapping, dict) else list(mapping.keys())
-    except Exception as err:  # noqa: BLE001 - a hostile mapping
-        raise ParameterError(f"The '{name}' parameter could not be read as a dict keyed by column; pass a plain "
-                             f"dict such as {name}={{'income': ...}}.") from err
-
-
-def _pair(value: Any, label: Any) -> tuple[float, float]:
-    bad = isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple, np.ndarray))
-    try:
-        items = [] if bad else list(value)
-    except Exception:  # noqa: BLE001 - a hostile sequence
-        items, bad = [], True
-    if not bad and (len(items) != 2 or any(isinstance(v, (bool, np.bool_, str, bytes)) for v in items)):
-        bad = True
-    arr = None if bad else float_array(items)
-    if arr is None or arr.shape != (2,) or not np.isfinite(arr).all() or not arr[0] < arr[1]:
-        raise ParameterError(f"bounds[{safe_repr(label)}] must be public clipping bounds (low, high): two finite "
-                             f"numbers with low < high, chosen without looking at the data (e.g. (0, 250_000) for "
-                             f"a yearly income). Got {safe_repr(value)}.")
-    return float(arr[0]), float(arr[1])
-
-
-def _step(value: Any, label: Any) -> float:
-    if value is None:
-        return 1.0
-    try:
-        step = float(to_fraction(value, name="resolution"))
-    except ParameterError as err:
-        raise ParameterError(f"resolution[{safe_repr(label)}] must be a positive number (the public grid step "
-                             f"values are rounded to, e.g. 1 or 0.01). Got {safe_repr(value)}.") from err
-    if not (step > 0 and math.isfinite(step)):
-        raise ParameterError(f"resolution[{safe_repr(label)}] is too small to use. Got {safe_repr(value)}.")
-    return step
-
-
-def check_value_grids(asked: list[tuple[Any, tuple[str, ...]]], bounds: Any,
-                      resolution: Any) -> tuple[ValueColumn, ...]:
-    """Every value column's public bounds and grid step, checked (``bounds`` required, never from the data)."""
-    if not isinstance(bounds, Mapping):
-        raise ParameterError(f"The 'bounds' parameter must be a dict of value column -> (low, high), public "
-                             f"clipping bounds for every column of aggs= (e.g. bounds={{'income': (0, 250_000)}}); "
-                             f"they are never read from the data. Got {safe_repr(bounds)}.")
-    _readable(bounds, "bounds")
-    per_column = isinstance(resolution, Mapping)
-    if per_column:
-        _readable(resolution, "resolution")
-    out = []
-    for label, stats in asked:
-        found, pair = _lookup(bounds, label, "bounds")
-        if not found:
-            raise ParameterError(f"The 'bounds' parameter has no bounds for the value column {safe_repr(label)}; "
-                                 f"pass public clipping bounds for every column of aggs=, e.g. "
-                                 f"bounds={{{safe_repr(label)}: (low, high)}}.")
-        low, high = _pair(pair, label)
-        step = _step(_lookup(resolution, label, "resolution")[1] if per_column else resolution, label)
-        with np.errstate(all="ignore"):
-            a, b = float(np.rint(low / step)), float(np.rint(high / step))
-        if not (math.isfinite(a) and math.isfinite(b) and max(abs(a), abs(b)) <= MAX_STEPS):
-            raise ParameterError(f"bounds[{safe_repr(label)}] span more than {MAX_STEPS:,} steps of resolution "
-                                 f"{step!r}; pass a coarser resolution= (e.g. 100) or tighter public bounds.")
-        if not a < b:
-            raise ParameterError(f"resolution={step!r} is coarser than bounds[{safe_repr(label)}] = ({low!r}, "
-                                 f"{high!r}): both bounds round to one grid value. Pass a finer resolution.")
-        out.append(ValueColumn(label, stats, int(a), int(b), step))
-    return tuple(out)
-
-
-def _params(plan: AggregatePlan, grid: Grid, unit: UnitBounds | None) -> dict[str, Any]:
+def _params(plan: AggregatePlan, grid: Grid, unit: UnitBounds | None, tree: RegionTree | None) -> dict[str, Any]:
     """The public record of the release (the ledger row and the result's ``params``)."""
-    values = {str(v.column): {"statistics": list(v.statistics), "bounds": [v.low * v.resolution,
-                                                                           v.high * v.resolution],
-                              "resolution": v.resolution, "grid_steps": [v.low, v.high]} for v in plan.values}
-    measurements = [{"column": str(plan.values[m.column].column), "kind": m.kind,
-                     "sensitivity": m.sensitivity.describe(), **m.noise.describe()} for m in plan.measurements]
+    values = {str(v.column): {"statistics": list(v.statistics), **_record(v), "grid_steps": [v.low, v.high]}
+              for v in plan.values}
+    measurements = []
+    for m in plan.measurements:
+        entry: dict[str, Any] = {"column": str(plan.values[m.column].column), "kind": m.kind,
+                                 "sensitivity": m.sensitivity.describe()}
+        if m.level_losses:
+            entry["levels"] = [None if p is None or n is None else {"loss": fraction_text(p.amount), **n.describe()}
+                               for p, n in zip(m.level_losses, m.level_noises)]
+        else:
+            entry.update(m.noise.describe())
+        measurements.append(entry)
+    geography: dict[str, Any] = {}
+    if tree is not None:
+        geography = {"by": list(tree.level_names[1:]), "levels": list(tree.level_names),
+                     "regions_per_level": [len(r) for r in tree.regions],
+                     "consistency": "exact GLS across the geography (every parent = sum of its children)"}
     return {"shape": list(grid.shape), "values": values, "split": "equal", "share": fraction_text(plan.share),
-            "measurements": measurements, **(unit.describe() if unit is not None else {})}
+            "measurements": measurements, **geography, **(unit.describe() if unit is not None else {})}
 
 
-def _wrap(found: Any, plan: AggregatePlan, grid: Grid, loss: Any, params: dict[str, Any]) -> Aggregate:
-    index = grid.index if grid.ndim else pd.Index(["national"])
+def _record(v: ValueColumn) -> dict[str, Any]:
+    """The bounds and resolution in data units (dates and durations as ISO 8601 text)."""
+    if v.kind == "number":
+        return {"bounds": [v.low * v.resolution, v.high * v.resolution], "resolution": v.resolution}
+    convert = as_time if v.kind == "datetime" else as_duration
+    lo, hi = (convert(np.array([k * v.resolution]), v)[0] for k in (v.low, v.high))
+    return {"bounds": [lo.isoformat(), hi.isoformat()], "resolution": as_duration(np.array([v.resolution]),
+                                                                                    v)[0].isoformat(),
+            "kind": v.kind, "unit": v.unit}
+
+
+def _index(grid: Grid, tree: RegionTree | None) -> pd.Index:
+    """One label per released row: the cells, ``"national"`` for no cells, or ``(level, region, *cells)``."""
+    if tree is None:
+        return grid.index if grid.ndim else pd.Index(["national"])
+    if grid.ndim:
+        return geography_index(tree.level_names, tree.regions, grid)
+    sizes = np.array([len(r) for r in tree.regions], dtype=np.int64)
+    level = np.repeat(np.arange(len(sizes)), sizes)
+    labels = np.concatenate([r.to_numpy(dtype=object) for r in tree.regions])
+    return pd.MultiIndex.from_arrays([pd.Categorical.from_codes(level, categories=list(tree.level_names)), labels],
+                                     names=["level", "region"])
+
+
+def _wrap(found: Any, plan: AggregatePlan, grid: Grid, loss: Any, params: dict[str, Any],
+          tree: RegionTree | None) -> Aggregate:
+    index = _index(grid, tree)
     keys = [(i, s) for i, v in enumerate(plan.values) for s in v.statistics]
     columns = pd.MultiIndex.from_tuples([(plan.values[i].column, s) for i, s in keys])
     estimates = pd.DataFrame(np.column_stack([found.estimates[k] for k in keys]), index=index, columns=columns)
@@ -268,6 +252,8 @@ def _wrap(found: Any, plan: AggregatePlan, grid: Grid, loss: Any, params: dict[s
     counts = pd.DataFrame(np.column_stack([found.counts[i] for i in counted]) if counted else
                           np.zeros((len(index), 0)), index=index,
                           columns=pd.Index([plan.values[i].column for i in counted], tupleize_cols=False))
+    times = tuple(None if plan.values[i].kind == "number" or s == "count" else plan.values[i] for i, s in keys)
     return Aggregate(estimates=estimates, std_errors=errors, count=counts, epsilon=loss.pure_epsilon,
                      params=params, rules=tuple(found.rules[k] for k in keys), loss=loss,
-                     columns=tuple(grid.columns))
+                     columns=tuple(grid.columns), levels=() if tree is None else tuple(tree.level_names),
+                     times=times)

@@ -161,8 +161,8 @@ MARGINALS_PARAMS = ParamTable("marginals", (
         ``nonnegative``), with the rounding's extra error in ``error()`` (post-processing). With
         ``by``: every region's tables, consistent across the geography too; public totals must
         be whole numbers.""")))
-#: ``aggregate`` (issue 42): cells as for histogram, statistics of value columns; the geography keywords are
-#: declared (DESIGN section 8) and refused by the release until aggregate by geography lands.
+#: ``aggregate`` (issue 42): cells as for histogram, statistics of value columns, and the geography keywords
+#: (DESIGN section 8; ``public_totals`` is refused: a value column's count leaves out its missing values).
 AGGREGATE_PARAMS = ParamTable("aggregate", (
     _arg("columns", REQUIRED, POSITIONAL, "labels"), _arg("aggs", REQUIRED, POSITIONAL, "keys"),
     _arg("bounds", REQUIRED, names="keys"), _arg("resolution", names="keys"), _arg("bins", names="keys"),

@@ -11,13 +11,33 @@ import pandas as pd
 
 from pandas_dp._utils.checks import normal_quantile
 from pandas_dp._utils.optional import import_optional
+from pandas_dp.algorithms.aggregate import ValueColumn
+from pandas_dp.domain.timevalues import NAT, UNITS
 from pandas_dp.errors import ParameterError
 from pandas_dp.results._checks import check_axes
 from pandas_dp.results._base import FrozenRelease, MeasureView
 from pandas_dp.results._format import estimates_table, guarantee_text, html_params, privacy_text
 from pandas_dp.results.frozen import stored_fields
 
-__all__ = ["Aggregate"]
+__all__ = ["Aggregate", "as_time", "as_duration"]
+
+
+def _nanoseconds(keys: np.ndarray, v: ValueColumn) -> np.ndarray:
+    """Keys of ``v.unit`` as int64 nanoseconds (NaT where not finite or out of range)."""
+    x = np.asarray(keys, dtype=np.float64) * UNITS[v.unit]
+    ok = np.isfinite(x) & (np.abs(x) < 9.2e18)
+    return np.where(ok, np.rint(np.where(ok, x, 0.0)), 0.0).astype(np.int64) * ok + NAT * ~ok
+
+
+def as_time(keys: np.ndarray, v: ValueColumn) -> pd.DatetimeIndex:
+    """Date keys (``v.unit`` since the epoch; UTC instants with a time zone) as dates, in ``v.tz``."""
+    out = pd.DatetimeIndex(_nanoseconds(keys, v).view("M8[ns]"))
+    return out.tz_localize("UTC").tz_convert(v.tz) if v.tz is not None else out
+
+
+def as_duration(keys: np.ndarray, v: ValueColumn) -> pd.TimedeltaIndex:
+    """Duration keys (``v.unit``) as durations."""
+    return pd.TimedeltaIndex(_nanoseconds(keys, v).view("m8[ns]"))
 
 
 @stored_fields
@@ -44,6 +64,13 @@ class Aggregate(FrozenRelease, MeasureView):
         The release's loss.
     columns : tuple
         The cell columns (empty: one row for all rows).
+    levels : tuple of str
+        By geography: the levels, ``"national"`` first (empty otherwise). ``estimates`` is then indexed
+        by ``(level, region, *cells)`` and :meth:`to_frame` is tidy, with ``level`` and ``region`` columns.
+    times : tuple
+        Per column of ``estimates``: ``None``, or the date or duration column it estimates (``estimates``
+        then holds keys of its time unit; :meth:`to_frame` and the intervals give dates or durations,
+        :meth:`std_error` durations).
 
     Notes
     -----
@@ -63,8 +90,25 @@ class Aggregate(FrozenRelease, MeasureView):
     rules: tuple[Any, ...] = ()
     loss: Any = field(default=None, compare=False)
     columns: tuple[Any, ...] = ()
+    levels: tuple[str, ...] = ()
+    times: tuple[Any, ...] = ()
 
     method = "aggregate"
+
+    def _shaped(self, frame: pd.DataFrame, *, spread: bool = False) -> pd.DataFrame:
+        """``frame`` as the user sees it: dates and durations as such (``spread``: a standard error, always a
+        duration), and by geography the tidy form (``level``, ``region`` and the cells as columns)."""
+        if any(t is not None for t in self.times):
+            columns = {}
+            for j, key in enumerate(frame.columns):
+                t, values = self.times[j], frame.iloc[:, j].to_numpy(dtype=np.float64)
+                if t is None:
+                    columns[key] = frame.iloc[:, j]
+                else:
+                    typed = as_time(values, t) if t.kind == "datetime" and not spread else as_duration(values, t)
+                    columns[key] = pd.Series(typed, index=frame.index)
+            frame = pd.DataFrame(columns, index=frame.index, columns=frame.columns)
+        return frame.reset_index() if self.levels else frame
 
     def to_frame(self) -> pd.DataFrame:
         """The estimates, one row per cell, columns ``(value column, statistic)`` (``frame["income", "mean"]``).
@@ -79,12 +123,15 @@ class Aggregate(FrozenRelease, MeasureView):
         ...                                bounds={"age": (0, 100)}, epsilon=1.0, rng=np.random.default_rng(0))
         >>> agg.to_frame().columns.tolist()
         [('age', 'count'), ('age', 'mean')]
+
+        By geography (``by=``) the frame is tidy, one row per region and cell with ``level`` and
+        ``region`` columns first, as ``df.groupby(...).agg(...).reset_index()`` would have them.
         """
-        return self.estimates
+        return self._shaped(self.estimates)
 
     def std_error(self) -> pd.DataFrame:
         """The standard error of every estimate, shaped like :meth:`to_frame`."""
-        return self.std_errors
+        return self._shaped(self.std_errors, spread=True)
 
     def confidence_interval(self, level: float = 0.95) -> tuple[pd.DataFrame, pd.DataFrame]:
         """``(low, high)`` frames shaped like :meth:`to_frame`: intervals at ``level`` (see the class notes).
@@ -94,6 +141,11 @@ class Aggregate(FrozenRelease, MeasureView):
         ParameterError
             When ``level`` is not a number in (0, 1).
         """
+        low, high = self._intervals(level)
+        return self._shaped(low), self._shaped(high)
+
+    def _intervals(self, level: float) -> tuple[pd.DataFrame, pd.DataFrame]:
+        """:meth:`confidence_interval`, indexed like ``estimates``."""
         normal_quantile(level)
         est = self.estimates.to_numpy(dtype=np.float64)
         se = self.std_errors.to_numpy(dtype=np.float64)
@@ -119,7 +171,7 @@ class Aggregate(FrozenRelease, MeasureView):
         if not any(key == k for k in self.estimates.columns):
             raise ParameterError(f"Aggregate.plot(): no {key!r} among the released statistics "
                                  f"{list(self.estimates.columns)}.")
-        low, high = self.confidence_interval(level)
+        low, high = self._intervals(level)
         est = self.estimates[key].to_numpy(dtype=np.float64)
         errors = np.vstack([est - low[key].to_numpy(), high[key].to_numpy() - est])
         if ax is None:
@@ -132,14 +184,28 @@ class Aggregate(FrozenRelease, MeasureView):
     def _guarantee(self, *, html: bool = True) -> str:
         return guarantee_text(self.loss, self.epsilon, [], html=html)
 
+    def _shown(self) -> pd.DataFrame:
+        """The first ten rows of the estimates as printed (dates and durations as text)."""
+        head = self.estimates.head(10)
+        if not any(t is not None for t in self.times):
+            return estimates_table(head)
+        typed = self._shaped(head).set_axis(head.index) if self.levels else self._shaped(head)
+        if self.levels:
+            typed = typed.iloc[:, len(head.index.names):]
+        table = estimates_table(head).astype(object)
+        for j, t in enumerate(self.times):
+            if t is not None:
+                table.iloc[:, j] = typed.iloc[:, j].astype(str).to_numpy()
+        return table
+
     def __repr__(self) -> str:
-        shown = estimates_table(self.estimates.head(10))
+        shown = self._shown()
         more = f"\n… {len(self.estimates) - 10:,} more cells" if len(self.estimates) > 10 else ""
         return (f"Aggregate({privacy_text(self.loss, self.epsilon, html=False)}, cells={list(self.columns)}, "
                 f"statistics={list(self.estimates.columns)})\n{shown.to_string()}{more}")
 
     def _repr_html_(self) -> str:
-        shown = estimates_table(self.estimates.head(10))
+        shown = self._shown()
         return (f"<div><strong>Aggregate</strong> — {privacy_text(self.loss, self.epsilon)}, "
                 f"{len(self.estimates):,} cells over {html.escape(str(list(self.columns)))}"
                 f"<br><small>{html_params(self.params)}</small>{shown.to_html()}</div>")

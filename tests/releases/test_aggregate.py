@@ -9,6 +9,7 @@ from the textbook formulas (discrete Laplace scale ``Delta / e``, discrete Gauss
 from __future__ import annotations
 
 import math
+import re
 from fractions import Fraction
 
 import numpy as np
@@ -115,7 +116,7 @@ def test_one_charge_with_the_public_record():
     (dict(bounds={"income": (10, 0), "hours": (0, 1)}), "low < high"),
     (dict(resolution={"income": 10**6}), "coarser"),
     (dict(resolution=1e-9), "steps"),
-    (dict(by="region"), "geography"),
+    (dict(level_weights=[1, 1]), "pass by= too"),
     (dict(privacy_unit="pid", max_rows="auto"), "auto"),
     (dict(privacy_unit="pid"), "max_rows"),
     (dict(epsilon=-1), "epsilon"),
@@ -272,3 +273,77 @@ def test_mean_intervals_cover_at_the_nominal_level():
             hits.append((low["x", "mean"].to_numpy() <= truth) & (truth <= high["x", "mean"].to_numpy()))
     coverage = float(np.mean(hits))
     assert 0.93 <= coverage <= 0.97, coverage
+
+
+# ------------------------------------------------------------------------ dates and durations as values
+
+_DAYS = pd.to_timedelta(RNG.integers(-30, 800, N), unit="D")
+TIMES = FRAME.assign(when=pd.Timestamp("2021-01-01") + _DAYS,
+                     took=pd.to_timedelta(RNG.gamma(2.0, 900.0, N).round(), unit="s"))
+TIME_BOUNDS = {"when": (pd.Timestamp("2021-01-01"), pd.Timestamp("2022-12-31")),
+               "took": (pd.Timedelta(0), pd.Timedelta(hours=1))}
+
+
+def test_dates_and_durations_equal_pandas_on_the_clipped_grid_at_huge_epsilon():
+    aggs = {"when": ["count", "mean"], "took": ["count", "sum", "mean"]}
+    got = release(TIMES, aggs=aggs, bounds=TIME_BOUNDS, resolution={"took": "1min"}, epsilon=1e9)
+    frame = got.to_frame()
+    clipped = TIMES.assign(when=TIMES.when.clip(*TIME_BOUNDS["when"]),
+                           took=TIMES.took.clip(*TIME_BOUNDS["took"]).dt.round("1min"))
+    want = clipped.groupby("sex").agg(aggs)
+    assert frame["when", "mean"].dtype == "datetime64[ns]" and frame["took", "sum"].dtype == "timedelta64[ns]"
+    assert (frame["when", "mean"] - want["when", "mean"]).abs().max() < pd.Timedelta(seconds=1)
+    assert (frame["took", "mean"] - want["took", "mean"]).abs().max() < pd.Timedelta(milliseconds=1)
+    assert (frame["took", "sum"] == want["took", "sum"]).all()
+    np.testing.assert_array_equal(frame["when", "count"], want["when", "count"])
+    assert got.std_error()["when", "mean"].dtype == "timedelta64[ns]"
+    low, high = got.confidence_interval()
+    assert (low["when", "mean"] <= frame["when", "mean"]).all() and (frame["when", "mean"] <= high["when", "mean"]).all()
+    assert got.params["values"]["when"]["bounds"] == ["2021-01-01T00:00:00", "2022-12-31T00:00:00"]
+    assert re.search(r"20[0-9][0-9]-[0-9][0-9]-[0-9][0-9] ", repr(got)) and "days" in repr(got)
+
+
+def test_odd_dates_are_dropped_from_their_column_only_and_aware_bounds_compare_instants():
+    odd = TIMES.astype({"when": object})
+    odd.loc[[1, 2, 3], "when"] = ["garbage", 3.5, None]
+    got = release(odd, aggs={"when": "count", "hours": "count"}, bounds={**TIME_BOUNDS, **BOUNDS}, epsilon=1e9)
+    base = release(TIMES, aggs={"when": "count", "hours": "count"}, bounds={**TIME_BOUNDS, **BOUNDS}, epsilon=1e9)
+    assert (base.to_frame()["when", "count"] - got.to_frame()["when", "count"]).sum() == 3
+    assert (base.to_frame()["hours", "count"] == got.to_frame()["hours", "count"]).all()
+    aware = {"when": tuple(t.tz_localize("Europe/Paris") for t in TIME_BOUNDS["when"])}
+    local = TIMES.assign(when=TIMES.when.dt.tz_localize("Europe/Paris"))
+    frame = release(local, aggs={"when": "mean"}, bounds=aware, epsilon=1e9).to_frame()
+    assert str(frame["when", "mean"].dt.tz) == "Europe/Paris"
+    naive = release(TIMES, aggs={"when": "mean"}, bounds=TIME_BOUNDS, epsilon=1e9).to_frame()
+    assert (frame["when", "mean"].dt.tz_localize(None) - naive["when", "mean"]).abs().max() < pd.Timedelta(hours=2)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(aggs={"when": "sum"}), "sum of dates"),
+    (dict(resolution=5), "positive duration"),
+    (dict(bounds={"when": (pd.Timestamp("2021-01-01"), 5)}), "two dates"),
+    (dict(bounds={"when": (pd.Timestamp("2021-01-01"), pd.Timestamp("2021-01-01", tz="UTC"))}), "naive"),
+    (dict(bounds={"when": (pd.Timestamp("2022-01-01"), pd.Timestamp("2021-01-01"))}), "low < high"),
+    (dict(aggs={"took": "mean"}, resolution="1ns", bounds={"took": (pd.Timedelta(0), pd.Timedelta(days=3650))}),
+     "steps"),
+])
+def test_bad_time_bounds_raise_before_any_charge(kwargs, match):
+    with pdp.budget(epsilon=1.0) as b:
+        with pytest.raises(pdp.ParameterError, match=match):
+            TIMES.dp.aggregate("sex", kwargs.pop("aggs", {"when": "mean"}), categories=["F", "M"],
+                               **{"bounds": TIME_BOUNDS, "epsilon": 0.5, **kwargs})
+    assert b.spent == 0 and len(b.ledger) == 0
+
+
+def test_dask_dates_with_partitions_of_mixed_dtypes_equal_pandas():
+    dask = pytest.importorskip("dask")
+    dd = pytest.importorskip("dask.dataframe")
+    odd = TIMES.astype({"when": object})
+    odd.loc[4, "when"] = "2021-06-01"          # an ISO string in one partition: read as the date it is
+    odd.loc[500, "when"] = "n/a"
+    aggs = {"when": ["count", "mean"], "took": "sum"}
+    with dask.config.set(scheduler="synchronous"):
+        a = release(odd, aggs=aggs, bounds=TIME_BOUNDS, seed=8)
+        parts = dd.from_pandas(odd, npartitions=3)
+        c = release(parts, aggs=aggs, bounds=TIME_BOUNDS, seed=8)
+    pd.testing.assert_frame_equal(a.to_frame(), c.to_frame(), check_exact=True)

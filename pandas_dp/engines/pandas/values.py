@@ -5,6 +5,11 @@ not a real number is NaN), clipped to the column's public bounds and rounded to 
 ``q = rint(clip(x, low, high) / resolution)``, an integer in the public ``[a, b]``. A missing,
 non-numeric or infinite value has no ``q`` (:data:`MISSING`): it is dropped from that column's count
 and sum and from nothing else. Nothing here raises or warns on a value.
+
+A date or duration column (``kind`` ``"datetime"`` or ``"timedelta"``) is read as int64 keys, the count of
+its ``unit`` since the epoch or in the duration (:mod:`pandas_dp.domain.timevalues`, the rules histograms
+of dates use: anything that is not a date, or a duration, of the column's kind has no value), and the keys
+go on the grid as numbers do (``low``, ``high`` and ``resolution`` are then in keys).
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from pandas_dp.domain.numeric_values import numeric_values
+from pandas_dp.domain.timevalues import NAT, datetime_keys, timedelta_keys
 
 __all__ = ["ValueGrid", "MISSING", "grid_values", "cell_value_sums"]
 
@@ -25,18 +31,34 @@ MISSING = np.iinfo(np.int64).min
 
 @dataclass(frozen=True)
 class ValueGrid:
-    """A value column's public grid: ``low``, ``high`` in grid steps, and the step ``resolution``."""
+    """A value column's public grid: ``low``, ``high`` in grid steps, and the step ``resolution``; how its values
+    are read (``kind``: ``"number"``, ``"datetime"`` (``aware``: tz-aware instants) or ``"timedelta"``, in keys
+    of ``unit``)."""
 
     column: Any
     low: int
     high: int
     resolution: float
+    kind: str = "number"
+    unit: str = "s"
+    aware: bool = False
+
+
+def _numbers(series: pd.Series, grid: ValueGrid) -> np.ndarray:
+    """Every row's value as float64 (numbers, or the keys of dates and durations); NaN where it has none."""
+    if grid.kind == "number":
+        return np.asarray(numeric_values(series), dtype=np.float64)
+    if grid.kind == "datetime":
+        keys = datetime_keys(series, aware=grid.aware, unit=grid.unit)
+    else:
+        keys = timedelta_keys(series, unit=grid.unit)
+    return np.where(keys == NAT, np.nan, keys.astype(np.float64))
 
 
 def grid_values(series: pd.Series, grid: ValueGrid) -> np.ndarray:
     """Every row's value on the grid (int64 in ``[low, high]``), :data:`MISSING` where it has none."""
     with np.errstate(all="ignore"):
-        x = np.asarray(numeric_values(series), dtype=np.float64)
+        x = _numbers(series, grid)
         ok = np.isfinite(x)
         low, high, step = float(grid.low), float(grid.high), float(grid.resolution)
         q = np.clip(np.rint(np.clip(np.where(ok, x, 0.0), low * step, high * step) / step), low, high)
