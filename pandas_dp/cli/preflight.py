@@ -65,25 +65,31 @@ def _text_columns(r: "Release") -> set[str]:
     return labels | {c for c in released if not isinstance(cats, dict) or c in cats}
 
 
-def numeric_columns(r: "Release") -> set[str]:
-    """Columns with a numeric domain in the spec (bins and range made of real numbers only), and value columns.
+def _real(value: Any) -> bool:
+    """Whether a spec value is made of real numbers only (None allowed), through tables and lists."""
+    if isinstance(value, dict):
+        return all(_real(v) for v in value.values())
+    if isinstance(value, (list, tuple)):
+        return all(_real(v) for v in value)
+    return value is None or (isinstance(value, Real) and not isinstance(value, bool))
 
-    The value columns of ``aggregate`` (the keys of ``aggs``) are always numbers: read as such, a stray
-    token in one row is a missing value of that row, never a text column that loses every row's value.
+
+def numeric_columns(r: "Release") -> set[str]:
+    """Columns with a numeric domain in the spec (bins and range made of real numbers only), and value columns
+    with numeric bounds.
+
+    A value column of ``aggregate`` (a key of ``aggs``) whose ``bounds`` are two numbers is read as numbers:
+    a stray token in one row is a missing value of that row, never a text column that loses every row's
+    value. One whose bounds are dates stays text, read as dates by the release itself.
     """
     if r.method in ("count_of_counts", "unattributed"):
         return set()
     values = set(r.values())
+    bounds = r.args.get("bounds")
+    numbers = {c for c in values if isinstance(bounds, dict) and isinstance(bounds.get(c), list) and bounds[c]
+               and all(v is not None for v in bounds[c]) and _real(bounds[c])}
     cols = [c for c in r.columns() if c not in _text_columns(r) and c not in values]
-
-    def real(value: Any) -> bool:
-        if isinstance(value, dict):
-            return all(real(v) for v in value.values())
-        if isinstance(value, (list, tuple)):
-            return all(real(v) for v in value)
-        return value is None or (isinstance(value, Real) and not isinstance(value, bool))
-
-    return values | (set(cols) if real(r.args.get("bins")) and real(r.args.get("range")) else set())
+    return numbers | (set(cols) if _real(r.args.get("bins")) and _real(r.args.get("range")) else set())
 
 
 def blank_frame(spec: "Spec") -> pd.DataFrame:

@@ -569,13 +569,19 @@ def aggregate_table(result: Any, confidence: float = 0.95) -> pd.DataFrame:
     index of a release without cells (one row for all rows) gives no column. Rows go cell by cell, the
     statistics of each cell in the order of ``aggs``; ``variance`` is ``std_error`` squared (NaN where
     the result flags a mean).
+
+    A release with a statistic that is a date or a duration (the mean of a date column) writes
+    ``estimate``, ``std_error``, ``lower`` and ``upper`` as text for every row (dates and durations
+    as pandas prints them, numbers as Python does, empty where missing), so that one column holds
+    one type in CSV and Parquet alike; the ``variance`` of a date or duration statistic is empty (a
+    squared duration has no unit a reader parses).
     """
     estimates = result.to_frame()
     stats = [c for c in estimates.columns if isinstance(c, tuple) and len(c) == 2 and c[1] != ""]
     low, high = result.confidence_interval(confidence)
-    numbers = [np.asarray(t.loc[:, stats].to_numpy(dtype=np.float64)) for t in
-               (estimates, result.std_error(), low, high)]
-    n, k = numbers[0].shape
+    parts = [t.loc[:, stats] for t in (estimates, result.std_error(), low, high)]
+    timed = np.array([t[c].dtype.kind in "mM" for t in parts for c in stats]).reshape(len(parts), -1).any(axis=0)
+    n, k = parts[0].shape
     cells: dict[str, Any] = {}
     for c in estimates.columns:
         if c not in stats:  # a cell column of to_frame() itself (level, region)
@@ -593,10 +599,26 @@ def aggregate_table(result: Any, confidence: float = 0.95) -> pd.DataFrame:
     table = pd.DataFrame({name: np.repeat(values, k) for name, values in data.items()}, index=pd.RangeIndex(n * k))
     table["value_column"] = np.tile(np.array([c[0] for c in stats], dtype=object), n)
     table["statistic"] = np.tile(np.array([c[1] for c in stats], dtype=object), n)
-    estimate, std_error, lower, upper = (a.reshape(-1) for a in numbers)
-    table["estimate"], table["variance"], table["std_error"] = estimate, std_error ** 2, std_error
+    estimate, std_error, lower, upper = (_flat(part, bool(timed.any())) for part in parts)
+    # A date or duration statistic's columns left out (NaN): the variance of the numbers only.
+    numeric = parts[1].loc[:, ~timed].reindex(columns=parts[1].columns) if timed.any() else parts[1]
+    variance = _flat(numeric, False) ** 2
+    table["estimate"], table["variance"], table["std_error"] = estimate, variance, std_error
     table["lower"], table["upper"] = lower, upper
     return table
+
+
+def _flat(part: pd.DataFrame, text: bool) -> np.ndarray:
+    """A frame of statistics as one array, row after row: float64, or text (None where missing) when ``text``."""
+    if not text:
+        return part.to_numpy(dtype=np.float64).reshape(-1)
+    columns = []
+    for j in range(part.shape[1]):
+        column = part.iloc[:, j]
+        shown = column.astype(str).to_numpy(dtype=object)
+        shown[column.isna().to_numpy()] = None
+        columns.append(shown)
+    return np.column_stack(columns).reshape(-1)
 
 
 def jsonable(value: Any) -> Any:

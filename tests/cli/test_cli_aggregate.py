@@ -195,3 +195,73 @@ def test_resume_keeps_a_charged_aggregate_spent_and_runs_the_rest(tmp_path, pers
     assert [(e[1], e[3]) for e in _entries(d / "ledger.sqlite") if e[1] == "charge"] == [
         ("charge", "failed"), ("charge", "ok")]
     assert sorted(p.name for p in (d / "released").iterdir()) == ["manifest.json", "national.csv"]
+
+
+def test_a_date_value_column_is_read_as_dates_and_written_as_text(tmp_path):
+    """Bounds of two TOML dates make a date value column: read as text (never coerced to numbers), one token
+    that is no date is that row's missing value, and the mean date is written as a date; the numbers of the
+    same release keep their variance, the date statistic has none a reader could parse."""
+    from pandas_dp.cli.preflight import read_input
+    from pandas_dp.cli.spec import aggregate_table, load_spec
+
+    rng = np.random.default_rng(3)
+    born = pd.Timestamp("1950-01-01") + pd.to_timedelta(rng.integers(0, 20000, 300), unit="D")
+    rows = pd.DataFrame({"sex": rng.choice(["F", "M"], 300), "born": born.strftime("%Y-%m-%d"),
+                         "hours": rng.uniform(0, 60, 300).round(1)})
+    rows.loc[5, "born"] = "soon"
+    rows.to_csv(tmp_path / "persons.csv", index=False)
+    (tmp_path / "spec.toml").write_text(HEAD + """[[release]]
+name = "born"
+method = "aggregate"
+columns = "sex"
+categories = ["F", "M"]
+aggs = {born = ["count", "mean"], hours = "mean"}
+bounds = {born = [1940-01-01, 2010-01-01], hours = [0, 80]}
+resolution = {born = "1D", hours = 0.1}
+epsilon = 1.0
+""")
+    pdp.Ledger.create(tmp_path / "ledger.sqlite")
+    assert read_input(load_spec(tmp_path / "spec.toml"))["born"].tolist() == rows["born"].tolist()
+    done = run("release", str(tmp_path / "spec.toml"))
+    assert done.returncode == 0, done.stderr
+    table = pd.read_csv(tmp_path / "released" / "born.csv")
+    mean = table[(table["value_column"] == "born") & (table["statistic"] == "mean")]
+    assert pd.to_datetime(mean["estimate"]).between(pd.Timestamp("1940-01-01"), pd.Timestamp("2010-01-01")).all()
+    assert mean["variance"].isna().all() and pd.to_timedelta(mean["std_error"]).notna().all()
+    hours = table[table["value_column"] == "hours"]
+    np.testing.assert_allclose(hours["std_error"].astype(float) ** 2, hours["variance"], rtol=1e-12)
+    with pdp.budget(epsilon=1.0):
+        python = pd.read_csv(tmp_path / "persons.csv").dp.aggregate(
+            "sex", {"born": ["count", "mean"], "hours": "mean"}, categories=["F", "M"],
+            bounds={"born": (pd.Timestamp("1940-01-01"), pd.Timestamp("2010-01-01")), "hours": (0, 80)},
+            resolution={"born": "1D", "hours": 0.1}, epsilon=1.0, rng=np.random.default_rng(9))
+    expected = aggregate_table(python)
+    assert table["estimate"].astype(str).tolist() == expected["estimate"].astype(str).tolist()
+
+
+def test_an_aggregate_by_geography_in_a_spec_writes_level_and_region_first(tmp_path):
+    """``by`` and a public ``hierarchy`` file: one row per region, cell, value column and statistic."""
+    rng = np.random.default_rng(4)
+    counties = [("A", "A-0"), ("A", "A-1"), ("B", "B-0")]
+    where = np.array(counties, dtype=object)[rng.integers(0, 3, 400)]
+    pd.DataFrame({"state": where[:, 0], "county": where[:, 1], "age": rng.integers(0, 90, 400),
+                  "income": rng.uniform(0, 1000, 400)}).to_csv(tmp_path / "persons.csv", index=False)
+    pd.DataFrame(counties, columns=["state", "county"]).to_csv(tmp_path / "regions.csv", index=False)
+    (tmp_path / "spec.toml").write_text(HEAD + """[[release]]
+name = "by_region"
+method = "aggregate"
+columns = "age"
+bins = [0, 45, 90]
+aggs = {income = ["count", "mean"]}
+bounds = {income = [0, 1000]}
+by = ["state", "county"]
+hierarchy = "regions.csv"
+epsilon = 1.0
+""")
+    pdp.Ledger.create(tmp_path / "ledger.sqlite")
+    done = run("release", str(tmp_path / "spec.toml"))
+    assert done.returncode == 0, done.stderr
+    table = pd.read_csv(tmp_path / "released" / "by_region.csv")
+    assert list(table.columns) == ["level", "region", "age_low", "age_high", "value_column", "statistic", "estimate",
+                                   "variance", "std_error", "lower", "upper"]
+    assert len(table) == (1 + 2 + 3) * 2 * 2 and table["level"].unique().tolist() == ["national", "state", "county"]

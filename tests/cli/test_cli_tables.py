@@ -52,9 +52,11 @@ def _kinds() -> dict[str, dict[str, Any]]:
             kinds[method] = dict(group="hh", location=["state", "county"], hierarchy=HIERARCHY, max_size=4)
         elif method == "unattributed":
             kinds[method] = dict(group="hh")
-        elif method == "aggregate":  # one row per cell, value column and statistic
+        elif method == "aggregate":  # one row per cell, value column and statistic (and region, with by=)
             kinds[method] = dict(columns="age", bins=[0, 30, 60, 90], aggs={"income": ["count", "sum", "mean"]},
                                  bounds={"income": [0, 1000]})
+            if "by" in cli_keys()[method]:
+                kinds[f"{method}:by"] = dict(kinds[method], by=["state", "county"], hierarchy=HIERARCHY)
         elif method == "marginals":
             kinds[method] = dict(workload=[("age", "state"), ("state", "county")], bins={"age": [0, 30, 60, 90]},
                                  categories={"state": ["A", "B"], "county": ["A-0", "A-1", "B-0"]})
@@ -84,7 +86,9 @@ def _release(kind: str, args: dict[str, Any], frame: pd.DataFrame) -> Any:
 def _variance(result: Any) -> np.ndarray:
     """The variance of every estimate of ``result`` in the order of its table's rows."""
     if isinstance(result, Aggregate):  # cell by cell, each cell's statistics in the order of aggs
-        return result.std_error().to_numpy(dtype=float).reshape(-1) ** 2
+        errors = result.std_error()
+        stats = [c for c in errors.columns if isinstance(c, tuple) and c[1] != ""]  # not level, region
+        return errors.loc[:, stats].to_numpy(dtype=float).reshape(-1) ** 2
     return np.asarray(result.variance, dtype=float)
 
 
