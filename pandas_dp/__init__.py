@@ -21,7 +21,9 @@ for a cell of everything else. Never read from the data.
 ``"auto"``), ``df.dp.hierarchical_histogram`` and ``df.dp.range_query`` (trees for ranges),
 ``persons.dp.count_of_counts(group, location)``, ``df.dp.unattributed_histogram``, and
 ``df.dp.marginals(workload)`` (a table set from one ResidualPlanner measurement), and
-``df.dp.aggregate(columns, aggs, bounds=...)`` (counts, sums and means per cell: :class:`Aggregate`).
+``df.dp.aggregate(columns, aggs, bounds=...)`` (counts, sums and means per cell: :class:`Aggregate`), and
+``df.dp.quantiles(column, q, bounds=...)`` (medians and other quantiles: :class:`Quantiles`; every 1-D
+histogram answers ``quantile(q)`` too).
 
 **Geography.** ``by=`` with a public ``hierarchy=`` (and ``by_categories=``, ``level_weights=``,
 ``public_totals=``): the same release for every region of a geography, consistent across levels.
@@ -75,6 +77,7 @@ from pandas_dp.results.marginals import MarginalHistogram, MarginalTables, Publi
 from pandas_dp.results.adaptive import DAWAHistogram, GridHistogram
 from pandas_dp.results.hierarchical import HierarchicalHistogram
 from pandas_dp.results.aggregate import Aggregate
+from pandas_dp.results.quantiles import Quantiles
 
 from pandas_dp.accessors.dask_hook import install as _install_dask_accessor
 
@@ -122,6 +125,7 @@ __all__ = [
     "PublishedTables",
     "MarginalHistogram",
     "Aggregate",
+    "Quantiles",
     "schema",
     "PandasDPError",
     "BudgetError",

@@ -189,6 +189,7 @@ KINDS = {
                                                   categories={"hh": list(range(20))}, epsilon=e, rng=rng),
     "aggregate": lambda f, e, rng: f.dp.aggregate("hh", {"age": ["count", "sum", "mean"]}, categories=list(range(20)),
                                                   bounds={"age": (0, 100)}, epsilon=e, rng=rng),
+    "quantiles": lambda f, e, rng: f.dp.quantiles("age", [0.25, 0.5], bounds=(0, 100), epsilon=e, rng=rng),
 }
 
 

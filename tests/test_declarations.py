@@ -106,9 +106,9 @@ def test_knob_tables_are_parts_of_the_entry_tables():
             assert all(any(p is q for q in params) for p in entry.knobs)
         unit = [p for p in params if isinstance(p.constraint, PrivacyUnit)]
         assert unit == [] or (tuple(unit) == UNIT_PARAMS and tuple(p.name for p in unit) == UNIT_ARGUMENTS)
-    assert sum(1 for e in ENTRIES.values() if "max_rows" in e.params.names) == 6
-    # marginals and aggregate take a row bound only (no cells scheme, no "auto"): their releases check them.
-    for name in ("marginals", "aggregate"):
+    assert sum(1 for e in ENTRIES.values() if "max_rows" in e.params.names) == 7
+    # marginals, aggregate and quantiles take a row bound only (no cells scheme, no "auto"): their releases check them.
+    for name in ("marginals", "aggregate", "quantiles"):
         assert [n for n in ENTRIES[name].params.names if n in UNIT_ARGUMENTS] == ["privacy_unit", "max_rows"]
 
 
@@ -206,6 +206,7 @@ SERIES_CALLS = {
     "hierarchical_histogram": ((), {"bins": 8, "range": (0, 8)}),
     "range_query": (([(0, 4), (2, 8)],), {"bins": 8, "range": (0, 8)}),
     "unattributed_histogram": ((), {"groups": list(range(8))}),
+    "quantiles": (([0.25, 0.5],), {"bounds": (0, 8)}),
 }
 
 
@@ -222,5 +223,7 @@ def test_series_and_frame_methods_release_the_same(name):
         b = getattr(s.to_frame().dp, name)("v", *args, epsilon=1.0, rng=np.random.default_rng(3), **kwargs)
     if isinstance(a, pd.DataFrame):
         pd.testing.assert_frame_equal(a, b)
+    elif not hasattr(a, "counts"):
+        pd.testing.assert_frame_equal(a.to_frame(), b.to_frame())
     else:
         pd.testing.assert_series_equal(a.counts, b.counts)

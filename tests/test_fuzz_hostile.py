@@ -183,7 +183,12 @@ BOUNDS = [{"v": (0, 10)}, {"v": (10, 0)}, {"v": (0, math.inf)}, {"v": (0, 10**40
           {"v": "0,10"}, {"v": (0, 10), "w": (0, 4)}, {"w": (0, 4)}, {"v": (0, 10), "zz": (0, 1)}, {"v": (True, 2)},
           {"v": (0, 1e300)}, {"v": np.array([0, 10])}, {"v": (Decimal("sNaN"), 1)}, (0, 10), {"v": HostileIterable()},
           {"v": (0, HostileFloat(10))}, {"v": (0, 10, 20)}, {"v": (5, 5)}, {"v": (-1e15, 1e15)}, {"v": None},
-          {"v": (0, 10), "w": (0, 4), "s": (0, 1)}, {"v": (np.datetime64("2020"), np.datetime64("2021"))}]
+          {"v": (0, 10), "w": (0, 4), "s": (0, 1)}, {"v": (np.datetime64("2020"), np.datetime64("2021"))},
+          (10, 0), (0, math.inf), [Hostile(), 1], (np.datetime64("2020"), np.datetime64("2021")), (0, 10, 20),
+          (pd.Timedelta(0), pd.Timedelta(hours=1)), (pd.Timestamp("2020-01-01"), 5), (1e300, -1e300)]
+PROBABILITIES = [0.5, [0.1, 0.9], 0, 1, -0.1, 1.5, math.nan, [0.5, math.inf], [], [[0.5]], "0.5", True, Hostile(),
+                 HostileFloat(0.5), [HostileFloat(0.5)], np.array([0.25, 0.75]), Decimal("0.5"), Fraction(1, 2),
+                 HostileIterable(), None]
 RESOLUTIONS = [1, 0.5, 1e-300, 1e300, 100, {"v": 0.5}, {"v": Hostile()}, {"zz": 1}, {"v": 0}, {"v": -1},
                {"v": 20}, {"v": math.nan}, 1e-12]
 
@@ -192,7 +197,7 @@ KINDS: dict[str, list[Any]] = {"amount": AMOUNTS, "label": LABELS, "domain": DOM
                                "choice": CHOICES, "knob": NUMBERS + CHOICES + FLAGS, "table": TABLES,
                                "weights": WEIGHTS + NUMBERS, "unit": UNITS + LABELS,
                                "workload": WORKLOADS + LABELS, "aggs": AGGS + LABELS, "bounds": BOUNDS + DOMAINS,
-                               "resolution": RESOLUTIONS + NUMBERS}
+                               "resolution": RESOLUTIONS + NUMBERS, "probabilities": PROBABILITIES + NUMBERS}
 #: The kind of every argument of every entry and of every histogram method's knob.
 ARGUMENT_KINDS = {
     "columns": "label", "column": "label", "group": "label", "location": "label",
@@ -213,6 +218,8 @@ ARGUMENT_KINDS = {
     "delta": "amount",
     # statistics per cell (releases/aggregate.py)
     "aggs": "aggs", "bounds": "bounds", "resolution": "resolution",
+    # quantiles (releases/quantiles.py)
+    "q": "probabilities",
 }
 
 
@@ -283,6 +290,7 @@ BASE: dict[str, dict[str, Any]] = {
                   "categories": {"w": [0, 1, 2, 3], "s": ["a", "b"]}, "epsilon": 0.5},
     "aggregate": {"columns": "s", "aggs": {"v": ["count", "sum", "mean"], "w": "mean"}, "categories": ["a", "b"],
                   "bounds": {"v": (0, 10), "w": (0, 4)}, "epsilon": 0.5},
+    "quantiles": {"column": "v", "q": [0.25, 0.5], "bounds": (0, 10), "epsilon": 0.5},
 }
 
 
@@ -302,6 +310,7 @@ VARIANTS: dict[str, list[dict[str, Any]]] = {
     "count_of_counts": [{**BASE["count_of_counts"], "privacy_unit": "group", "max_size": 16}],
     "aggregate": [{**BASE["aggregate"], "privacy_unit": "g", "max_rows": 3},
                   {**BASE["aggregate"], "columns": [], "categories": None, "resolution": {"v": 0.5}}],
+    "quantiles": [{**BASE["quantiles"], "privacy_unit": "g", "max_rows": 3}],
     "marginals": [{**BASE["marginals"], "privacy_unit": "g", "max_rows": 3},
                   {**BASE["marginals"], "weights": [1, 2], "loss": "max"},
                   {**BASE["marginals"], "integer": True},

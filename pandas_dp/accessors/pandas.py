@@ -25,6 +25,7 @@ from pandas_dp.releases.methods.hierarchical import BudgetSplit
 from pandas_dp.releases.params import fill_doc
 from pandas_dp.releases.registry import ENTRIES
 from pandas_dp.results.aggregate import Aggregate
+from pandas_dp.results.quantiles import Quantiles
 from pandas_dp.results.hierarchical import HierarchicalHistogram
 from pandas_dp.results.count_of_counts import CountOfCounts
 from pandas_dp.results.geography import GeographyHistogram
@@ -451,8 +452,8 @@ class DPAccessorBase:
         aggs : dict
             Value column -> statistic or list of statistics, as for pandas' ``agg``:
             ``{"income": ["sum", "mean"], "hours": "mean"}``. Statistics: ``"count"`` (rows with a
-            value of that column), ``"sum"``, ``"mean"``. (``"median"`` and ``("quantile", q)`` come
-            with the quantiles release.)
+            value of that column), ``"sum"``, ``"mean"``, ``"median"`` and ``("quantile", q)`` (its
+            column named ``"quantile(q)"``; read from 64 sub-bins of the bounds per cell).
         bounds : dict
             Value column -> ``(low, high)``: public clipping bounds for every value column, chosen
             without looking at the data (never read from it). Values are clipped to them. Numbers,
@@ -522,6 +523,66 @@ class DPAccessorBase:
         True
         """
         return self._release("aggregate", locals())
+
+    def quantiles(self, column: Any, q: Any, *, bounds: Any, epsilon: float | None = None, rho: float | None = None,
+                  privacy_unit: Any = None, max_rows: int | None = None, by: Any = None, hierarchy: Any = None,
+                  by_categories: Any = None, rng: Any = None) -> Quantiles:
+        """Release quantiles of one column (medians, deciles...) with intervals, in one charge.
+
+        The values are clipped to public bounds and counted on a public grid of 4,096 equal steps
+        between them; a hierarchical histogram over that grid is released, and every quantile is read
+        from its monotone CDF, its interval by inverting the tree's range intervals
+        (docs/guide/quantiles.md). Every ``q`` shares the one release.
+
+        Parameters
+        ----------
+        column : str
+            A numeric, date or duration column.
+        q : float or list of float
+            Probabilities in ``[0, 1]`` (``0.5``: the median).
+        bounds : (low, high)
+            Public clipping bounds, never read from the data: two numbers, two dates or two durations.
+            A value outside them counts at the nearest bound.
+        epsilon : float
+            Privacy loss (pure DP) charged once to the active budget.
+        rho : float
+            zCDP loss, instead of ``epsilon``.
+        privacy_unit : str, optional
+            The column identifying each person: neighbouring frames then differ by all the rows of one
+            unit; needs ``max_rows``.
+        max_rows : int, optional
+            With ``privacy_unit``: each unit keeps at most this many rows (chosen at random).
+        by, hierarchy, by_categories
+            Quantiles by geography: not available yet (a ``ParameterError``, before any charge).
+        rng : numpy.random.Generator, optional
+            Only for reproducible experiments; ``None`` draws from a secure source.
+
+        Returns
+        -------
+        Quantiles
+            ``to_frame()``: one row per ``q`` with ``estimate``, ``ci_low``, ``ci_high`` and
+            ``confidence_level`` (0.95); ``quantile(q)`` any other quantile from the same release.
+
+        Raises
+        ------
+        NoActiveBudgetError, BudgetExceededError, DomainError, ParameterError
+            All before any charge.
+
+        Examples
+        --------
+        >>> import numpy as np, pandas_dp as pdp
+        >>> from pandas_dp.data import load_persons
+        >>> persons = load_persons()
+        >>> with pdp.budget(epsilon=1.0):
+        ...     ages = persons.dp.quantiles("age", [0.25, 0.5, 0.75], bounds=(0, 100), epsilon=1.0,
+        ...                                 rng=np.random.default_rng(0))
+        >>> frame = ages.to_frame()
+        >>> list(frame.columns)
+        ['estimate', 'ci_low', 'ci_high', 'confidence_level']
+        >>> bool(frame["estimate"].is_monotonic_increasing)
+        True
+        """
+        return self._release("quantiles", locals())
 
     def hierarchical_histogram(self, columns: Any, *, bins: Any = None, range: Any = None,
                                categories: Any = None, other: Any = None, epsilon: float | None = None, rho: float | None = None,

@@ -10,7 +10,11 @@ exact integer noise:
 * ``sum`` (``"sum"`` asked without ``"mean"``): ``S``, sensitivity ``max(|a|, |b|)`` per row;
 * ``centred`` (``"mean"`` asked): ``C = 2 S - (a + b) n = sum (2 q - a - b)``, the sum of the values
   centred at the middle of the bounds in half steps, sensitivity ``b - a`` per row (half the range
-  in steps: half the sensitivity of a plain sum of values in ``[0, high]``).
+  in steps: half the sensitivity of a plain sum of values in ``[0, high]``);
+* ``steps`` (``"median"`` or ``("quantile", q)`` asked): the rows of every cell in each of
+  :data:`CELL_STEPS` equal sub-bins of ``[a, b]``, sensitivity 1 per row; every quantile of the column is
+  read from it (:mod:`pandas_dp.algorithms.quantiles`: the sub-bins clipped at 0 and summed into a CDF,
+  the quantile where it reaches ``q``, linear in its sub-bin; its interval's ends are sub-bin edges).
 
 A privacy unit keeping at most ``k`` rows multiplies every sensitivity by ``k`` (L1 and L2: all its rows
 may sit in one cell). The loss is split **equally** across the measured vectors. The split minimises
@@ -40,7 +44,7 @@ interval would cover the whole range of the bounds (``2 f se >= (b - a) r``, ``f
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
@@ -48,20 +52,32 @@ import numpy as np
 
 from pandas_dp.algorithms.geography.layout import level_tables
 from pandas_dp.algorithms.geography.release import release_geography
+from pandas_dp.algorithms.quantiles import row_intervals, row_quantiles
 from pandas_dp.privacy.loss import Noise, PrivacyLoss, Sensitivity
 
 if TYPE_CHECKING:  # the region tree is built in domain/ (public); only its levels and parents are read here
     from pandas_dp.domain.geography import RegionTree
 
-__all__ = ["STATISTICS", "ValueColumn", "Measurement", "AggregatePlan", "plan_aggregate", "measure",
+__all__ = ["STATISTICS", "CELL_STEPS", "quantile_of", "ValueColumn", "Measurement", "AggregatePlan", "plan_aggregate", "measure",
            "measure_geography", "Estimates", "estimate", "MAX_STEPS", "FLAG_LEVEL"]
 
-#: The statistics of this release (``"median"`` and quantiles come with the quantiles release).
-STATISTICS = ("count", "sum", "mean")
+#: The statistics of this release; a quantile is named ``"quantile(q)"`` (``("quantile", q)`` in ``aggs``).
+STATISTICS = ("count", "sum", "mean", "median", "quantile")
+#: Equal sub-bins of a value column's bounds counted per cell for its quantiles (``"median"``, ``("quantile", q)``).
+CELL_STEPS = 64
 #: Largest ``|rint(bound / resolution)|``: sums of up to ``2**32`` rows stay exact in int64.
 MAX_STEPS = 2**31 - 1
 #: The confidence level of the rule that flags a mean as too uncertain to report (NaN).
 FLAG_LEVEL = 0.95
+
+
+def quantile_of(statistic: str) -> float | None:
+    """The probability of a quantile statistic (``"median"``: 0.5, ``"quantile(0.9)"``: 0.9), else None."""
+    if statistic == "median":
+        return 0.5
+    if statistic.startswith("quantile(") and statistic.endswith(")"):
+        return float(statistic[len("quantile("):-1])
+    return None
 
 
 @dataclass(frozen=True)
@@ -97,8 +113,13 @@ class ValueColumn:
     tz: Any = None
 
     @property
+    def steps(self) -> int:
+        """Sub-bins counted per cell for this column's quantiles (0: none asked)."""
+        return CELL_STEPS if any(quantile_of(s) is not None for s in self.statistics) else 0
+
+    @property
     def measured(self) -> tuple[str, ...]:
-        """The vectors measured for this column (``count``, ``sum``, ``centred``), in that order."""
+        """The vectors measured for this column (``count``, ``sum``, ``centred``, ``steps``), in that order."""
         out = []
         if "count" in self.statistics or "mean" in self.statistics:
             out.append("count")
@@ -106,11 +127,13 @@ class ValueColumn:
             out.append("sum")
         if "mean" in self.statistics:
             out.append("centred")
+        if self.steps:
+            out.append("steps")
         return tuple(out)
 
     def per_row(self, kind: str) -> int:
-        """How far one row moves the measured vector ``kind`` (in one cell)."""
-        if kind == "count":
+        """How far one row moves the measured vector ``kind`` (in one cell; ``steps``: one sub-bin of one cell)."""
+        if kind in ("count", "steps"):
             return 1
         if kind == "sum":
             return max(abs(self.low), abs(self.high))
@@ -190,9 +213,11 @@ def plan_aggregate(values: tuple[ValueColumn, ...], loss: PrivacyLoss, unit: Sen
     return AggregatePlan(tuple(values), tuple(measurements), share)
 
 
-def _vector(exact: np.ndarray, m: Measurement, v: ValueColumn) -> np.ndarray:
-    """The exact measured vector ``m`` (int64) from the ``(2, cells)`` counts and sums of its column."""
-    n, s = exact[0], exact[1]
+def _vector(exact: tuple[np.ndarray, dict[int, np.ndarray]], m: Measurement, v: ValueColumn) -> np.ndarray:
+    """The exact measured vector ``m`` (int64) from the engine's sums and sub-bin counts."""
+    if m.kind == "steps":
+        return np.asarray(exact[1][m.column], dtype=np.int64)
+    n, s = exact[0][m.column, 0], exact[0][m.column, 1]
     if m.kind == "count":
         return np.asarray(n, dtype=np.int64)
     if m.kind == "sum":
@@ -200,24 +225,26 @@ def _vector(exact: np.ndarray, m: Measurement, v: ValueColumn) -> np.ndarray:
     return np.asarray(2 * s - (v.low + v.high) * n, dtype=np.int64)
 
 
-def measure(exact: np.ndarray, plan: AggregatePlan, rng: Any) -> list[tuple[np.ndarray, np.ndarray]]:
+def measure(exact: tuple[np.ndarray, dict[int, np.ndarray]], plan: AggregatePlan,
+            rng: Any) -> list[tuple[np.ndarray, np.ndarray]]:
     """Noisy measured vectors in the plan's order, each with its noise variance per cell.
 
-    ``exact[i, 0]`` is the number of rows with a value of column ``i`` in every cell and
-    ``exact[i, 1]`` the sum of their grid values; the centred sum is computed from them exactly.
+    ``exact[0][i, 0]`` is the number of rows with a value of column ``i`` in every cell and
+    ``exact[0][i, 1]`` the sum of their grid values (the centred sum is computed from them exactly);
+    ``exact[1][i]`` the rows per (cell, sub-bin) of a column with quantiles.
     """
     out = []
     for m in plan.measurements:
-        noisy = m.noise.add(_vector(exact[m.column], m, plan.values[m.column]), rng)
+        noisy = m.noise.add(_vector(exact, m, plan.values[m.column]), rng)
         out.append((np.asarray(noisy, dtype=np.float64), np.full(noisy.shape, m.noise.variance())))
     return out
 
 
-def measure_geography(exact: np.ndarray, plan: AggregatePlan, tree: RegionTree,
+def measure_geography(exact: tuple[np.ndarray, dict[int, np.ndarray]], plan: AggregatePlan, tree: RegionTree,
                       rng: Any) -> list[tuple[np.ndarray, np.ndarray]]:
     """Consistent measured vectors by geography, each with its exact GLS variance per (region, cell).
 
-    ``exact`` is ``(columns, 2, leaves * cells)``: the leaf table of every column's counts and sums.
+    ``exact`` holds the leaf tables (``(columns, 2, leaves * cells)`` counts and sums, and sub-bin counts).
     Every measured vector is summed to every level (:func:`level_tables`), noised level by level
     and made consistent (:func:`release_geography`); the output concatenates the levels, root first,
     region after region, cell after cell.
@@ -226,12 +253,12 @@ def measure_geography(exact: np.ndarray, plan: AggregatePlan, tree: RegionTree,
     parents = [None, *tree.parents[1:]]
     out = []
     for m in plan.measurements:
-        leaf = _vector(exact[m.column], m, plan.values[m.column]).reshape(leaves, -1)
+        leaf = _vector(exact, m, plan.values[m.column]).reshape(leaves, -1)
         rel = release_geography(level_tables(leaf, tree), parents, level_losses=m.level_losses,
                                 sensitivity=m.sensitivity, rng=rng)
-        cells = leaf.shape[1]
+        width = leaf.shape[1]
         out.append((np.concatenate([np.asarray(e, dtype=np.float64).reshape(-1) for e in rel.estimates]),
-                    np.concatenate([np.repeat(np.asarray(v, dtype=np.float64), cells) for v in rel.variances])))
+                    np.concatenate([np.repeat(np.asarray(v, dtype=np.float64), width) for v in rel.variances])))
     return out
 
 
@@ -244,6 +271,10 @@ class Estimates:
     variances: dict[tuple[int, str], np.ndarray]
     rules: dict[tuple[int, str], tuple[str, Noise, float, float]]
     counts: dict[int, np.ndarray]
+    #: Per quantile statistic: ``(prefixes, prefix variances, suffix variances, edge values, q)`` of every cell's
+    #: CDF (data units), for its intervals at any level (:func:`~pandas_dp.algorithms.quantiles.row_intervals`).
+    bands: dict[tuple[int, str], tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, float]] = field(
+        default_factory=dict)
 
 
 def estimate(measured: list[tuple[np.ndarray, np.ndarray]], plan: AggregatePlan) -> Estimates:
@@ -259,6 +290,7 @@ def estimate(measured: list[tuple[np.ndarray, np.ndarray]], plan: AggregatePlan)
     var: dict[tuple[int, str], np.ndarray] = {}
     rules: dict[tuple[int, str], tuple[str, Noise, float, float]] = {}
     counts: dict[int, np.ndarray] = {}
+    bands: dict[tuple[int, str], tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, float]] = {}
     for i, v in enumerate(plan.values):
         r = float(v.resolution)
         lo, hi = v.low * r, v.high * r
@@ -280,11 +312,36 @@ def estimate(measured: list[tuple[np.ndarray, np.ndarray]], plan: AggregatePlan)
                 est[key] = r * (c + mid2 * n) / 2.0
                 var[key] = (r / 2.0) ** 2 * (var_c + mid2 * mid2 * var_n)
                 rules[key] = ("tail", c_noise, math.nan, math.nan)
-            else:
+            elif stat == "mean":
                 c, var_c, c_noise = got[i, "centred"]
                 est[key], var[key] = _mean(c, n, var_c, var_n, v, c_noise)
                 rules[key] = ("tail", c_noise, lo, hi)
-    return Estimates(est, var, rules, counts)
+            else:
+                x, var_x, x_noise = got[i, "steps"]
+                bands[key] = _cdf(x, var_x, v, float(quantile_of(stat)))   # type: ignore[arg-type]
+                est[key], var[key] = _quantile(bands[key])
+                rules[key] = ("quantile", x_noise, lo, hi)
+    return Estimates(est, var, rules, counts, bands)
+
+
+def _cdf(x: np.ndarray, var_x: np.ndarray, v: ValueColumn,
+         q: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, float]:
+    """Every cell's CDF over the sub-bins: non-negative bins (noisy counts clipped at 0) summed, with the
+    prefixes' and suffixes' noise variances (independent bins), and the sub-bin edges in data units."""
+    bins = np.maximum(x.reshape(-1, v.steps), 0.0)
+    zero = np.zeros((bins.shape[0], 1))
+    prefix = np.concatenate([zero, np.cumsum(bins, axis=1)], axis=1)
+    prefix_var = np.concatenate([zero, np.cumsum(var_x.reshape(-1, v.steps), axis=1)], axis=1)
+    edges = float(v.resolution) * (v.low + np.arange(v.steps + 1) * (v.high - v.low) / v.steps)
+    return prefix, prefix_var, prefix_var[:, -1:] - prefix_var, edges, q
+
+
+def _quantile(band: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, float]) -> tuple[np.ndarray, np.ndarray]:
+    """A cell's quantile and, as its variance, the square of half its 95% interval over 1.96."""
+    prefix, prefix_var, suffix_var, edges, q = band
+    z = 1.959963984540054
+    low, high = row_intervals(prefix, prefix_var, suffix_var, edges, q, z)
+    return row_quantiles(prefix, edges, q), ((high - low) / (2 * z)) ** 2
 
 
 def _mean(c: np.ndarray, n: np.ndarray, var_c: np.ndarray, var_n: np.ndarray, v: ValueColumn,

@@ -67,6 +67,12 @@ class CodedValueRows(Protocol):
     def sums(self, bounds: UnitBounds, key: bytes) -> np.ndarray:
         """``(columns, 2, cells)`` int64 after bounding every unit: rows with a value and their values' sum."""
 
+    def steps(self, bounds: UnitBounds, key: bytes, value: ValueGrid) -> np.ndarray:
+        """int64 kept rows per grid value of the one value column, after bounding every unit."""
+
+    def tables(self, bounds: UnitBounds, key: bytes) -> tuple[np.ndarray, dict[int, np.ndarray]]:
+        """The sums and ``{column: rows per (cell, sub-bin)}`` of the columns with ``steps``, after bounding."""
+
 
 class Engine(Protocol):
     """Every operation a release asks of an engine (:class:`~pandas_dp.engines.features.CountingEngine`, for
@@ -84,6 +90,14 @@ class Engine(Protocol):
         """``(columns, 2, cells)`` int64: per value column and cell (with a region ``tree``: per (leaf region,
         cell)), the rows with a value and the sum of their values on the column's public grid (a missing or
         non-numeric value is dropped from its column only)."""
+
+    def value_tables(self, frame: Any, grid: Grid, values: Sequence[ValueGrid],
+                     tree: RegionTree | None = None) -> tuple[np.ndarray, dict[int, np.ndarray]]:
+        """:meth:`value_sums`, and the rows per (cell, sub-bin) of every value column with ``steps``, in one pass."""
+
+    def value_steps(self, frame: Any, value: ValueGrid) -> np.ndarray:
+        """int64 rows per grid value ``value.low..value.high`` of one value column (clipped, rounded; missing
+        dropped)."""
 
     def coded_value_rows(self, frame: Any, grid: Grid, values: Sequence[ValueGrid], bounds: UnitBounds,
                          tree: RegionTree | None = None) -> CodedValueRows:

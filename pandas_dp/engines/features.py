@@ -76,13 +76,22 @@ class CodedTables:
 class CodedValues:
     """Rows coded by cell, grid value of every value column and unit, for sums with bounded units (private)."""
 
-    def __init__(self, rows: UnitRows, size: int, n_values: int) -> None:
-        self.rows, self.size, self.n_values = rows, size, n_values
+    def __init__(self, rows: UnitRows, size: int, grids: tuple[ValueGrid, ...]) -> None:
+        self.rows, self.size, self.grids = rows, size, grids
 
     def sums(self, bounds: UnitBounds, key: bytes) -> np.ndarray:
         """``(columns, 2, cells)`` int64 after bounding every unit: rows with a value and their values' sum."""
-        return np.asarray(self.rows.reduce(pieces.bounded_value_sums, (bounds, key, self.size), pieces.sum_arrays),
-                          dtype=np.int64).reshape(self.n_values, 2, self.size)
+        return self.tables(bounds, key)[0]
+
+    def tables(self, bounds: UnitBounds, key: bytes) -> tuple[np.ndarray, dict[int, np.ndarray]]:
+        """:meth:`sums`, and the rows per (cell, sub-bin) of every column with ``steps``, after bounding every unit."""
+        flat = self.rows.reduce(pieces.bounded_value_sums, (bounds, key, self.size, self.grids), pieces.sum_arrays)
+        return pieces.split_value_tables(flat, self.grids, self.size)
+
+    def steps(self, bounds: UnitBounds, key: bytes, value: ValueGrid) -> np.ndarray:
+        """Kept rows per grid value ``value.low..value.high`` of the (one) value column, after bounding every unit."""
+        return np.asarray(self.rows.reduce(pieces.bounded_value_steps, (bounds, key, value), pieces.sum_arrays),
+                          dtype=np.int64)
 
 
 class CountingEngine:
@@ -134,12 +143,35 @@ class CountingEngine:
         ...                          [ValueGrid("pay", 0, 100, 1.0)]).tolist()
         [[[2, 1], [110, 3]]]
         """
+        return self.value_tables(frame, grid, values, tree)[0]
+
+    def value_tables(self, frame: Any, grid: Grid, values: Sequence[ValueGrid],
+                     tree: RegionTree | None = None) -> tuple[np.ndarray, dict[int, np.ndarray]]:
+        """:meth:`value_sums`, and ``{column: rows per (cell, sub-bin)}`` (``cell * steps + sub-bin``) of every
+        value column with ``steps`` (:func:`~pandas_dp.engines.pandas.values.cell_value_steps`), in one pass."""
         self._check(frame, [grid])
         public = pieces.ValueTables(grid, tuple(values), tree)
         located = () if tree is None else tree.located
         columns = list(dict.fromkeys([*located, *grid.columns, *(v.column for v in values)]))
         flat = self.primitives.reduce(frame, columns, pieces.flat_value_sums, public, pieces.sum_arrays)
-        return np.asarray(flat, dtype=np.int64).reshape(len(values), 2, pieces.value_cell_count(public))
+        return pieces.split_value_tables(flat, tuple(values), pieces.value_cell_count(public))
+
+    def value_steps(self, frame: Any, value: ValueGrid) -> np.ndarray:
+        """Rows per grid value ``value.low..value.high`` of one value column (clipped to its bounds, rounded to
+        its step; a row without a value is dropped): the histogram quantiles are read from.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> from pandas_dp.engines.pandas import PANDAS_ENGINE
+        >>> from pandas_dp.engines.pandas.values import ValueGrid
+        >>> df = pd.DataFrame({"pay": [0.4, 3.0, None, 500.0, -7.0, "n/a"]})
+        >>> PANDAS_ENGINE.value_steps(df, ValueGrid("pay", 0, 4, 1.0)).tolist()
+        [2, 0, 0, 1, 1]
+        """
+        public = pieces.ValueTables(Grid(()), (value,))
+        flat = self.primitives.reduce(frame, [value.column], pieces.flat_value_steps, public, pieces.sum_arrays)
+        return np.asarray(flat, dtype=np.int64)
 
     def coded_value_rows(self, frame: Any, grid: Grid, values: Sequence[ValueGrid], bounds: UnitBounds,
                          tree: RegionTree | None = None) -> CodedValues:
@@ -151,7 +183,7 @@ class CountingEngine:
         columns = list(dict.fromkeys([*located, *grid.columns, *(v.column for v in values), bounds.column]))
         rows = self.primitives.unit_rows(frame, columns, pieces.value_codes, public, bounds.column,
                                          hashes=bounds.scheme == "cells", n_codes=1 + len(values))
-        return CodedValues(rows, pieces.value_cell_count(public), len(values))
+        return CodedValues(rows, pieces.value_cell_count(public), tuple(values))
 
     def group_counts(self, values: Any, ids: pd.Index | None) -> np.ndarray:
         """Rows per public group id (aligned with ``ids``), or per group present when ``ids`` is None (any order)."""

@@ -26,7 +26,7 @@ from pandas_dp.engines.pandas.counts import bin_counts, cell_codes, group_counts
 from pandas_dp.engines.pandas.geography_counts import leaf_cell_codes, leaf_cell_counts, leaf_positions
 from pandas_dp.engines.pandas.geography_marginals import region_attribute_codes, region_marginal_counts
 from pandas_dp.engines.pandas.marginals import attribute_codes, in_domain, marginal_counts
-from pandas_dp.engines.pandas.values import ValueGrid, cell_value_sums, grid_values
+from pandas_dp.engines.pandas.values import MISSING, ValueGrid, grid_values, value_tables
 from pandas_dp.engines.primitives import Piece
 from pandas_dp.privacy.units import UnitBounds
 
@@ -35,7 +35,8 @@ __all__ = ["sum_arrays", "add_tables", "merge_by_id", "Tables", "GeographyTables
            "table_counts", "geography_table_counts", "narrow_cell_codes", "group_codes", "group_hash_codes",
            "leaf_codes", "table_codes", "geography_table_codes", "bounded_counts", "contributions",
            "kept_dropped", "bounded_group_counts", "merge_group_counts", "group_count_values", "bounded_tables",
-           "ValueTables", "value_cell_count", "flat_value_sums", "value_codes", "bounded_value_sums"]
+           "ValueTables", "split_value_tables", "value_cell_count", "flat_value_sums", "flat_value_steps", "value_codes", "bounded_value_steps",
+           "bounded_value_sums"]
 
 
 # -- combining partial counts ------------------------------------------------------------------------------
@@ -173,6 +174,18 @@ def _value_cells(piece: pd.DataFrame, public: ValueTables) -> np.ndarray:
     return np.where((leaf >= 0) & (cells >= 0), leaf * public.grid.size + cells, -1)
 
 
+def split_value_tables(flat: np.ndarray, grids: Sequence[ValueGrid], size: int) -> tuple[np.ndarray, dict[int, np.ndarray]]:
+    """The ``(columns, 2, size)`` sums and ``{column: (size * steps,) counts}`` of a flat :func:`flat_value_sums`."""
+    flat = np.asarray(flat, dtype=np.int64)
+    head = len(grids) * 2 * size
+    sums, steps, at = flat[:head].reshape(len(grids), 2, size), {}, head
+    for i, g in enumerate(grids):
+        if g.steps:
+            steps[i] = flat[at:at + size * g.steps]
+            at += size * g.steps
+    return sums, steps
+
+
 def value_cell_count(public: ValueTables) -> int:
     """How many cells the value sums have: the grid's, times the leaf regions with a tree."""
     leaves = 1 if public.tree is None else len(public.tree.regions[-1])
@@ -180,9 +193,17 @@ def value_cell_count(public: ValueTables) -> int:
 
 
 def flat_value_sums(piece: pd.DataFrame, public: ValueTables) -> np.ndarray:
-    """``(columns, 2, cells)``: rows with a value and the sum of their grid values, per value column and cell."""
+    """Flat: per value column and cell the rows with a value and the sum of their grid values, then the rows per
+    (cell, sub-bin) of every column with ``steps`` (:func:`~.pandas.values.value_tables`)."""
     values = [grid_values(piece[v.column], v) for v in public.values]
-    return cell_value_sums(_value_cells(piece, public), values, value_cell_count(public))
+    return value_tables(_value_cells(piece, public), values, public.values, value_cell_count(public))
+
+
+def flat_value_steps(piece: pd.DataFrame, public: ValueTables) -> np.ndarray:
+    """Rows per grid value ``low..high`` of the one value column of ``public`` (clipped, rounded; missing dropped)."""
+    v = public.values[0]
+    q = grid_values(piece[v.column], v)
+    return np.bincount(q[q != MISSING] - v.low, minlength=v.high - v.low + 1).astype(np.int64)
 
 
 def value_codes(piece: pd.DataFrame, public: ValueTables) -> list[np.ndarray]:
@@ -278,9 +299,19 @@ def bounded_tables(piece: Piece, workload: Workload, bounds: UnitBounds, key: by
     return closure_marginals([np.where(kept, c, -1) for c in codes], workload, only=workload.maximal)
 
 
-def bounded_value_sums(piece: Piece, bounds: UnitBounds, key: bytes, size: int) -> np.ndarray:
+def bounded_value_steps(piece: Piece, bounds: UnitBounds, key: bytes, value: ValueGrid) -> np.ndarray:
+    """:func:`flat_value_steps` of the rows every unit keeps (at most ``max_rows`` rows in the domain)."""
+    kept = bound_codes(np.asarray(piece.codes[0], dtype=np.int64), piece.units, bounds, key,
+                       positions=piece.positions, unit_hashes=piece.hashes)
+    q = np.asarray(piece.codes[1], dtype=np.int64)
+    live = (kept >= 0) & (q != MISSING)
+    return np.bincount(q[live] - value.low, minlength=value.high - value.low + 1).astype(np.int64)
+
+
+def bounded_value_sums(piece: Piece, bounds: UnitBounds, key: bytes, size: int,
+                       grids: tuple[ValueGrid, ...]) -> np.ndarray:
     """:func:`flat_value_sums` of the rows every unit keeps (at most ``max_rows`` rows in the domain, the
     histogram's rule: a row counts toward its unit's bound when it is in a cell, with or without values)."""
     kept = bound_codes(np.asarray(piece.codes[0], dtype=np.int64), piece.units, bounds, key,
                        positions=piece.positions, unit_hashes=piece.hashes)
-    return cell_value_sums(kept, [np.asarray(c, dtype=np.int64) for c in piece.codes[1:]], size)
+    return value_tables(kept, [np.asarray(c, dtype=np.int64) for c in piece.codes[1:]], grids, size)

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from pandas_dp._utils.public import float_array
 from pandas_dp._utils.rational import fraction_text, safe_repr
 from pandas_dp.algorithms.aggregate import (STATISTICS, AggregatePlan, ValueColumn, estimate, measure,
                                             measure_geography, plan_aggregate)
@@ -43,8 +44,7 @@ from pandas_dp.results.geography_layout import RESERVED_NAMES, geography_index
 
 __all__ = ["aggregate", "check_aggs", "check_value_grids"]
 
-_QUANTILES = ("The statistic {what!r} comes with the quantiles release (df.dp.quantiles, next); aggregate "
-              "releases 'count', 'sum' and 'mean' for now. Drop it from aggs=.")
+_NAMES = "'count', 'sum', 'mean', 'median' or ('quantile', q) with q in (0, 1)"
 
 
 def aggregate(frame: pd.DataFrame, columns: Any, aggs: Any, *, bounds: Any, resolution: Any = None, bins: Any = None,
@@ -87,17 +87,17 @@ def aggregate(frame: pd.DataFrame, columns: Any, aggs: Any, *, bounds: Any, reso
         plan = plan_aggregate(values, loss, unit_change)
     else:
         plan = plan_aggregate(values, loss, unit_change, geography.shares(tree.level_names), tree.level_names)
-    value_grids = [ValueGrid(v.column, v.low, v.high, v.resolution, v.kind, v.unit, v.tz is not None)
+    value_grids = [ValueGrid(v.column, v.low, v.high, v.resolution, v.kind, v.unit, v.tz is not None, v.steps)
                    for v in values]
     params = _params(plan, grid, unit, tree)
 
     def mechanism(exact: Any) -> Aggregate:
-        sums = exact.sums(unit, release_key(generator)) if unit is not None else exact
+        sums = exact.tables(unit, release_key(generator)) if unit is not None else exact
         measured = measure(sums, plan, generator) if tree is None else measure_geography(sums, plan, tree, generator)
         return _wrap(estimate(measured, plan), plan, grid, loss, params, tree)
 
     if unit is None:
-        count = lambda engine: engine.value_sums(frame, grid, value_grids, tree)  # noqa: E731
+        count = lambda engine: engine.value_tables(frame, grid, value_grids, tree)  # noqa: E731
     else:
         count = lambda engine: engine.coded_value_rows(frame, grid, value_grids, unit, tree)  # noqa: E731
     used = [*cols, *(c for c in located if c not in cols), *(c for c, _ in asked)]
@@ -130,7 +130,7 @@ def check_aggs(frame: Any, aggs: Any) -> list[tuple[Any, tuple[str, ...]]]:
     Raises
     ------
     ParameterError
-        For anything else, and for ``"median"`` or ``("quantile", q)`` (the quantiles release), before any charge.
+        For anything else (a quantile needs one q strictly between 0 and 1), before any charge.
     """
     example = "aggs={'income': ['sum', 'mean'], 'hours': 'mean'}"
     if not isinstance(aggs, Mapping):
@@ -152,7 +152,7 @@ def check_aggs(frame: Any, aggs: Any) -> list[tuple[Any, tuple[str, ...]]]:
             raise
         except Exception as err:  # noqa: BLE001 - a hostile sequence's own __len__, __iter__, __getitem__
             raise ParameterError(f"aggs[{safe_repr(label)}] could not be read; pass a statistic or a plain list of "
-                                 f"them from {list(STATISTICS)}.") from err
+                                 f"them from {_NAMES}.") from err
         out.append((label, stats))
     return out
 
@@ -165,11 +165,11 @@ def _statistics(spec: Any, label: Any) -> tuple[str, ...]:
         specs = list(spec)
     else:
         raise ParameterError(f"aggs[{safe_repr(label)}] must be a statistic or a list of them, from "
-                             f"{list(STATISTICS)}. Got {safe_repr(spec)}.")
+                             f"{_NAMES}. Got {safe_repr(spec)}.")
     stats = tuple(_statistic(s, label) for s in specs)
     if not stats or len(set(stats)) != len(stats):
         raise ParameterError(f"aggs[{safe_repr(label)}] must list each statistic once, at least one, from "
-                             f"{list(STATISTICS)}. Got {safe_repr(spec)}.")
+                             f"{_NAMES}. Got {safe_repr(spec)}.")
     return stats
 
 
@@ -182,15 +182,23 @@ def _is_list_of_statistics(spec: Any) -> bool:
 def _statistic(value: Any, label: Any) -> str:
     if isinstance(value, tuple) and len(value) >= 1 and isinstance(value[0], str) \
             and str.__str__(value[0]) == "quantile":
-        raise ParameterError(_QUANTILES.format(what="quantile"))
+        return _quantile_name(value, label)
     if isinstance(value, str):
         name = str.__str__(value)
-        if name in ("median", "quantile"):
-            raise ParameterError(_QUANTILES.format(what=name))
-        if name in STATISTICS:
+        if name in STATISTICS and name != "quantile":
             return name
     raise ParameterError(f"aggs[{safe_repr(label)}]: unknown statistic {safe_repr(value)}; aggregate releases "
-                         f"{list(STATISTICS)} ('median' and ('quantile', q) come with the quantiles release).")
+                         f"{_NAMES}.")
+
+
+def _quantile_name(value: tuple[Any, ...], label: Any) -> str:
+    """``("quantile", q)`` as the statistic ``"quantile(q)"`` (q a probability strictly between 0 and 1)."""
+    q = float_array(value[1]) if len(value) == 2 and not isinstance(value[1], (bool, np.bool_, str, bytes)) else None
+    if q is None or q.ndim != 0 or not 0 < float(q) < 1:
+        raise ParameterError(f"aggs[{safe_repr(label)}]: a quantile is ('quantile', q) with one q strictly between 0 "
+                             f"and 1 (e.g. ('quantile', 0.9)); list several as [('quantile', 0.1), ('quantile', "
+                             f"0.9)]. Got {safe_repr(value)}.")
+    return f"quantile({float(q)!r})"
 
 
 def _params(plan: AggregatePlan, grid: Grid, unit: UnitBounds | None, tree: RegionTree | None) -> dict[str, Any]:
@@ -256,4 +264,4 @@ def _wrap(found: Any, plan: AggregatePlan, grid: Grid, loss: Any, params: dict[s
     return Aggregate(estimates=estimates, std_errors=errors, count=counts, epsilon=loss.pure_epsilon,
                      params=params, rules=tuple(found.rules[k] for k in keys), loss=loss,
                      columns=tuple(grid.columns), levels=() if tree is None else tuple(tree.level_names),
-                     times=times)
+                     times=times, bands=tuple(found.bands.get(k) for k in keys))

@@ -33,6 +33,7 @@ from pandas_dp.releases.histogram import histogram
 from pandas_dp.releases.methods import METHODS
 from pandas_dp.releases.methods.hierarchical import TREE_PARAMS
 from pandas_dp.releases.marginals import marginals
+from pandas_dp.releases.quantiles import quantiles
 from pandas_dp.releases.params import (KEYWORD, POSITIONAL, REQUIRED, UNIT_PARAMS, VAR_KEYWORD, Flag, Options, Param,
                                        ParamTable)
 from pandas_dp.releases.unattributed import unattributed_histogram
@@ -168,6 +169,12 @@ AGGREGATE_PARAMS = ParamTable("aggregate", (
     _arg("bounds", REQUIRED, names="keys"), _arg("resolution", names="keys"), _arg("bins", names="keys"),
     _arg("categories", names="keys"), OTHER, *LOSS_PARAMS, _arg("privacy_unit", names="label"),
     _arg("max_rows"), *MARGINALS_GEOGRAPHY_PARAMS, RNG))
+#: ``quantiles`` (issue 43): one column's quantiles, public clipping bounds required; the geography keywords
+#: are declared (DESIGN section 8) and refused by the release until quantiles by geography land.
+QUANTILES_PARAMS = ParamTable("quantiles", (
+    _arg("column", REQUIRED, POSITIONAL, "label"), _arg("q", REQUIRED, POSITIONAL), _arg("bounds", REQUIRED),
+    *LOSS_PARAMS, _arg("privacy_unit", names="label"), _arg("max_rows"),
+    *(p for p in MARGINALS_GEOGRAPHY_PARAMS if p.name in ("by", "hierarchy", "by_categories")), RNG))
 UNATTRIBUTED_PARAMS = ParamTable("unattributed_histogram", (
     _arg("group", REQUIRED, POSITIONAL, "label"), *LOSS_PARAMS, _arg("groups"), RNG, *UNIT_PARAMS))
 
@@ -232,6 +239,7 @@ ENTRIES: dict[str, Entry] = {e.name: e for e in (
     Entry("unattributed_histogram", unattributed_histogram, "group", True, UNATTRIBUTED_PARAMS),
     Entry("marginals", marginals, "workload", False, MARGINALS_PARAMS),
     Entry("aggregate", aggregate, "columns", False, AGGREGATE_PARAMS),
+    Entry("quantiles", quantiles, "column", True, QUANTILES_PARAMS),
 )}
 
 

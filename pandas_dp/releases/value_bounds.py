@@ -33,7 +33,7 @@ from pandas_dp.algorithms.aggregate import MAX_STEPS, ValueColumn
 from pandas_dp.domain.timevalues import UNITS
 from pandas_dp.errors import ParameterError
 
-__all__ = ["check_value_grids", "same_label", "DEFAULT_TIME_STEPS"]
+__all__ = ["check_value_grids", "same_label", "DEFAULT_TIME_STEPS", "grid_of_steps"]
 
 #: The default resolution of a date column and of a duration column.
 DEFAULT_TIME_STEPS = {"datetime": pd.Timedelta(days=1), "timedelta": pd.Timedelta(seconds=1)}
@@ -208,3 +208,23 @@ def check_value_grids(asked: list[tuple[Any, tuple[str, ...]]], bounds: Any,
         step = _lookup(resolution, label, "resolution")[1] if per_column else resolution
         out.append(_column(label, stats, pair, step))
     return tuple(out)
+
+
+def grid_of_steps(label: Any, pair: Any, steps: int) -> ValueColumn:
+    """A value column's grid of about ``steps`` equal steps between public bounds (numbers, dates or durations).
+
+    The step is ``(high - low) / steps`` (for dates and durations whole seconds when it is at least one
+    second, else whole nanoseconds). Raises the errors of :func:`check_value_grids` for bad bounds.
+    """
+    items = _items(pair)
+    kind = _kind(items) if items is not None else ""
+    if items is None or kind in ("", "number"):
+        low, high = _number_pair(items if kind else None, label, pair)
+        return _on_grid(label, ("quantile",), low, high, (high - low) / steps, pair, "number", "s", None)
+    low_ns, high_ns, tz = _time_bounds(items, kind, label, pair)
+    step_ns = max((high_ns - low_ns) // steps, 1)
+    unit = "s" if step_ns >= UNITS["s"] else "ns"
+    if unit == "s":
+        step_ns -= step_ns % UNITS["s"]
+    per = UNITS[unit]
+    return _on_grid(label, ("quantile",), low_ns / per, high_ns / per, step_ns / per, pair, kind, unit, tz)

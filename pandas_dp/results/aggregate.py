@@ -12,6 +12,7 @@ import pandas as pd
 from pandas_dp._utils.checks import normal_quantile
 from pandas_dp._utils.optional import import_optional
 from pandas_dp.algorithms.aggregate import ValueColumn
+from pandas_dp.algorithms.quantiles import row_intervals
 from pandas_dp.domain.timevalues import NAT, UNITS
 from pandas_dp.errors import ParameterError
 from pandas_dp.results._checks import check_axes
@@ -71,11 +72,15 @@ class Aggregate(FrozenRelease, MeasureView):
         Per column of ``estimates``: ``None``, or the date or duration column it estimates (``estimates``
         then holds keys of its time unit; :meth:`to_frame` and the intervals give dates or durations,
         :meth:`std_error` durations).
+    bands : tuple
+        Per column of ``estimates``: ``None``, or for a quantile every cell's CDF (prefixes, their noise
+        variances, the suffixes', the sub-bin edges, ``q``), from which its intervals are drawn at any level.
 
     Notes
     -----
     Intervals: a count (and a sum without a mean) is its exact value plus one draw of integer
-    noise, so its interval uses the noise's exact quantile. A mean (and a sum derived with it)
+    noise, so its interval uses the noise's exact quantile. A quantile's interval inverts the bands
+    of its cell's CDF (:mod:`pandas_dp.algorithms.quantiles`). A mean (and a sum derived with it)
     uses the delta method, ``mean ± f se`` with ``f`` the centred sum's noise
     :meth:`~pandas_dp.privacy.loss.Noise.tail_factor` (a Laplace-shaped radius under pure DP),
     clipped to the bounds. The intervals cover the noise only: the statistics of the clipped,
@@ -92,6 +97,7 @@ class Aggregate(FrozenRelease, MeasureView):
     columns: tuple[Any, ...] = ()
     levels: tuple[str, ...] = ()
     times: tuple[Any, ...] = ()
+    bands: tuple[Any, ...] = ()
 
     method = "aggregate"
 
@@ -155,6 +161,10 @@ class Aggregate(FrozenRelease, MeasureView):
                 radius = np.full(est.shape[0], float(noise.interval_radius(level)))
             elif kind == "exact_scaled":
                 radius = np.full(est.shape[0], a * float(noise.interval_radius(level)))
+            elif kind == "quantile":
+                prefix, prefix_var, suffix_var, edges, q = self.bands[j]
+                low[:, j], high[:, j] = row_intervals(prefix, prefix_var, suffix_var, edges, q, normal_quantile(level))
+                continue
             else:
                 radius = noise.tail_factor(level) * se[:, j]
             low[:, j], high[:, j] = est[:, j] - radius, est[:, j] + radius

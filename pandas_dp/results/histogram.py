@@ -21,6 +21,7 @@ from pandas_dp.results._format import estimates_table, guarantee_text, html_para
 from pandas_dp.results.frozen import SeriesOnIndex, lock_in_place, stored_fields
 from pandas_dp.results._sampling import grid_rows
 from pandas_dp.results._plot import plot_grid
+from pandas_dp.results.quantiles import release_quantiles
 
 __all__ = ["Histogram", "RangeAnswer", "box_bounds"]
 
@@ -282,6 +283,42 @@ class Histogram(FrozenRelease, EstimatesView, MeasureView):
                            float(np.sqrt(var[0])), self.variance_exact,
                            noise[0] if isinstance(noise, list) else noise, int(np.ravel(terms)[0]),
                            self._box_bias_note() or "")
+
+    def quantile(self, q: Any = 0.5, *, confidence_level: float | None = None) -> Any:
+        """The ``q``-quantile(s) of the released column, read from the release (post-processing, no budget).
+
+        The release's prefix sums, made monotone (weighted isotonic regression: the non-negative,
+        consistent bins), give a CDF; the ``q``-quantile is where it reaches ``q``, linear inside its bin.
+        With ``confidence_level``, an interval too, by inverting the release's range intervals edge by edge
+        (:mod:`pandas_dp.results.quantiles` says what it covers). 1-D releases over numeric, date or
+        duration bins.
+
+        Parameters
+        ----------
+        q : float or list of float
+            Probabilities in ``[0, 1]`` (as ``Series.quantile``).
+        confidence_level : float, optional
+            Return a frame with ``estimate``, ``ci_low``, ``ci_high`` and ``confidence_level`` columns.
+
+        Returns
+        -------
+        float, Timestamp, Timedelta, Series or DataFrame
+            A value for a scalar ``q`` (``NaN`` when the release's total is not positive), a Series indexed
+            by ``q`` for a list, or the frame with ``confidence_level``.
+
+        Examples
+        --------
+        >>> import numpy as np, pandas as pd, pandas_dp as pdp
+        >>> df = pd.DataFrame({"age": np.arange(10_000) % 100})
+        >>> with pdp.budget(epsilon=1.0):
+        ...     h = df.dp.hierarchical_histogram("age", bins=100, range=(0, 100), epsilon=1.0,
+        ...                                      rng=np.random.default_rng(0))
+        >>> bool(abs(h.quantile(0.5) - 50) < 2)
+        True
+        >>> h.quantile([0.1, 0.9], confidence_level=0.95).columns.tolist()
+        ['estimate', 'ci_low', 'ci_high', 'confidence_level']
+        """
+        return release_quantiles(self, q, confidence_level)
 
     def _box_query(self, low: Any, high: Any) -> RangeAnswer:
         """The box ``[low[k], high[k])`` on every dimension ``k`` of a d-D release (bin edges, data units).

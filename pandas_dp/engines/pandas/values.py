@@ -23,7 +23,7 @@ import pandas as pd
 from pandas_dp.domain.numeric_values import numeric_values
 from pandas_dp.domain.timevalues import NAT, datetime_keys, timedelta_keys
 
-__all__ = ["ValueGrid", "MISSING", "grid_values", "cell_value_sums"]
+__all__ = ["ValueGrid", "MISSING", "grid_values", "cell_value_sums", "cell_value_steps", "value_tables"]
 
 #: The grid value of a row without a value (missing, not a number, infinite).
 MISSING = np.iinfo(np.int64).min
@@ -42,6 +42,8 @@ class ValueGrid:
     kind: str = "number"
     unit: str = "s"
     aware: bool = False
+    #: Equal sub-bins of ``[low, high]`` whose rows are counted per cell too (0: none), for quantiles per cell.
+    steps: int = 0
 
 
 def _numbers(series: pd.Series, grid: ValueGrid) -> np.ndarray:
@@ -95,3 +97,19 @@ def _exact_sums(where: np.ndarray, q: np.ndarray, size: int) -> np.ndarray:
         lo = np.rint(np.bincount(w, weights=low[start:stop], minlength=size)).astype(np.int64)
         total += (hi << 32) + lo
     return total
+
+
+def cell_value_steps(cells: np.ndarray, q: np.ndarray, grid: ValueGrid, size: int) -> np.ndarray:
+    """``(size * grid.steps,)`` int64: rows with a value per (cell, sub-bin); sub-bin ``j`` holds the grid values
+    ``q`` with ``(q - low) * steps // (high - low) == j`` (the top value in the last), exact integer arithmetic."""
+    keep = (cells >= 0) & (q != MISSING)
+    where = np.minimum(((q[keep] - grid.low) * grid.steps) // (grid.high - grid.low), grid.steps - 1)
+    return np.bincount(cells[keep] * grid.steps + where, minlength=size * grid.steps).astype(np.int64)
+
+
+def value_tables(cells: np.ndarray, values: list[np.ndarray], grids: tuple[ValueGrid, ...], size: int) -> np.ndarray:
+    """:func:`cell_value_sums` flat, followed by :func:`cell_value_steps` of every grid with ``steps`` (one array:
+    partial tables of pieces add up element by element)."""
+    sums = cell_value_sums(cells, values, size).reshape(-1)
+    extra = [cell_value_steps(cells, q, g, size) for q, g in zip(values, grids) if g.steps]
+    return np.concatenate([sums, *extra]) if extra else sums

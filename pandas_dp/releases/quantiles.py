@@ -1,0 +1,111 @@
+"""``quantiles``: quantiles of one column from one release, with intervals.
+
+The mechanism (one charge): the column's values are clipped to the public ``bounds`` and rounded to a
+public grid of :data:`QUANTILE_STEPS` equal steps between them (the engine counts the rows at every grid
+value, ``engine.value_steps``: a value outside the bounds counts at the nearest bound, as every DP
+quantile clamps, and a missing or non-numeric value is dropped); a hierarchical histogram (the tree of
+Hay et al. and Qardaji et al. with its least-squares consistency, branching chosen for the least average
+range variance) is released over those steps; the quantiles are read from its monotone CDF and their
+intervals by inverting its range intervals (:mod:`pandas_dp.results.quantiles`). All of the tree's
+answers are consistent, so every ``q`` asked shares the one release: many quantiles cost what one does.
+
+Why the tree: it answers every prefix (the CDF) with error polylogarithmic in the number of steps, at
+once, with exact variances for the intervals, on every engine; a quantile's rank error is then that of
+one prefix. (The exponential mechanism of Smith (STOC 2011) and JointExp (Gillenwater, Joseph and
+Kulesza, ICML 2021) target one or a few quantiles; they are not built here yet.)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from pandas_dp._utils.rational import safe_repr
+from pandas_dp.algorithms.aggregate import ValueColumn
+from pandas_dp.domain.grid import BinDomain, Grid
+from pandas_dp.domain.timevalues import UNITS
+from pandas_dp.engines.pandas.values import ValueGrid
+from pandas_dp.errors import ParameterError
+from pandas_dp.noise.words import release_key
+from pandas_dp.privacy.units import UnitArguments
+from pandas_dp.releases.methods import METHODS, plan_method
+from pandas_dp.releases.params import check_columns, check_rng
+from pandas_dp.releases.pipeline import Release, privacy_loss, run
+from pandas_dp.releases.value_bounds import grid_of_steps
+from pandas_dp.results.quantiles import Quantiles, check_q
+
+__all__ = ["quantiles", "QUANTILE_STEPS", "CONFIDENCE_LEVEL"]
+
+#: Equal steps of the public grid between the bounds (the tree's leaves, plus one).
+QUANTILE_STEPS = 4096
+#: The level of the intervals in ``to_frame()`` (``result.quantile(q, confidence_level=...)`` for others).
+CONFIDENCE_LEVEL = 0.95
+#: The tree's knobs: its defaults (branching chosen for the least average range variance, consistent).
+_TREE = {"branching": "auto", "budget_split": "uniform", "include_root": False, "consistent": True,
+         "integer": False}
+
+
+def quantiles(frame: pd.DataFrame, column: Any, q: Any, *, bounds: Any, epsilon: Any = None, rho: Any = None,
+              privacy_unit: Any = None, max_rows: Any = None, by: Any = None, hierarchy: Any = None,
+              by_categories: Any = None, rng: Any = None) -> Quantiles:
+    """Release the ``q``-quantiles of one column (see ``DataFrame.dp.quantiles``)."""
+    given = [name for name, v in (("by", by), ("hierarchy", hierarchy), ("by_categories", by_categories))
+             if v is not None]
+    if given:
+        raise ParameterError(f"quantiles by geography ({given[0]}=) is not available yet; release the quantiles of "
+                             f"each region's rows separately (disjoint rows compose in parallel), or drop "
+                             f"{given[0]}=.")
+    if isinstance(column, (list, tuple)):
+        raise ParameterError(f"quantiles releases the quantiles of one column; got {safe_repr(list(column))}. Pass "
+                             f"a single column name.")
+    cols = check_columns(frame, column, name="column")
+    probs, _ = check_q(q)
+    loss = privacy_loss(epsilon, rho)
+    generator = check_rng(rng)
+    unit = UnitArguments(privacy_unit, max_rows).bounds(frame.columns, reserved=tuple(cols))
+    if unit is not None and unit.auto:
+        raise ParameterError("max_rows='auto' is not available for quantiles yet; pass a public max_rows=k "
+                             "(e.g. max_rows=1 when each person has one row).")
+    value = grid_of_steps(cols[0], bounds, QUANTILE_STEPS)
+    bins = BinDomain(cols[0], _edges(value), equal_width=False)
+    grid = Grid((bins,))
+    planned = plan_method("hierarchical", grid, loss, _TREE, unit)
+    spec = METHODS["hierarchical"]
+    value_grid = ValueGrid(value.column, value.low, value.high, value.resolution, value.kind, value.unit,
+                           value.tz is not None)
+    params: dict[str, Any] = {"mechanism": "hierarchical histogram over a public grid of the bounds, CDF inverted",
+              "q": [float(p) for p in probs], "bounds": [str(bins.edge_value(0)), str(bins.edge_value(bins.size))],
+              "steps": grid.size, **planned.knobs, **(unit.describe() if unit is not None else {})}
+
+    def mechanism(exact: Any) -> Quantiles:
+        counts = exact.steps(unit, release_key(generator), value_grid) if unit is not None else exact
+        tree = spec.release(counts, grid, planned, rng=generator, nonnegative=False, loss=loss)
+        found = tree.quantile(probs, confidence_level=CONFIDENCE_LEVEL)
+        record = dict(params)
+        shown = ("branching", "height", "noise", "level_noise_scales", "level_epsilons", "sensitivity_per_level")
+        record.update({k: v for k, v in tree.params.items() if k in shown})
+        return Quantiles(estimates=found, histogram=tree, epsilon=loss.pure_epsilon, params=record, loss=loss,
+                         column=cols[0])
+
+    if unit is None:
+        count = lambda engine: engine.value_steps(frame, value_grid)  # noqa: E731
+    else:
+        count = lambda engine: engine.coded_value_rows(frame, Grid(()), [value_grid], unit)  # noqa: E731
+    return run(frame, Release(loss=loss, method="quantiles", columns=list(cols), params=params, count=count,
+                              mechanism=mechanism))
+
+
+def _edges(value: ValueColumn) -> Any:
+    """The public bins of the grid values ``low..high``: centred on each, the outer ones ending at the bounds."""
+    r = float(value.resolution)
+    inner = (np.arange(value.low, value.high, dtype=np.float64) + 0.5) * r
+    keys = np.concatenate([[value.low * r], inner, [value.high * r]])
+    if value.kind == "number":
+        return keys
+    ns = np.rint(keys * UNITS[value.unit]).astype(np.int64)
+    if value.kind == "timedelta":
+        return pd.TimedeltaIndex(ns.view("m8[ns]"))
+    stamps = pd.DatetimeIndex(ns.view("M8[ns]"))
+    return stamps.tz_localize("UTC").tz_convert(value.tz) if value.tz is not None else stamps
