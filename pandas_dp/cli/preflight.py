@@ -109,6 +109,24 @@ def _totals_as_series(a: dict[str, Any]) -> None:
         a["public_totals"] = {level: pd.Series(v) if isinstance(v, dict) else v for level, v in totals.items()}
 
 
+def _quantile(statistic: Any) -> Any:
+    """``["quantile", q]`` (a TOML array) as the ``("quantile", q)`` the release takes; anything else as it is."""
+    if isinstance(statistic, list) and len(statistic) == 2 and statistic[0] == "quantile":
+        return tuple(statistic)
+    return statistic
+
+
+def _quantiles_as_tuples(aggs: Any) -> Any:
+    """A spec's ``aggs``: ``{income = ["quantile", 0.9]}`` or ``{income = ["median", ["quantile", 0.9]]}``."""
+    if not isinstance(aggs, dict):
+        return aggs
+    out = {}
+    for column, spec in aggs.items():
+        one = _quantile(spec)
+        out[column] = one if one is not spec or not isinstance(spec, list) else [_quantile(s) for s in spec]
+    return out
+
+
 def call_release(frame: pd.DataFrame, r: "Release", rng: np.random.Generator | None) -> Any:
     """Run one release through the ``.dp`` accessor (``epsilon=`` or ``rho=`` as the spec says)."""
     a = dict(r.args)
@@ -134,7 +152,7 @@ def call_release(frame: pd.DataFrame, r: "Release", rng: np.random.Generator | N
         a["hierarchy"] = read_public_table(a["hierarchy"])
     _totals_as_series(a)
     if r.method == "aggregate":
-        return frame.dp.aggregate(columns, a.pop("aggs"), rng=rng, **a)
+        return frame.dp.aggregate(columns, _quantiles_as_tuples(a.pop("aggs")), rng=rng, **a)
     if r.method == "hierarchical":
         return frame.dp.hierarchical_histogram(columns, rng=rng, **a)
     return frame.dp.histogram(columns, method=r.method, rng=rng, **a)

@@ -121,7 +121,7 @@ def test_an_aggregate_spec_writes_one_row_per_cell_value_column_and_statistic_as
 def test_bad_public_inputs_of_an_aggregate_spec_are_refused_before_any_charge_naming_the_argument(tmp_path, persons):
     releases = (BY_CELL.replace("bounds = {income = [0, 250000]}", "bounds = {income = [250000, 0]}")
                 + NATIONAL.replace('aggs = {income = "mean", age = ["sum", "mean"]}',
-                                   'aggs = {income = "median", age = ["sum"]}')
+                                   'aggs = {income = "max", age = ["sum"]}')
                 + BY_CELL.replace('name = "income"', 'name = "steps"').replace("resolution = {income = 100}",
                                                                                 "resolution = -1")
                 + BY_CELL.replace('name = "income"', 'name = "unbounded"').replace(
@@ -134,8 +134,7 @@ def test_bad_public_inputs_of_an_aggregate_spec_are_refused_before_any_charge_na
         assert "(4 problem(s)); only the input's header (its column names) was read, and nothing was charged" in err
         assert "[[release]] 'income': ParameterError: bounds['income'] must be public clipping bounds (low, high)" \
             in err and "Got [250000, 0]" in err
-        assert "[[release]] 'national': ParameterError: The statistic 'median' comes with the quantiles release" \
-            in err
+        assert "[[release]] 'national': ParameterError: aggs['income']: unknown statistic 'max'" in err
         assert "[[release]] 'steps': ParameterError: resolution['income'] must be a positive number" in err
         assert "[[release]] 'unbounded': missing 'bounds' for method 'aggregate'" in err
     assert _entries(d / "ledger.sqlite") == [] and not (d / "released").exists()
@@ -265,3 +264,23 @@ epsilon = 1.0
     assert list(table.columns) == ["level", "region", "age_low", "age_high", "value_column", "statistic", "estimate",
                                    "variance", "std_error", "lower", "upper"]
     assert len(table) == (1 + 2 + 3) * 2 * 2 and table["level"].unique().tolist() == ["national", "state", "county"]
+
+
+def test_medians_and_quantiles_in_a_spec_are_toml_arrays(tmp_path, persons):
+    """``["quantile", q]`` is TOML's form of Python's ``("quantile", q)``: alone, or in a list of statistics."""
+    d = _folder(tmp_path, persons, BY_CELL.replace('aggs = {income = ["count", "sum", "mean"]}',
+                                                   'aggs = {income = ["median", ["quantile", 0.9]], '
+                                                   'age = ["quantile", 0.25]}').replace(
+        "bounds = {income = [0, 250000]}", "bounds = {income = [0, 250000], age = [0, 120]}").replace(
+        'columns = ["sex", "age"]', 'columns = "sex"').replace("bins = {age = [0, 18, 65, 120]}\n", ""))
+    done = run("release", str(d / "spec.toml"))
+    assert done.returncode == 0, done.stderr
+    table = pd.read_csv(d / "released" / "income.csv")
+    assert table[["value_column", "statistic"]].values.tolist()[:3] == [
+        ["income", "median"], ["income", "quantile(0.9)"], ["age", "quantile(0.25)"]]
+    assert ((table["lower"] <= table["estimate"]) & (table["estimate"] <= table["upper"])).all()
+    (tmp_path / "bad").mkdir()
+    bad = _folder(tmp_path / "bad", persons, NATIONAL.replace('income = "mean"', 'income = ["quantile", 1.5]'))
+    refused = run("release", str(bad / "spec.toml"))
+    assert refused.returncode == 2 and "[[release]] 'national': ParameterError: aggs['income']: a quantile is" \
+        in refused.stderr and _entries(bad / "ledger.sqlite") == []
