@@ -35,6 +35,7 @@ needs the other; the ledger transactions both run are below them in :mod:`pandas
 from __future__ import annotations
 
 import json
+import math
 import os
 import unicodedata
 from contextvars import ContextVar
@@ -45,7 +46,7 @@ from typing import Any, Mapping, Sequence
 import pandas as pd
 
 from pandas_dp._utils.rational import safe_repr
-from pandas_dp.errors import BudgetError, LedgerError, NoActiveBudgetError, ParameterError
+from pandas_dp.errors import BudgetError, LedgerError, NoActiveBudgetError, PandasDPError, ParameterError
 from pandas_dp.accounting.ledger import (DELTA_SUFFIX, NO_BLIND_RESTORE, ChainError, Charge, MemoryStore, Posting, Store, Txn,
                                           check_remaining, columns_text, damaged, entries_frame, entry_text,
                                           loss_of, new_meta, open_budget, open_store, params_text, post,
@@ -53,8 +54,14 @@ from pandas_dp.accounting.ledger import (DELTA_SUFFIX, NO_BLIND_RESTORE, ChainEr
                                           verify_budget_chain)
 from pandas_dp.privacy.loss import PrivacyLoss, check_delta, loss_from
 
-__all__ = ["Budget", "Reservation", "Charge", "budget", "active_budget", "ACTIVE_BUDGETS", "DELTA_SUFFIX"]
+__all__ = ["Budget", "Reservation", "Charge", "budget", "active_budget", "ACTIVE_BUDGETS", "DELTA_SUFFIX",
+           "ROUNDING_SLACK"]
 
+#: A release asking for more than a budget has left, by at most this share of its own request, spends what is
+#: left instead (:meth:`Budget.fit`): float rounding of an even split. ``n`` float shares of a total add up to
+#: the total within a few parts in 10**16 of it, whatever ``n``; one part in 2**30 (about 1e-9) of the request
+#: covers that for splits of up to millions of releases, and nothing a person would call a different request.
+ROUNDING_SLACK = Fraction(1, 2**30)
 
 
 #: The active budgets of this context, outermost first (the testing tools run their calls detached from it).
@@ -490,6 +497,55 @@ class Budget:
                 meta = read_meta(store, txn)
                 check_remaining(store, txn, meta["ledger_id"], group, lock=False)
 
+    def fit(self, loss: PrivacyLoss | float | Fraction) -> PrivacyLoss:
+        """The loss a release asking for ``loss`` is charged: ``loss``, or exactly what is left.
+
+        A request that exceeds what a budget of the chain has left by float rounding only, at
+        most :data:`ROUNDING_SLACK` (one part in 2**30) of the request, is lowered to the largest
+        amount every budget of the chain can pay: ``budget(rho=0.05)`` pays 28 releases of
+        ``rho=0.05 / 28`` although the 28 float shares add up to a hair more than 0.05. Any
+        other request is returned unchanged (:meth:`check` then refuses one that does not fit).
+
+        Releases call this before they plan their noise, so the noise is calibrated to the amount
+        charged (never to more than is charged), and the ledger records that amount. A release
+        charged to a zCDP budget with ``epsilon=`` is lowered to the largest rational
+        ``epsilon`` (to 2**-64) whose ``epsilon**2 / 2`` fits. The delta part is never lowered.
+        Code that calibrates its own noise and then calls :meth:`spend` calls ``fit`` first and
+        calibrates to what it returns: :meth:`spend` itself charges exactly what it is given.
+
+        Parameters
+        ----------
+        loss : PrivacyLoss, or a positive number read as a pure epsilon
+            What the release asks for.
+
+        Returns
+        -------
+        PrivacyLoss
+            ``loss``, or the same measure and delta with the lowered amount. Reading the budgets
+            fails silently here (``loss`` comes back unchanged): :meth:`check` reports it.
+
+        Examples
+        --------
+        >>> import pandas_dp as pdp
+        >>> with pdp.budget(epsilon=0.05) as b:
+        ...     for _ in range(28):
+        ...         _ = b.spend(b.fit(0.05 / 28), method="one of 28 tables")
+        >>> b.remaining_exact
+        Fraction(0, 1)
+        """
+        asked = _as_loss(loss)
+        amount = asked.amount
+        try:
+            for b in self._chain():
+                left = b.remaining_exact
+                if asked.charged_as(b.measure).amount > left:
+                    amount = min(amount, left if b.measure == asked.measure else _largest_epsilon(left))
+        except PandasDPError:
+            return asked
+        if amount == asked.amount or amount <= 0 or asked.amount - amount > asked.amount * ROUNDING_SLACK:
+            return asked
+        return asked._with(amount, asked.delta)
+
     def spend(self, loss: PrivacyLoss | float | Fraction, *, method: str, columns: Sequence[str] = (),
               params: Mapping[str, Any] | None = None) -> Charge:
         """Check and record ``loss`` here and in every budget enclosing this one in the current context.
@@ -756,6 +812,16 @@ class Reservation(Budget):
         transact(stores, work)
         self._closed = True
         return returned[0]
+
+
+def _largest_epsilon(left: Fraction) -> Fraction:
+    """The largest epsilon on a grid of 2**-64 whose zCDP cost ``epsilon**2 / 2`` is at most ``left``.
+
+    A pure epsilon is the one loss charged in another measure than its own (zCDP), so this is the
+    largest such loss a zCDP budget with ``left`` can pay: ``floor(sqrt(2 left) 2**64) / 2**64``.
+    """
+    scaled = 2 * left * 2**128
+    return Fraction(math.isqrt(scaled.numerator // scaled.denominator), 2**64)
 
 
 def _names(params: str) -> object:

@@ -193,7 +193,7 @@ def plan_aggregate(values: tuple[ValueColumn, ...], loss: PrivacyLoss, unit: Sen
     >>> plan = plan_aggregate((ValueColumn("income", ("mean",), 0, 100, 1.0),), PureDP(Fraction(1)),
     ...                       Sensitivity())
     >>> [(m.kind, m.noise.describe()["noise_scale"]) for m in plan.measurements]
-    [('count', '2'), ('centred', '200')]
+    [('count', Fraction(2, 1)), ('centred', Fraction(200, 1))]
     """
     kinds = [(i, kind) for i, v in enumerate(values) for kind in v.measured]
     share = Fraction(1, len(kinds))

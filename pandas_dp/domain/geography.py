@@ -11,10 +11,12 @@ pandera (every failure at once, one :class:`pandas_dp.SchemaError`), and
 returns a frozen :class:`RegionTree`. Engines then code the private rows on
 it; rows that do not fit are out of domain and dropped (DESIGN section 6).
 
-The validation (:mod:`pandas_dp.domain.schema`) is below this module and is imported when a tree is
-built, not when this module is: it loads pandera, which would add about a third to ``import pandas_dp``
-(every engine imports this module). The custodian's check of private rows against a tree
-(:mod:`pandas_dp.domain.persons_check`) is above both.
+Tables that pass every check are told apart in plain pandas
+(:func:`~pandas_dp.domain.table_checks.valid_hierarchy`); only tables that fail one are handed to the
+pandera schemas (:mod:`pandas_dp.domain.schema`), which list every failure case. That module is below
+this one and is imported only then: pandera would add about a third to ``import pandas_dp`` (every
+engine imports this module), and about 1.5 s to the first tree built. The custodian's check of private
+rows against a tree (:mod:`pandas_dp.domain.persons_check`) is above both.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ import numpy as np
 import pandas as pd
 
 from pandas_dp.domain.labels import public_labels
+from pandas_dp.domain.table_checks import valid_hierarchy
 from pandas_dp._utils.rational import safe_repr
 from pandas_dp.errors import DomainError, ParameterError
 
@@ -249,9 +252,11 @@ def region_tree(columns: Sequence[Any], group: str | None, location: Any, *,
     located = tuple(c for c in levels if c in cols)
     _check_unique_labels("frame", cols, [c for c in (group, *located) if c is not None])
 
-    from pandas_dp.domain.schema import validate_public_tables  # local: pandera loads when a tree is built, not on import
+    hier = valid_hierarchy(group, levels, groups=groups, hierarchy=hierarchy)
+    if hier is None:  # a check failed: the schemas list every failure case
+        from pandas_dp.domain.schema import validate_public_tables  # local: pandera loads only for failing tables
 
-    hier = validate_public_tables(group, levels, groups=groups, hierarchy=hierarchy)
+        hier = validate_public_tables(group, levels, groups=groups, hierarchy=hierarchy)
     regions = [pd.Index([ROOT])]
     parents = [np.full(1, -1, dtype=np.int64)]
     for i, col in enumerate(levels):

@@ -44,6 +44,10 @@ from pandas_dp.domain.timevalues import NAT, convert_unit, datetime_keys, timede
 from pandas_dp._utils.public import float_array, safe_repr
 from pandas_dp.errors import DomainError, ParameterError
 
+#: A numeric range bound this many units in the last place of the edges' scale from an edge is that edge
+#: (:meth:`BinDomain.align`): float rounding, as between ``np.linspace`` and the release's edges.
+EDGE_ULPS = 4
+
 __all__ = ["BinDomain", "CategoryDomain", "Grid", "make_grid", "numeric_values", "MAX_CELLS"]
 
 
@@ -196,7 +200,11 @@ class BinDomain(DerivedCache):
             arr = self.bound_keys(name, value)
             pos = np.searchsorted(keys, arr)
             clipped = np.minimum(pos, keys.size - 1)
-            bad = np.flatnonzero(keys[clipped] != arr)
+            if self.kind == "number":
+                pos, off = self._snap(keys, arr, pos)
+                bad = np.flatnonzero(off)
+            else:  # integer time keys: exact
+                bad = np.flatnonzero(keys[clipped] != arr)
             if bad.size:
                 k = bad[0]
                 shown = float(arr[k]) if self.kind == "number" else self.key_value(arr[k])
@@ -215,6 +223,27 @@ class BinDomain(DerivedCache):
             raise DomainError(f"Range low={_text(self.edge_value(i[k]))} is above "
                               f"high={_text(self.edge_value(j[k]))}; pass low <= high.")
         return i, j
+
+    @staticmethod
+    def _snap(keys: np.ndarray, arr: np.ndarray, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Each numeric bound's edge index, a bound within float rounding of an edge being that edge.
+
+        Within float rounding: at most :data:`EDGE_ULPS` units in the last place of the edges' scale (the
+        larger magnitude of the first and last edge) from the nearest edge, and at most a quarter of the
+        distance between that edge and its neighbour on the bound's side. ``np.linspace(0, 6.4, 257)[58]`` is
+        ``1.4500000000000002``, one unit from the edge ``1.45`` of ``bins=256, range=(0, 6.4)``. Returns the
+        indices (``searchsorted``'s, moved to the matched edge) and whether each bound is off every edge.
+        """
+        tolerance = EDGE_ULPS * float(np.spacing(max(abs(float(keys[0])), abs(float(keys[-1])))))
+        last = keys.size - 1
+        right = np.minimum(pos, last)
+        left = np.maximum(pos - 1, 0)
+        nearest = np.where(np.abs(keys[right] - arr) <= np.abs(arr - keys[left]), right, left)
+        gap = np.abs(arr - keys[nearest])
+        neighbour = np.clip(np.where(arr >= keys[nearest], nearest + 1, nearest - 1), 0, last)
+        width = np.abs(keys[neighbour] - keys[nearest])
+        within = (gap == 0) | ((gap <= tolerance) & ((width == 0) | (gap <= width / 4)))
+        return np.where(within, nearest, pos), ~within
 
     def key_value(self, key: Any) -> Any:
         """The public value of one key: a float, or a Timestamp (in the domain's time zone) / Timedelta."""

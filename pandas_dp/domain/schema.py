@@ -40,16 +40,15 @@ can be checked ahead of time::
 from __future__ import annotations
 
 from collections.abc import Sequence
-from decimal import Decimal
-from typing import Any, cast
+from typing import cast
 
 import numpy as np
 import pandas as pd
 import pandera.pandas as pa
 from pandera.errors import SchemaErrors
 
-from pandas_dp.domain.labels import CLASS_NAMES, plain_mask, positions, value_classes
-from pandas_dp.errors import SchemaError
+from pandas_dp.domain.table_checks import (FAILURE_COLUMNS, groups_in_hierarchy, join_failures, label_failures,
+                                          one_parent, raise_failures)
 
 __all__ = [
     "entities_schema",
@@ -62,13 +61,6 @@ __all__ = [
     "raise_failures",
     "FAILURE_COLUMNS",
 ]
-
-#: Columns of every failure-case frame.
-FAILURE_COLUMNS = ["table", "column", "check", "failure_case", "index"]
-
-_PUBLIC_HEADER = "The public tables failed validation (no private row was read and nothing was charged):"
-_PUBLIC_FOOTER = "Fix the tables (all {n} failure cases are in the error's .failure_cases) and call again."
-
 
 def entities_schema(group: str, location: Sequence[str] = ()) -> pa.DataFrameSchema:
     """Entities: one row per entity; group id (and location columns, if given) never missing."""
@@ -86,8 +78,7 @@ def groups_schema(group: str, location: Sequence[str]) -> pa.DataFrameSchema:
 
 def _one_parent_check(child: str, parent: str) -> pa.Check:
     def check(frame: pd.DataFrame) -> pd.Series:
-        n_parents = frame.groupby(child, sort=False, dropna=False, observed=True)[parent].transform("nunique")
-        return n_parents <= 1
+        return one_parent(frame, child, parent)
 
     return pa.Check(check, name=f"one_parent({child}->{parent})",
                     error=f"every {child!r} region must have exactly one parent {parent!r}")
@@ -101,6 +92,14 @@ def hierarchy_schema(levels: Sequence[str], *, unique_leaves: bool = True) -> pa
         cols[levels[-1]] = pa.Column(nullable=False, unique=True, required=True)
     checks = [_one_parent_check(levels[i], levels[i - 1]) for i in range(1, len(levels))]
     return pa.DataFrameSchema(cols, checks=checks, name="Hierarchy", strict=False, coerce=False)
+
+
+def scalar_failures(frame: pd.DataFrame, columns: Sequence[str], table: str) -> tuple[pd.DataFrame, np.ndarray]:
+    """Labels of ``columns`` of the public table ``frame`` that are not plain scalars, or not of the column's one kind.
+
+    See :func:`pandas_dp.domain.table_checks.label_failures` (the same, without pandera).
+    """
+    return label_failures(frame, columns, table)
 
 
 def _collect(schema: pa.DataFrameSchema, frame: pd.DataFrame, table: str) -> list[pd.DataFrame]:
@@ -117,76 +116,6 @@ def _collect(schema: pa.DataFrameSchema, frame: pd.DataFrame, table: str) -> lis
         })
         return [out]
     return []
-
-
-def _cases(table: str, column: Any, check: str, values: pd.Series, bad: np.ndarray) -> pd.DataFrame:
-    """Failure cases of the rows ``bad`` of ``values`` (a column of ``table``)."""
-    bad = np.asarray(bad, dtype=bool)
-    return pd.DataFrame({
-        "table": table,
-        "column": column,
-        "check": check,
-        "failure_case": values.to_numpy(dtype=object)[bad],
-        "index": values.index[bad].astype(object).to_numpy(),
-    }, columns=FAILURE_COLUMNS)
-
-
-def scalar_failures(frame: pd.DataFrame, columns: Sequence[str], table: str) -> tuple[pd.DataFrame, np.ndarray]:
-    """Labels of ``columns`` that are not plain scalars, or not of the column's one kind.
-
-    A label column holds plain scalars (strings, numbers, booleans, or dates)
-    of one kind: a list, dict, tuple or other object is a ``scalar_label``
-    failure; in a column that mixes kinds (numbers and strings, say), the
-    labels not of its most common kind are ``one_kind_of_label`` failures.
-
-    Returns
-    -------
-    failures : DataFrame
-        One failure case per such cell.
-    ok : numpy.ndarray
-        Rows whose cells are all plain scalars of their column's kind, or
-        missing (those pandera can check).
-    """
-    ok = np.ones(len(frame), dtype=bool)
-    found = []
-    for col in columns:
-        if plain_mask(frame[col]) is None and frame[col].dtype != object:
-            continue  # a typed column holds values of one kind
-        classes = value_classes(frame[col])
-        odd = classes == 0
-        odd[classes == -1] = _signalling_nan(frame[col].to_numpy(dtype=object)[classes == -1])
-        if odd.any():
-            found.append(_cases(table, col, "scalar_label", frame[col], odd))
-        counts = np.bincount(classes[classes > 0], minlength=len(CLASS_NAMES) + 1)
-        if np.count_nonzero(counts) > 1:
-            main = int(np.argmax(counts))
-            other = (classes > 0) & (classes != main)
-            found.append(_cases(table, col, f"one_kind_of_label({CLASS_NAMES[main]})", frame[col], other))
-            odd = odd | other
-        ok &= ~odd
-    failures = pd.concat(found, ignore_index=True) if found else pd.DataFrame(columns=FAILURE_COLUMNS)
-    return failures, ok
-
-
-def _signalling_nan(values: np.ndarray) -> np.ndarray:
-    """Which of these (missing) values are ``Decimal('sNaN')``: not a label, and pandas' ``isna`` raises on it."""
-    if not values.size:
-        return np.zeros(0, dtype=bool)
-    return np.fromiter((isinstance(v, Decimal) and v.is_snan() for v in values), dtype=bool, count=values.size)
-
-
-def _shown(value: Any) -> str:
-    """A failure case as text for the message (a cell whose ``__str__`` raises is shown by type)."""
-    try:
-        return str(value)
-    except Exception:  # noqa: BLE001 - a public table's cell may be any object
-        return f"<{type(value).__name__} object>"
-
-
-def join_failures(entity_groups: pd.Series, found: np.ndarray, *, table: str = "Entities",
-                  check: str = "group_in_Groups") -> pd.DataFrame:
-    """Failure cases for the rows of ``entity_groups`` where ``found`` is False."""
-    return _cases(table, entity_groups.name, check, entity_groups, ~np.asarray(found, dtype=bool))
 
 
 def validate_tables(tables: Sequence[tuple[str, pa.DataFrameSchema, pd.DataFrame]]) -> None:
@@ -243,40 +172,5 @@ def validate_public_tables(group: str | None, levels: Sequence[str], *, groups: 
     failures.extend(_collect(hierarchy_schema(levels), hier, name))
     raise_failures(failures)
     if groups is not None and hierarchy is not None:
-        raise_failures(_groups_in_hierarchy(groups, levels, hier))
+        raise_failures(groups_in_hierarchy(groups, levels, hier))
     return hier
-
-
-def _groups_in_hierarchy(groups: pd.DataFrame, levels: list[str], hier: pd.DataFrame) -> list[pd.DataFrame]:
-    """Groups whose leaf is not in the Hierarchy, or whose coarser regions disagree with it."""
-    leaf = levels[-1]
-    leaves = pd.Index(hier[leaf])
-    code = positions(leaves, groups[leaf])
-    found = code >= 0
-    out = [join_failures(groups[leaf], found, table="Groups", check=f"{leaf}_in_Hierarchy")]
-    for col in levels[:-1]:
-        want = hier[col].to_numpy(dtype=object)[np.maximum(code, 0)]
-        agree = ~found | (groups[col].to_numpy(dtype=object) == want)
-        out.append(join_failures(groups[col], agree, table="Groups", check=f"{leaf}->{col} matches Hierarchy"))
-    return out
-
-
-def raise_failures(failures: Sequence[pd.DataFrame], *, max_lines: int = 20, header: str = _PUBLIC_HEADER,
-                   footer: str = _PUBLIC_FOOTER) -> None:
-    """Raise :class:`SchemaError` listing ``failures`` (a list of failure-case frames), if any.
-
-    ``footer`` may use ``{n}``, the number of failure cases.
-    """
-    failures = [f for f in failures if len(f)]
-    if not failures:
-        return
-    cases = pd.concat(failures, ignore_index=True)[FAILURE_COLUMNS]
-    summary = cases.groupby(["table", "column", "check"], sort=False, dropna=False).size()
-    lines = [f"  {t}.{c}: {k} failed for {n} row(s)" for (t, c, k), n in summary.items()]
-    head = cases.head(max_lines).astype(object)
-    shown = head.assign(**{c: [_shown(v) for v in head[c]] for c in ("column", "failure_case", "index")}
-                        ).to_string(index=False)
-    raise SchemaError(
-        header + "\n" + "\n".join(lines) + f"\nFirst failure cases:\n{shown}\n" + footer.format(n=len(cases)),
-        failure_cases=cases,
-    )

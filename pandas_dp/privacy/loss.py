@@ -205,7 +205,11 @@ class Noise(ABC):
 
     @abstractmethod
     def describe(self) -> dict[str, Any]:
-        """JSON-friendly record: ``{"noise": name, ...its exact parameters}``."""
+        """Record for results: ``{"noise": name, ...its exact parameters}``, each a ``Fraction``.
+
+        A result's ``params`` hold the numbers (``params["noise_scale"] == Fraction(200, 19)``); the ledger
+        and the command line's files write each as its exact text (``"200/19"``).
+        """
 
 
 @dataclass(frozen=True)
@@ -245,7 +249,7 @@ class DiscreteLaplace(Noise):
         return max(normal_quantile(confidence_level), math.log(1.0 / alpha) / math.sqrt(2.0))
 
     def describe(self) -> dict[str, Any]:
-        return {"noise": self.name, "noise_scale": _text(self.scale)}
+        return {"noise": self.name, "noise_scale": self.scale}
 
 
 @dataclass(frozen=True)
@@ -291,7 +295,7 @@ class DiscreteGaussian(Noise):
         return math.sqrt(2.0 * math.log(2.0 / alpha) * s2 / self.variance())
 
     def describe(self) -> dict[str, Any]:
-        return {"noise": self.name, "sigma2": _text(self.sigma2)}
+        return {"noise": self.name, "sigma2": self.sigma2}
 
 
 class PrivacyLoss(ABC):
@@ -474,7 +478,7 @@ class PureDP(PrivacyLoss):
     --------
     >>> loss = PureDP(Fraction(1, 2))
     >>> loss.noise(Sensitivity.cells(cells=2)).describe()
-    {'noise': 'discrete Laplace', 'noise_scale': '4'}
+    {'noise': 'discrete Laplace', 'noise_scale': Fraction(4, 1)}
     >>> [str(p.amount) for p in loss.split([0.5, 0.5])]
     ['1/4', '1/4']
     """
@@ -531,7 +535,7 @@ class ZCDP(PrivacyLoss):
     Examples
     --------
     >>> ZCDP(Fraction(1, 2)).noise(Sensitivity.cells(cells=4)).describe()
-    {'noise': 'discrete Gaussian', 'sigma2': '4'}
+    {'noise': 'discrete Gaussian', 'sigma2': Fraction(4, 1)}
     >>> PureDP(Fraction(1, 2)).charged_as("zcdp")
     ZCDP(rho=0.125)
     >>> print(ZCDP(Fraction(1, 2)))

@@ -1,9 +1,11 @@
 """The one release pipeline: every release runs the same steps in the same order.
 
 1. **Validate public inputs** (the release kind's entry function): arguments,
-   parameter tables, the public domain and public tables, the privacy loss,
-   and the *plan* of the mechanism (how the loss is split and which noise each
-   part buys; a loss too small for the sampler is refused here).
+   parameter tables, the public domain and public tables, the privacy loss
+   (fitted to what the active budget has left when it exceeds it by float
+   rounding only: :meth:`~pandas_dp.accounting.budget.Budget.fit`), and the
+   *plan* of the mechanism (how the loss is split and which noise each part
+   buys; a loss too small for the sampler is refused here).
 2. **Check the budget**: a budget is active and can pay (nothing is recorded).
 3. **Count** (the engine): the only step that reads private rows; it never
    raises, warns or reports because of a private value.
@@ -29,7 +31,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from pandas_dp.accounting.budget import Budget, active_budget
+from pandas_dp.accounting.budget import ACTIVE_BUDGETS, Budget, active_budget
 from pandas_dp.engines import Engine, engine_for
 from pandas_dp.errors import GroupbyReleaseWarning, ParameterError
 from pandas_dp.privacy.loss import PrivacyLoss, loss_from
@@ -139,10 +141,18 @@ def _stamp_head(result: Any, head: str) -> None:
 
 
 def privacy_loss(epsilon: Any, rho: Any = None) -> PrivacyLoss:
-    """The release's loss from its ``epsilon=`` / ``rho=`` arguments (exactly one)."""
+    """The release's loss from its ``epsilon=`` / ``rho=`` arguments (exactly one), fitted to the active budget.
+
+    A loss above what the active budget chain has left by float rounding only is lowered to exactly what is
+    left (:meth:`~pandas_dp.accounting.budget.Budget.fit`): the release then plans its noise for the amount it
+    will be charged. Without an active budget the loss is as asked (:func:`run` raises).
+    """
     if rho is None:
-        return loss_from(epsilon=epsilon) if epsilon is not None else _missing()
-    return loss_from(epsilon=epsilon, rho=rho)
+        loss = loss_from(epsilon=epsilon) if epsilon is not None else _missing()
+    else:
+        loss = loss_from(epsilon=epsilon, rho=rho)
+    active = ACTIVE_BUDGETS.get()
+    return active[-1].fit(loss) if active else loss
 
 
 def _missing() -> PrivacyLoss:

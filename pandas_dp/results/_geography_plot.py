@@ -12,7 +12,6 @@ import numpy as np
 from pandas_dp._utils.optional import import_optional
 from pandas_dp.errors import ParameterError
 from pandas_dp.results._checks import check_count
-from pandas_dp.results._format import format_edge
 from pandas_dp.results._plot import _count_formatter
 
 __all__ = ["plot_regions", "small_multiples", "interval_half_text"]
@@ -89,9 +88,23 @@ def small_multiples(name: str, regions: Any, values: np.ndarray, table: Callable
 
 
 def interval_half_text(half: np.ndarray, confidence_level: float) -> str:
-    """``95% interval per cell: ± 2.8`` (or a range) from the half-widths of the cells shown."""
-    low, high = format_edge(float(np.min(half))), format_edge(float(np.max(half)))
-    width = f"± {low}" if low == high else f"± {low} to {high}"
+    """``95% interval per cell: ± 2.8`` (or a range) from the half-widths of the cells shown.
+
+    Rounded as a person writes them: two significant digits of the smallest half-width, the largest
+    to the same decimal place (whole numbers stay whole), with thousands separators.
+
+    Examples
+    --------
+    >>> interval_half_text(np.array([7.69802, 8.00162]), 0.95)
+    '95% interval per cell: ± 7.7 to 8.0'
+    >>> interval_half_text(np.array([0.01234, 0.0121]), 0.9), interval_half_text(np.array([1234.5, 20512.0]), 0.95)
+    ('90% interval per cell: ± 0.012', '95% interval per cell: ± 1,234 to 20,512')
+    """
+    low, high = float(np.min(half)), float(np.max(half))
+    smallest = low if low > 0 else high
+    places = max(0, 1 - math.floor(math.log10(smallest))) if math.isfinite(smallest) and smallest > 0 else 0
+    low_text, high_text = f"{low:,.{places}f}", f"{high:,.{places}f}"
+    width = f"± {low_text}" if low_text == high_text else f"± {low_text} to {high_text}"
     return f"{float(confidence_level):.0%} interval per cell: {width}"
 
 

@@ -243,8 +243,8 @@ def plot_grid(result: Any, ax: Any = None, *, confidence_level: float = 0.95, de
     scales = [axis_scale(d) for d in grid.dims]
     if density:
         _density_unit(scales)  # check before drawing
-    if ax is None:
-        _, ax = plt.subplots(figsize=(8, 4) if grid.ndim == 1 else (8, 5))
+    if ax is None:  # a figure of its own lays itself out: a plain savefig clips no tick label, axis label or note
+        _, ax = plt.subplots(figsize=(8, 4) if grid.ndim == 1 else (8, 5), layout="constrained")
     if grid.ndim == 1:
         _plot_1d(result, ax, scales[0], confidence_level, density, dict(kwargs))
     else:
@@ -252,6 +252,10 @@ def plot_grid(result: Any, ax: Any = None, *, confidence_level: float = 0.95, de
     ax.set_title(f"{result.method} histogram, {result._guarantee()}")   # measure and noise: ρ = 0.1 (zCDP), σ = 2.2
     note = release_note(result.params)
     if note:  # the bias of bounding is not in the error bars: say so on the picture
-        ax.annotate(note, xy=(0, -0.16 if grid.ndim == 1 else -0.2), xycoords="axes fraction", fontsize="x-small",
-                    va="top", wrap=True)
+        text = ax.annotate(note, xy=(0, -0.16 if grid.ndim == 1 else -0.2), xycoords="axes fraction",
+                           fontsize="x-small", va="top", wrap=True)
+        # Lines no wider than the Axes (about 0.55 em a character): a laid-out figure then keeps the note
+        # under its Axes instead of widening the Axes' column for it.
+        chars = int(0.8 * _axis_points(ax, False) / (0.55 * text.get_fontsize()))
+        text.set_text(textwrap.fill(note, max(30, chars)))
     return ax

@@ -146,7 +146,7 @@ class CountOfCounts(FrozenRelease, MeasureView):
         ----------
         truth : CountOfCounts or DataFrame
             Exact histograms in the same tidy form (e.g. from
-            :func:`pandas_dp.engines.pandas.groups.exact_count_of_counts`).
+            :func:`pandas_dp.testing.exact_count_of_counts`).
 
         Returns
         -------

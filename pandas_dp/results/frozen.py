@@ -57,7 +57,9 @@ class FrozenDict(dict):
     """A read-only ``dict`` (the ``params`` of a release, and mappings nested in it).
 
     It is a ``dict`` subclass, so ``json.dumps``, ``dict(params)`` and
-    ``{**params}`` work as usual; every mutating method raises ``TypeError``.
+    ``{**params}`` work as usual (exact numbers are ``Fraction``s:
+    ``json.dumps(params, default=str)`` writes them as ``"200/19"``); every
+    mutating method raises ``TypeError``.
     It pickles by value (unlike ``types.MappingProxyType``).
     """
 

@@ -9,11 +9,14 @@ dataset only is such an event (the boundary rule).
 :func:`with_row` and :func:`adversarial_values` build neighbours holding an
 odd private value, and :func:`assert_same_outcome` checks that a call looks
 the same to its caller on both (:func:`outcome` records what it observes).
+:func:`exact_count_of_counts` gives the exact (non-private) count-of-counts a
+release of ``count_of_counts`` is compared with (``coc.emd(truth)``).
 Not imported by ``import pandas_dp`` (it is a testing tool).
 """
 
 from __future__ import annotations
 
+from pandas_dp.engines.pandas.groups import exact_count_of_counts
 from pandas_dp.testing._adversarial import ADVERSARIAL_KINDS, adversarial_values, with_row
 from pandas_dp.testing._neighbours import Neighbour, neighbours
 from pandas_dp.testing._observe import Outcome
@@ -22,5 +25,5 @@ from pandas_dp.testing._report import DPTestFailure, DPTestReport, EventResult
 from pandas_dp.testing._tester import assert_dp
 
 __all__ = ["ADVERSARIAL_KINDS", "DPTestFailure", "DPTestReport", "EventResult", "Neighbour", "Outcome",
-           "SameOutcomeFailure", "adversarial_values", "assert_dp", "assert_same_outcome", "neighbours", "outcome",
-           "with_row"]
+           "SameOutcomeFailure", "adversarial_values", "assert_dp", "assert_same_outcome", "exact_count_of_counts",
+           "neighbours", "outcome", "with_row"]

@@ -45,7 +45,7 @@ def test_noise_per_level_then_gls() -> None:
             np.testing.assert_allclose(lay.aggregate(rel.estimates[lvl], lvl), rel.estimates[lvl - 1],
                                        rtol=1e-9, atol=1e-9)
     assert rel.variance_exact and rel.noise_descriptions()[0] == {"noise": "discrete Laplace",
-                                                                  "noise_scale": "3"}
+                                                                  "noise_scale": 3}
     assert sum((l.amount for l in rel.losses), Fraction(0)) == 1
 
 

@@ -376,6 +376,7 @@ NAMES_NO_COLUMN = {
     "expected_total": "a knob", "include_root": "a knob", "ratio": "a knob", "threshold": "a knob",
     "total_share": "a knob",
     "dawa.workload": "ranges of values", "auto.workload": "ranges of values",
+    "q": "probabilities", "quantiles.bounds": "(low, high) of the one column: values, not columns",
 }
 
 

@@ -80,7 +80,7 @@ def test_sensitivities_and_noise_scales_are_exact():
         assert Fraction(x["noise_scale"]) == Fraction(delta) / (Fraction(3, 2) / 4)
     plain = release(FRAME, aggs={"income": "sum"}, bounds={"income": (-50, 200)}, epsilon=1.0)
     (only,) = plain.params["measurements"]
-    assert only["kind"] == "sum" and only["sensitivity"]["l1"] == "200" and only["noise_scale"] == "200"
+    assert only["kind"] == "sum" and only["sensitivity"]["l1"] == "200" and only["noise_scale"] == Fraction(200)
 
 
 def test_privacy_unit_multiplies_every_sensitivity_and_zcdp_calibrates_sigma():

@@ -326,7 +326,7 @@ def test_level_weights_release_the_national_table_alone_with_the_whole_loss(cens
                                            rng=np.random.default_rng(0))
         assert b.spent == 2.0 and len(b.ledger) == 2
     assert one.levels == ("national",) and set(one.to_frame()["level"]) == {"national"}
-    assert one.params["noise_scale_per_level"] == "1" and every.params["noise_scale_per_level"] == "3"
+    assert one.params["noise_scale_per_level"] == 1 and every.params["noise_scale_per_level"] == 3
     assert one.params["level_shares"] == ["1", "0", "0"] and one.params["levels"] == ["national"]
     assert int(one.at("national").sum()) == len(households)  # public group total matched exactly
     by_name = persons.dp.count_of_counts  # a dict keyed by level is the same release
@@ -347,7 +347,7 @@ def test_level_weights_split_the_loss_and_refuse_gaps_before_any_charge(census) 
                                          level_weights=[1, 2, 3], rng=np.random.default_rng(1))
         assert coc.levels == ("national", "state", "county")
         assert coc.params["epsilon_per_level"] == ["1/6", "1/3", "1/2"]
-        assert coc.params["noise_scale_per_level"] == ["6", "3", "2"]
+        assert coc.params["noise_scale_per_level"] == [6, 3, 2]
         assert "t = 2–6 by level" in coc._repr_html_()
     assert_invariants(_attach_parents(coc, households, LOC), _public_totals(households))
     with pdp.budget(epsilon=1.0) as b:

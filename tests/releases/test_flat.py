@@ -18,7 +18,7 @@ def test_identity_noise_is_integer_with_exact_variance(ages):
     assert h.counts.dtype == np.int64
     p = math.exp(-0.5)
     assert h.variance.iloc[0] == pytest.approx(2 * p / (1 - p) ** 2, rel=1e-12)
-    assert h.params["noise_scale"] == "2" and h.method == "identity"
+    assert h.params["noise_scale"] == 2 and h.method == "identity"
 
 
 def test_identity_noise_statistics_over_many_bins():

@@ -269,7 +269,7 @@ def test_histogram_with_public_totals_is_calibrated_for_a_two_cell_move(kw, part
 def test_histogram_without_public_totals_keeps_add_remove_noise():
     with pdp.budget(epsilon=5) as b:
         res = release(BASE, public_totals=None, level_weights=[1, 1, 2])
-    assert [n.describe()["noise_scale"] for n in res.noises] == ["4", "4", "2"]
+    assert [n.describe()["noise_scale"] for n in res.noises] == [4, 4, 2]
     assert res.params["sensitivity"] == 1 and "neighbours" not in res.params
     assert "neighbours" not in _ledger_params(b)
 

@@ -68,12 +68,12 @@ def test_every_result_states_its_measure(releases, name):
 
 def test_identity_reports_sigma2_and_the_exact_variance(releases):
     h = releases["identity"]
-    assert h.params["noise"] == "discrete Gaussian" and h.params["sigma2"] == "5"   # 1 / (2 * 0.1)
+    assert h.params["noise"] == "discrete Gaussian" and h.params["sigma2"] == 5   # 1 / (2 * 0.1)
     np.testing.assert_allclose(h.variance.to_numpy(), dg_variance(Fraction(5)), rtol=1e-12)
     # sigma < 1: the exact variance is visibly below sigma^2, and the release reports it
     with pdp.budget(rho=10):
         small = D.dp.histogram("x", bins=EDGES, rho=2, rng=np.random.default_rng(0))
-    assert small.params["sigma2"] == "1/4"
+    assert small.params["sigma2"] == Fraction(1, 4)
     np.testing.assert_allclose(small.variance.to_numpy(), dg_variance(Fraction(1, 4)), rtol=1e-12)
     assert small.variance.iloc[0] < 0.25 * 0.95
 
@@ -135,14 +135,14 @@ def test_tree_variances_are_the_gls_ones_with_weights_one_over_sigma2(split):
 def test_group_releases_report_their_noise(releases):
     coc, u = releases["count_of_counts"], releases["unattributed"]
     # count-of-counts hc: 3 levels, rho / 3 each, sensitivity 1: sigma^2 = 3 / (2 * 0.5) = 3
-    assert coc.params["rho_per_level"] == "1/6" and coc.params["sigma2_per_level"] == "3"
+    assert coc.params["rho_per_level"] == "1/6" and coc.params["sigma2_per_level"] == 3
     assert coc.params["noise"] == "discrete Gaussian" and "noise_scale_per_level" not in coc.params
-    assert u.params["sigma2"] == "1" and u.params["rho_counts"] == "1/2"
+    assert u.params["sigma2"] == 1 and u.params["rho_counts"] == "1/2"
     with pdp.budget(rho=10):
         naive = load_persons().dp.count_of_counts("household_id", ["state", "county"], rho=0.5, method="naive",
                                                   groups=load_households(), max_size=16,
                                                   rng=np.random.default_rng(0))
-    assert naive.params["sigma2_per_level"] == "6"                       # Delta_2^2 = 2 for naive
+    assert naive.params["sigma2_per_level"] == 6                       # Delta_2^2 = 2 for naive
 
 
 # ------------------------------------------------------------------ repr, notebook view, plots

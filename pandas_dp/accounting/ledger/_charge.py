@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from pandas_dp._utils.rational import safe_repr
+from pandas_dp._utils.rational import fraction_text, safe_repr
 from pandas_dp.errors import LedgerError, ParameterError
 from pandas_dp.accounting.ledger._ops import Posting, add_budgets, post, transact
 from pandas_dp.accounting.ledger._records import head_text
@@ -48,13 +48,18 @@ def columns_text(columns: object) -> str:
     return ",".join(entry_text(c, "columns") for c in list(columns))
 
 
+def _exact_text(value: object) -> str:
+    """How the ledger writes a value JSON has no type for: an exact rational as its text (``"200/19"``), else repr."""
+    return fraction_text(value) if isinstance(value, Fraction) else repr(value)
+
+
 def params_text(params: object) -> str:
     if params is None:
         return "{}"
     if not isinstance(params, Mapping):
         raise ParameterError(f"The 'params' of a charge must be a mapping (a dict). Got {type(params).__name__}.")
     try:
-        return json.dumps({entry_text(k, "params"): v for k, v in params.items()}, default=repr, sort_keys=True,
+        return json.dumps({entry_text(k, "params"): v for k, v in params.items()}, default=_exact_text, sort_keys=True,
                           ensure_ascii=True)
     except (TypeError, ValueError, RecursionError) as err:
         raise ParameterError(f"The 'params' of a charge cannot be recorded as JSON: {err}.") from None

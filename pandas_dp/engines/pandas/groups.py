@@ -274,8 +274,38 @@ def exact_count_of_counts(persons: pd.DataFrame, group: str, location: Any, *,
                           hierarchy: pd.DataFrame | None = None) -> pd.DataFrame:
     """The exact (non-private) count-of-counts of every region, as a tidy frame.
 
-    For evaluation only (e.g. ``CountOfCounts.emd(truth)``): it is not a DP
-    release. Columns: ``level``, ``region``, ``size``, ``groups``.
+    For evaluation only: it reads the rows and adds no noise, so it is not a DP
+    release and costs no budget. Compare a release with it
+    (``coc.emd(truth)``). Public as :func:`pandas_dp.testing.exact_count_of_counts`.
+
+    Parameters
+    ----------
+    persons : pandas.DataFrame
+        One row per person (entity), as given to ``persons.dp.count_of_counts``.
+    group : str
+        The column naming each person's group (household, aircraft...).
+    location : str or list of str
+        The location column(s), coarsest first, as in the release.
+    groups : pandas.DataFrame, optional
+        One row per group with its location: groups without persons count as size 0.
+    hierarchy : pandas.DataFrame, optional
+        The region tree when the locations are not nested columns, as in the release.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``level``, ``region``, ``size``, ``groups``: the number of groups of
+        each size in every region, one row per (region, size) with at least one group.
+
+    Examples
+    --------
+    >>> from pandas_dp.data import load_households, load_persons
+    >>> from pandas_dp.testing import exact_count_of_counts
+    >>> truth = exact_count_of_counts(load_persons(), "household_id", "state", groups=load_households())
+    >>> truth.columns.tolist()
+    ['level', 'region', 'size', 'groups']
+    >>> int(truth.loc[truth["level"] == "national", "groups"].sum())
+    4000
     """
     tables = prepare_groups(persons, group, location, groups=groups, hierarchy=hierarchy)
     return runs_to_frame(tables.exact, tables.level_names, tables.regions)
