@@ -368,7 +368,6 @@ NAMES_NO_COLUMN = {
     "level_weights": "numbers, or a dict keyed by level name ('national' too), checked against by=",
     "public_totals": "a dict keyed by level name, checked against by= by the release",
     "weights": "numbers", "loss": "'sum' or 'max'", "max_size": "a bound", "estimator": "a method name",
-    "q": "probabilities (quantiles)", "quantiles.bounds": "(low, high) of its one column, not keyed by column",
     "merge": "a rule", "count_of_counts.privacy_unit": "'person' or 'group', not a column",
     # the knobs of the histogram methods and of the tree: numbers, flags, choices
     "alpha": "a knob", "branching": "a knob", "budget_split": "a knob", "c": "a knob", "clustering": "a knob",
