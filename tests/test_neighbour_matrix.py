@@ -260,7 +260,7 @@ def test_the_matrix_is_derived_from_the_registry():
                if "max_rows" in ENTRIES[e].arguments)
     # The CLI's release kinds are the registry's too.
     assert set(cli_keys()) <= {k.split(":")[1] for k in KINDS if k.startswith("histogram:")} | {
-        "count_of_counts", "unattributed", "marginals"}
+        "count_of_counts", "unattributed", "marginals", "aggregate"}
 
 
 # -- the CLI, from CSV ----------------------------------------------------------------------------------------
@@ -284,6 +284,9 @@ def _cli_spec(scheme: str, hierarchy: str) -> str:
         elif method == "marginals":
             body = ('workload = [["age", "state"], ["state", "county"]]\nbins = {age = [0, 30, 60, 90]}\n'
                     'categories = {state = ["A", "B"], county = ["A-0", "A-1", "B-0"]}')
+        elif method == "aggregate":
+            body = ('columns = "age"\nbins = [0, 30, 60, 90]\naggs = {income = ["count", "sum", "mean"]}\n'
+                    'bounds = {income = [0, 1000]}\nresolution = 0.01')
         elif method in ("agrid", "ugrid"):
             body = 'columns = ["age", "income"]\nbins = {age = [0, 30, 60, 90], income = [0, 500, 1000]}'
         else:

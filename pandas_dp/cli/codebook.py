@@ -109,6 +109,9 @@ def domain_advice(r: "Release", codebook: dict[str, list[str]] | None) -> str:
         elif r.method == "marginals":  # domains keyed by column, bins as edges (no range)
             parts.append(f"column {c!r}: add it to categories = {{{c} = [\"label\", ...]}} with every possible "
                          f"label (text), or to bins = {{{c} = [edges]}} for numbers")
+        elif r.method == "aggregate":  # cells as for a histogram, bins as edges (aggregate takes no range)
+            parts.append(f"column {c!r}: add categories = [\"label\", ...] with every possible label (text), or "
+                         f"bins = [edges] for numbers")
         else:
             parts.append(f"column {c!r}: add categories = [\"label\", ...] with every possible label (text), or "
                          f"bins = [edges] (or bins = n with range = [low, high]) for numbers")

@@ -55,29 +55,41 @@ def _text_columns(r: "Release") -> set[str]:
     cols = r.columns()
     if r.method in ("count_of_counts", "unattributed"):
         return set(cols)
-    released = r.released()
-    # every column read but not released is a label: the by= region columns and the privacy unit's identifier
-    labels = {c for c in cols if c not in released}
+    released, values = r.released(), set(r.values())
+    # every column read but not released is a label (the by= region columns and the privacy unit's identifier),
+    # except the value columns of aggregate, which are numbers
+    labels = {c for c in cols if c not in released and c not in values}
     cats = r.args.get("categories")
     if cats is None:
         return labels
     return labels | {c for c in released if not isinstance(cats, dict) or c in cats}
 
 
+def _real(value: Any) -> bool:
+    """Whether a spec value is made of real numbers only (None allowed), through tables and lists."""
+    if isinstance(value, dict):
+        return all(_real(v) for v in value.values())
+    if isinstance(value, (list, tuple)):
+        return all(_real(v) for v in value)
+    return value is None or (isinstance(value, Real) and not isinstance(value, bool))
+
+
 def numeric_columns(r: "Release") -> set[str]:
-    """Columns with a numeric domain in the spec (bins and range made of real numbers only)."""
+    """Columns with a numeric domain in the spec (bins and range made of real numbers only), and value columns
+    with numeric bounds.
+
+    A value column of ``aggregate`` (a key of ``aggs``) whose ``bounds`` are two numbers is read as numbers:
+    a stray token in one row is a missing value of that row, never a text column that loses every row's
+    value. One whose bounds are dates stays text, read as dates by the release itself.
+    """
     if r.method in ("count_of_counts", "unattributed"):
         return set()
-    cols = [c for c in r.columns() if c not in _text_columns(r)]
-
-    def real(value: Any) -> bool:
-        if isinstance(value, dict):
-            return all(real(v) for v in value.values())
-        if isinstance(value, (list, tuple)):
-            return all(real(v) for v in value)
-        return value is None or (isinstance(value, Real) and not isinstance(value, bool))
-
-    return set(cols) if real(r.args.get("bins")) and real(r.args.get("range")) else set()
+    values = set(r.values())
+    bounds = r.args.get("bounds")
+    numbers = {c for c in values if isinstance(bounds, dict) and isinstance(bounds.get(c), list) and bounds[c]
+               and all(v is not None for v in bounds[c]) and _real(bounds[c])}
+    cols = [c for c in r.columns() if c not in _text_columns(r) and c not in values]
+    return numbers | (set(cols) if _real(r.args.get("bins")) and _real(r.args.get("range")) else set())
 
 
 def blank_frame(spec: "Spec") -> pd.DataFrame:
@@ -95,6 +107,24 @@ def _totals_as_series(a: dict[str, Any]) -> None:
     totals = a.get("public_totals")
     if isinstance(totals, dict):
         a["public_totals"] = {level: pd.Series(v) if isinstance(v, dict) else v for level, v in totals.items()}
+
+
+def _quantile(statistic: Any) -> Any:
+    """``["quantile", q]`` (a TOML array) as the ``("quantile", q)`` the release takes; anything else as it is."""
+    if isinstance(statistic, list) and len(statistic) == 2 and statistic[0] == "quantile":
+        return tuple(statistic)
+    return statistic
+
+
+def _quantiles_as_tuples(aggs: Any) -> Any:
+    """A spec's ``aggs``: ``{income = ["quantile", 0.9]}`` or ``{income = ["median", ["quantile", 0.9]]}``."""
+    if not isinstance(aggs, dict):
+        return aggs
+    out = {}
+    for column, spec in aggs.items():
+        one = _quantile(spec)
+        out[column] = one if one is not spec or not isinstance(spec, list) else [_quantile(s) for s in spec]
+    return out
 
 
 def call_release(frame: pd.DataFrame, r: "Release", rng: np.random.Generator | None) -> Any:
@@ -121,6 +151,8 @@ def call_release(frame: pd.DataFrame, r: "Release", rng: np.random.Generator | N
     if isinstance(a.get("hierarchy"), Path):   # tables by geography: the public region table
         a["hierarchy"] = read_public_table(a["hierarchy"])
     _totals_as_series(a)
+    if r.method == "aggregate":
+        return frame.dp.aggregate(columns, _quantiles_as_tuples(a.pop("aggs")), rng=rng, **a)
     if r.method == "hierarchical":
         return frame.dp.hierarchical_histogram(columns, rng=rng, **a)
     return frame.dp.histogram(columns, method=r.method, rng=rng, **a)
@@ -204,15 +236,19 @@ def header_problems(spec: "Spec", header: list[str]) -> list[str]:
     ``privacy_unit``, ``group``, ``location``, the keys of ``bins``/``range``/``categories``/``other``
     dicts). Each problem names the release, the spec key and the fix. The header itself is never printed: a
     file exported without its header line has its first data row there, so only
-    names the spec declares may be shown (a spelling hint names a column of
-    another release that the header holds).
+    names the spec declares are listed. A spelling hint names the header's column closest to the
+    missing one, and only when the header holds at least one of the spec's columns (so it is a line of
+    column names, not a data row): the names a user can fix the spec with are those of the file.
     """
     present = set(header)
     wanted = sorted({c for r in spec.releases for c in r.columns()})
     found = [c for c in wanted if c in present]
     held = f"of the spec's columns it holds {found}" if found else "it holds none of the spec's columns"
-    context = (f"its first line has {len(header)} field(s) and {held} (its other names are not shown: if the file "
-               f"was exported without its header line, they are a data row)")
+    context = (f"its first line has {len(header)} field(s) and {held} (its other names are not listed: if the "
+               f"file was exported without its header line, they are a data row)")
+    # Spelling hints come from the file's own names (a column the spec means but misspelt is one the spec
+    # does not name yet); a first line that holds none of the spec's columns may be a data row: no hint.
+    names = [c for c in dict.fromkeys(header) if c] if found else []
     problems = []
     for r in spec.releases:
         by_key: dict[str, list[str]] = {}
@@ -222,7 +258,7 @@ def header_problems(spec: "Spec", header: list[str]) -> list[str]:
         for key, missing in by_key.items():
             hints = []
             for column in missing:
-                close = difflib.get_close_matches(column, found, n=1)
+                close = difflib.get_close_matches(column, names, n=1)
                 if close:
                     hints.append(f"{column!r} (did you mean {close[0]!r}?)")
             hint = f" Spelling: {', '.join(hints)}." if hints else ""

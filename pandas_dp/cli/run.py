@@ -76,7 +76,7 @@ def _write_release(spec: Spec, r: Any, result: Any, charge: Any) -> tuple[Path, 
                  r.loss.parameter: float(r.loss.amount), "loss": r.loss.describe(),
                  "ledger_id": charge.ledger_id, "ledger_hash": charge.ledger_hash,
                  "ledger_head": charge.ledger_head,
-                 "post_processing": list(result.post_processing)}
+                 "post_processing": list(getattr(result, "post_processing", ()))}
 
 
 def _failure_text(err: Exception) -> str:

@@ -57,6 +57,15 @@ Example spec::
     groups = "households.csv"        # the public Groups table
     max_size = 16
     epsilon = 0.5
+
+    [[release]]
+    name = "incomes"
+    method = "aggregate"             # counts, sums, means per cell (one tidy row per cell and statistic)
+    columns = "sex"                  # or [] for one row of all rows
+    categories = ["F", "M"]
+    aggs = {income = ["count", "mean"]}
+    bounds = {income = [0, 250000]}  # public clipping bounds of every value column
+    epsilon = 0.5
 """
 
 from __future__ import annotations
@@ -84,9 +93,11 @@ from pandas_dp.releases.registry import cli_entry, cli_keys, cli_params
 from pandas_dp.domain.grid import BinDomain
 from pandas_dp.results import (CountOfCounts, GeographyHistogram, GeographyPublishedTables, Histogram, MarginalTables,
                                PublishedTables)
+from pandas_dp.results.aggregate import Aggregate
 from pandas_dp.results.geography_marginals import GeographyMarginalTables
 
-__all__ = ["SpecError", "ReleaseError", "Spec", "Release", "load_spec", "parse_spec", "release_table"]
+__all__ = ["SpecError", "ReleaseError", "Spec", "Release", "load_spec", "parse_spec", "release_table",
+           "aggregate_table"]
 
 _TOP = {"budget", "input", "output", "release", "seed"}
 _BUDGET = {"epsilon", "rho", "delta", "ledger", "name"}
@@ -148,13 +159,15 @@ class Release:
 
         Every key whose declaration in the release registry names columns
         (:attr:`~pandas_dp.releases.params.Param.names`: ``columns``, ``workload``, ``group``,
-        ``location``, ``by``, ``privacy_unit``, and the column keys of ``bins``/``range``/``categories``/
-        ``other`` dicts), in the registry's order: the preflight checks each against the input's header.
-        ``read``: only the columns read (not those named as the keys of a dict).
+        ``location``, ``by``, ``privacy_unit``, ``aggs``, and the column keys of ``bins``/``range``/
+        ``categories``/``other``/``bounds``/``resolution`` dicts), in the registry's order: the preflight
+        checks each against the input's header. ``read``: only the columns read (not those named as the
+        keys of a keyword dict such as ``bins``; the keys of a positional dict, aggregate's ``aggs``,
+        are the value columns it reads).
         """
         first: dict[str, str] = {}
         for key, param in _COLUMN_PARAMS[self.method].items():
-            if read and param.names == "keys":
+            if read and param.names == "keys" and param.kind is not POSITIONAL:
                 continue
             for column in param.columns_in(self.args.get(key)):
                 if isinstance(column, str):
@@ -170,6 +183,12 @@ class Release:
         key = cli_entry(self.method).column
         param = _COLUMN_PARAMS[self.method][key]
         return list(dict.fromkeys(c for c in param.columns_in(self.args.get(key)) if isinstance(c, str)))
+
+    def values(self) -> list[str]:
+        """The value columns, read as numbers: the keys of a positional dict (``aggs`` of ``aggregate``)."""
+        return list(dict.fromkeys(c for key, p in _COLUMN_PARAMS[self.method].items()
+                                  if p.kind is POSITIONAL and p.names == "keys"
+                                  for c in p.columns_in(self.args.get(key)) if isinstance(c, str)))
 
 
 @dataclass
@@ -284,7 +303,8 @@ def _release(i: int, entry: Any, problems: list[str]) -> Release | None:
         one = isinstance(value, str) and value != ""
         many = param.names == "labels" and isinstance(value, list) and bool(value) and all(
             isinstance(v, str) and v for v in value)
-        if not (one or many):
+        national = (method, key, value) == ("aggregate", "columns", [])  # no cells: one row for all rows
+        if not (one or many or national):
             shape = "a column name" if param.names == "label" else "a column name or a non-empty list of column names"
             problems.append(f"{where}: {key!r} must be {shape}; got {value!r}.")
             labels_ok = False
@@ -448,7 +468,7 @@ def release_table(result: Any, confidence: float = 0.95) -> pd.DataFrame:
 
     Parameters
     ----------
-    result : Histogram, MarginalTables, CountOfCounts or UnattributedHistogram
+    result : Histogram, MarginalTables, CountOfCounts, Aggregate or UnattributedHistogram
     confidence : float
         Coverage of the ``lower``/``upper`` columns (the release's own interval rule).
 
@@ -467,7 +487,12 @@ def release_table(result: Any, confidence: float = 0.95) -> pd.DataFrame:
         unconstrained table's ``unconstrained_estimate, unconstrained_variance,
         unconstrained_std_error`` (a reference: no interval is claimed for the published values).
         Unattributed: ``rank, estimate, variance, std_error, lower, upper``.
+        Statistics per cell (``aggregate``): one row per cell, value column and statistic: the cells as
+        for a histogram (with ``by``: ``level, region`` first), then ``value_column``, ``statistic``,
+        ``estimate, variance, std_error, lower, upper`` (see :func:`aggregate_table`).
     """
+    if isinstance(result, Aggregate):
+        return aggregate_table(result, confidence)
     if isinstance(result, CountOfCounts):
         return result.to_frame().reset_index(drop=True)
     if isinstance(result, (PublishedTables, GeographyPublishedTables)):
@@ -531,6 +556,69 @@ def release_table(result: Any, confidence: float = 0.95) -> pd.DataFrame:
         return pd.concat([pd.DataFrame(data), body, bounds], axis=1)
     table = result.to_frame().rename_axis("rank").reset_index()
     return pd.concat([table, result.confidence_interval(confidence).reset_index(drop=True)], axis=1)
+
+
+def aggregate_table(result: Any, confidence: float = 0.95) -> pd.DataFrame:
+    """The tidy table of an ``aggregate`` release: one row per (cell, value column, statistic).
+
+    Built from the result's public views only (:meth:`~pandas_dp.results.aggregate.Aggregate.to_frame`,
+    ``std_error()``, ``confidence_interval(confidence)``), whatever the cells of its rows are: every
+    named index level of ``to_frame()`` and every column of it that is no ``(value column, statistic)``
+    pair (``level``, ``region`` with ``by``) is a cell column, in that order after the latter; an
+    interval-valued cell column (numeric bins) becomes ``<column>_low``, ``<column>_high``; the unnamed
+    index of a release without cells (one row for all rows) gives no column. Rows go cell by cell, the
+    statistics of each cell in the order of ``aggs``; ``variance`` is ``std_error`` squared (NaN where
+    the result flags a mean).
+
+    A release with a statistic that is a date or a duration (the mean of a date column) writes
+    ``estimate``, ``std_error``, ``lower`` and ``upper`` as text for every row (dates and durations
+    as pandas prints them, numbers as Python does, empty where missing), so that one column holds
+    one type in CSV and Parquet alike; the ``variance`` of a date or duration statistic is empty (a
+    squared duration has no unit a reader parses).
+    """
+    estimates = result.to_frame()
+    stats = [c for c in estimates.columns if isinstance(c, tuple) and len(c) == 2 and c[1] != ""]
+    low, high = result.confidence_interval(confidence)
+    parts = [t.loc[:, stats] for t in (estimates, result.std_error(), low, high)]
+    timed = np.array([t[c].dtype.kind in "mM" for t in parts for c in stats]).reshape(len(parts), -1).any(axis=0)
+    n, k = parts[0].shape
+    cells: dict[str, Any] = {}
+    for c in estimates.columns:
+        if c not in stats:  # a cell column of to_frame() itself (level, region)
+            cells[str(c[0] if isinstance(c, tuple) else c)] = estimates[c].to_numpy()
+    for i, name in enumerate(estimates.index.names):
+        if name is not None:
+            cells[str(name)] = estimates.index.get_level_values(i).to_numpy()
+    data: dict[str, Any] = {}
+    for name, values in cells.items():
+        if pd.api.types.infer_dtype(values, skipna=True) == "interval":
+            bins = pd.arrays.IntervalArray(pd.array(values, dtype=object))
+            data[f"{name}_low"], data[f"{name}_high"] = np.asarray(bins.left), np.asarray(bins.right)
+        else:
+            data[name] = values
+    table = pd.DataFrame({name: np.repeat(values, k) for name, values in data.items()}, index=pd.RangeIndex(n * k))
+    table["value_column"] = np.tile(np.array([c[0] for c in stats], dtype=object), n)
+    table["statistic"] = np.tile(np.array([c[1] for c in stats], dtype=object), n)
+    estimate, std_error, lower, upper = (_flat(part, bool(timed.any())) for part in parts)
+    # A date or duration statistic's columns left out (NaN): the variance of the numbers only.
+    numeric = parts[1].loc[:, ~timed].reindex(columns=parts[1].columns) if timed.any() else parts[1]
+    variance = _flat(numeric, False) ** 2
+    table["estimate"], table["variance"], table["std_error"] = estimate, variance, std_error
+    table["lower"], table["upper"] = lower, upper
+    return table
+
+
+def _flat(part: pd.DataFrame, text: bool) -> np.ndarray:
+    """A frame of statistics as one array, row after row: float64, or text (None where missing) when ``text``."""
+    if not text:
+        return part.to_numpy(dtype=np.float64).reshape(-1)
+    columns = []
+    for j in range(part.shape[1]):
+        column = part.iloc[:, j]
+        shown = column.astype(str).to_numpy(dtype=object)
+        shown[column.isna().to_numpy()] = None
+        columns.append(shown)
+    return np.column_stack(columns).reshape(-1)
 
 
 def jsonable(value: Any) -> Any:

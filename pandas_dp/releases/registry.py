@@ -261,6 +261,7 @@ def cli_keys() -> dict[str, set[str]]:
     keys["count_of_counts"] = set(coc.arguments) | (set(coc.knobs.names) - {"method", "progress"}) | {"estimator"}
     keys["unattributed"] = set(ENTRIES["unattributed_histogram"].arguments)
     keys["marginals"] = set(ENTRIES["marginals"].arguments)
+    keys["aggregate"] = set(ENTRIES["aggregate"].arguments)
     return keys
 
 

@@ -195,5 +195,31 @@ def test_a_spec_whose_budget_is_broken_still_gets_its_releases_and_header_checke
     assert budget.startswith("[budget]: give exactly one of 'epsilon'")
     assert advice.startswith("[[release]] 'sexes': DomainError") and "add categories" in advice
     assert column.startswith("[[release]] 'ages': columns ['agee'] not in the input")
-    assert "did you mean 'age'" not in column  # 'age' is no column of the spec: the header's names are not shown
+    # The header holds 'sex', a column of the spec: it is a line of names, whose closest one is the hint.
+    assert "did you mean 'age'?" in column
     _nothing_written(folder)
+
+
+def test_a_spelling_hint_names_a_column_of_the_files_header_not_of_the_spec(tmp_path):
+    """Issue 44.7: ``rcae`` was hinted as ``grade`` (a column of the spec) when the header has ``race``."""
+    from pandas_dp.cli.run import run_release
+    from pandas_dp.cli.spec import SpecError
+
+    pupils = pd.DataFrame({"race": ["A", "B", "C"], "grade": [1, 2, 3], "sex": ["F", "M", "F"]})
+    pupils.to_csv(tmp_path / "pupils.csv", index=False)
+    folder = _folder(tmp_path, tmp_path / "pupils.csv", _release("races", '"rcae"', 'categories = ["A", "B"]\n')
+                     + _release("grades", '"grade"', "bins = [0, 5, 10]\n"), codebook=None)
+    for check_only in (True, False):
+        with pytest.raises(SpecError) as caught:
+            run_release(folder / "spec.toml", check_only=check_only)
+        (column,) = caught.value.problems
+        assert column.startswith("[[release]] 'races': columns ['rcae'] not in the input")
+        assert "Spelling: 'rcae' (did you mean 'race'?)" in column and "'grade'?" not in column
+    _nothing_written(folder)
+    # A first line that holds none of the spec's columns may be a data row (exported without its header): no hint.
+    from pandas_dp.cli.preflight import header_problems
+    from pandas_dp.cli.spec import load_spec
+
+    races, grades = header_problems(load_spec(folder / "spec.toml"), ["race", "gr4de"])
+    for text in (races, grades):
+        assert "did you mean" not in text and "'race'" not in text and "gr4de" not in text

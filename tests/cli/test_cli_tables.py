@@ -25,13 +25,12 @@ from pandas_dp.errors import PandasDPError
 from pandas_dp.privacy.loss import loss_from
 from pandas_dp.releases.geography import GEOGRAPHY_METHODS
 from pandas_dp.releases.registry import ENTRIES, Entry, cli_keys
+from pandas_dp.results.aggregate import Aggregate
 
 COUNTIES = [("A", "A-0"), ("A", "A-1"), ("B", "B-0")]
 HIERARCHY = pd.DataFrame({"state": [s for s, _ in COUNTIES], "county": [c for _, c in COUNTIES]})
 #: Entries the command line does not offer, and why (a new entry must be added here or reached by a CLI kind).
 NOT_IN_CLI = {"range_query": "range queries are answered from a released histogram, not written as a table",
-              # issue 42: the Python release lands first; the CLI's kind = "aggregate" lands next.
-              "aggregate": "statistics per cell: the CLI kind lands next (issue 42)",
               # issue 43: the Python release lands first; the CLI's kind = "quantiles" lands next.
               "quantiles": "quantiles: the CLI kind lands next (issue 43)"}
 #: Kinds whose table has no variance column, and why.
@@ -55,6 +54,11 @@ def _kinds() -> dict[str, dict[str, Any]]:
             kinds[method] = dict(group="hh", location=["state", "county"], hierarchy=HIERARCHY, max_size=4)
         elif method == "unattributed":
             kinds[method] = dict(group="hh")
+        elif method == "aggregate":  # one row per cell, value column and statistic (and region, with by=)
+            kinds[method] = dict(columns="age", bins=[0, 30, 60, 90], aggs={"income": ["count", "sum", "mean"]},
+                                 bounds={"income": [0, 1000]})
+            if "by" in cli_keys()[method]:
+                kinds[f"{method}:by"] = dict(kinds[method], by=["state", "county"], hierarchy=HIERARCHY)
         elif method == "marginals":
             kinds[method] = dict(workload=[("age", "state"), ("state", "county")], bins={"age": [0, 30, 60, 90]},
                                  categories={"state": ["A", "B"], "county": ["A-0", "A-1", "B-0"]})
@@ -81,6 +85,15 @@ def _release(kind: str, args: dict[str, Any], frame: pd.DataFrame) -> Any:
         return call_release(frame, r, np.random.default_rng(4))
 
 
+def _variance(result: Any) -> np.ndarray:
+    """The variance of every estimate of ``result`` in the order of its table's rows."""
+    if isinstance(result, Aggregate):  # cell by cell, each cell's statistics in the order of aggs
+        errors = result.std_error()
+        stats = [c for c in errors.columns if isinstance(c, tuple) and c[1] != ""]  # not level, region
+        return errors.loc[:, stats].to_numpy(dtype=float).reshape(-1) ** 2
+    return np.asarray(result.variance, dtype=float)
+
+
 def test_every_cli_kind_writes_estimate_variance_and_std_error(monkeypatch):
     reached: list[str] = []
     call = Entry.call
@@ -103,7 +116,7 @@ def test_every_cli_kind_writes_estimate_variance_and_std_error(monkeypatch):
         columns = list(table.columns)
         assert columns.index("estimate") < columns.index("variance") < columns.index("std_error"), kind
         # The exact variance of each estimate, row by row as the result holds it.
-        np.testing.assert_array_equal(table["variance"].to_numpy(), np.asarray(result.variance, dtype=float))
+        np.testing.assert_array_equal(table["variance"].to_numpy(), _variance(result))
         np.testing.assert_allclose(table["std_error"].to_numpy() ** 2, table["variance"].to_numpy(), rtol=1e-12)
         NOT_IN_CLI.setdefault(entry, "")  # reached
     missing = set(ENTRIES) - set(NOT_IN_CLI) - set(NO_VARIANCE)
