@@ -536,9 +536,6 @@ def release_table(result: Any, confidence: float = 0.95) -> pd.DataFrame:
                 bins = pd.arrays.IntervalArray(tidy.pop(dim.column).array)
                 tidy.insert(where, f"{dim.column}_high", np.asarray(bins.right))
                 tidy.insert(where, f"{dim.column}_low", np.asarray(bins.left))
-        # The exact variance of every estimate (the region's GLS variance, as Histogram tables give it),
-        # next to its square root; rows are in the order of ``counts``, as ``to_frame`` lays them out.
-        tidy.insert(list(tidy.columns).index("std_error"), "variance", result.variance.to_numpy())
         bounds = result.confidence_interval(confidence).reset_index(drop=True)
         return pd.concat([tidy, bounds], axis=1)
     if isinstance(result, Histogram):

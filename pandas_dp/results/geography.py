@@ -236,9 +236,12 @@ class GeographyHistogram(FrozenRelease, EstimatesView, MeasureView):
             noise=noise, single_draw=single)
 
     def to_frame(self) -> pd.DataFrame:
-        """The release in tidy form: ``level, region, <one column per released column>, estimate, std_error``."""
-        return with_note(tidy_frame(self.levels, self.regions, self.domain, self.counts.to_numpy(),
-                                    np.sqrt(self.variance.to_numpy())), self.params)
+        """The release in tidy form: ``level, region, <one column per released column>, estimate, variance,
+        std_error`` (the exact variance of every estimate, the region's GLS variance, as histograms give it)."""
+        variance = self.variance.to_numpy()
+        tidy = tidy_frame(self.levels, self.regions, self.domain, self.counts.to_numpy(), np.sqrt(variance))
+        tidy.insert(list(tidy.columns).index("std_error"), "variance", variance)
+        return with_note(tidy, self.params)
 
     def confidence_interval(self, confidence_level: float = 0.95) -> pd.DataFrame:
         """Intervals ``lower``, ``upper`` for every estimate (indexed like ``counts``).

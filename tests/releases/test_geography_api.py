@@ -344,7 +344,8 @@ def test_result_views_and_ledger():
     assert list(res.regions[1]) == ["A", "B", "C"] and res.levels == ("national", "state", "county")
     assert [n.scale for n in res.noises] == [Fraction(4), Fraction(4), Fraction(2)]
     tidy = res.to_frame()
-    assert list(tidy.columns) == ["level", "region", "age", "sex", "estimate", "std_error"] and len(tidy) == 66
+    assert list(tidy.columns) == ["level", "region", "age", "sex", "estimate", "variance", "std_error"] and len(tidy) == 66
+    np.testing.assert_array_equal(tidy["variance"], res.variance.to_numpy())
     np.testing.assert_array_equal(tidy["estimate"], res.counts.to_numpy())
     one = res.at("state", "B")
     np.testing.assert_array_equal(one.to_numpy(), res.table("state").loc["B"].to_numpy())

@@ -87,7 +87,7 @@ def cell_value_sums(cells: np.ndarray, values: list[np.ndarray], size: int) -> n
     out = np.zeros((len(values), 2, size), dtype=np.int64)
     live = cells >= 0
     every = bool(live.all())
-    whole = cells.astype(np.intp, copy=False) if every else None
+    whole = cells.astype(np.intp, copy=False)      # no copy for int64 codes on a 64-bit machine
     counted = None
     for i, q in enumerate(values):
         missing = q == MISSING
