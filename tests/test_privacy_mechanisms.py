@@ -634,6 +634,13 @@ def test_change_one_neighbours_keep_the_public_totals():
 def test_public_totals_releases_are_dp_for_change_one_neighbours(name):
     case = GEO_CASES["move every column" if "state totals" in name else "move to a sibling county"]
     _check_geo(GEO_MECHANISMS[name]({"epsilon": 1.0}), case, 1.0, QUICK_TRIALS, seed=31)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", list(GEO_MECHANISMS))
+def test_public_totals_releases_meet_their_zcdp_claim_for_change_one_neighbours(name):
+    """The zCDP calibration of the same releases (the default run checks their pure-DP form)."""
+    case = GEO_CASES["move every column" if "state totals" in name else "move to a sibling county"]
     check_gaussian(GEO_MECHANISMS[name]({"rho": QUICK_RHO}), GEO, case, QUICK_RHO, QUICK_TRIALS, seed=32,
                    statistic=geo_outputs)
 

@@ -20,6 +20,7 @@ from pandas_dp.errors import DomainError, ParameterError
 from pandas_dp.privacy.loss import zcdp
 from pandas_dp.results.quantiles import cdf_quantiles, check_q
 from pandas_dp.testing import assert_dp
+from _slow import QUICK_TRIALS, SLOW_TRIALS
 
 RNG = np.random.default_rng(2)
 N = 4000
@@ -200,18 +201,25 @@ def _vector(r):
     return np.round(r.to_frame()[["estimate", "ci_low", "ci_high"]].to_numpy(dtype=float).ravel(), 6)
 
 
-@pytest.mark.parametrize("neighbour, kw", [(D_ROW, {}), (D_UNIT, dict(privacy_unit="u", max_rows=2))],
-                         ids=["row", "unit"])
-def test_quantiles_are_dp(neighbour, kw):
-    report = assert_dp(_quantiles({"epsilon": 1.0}, **kw), D, neighbour, epsilon=1.0, trials=120,
-                       statistic=_vector, rng=45)
+def test_quantiles_are_dp_for_one_more_row_at_a_grid_boundary():
+    """The default run's check (QUICK_TRIALS runs); the slow run adds a unit of many rows and the zCDP claim."""
+    report = assert_dp(_quantiles({"epsilon": 1.0}), D, D_ROW, epsilon=1.0, trials=QUICK_TRIALS, statistic=_vector,
+                       rng=45)
     assert report.charged_per_run == 1.0
 
 
+@pytest.mark.slow
+def test_quantiles_are_dp_for_whole_units():
+    report = assert_dp(_quantiles({"epsilon": 1.0}, privacy_unit="u", max_rows=2), D, D_UNIT, epsilon=1.0,
+                       trials=SLOW_TRIALS, statistic=_vector, rng=45)
+    assert report.charged_per_run == 1.0
+
+
+@pytest.mark.slow
 def test_quantiles_meet_their_zcdp_claim():
     delta = 1e-2
     report = assert_dp(_quantiles({"rho": 0.5}, privacy_unit="u", max_rows=2), D, D_UNIT,
-                       epsilon=zcdp(0.5).epsilon_delta(delta), delta=delta, trials=120, statistic=_vector,
+                       epsilon=zcdp(0.5).epsilon_delta(delta), delta=delta, trials=SLOW_TRIALS, statistic=_vector,
                        budget={"rho": 10**6}, rng=46)
     assert report.charged_per_run == 0.5
 
