@@ -254,6 +254,7 @@ def test_every_statistic_meets_its_zcdp_claim():
 
 # ------------------------------------------------------------------------ the intervals' coverage
 
+@pytest.mark.slow
 def test_mean_intervals_cover_at_the_nominal_level():
     """Coverage of the 95% intervals of means on cells of 100-400 rows, pure and zCDP.
 
