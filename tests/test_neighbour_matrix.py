@@ -84,7 +84,7 @@ CALLS: dict[str, dict[str, Any]] = {
     "unattributed_histogram": dict(group="hh"),
     "aggregate": dict(columns="county", aggs={"income": ["count", "sum", "mean"], "age": "mean"},
                       categories={"county": ["A-0", "A-1", "B-0"]}, bounds={"income": (0, 1000), "age": (0, 90)}),
-    "quantiles": dict(column="income", q=[0.25, 0.5, 0.9], bounds=(0, 1000)),
+    "quantiles": dict(column="age", q=[0.25, 0.5, 0.9], bounds=(0, 90)),   # ODD's age is a word: no value
     "marginals": dict(workload=[("age", "state"), ("state", "county")], bins={"age": [0, 30, 60, 90]},
                       categories={"state": ["A", "B"], "county": ["A-0", "A-1", "B-0"]}),
 }
