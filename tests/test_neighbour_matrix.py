@@ -260,7 +260,7 @@ def test_the_matrix_is_derived_from_the_registry():
                if "max_rows" in ENTRIES[e].arguments)
     # The CLI's release kinds are the registry's too.
     assert set(cli_keys()) <= {k.split(":")[1] for k in KINDS if k.startswith("histogram:")} | {
-        "count_of_counts", "unattributed", "marginals", "aggregate"}
+        "count_of_counts", "unattributed", "marginals", "aggregate", "quantiles"}
 
 
 # -- the CLI, from CSV ----------------------------------------------------------------------------------------
@@ -287,6 +287,8 @@ def _cli_spec(scheme: str, hierarchy: str) -> str:
         elif method == "aggregate":
             body = ('columns = "age"\nbins = [0, 30, 60, 90]\naggs = {income = ["count", "sum", "mean"]}\n'
                     'bounds = {income = [0, 1000]}\nresolution = 0.01')
+        elif method == "quantiles":  # of age: the odd row's word for an age is no value (dropped)
+            body = 'column = "age"\nq = [0.25, 0.5]\nbounds = [0, 90]'
         elif method in ("agrid", "ugrid"):
             body = 'columns = ["age", "income"]\nbins = {age = [0, 30, 60, 90], income = [0, 500, 1000]}'
         else:

@@ -59,6 +59,8 @@ def _text_columns(r: "Release") -> set[str]:
     # every column read but not released is a label (the by= region columns and the privacy unit's identifier),
     # except the value columns of aggregate, which are numbers
     labels = {c for c in cols if c not in released and c not in values}
+    if r.method == "quantiles":
+        return labels if _numeric_bounds(r) else labels | set(released)
     cats = r.args.get("categories")
     if cats is None:
         return labels
@@ -74,16 +76,25 @@ def _real(value: Any) -> bool:
     return value is None or (isinstance(value, Real) and not isinstance(value, bool))
 
 
+def _numeric_bounds(r: "Release") -> bool:
+    """Whether a ``quantiles`` release's ``bounds`` are two real numbers (not dates or durations)."""
+    bounds = r.args.get("bounds")
+    return isinstance(bounds, list) and bool(bounds) and None not in bounds and _real(bounds)
+
+
 def numeric_columns(r: "Release") -> set[str]:
     """Columns with a numeric domain in the spec (bins and range made of real numbers only), and value columns
     with numeric bounds.
 
     A value column of ``aggregate`` (a key of ``aggs``) whose ``bounds`` are two numbers is read as numbers:
     a stray token in one row is a missing value of that row, never a text column that loses every row's
-    value. One whose bounds are dates stays text, read as dates by the release itself.
+    value. One whose bounds are dates stays text, read as dates by the release itself. The column of
+    ``quantiles`` follows the same rule with its ``bounds`` pair.
     """
     if r.method in ("count_of_counts", "unattributed"):
         return set()
+    if r.method == "quantiles":   # numeric bounds: numbers; date or duration bounds: text the release parses
+        return set(r.released()) if _numeric_bounds(r) else set()
     values = set(r.values())
     bounds = r.args.get("bounds")
     numbers = {c for c in values if isinstance(bounds, dict) and isinstance(bounds.get(c), list) and bounds[c]
@@ -147,12 +158,16 @@ def call_release(frame: pd.DataFrame, r: "Release", rng: np.random.Generator | N
             a["hierarchy"] = read_public_table(a["hierarchy"])
         _totals_as_series(a)
         return frame.dp.marginals(a.pop("workload"), rng=rng, **a)
+    if r.method == "quantiles":
+        a["columns"] = a.pop("column")
     columns = a.pop("columns")
     if isinstance(a.get("hierarchy"), Path):   # tables by geography: the public region table
         a["hierarchy"] = read_public_table(a["hierarchy"])
     _totals_as_series(a)
     if r.method == "aggregate":
         return frame.dp.aggregate(columns, _quantiles_as_tuples(a.pop("aggs")), rng=rng, **a)
+    if r.method == "quantiles":
+        return frame.dp.quantiles(columns, a.pop("q"), rng=rng, **a)
     if r.method == "hierarchical":
         return frame.dp.hierarchical_histogram(columns, rng=rng, **a)
     return frame.dp.histogram(columns, method=r.method, rng=rng, **a)

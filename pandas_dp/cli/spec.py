@@ -66,6 +66,14 @@ Example spec::
     aggs = {income = ["count", "mean"]}
     bounds = {income = [0, 250000]}  # public clipping bounds of every value column
     epsilon = 0.5
+
+    [[release]]
+    name = "income_deciles"
+    method = "quantiles"             # one row per q: estimate, lower, upper
+    column = "income"
+    q = [0.1, 0.5, 0.9]
+    bounds = [0, 250000]             # public clipping bounds
+    epsilon = 0.5
 """
 
 from __future__ import annotations
@@ -95,9 +103,10 @@ from pandas_dp.results import (CountOfCounts, GeographyHistogram, GeographyPubli
                                PublishedTables)
 from pandas_dp.results.aggregate import Aggregate
 from pandas_dp.results.geography_marginals import GeographyMarginalTables
+from pandas_dp.results.quantiles import Quantiles
 
 __all__ = ["SpecError", "ReleaseError", "Spec", "Release", "load_spec", "parse_spec", "release_table",
-           "aggregate_table"]
+           "aggregate_table", "quantiles_table"]
 
 _TOP = {"budget", "input", "output", "release", "seed"}
 _BUDGET = {"epsilon", "rho", "delta", "ledger", "name"}
@@ -490,9 +499,12 @@ def release_table(result: Any, confidence: float = 0.95) -> pd.DataFrame:
         Statistics per cell (``aggregate``): one row per cell, value column and statistic: the cells as
         for a histogram (with ``by``: ``level, region`` first), then ``value_column``, ``statistic``,
         ``estimate, variance, std_error, lower, upper`` (see :func:`aggregate_table`).
+        Quantiles: one row per ``q``, ``q, estimate, lower, upper`` (see :func:`quantiles_table`).
     """
     if isinstance(result, Aggregate):
         return aggregate_table(result, confidence)
+    if isinstance(result, Quantiles):
+        return quantiles_table(result, confidence)
     if isinstance(result, CountOfCounts):
         return result.to_frame().reset_index(drop=True)
     if isinstance(result, (PublishedTables, GeographyPublishedTables)):
@@ -553,6 +565,21 @@ def release_table(result: Any, confidence: float = 0.95) -> pd.DataFrame:
         return pd.concat([pd.DataFrame(data), body, bounds], axis=1)
     table = result.to_frame().rename_axis("rank").reset_index()
     return pd.concat([table, result.confidence_interval(confidence).reset_index(drop=True)], axis=1)
+
+
+def quantiles_table(result: Any, confidence: float = 0.95) -> pd.DataFrame:
+    """The table of a ``quantiles`` release: one row per ``q`` (and per region with ``by``, ``level`` and
+    ``region`` first), then ``estimate, lower, upper`` at ``confidence``.
+
+    There is no ``variance`` column: a quantile's interval is read from the release's CDF bands (or its
+    mechanism's own rule), not from a variance of the estimate.
+    """
+    frame = result.to_frame()
+    level = frame["confidence_level"].to_numpy()
+    if frame.shape[0] and not np.all(level == confidence):   # the spec's level, read from the same release
+        frame = result.quantile(list(frame.index.get_level_values("q")), confidence_level=confidence)
+    table = frame.reset_index().drop(columns=["confidence_level"])
+    return table.rename(columns={"ci_low": "lower", "ci_high": "upper"})
 
 
 def aggregate_table(result: Any, confidence: float = 0.95) -> pd.DataFrame:

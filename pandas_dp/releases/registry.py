@@ -262,6 +262,7 @@ def cli_keys() -> dict[str, set[str]]:
     keys["unattributed"] = set(ENTRIES["unattributed_histogram"].arguments)
     keys["marginals"] = set(ENTRIES["marginals"].arguments)
     keys["aggregate"] = set(ENTRIES["aggregate"].arguments)
+    keys["quantiles"] = set(ENTRIES["quantiles"].arguments)
     return keys
 
 

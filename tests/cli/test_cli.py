@@ -418,6 +418,7 @@ _BASES: dict[str, dict[str, Any]] = {
     "unattributed": {"group": "household_id"},
     "marginals": {"workload": [["age", "sex"]], "bins": {"age": [0, 50, 120]}, "categories": {"sex": ["F", "M"]}},
     "aggregate": {"columns": "age", "bins": [0, 50, 120], "aggs": {"income": "mean"}, "bounds": {"income": [0, 1]}},
+    "quantiles": {"column": "income", "q": 0.5, "bounds": [0, 1]},
 }
 _NAMING = {"label": "nosuch", "labels": ["nosuch"], "tables": [["nosuch"]], "keys": {"nosuch": [0, 1]}}
 
