@@ -197,7 +197,7 @@ def assert_dp(mechanism: Callable[..., Any], dataset: Any, neighbour: Any, *, ep
     >>> from pandas_dp.testing import assert_dp
     >>> d = pd.DataFrame({"x": [1, 2, 2]})
     >>> mech = lambda df, rng: df.dp.histogram("x", bins=[0, 1, 2, 3], epsilon=1.0, rng=rng)
-    >>> report = assert_dp(mech, d, d.iloc[:2], epsilon=1.0, trials=500, rng=0)
+    >>> report = assert_dp(mech, d, d.iloc[:2], epsilon=1.0, trials=200, rng=0)
     >>> report.passed
     True
     """
