@@ -553,7 +553,10 @@ class DPAccessorBase:
         max_rows : int, optional
             With ``privacy_unit``: each unit keeps at most this many rows (chosen at random).
         by, hierarchy, by_categories
-            Quantiles by geography: not available yet (a ``ParameterError``, before any charge).
+            Quantiles of every region of a public geography, as for ``histogram(by=...)``: the rows of
+            every region in 64 equal sub-bins of the bounds, released on every level (an equal part of
+            the loss each) and consistent across levels; ``to_frame()`` is then tidy, one row per region
+            and ``q`` with ``level`` and ``region`` first. ``q`` strictly between 0 and 1.
         rng : numpy.random.Generator, optional
             Only for reproducible experiments; ``None`` draws from a secure source.
 

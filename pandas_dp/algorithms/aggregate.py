@@ -13,8 +13,8 @@ exact integer noise:
   in steps: half the sensitivity of a plain sum of values in ``[0, high]``);
 * ``steps`` (``"median"`` or ``("quantile", q)`` asked): the rows of every cell in each of
   :data:`CELL_STEPS` equal sub-bins of ``[a, b]``, sensitivity 1 per row; every quantile of the column is
-  read from it (:mod:`pandas_dp.algorithms.quantiles`: the sub-bins clipped at 0 and summed into a CDF,
-  the quantile where it reaches ``q``, linear in its sub-bin; its interval's ends are sub-bin edges).
+  read from it (:mod:`pandas_dp.algorithms.quantiles`: the noisy sub-bins' prefixes made monotone from 0,
+  a CDF, the quantile where it reaches ``q``, linear in its sub-bin; its interval's ends are sub-bin edges).
 
 A privacy unit keeping at most ``k`` rows multiplies every sensitivity by ``k`` (L1 and L2: all its rows
 may sit in one cell). The loss is split **equally** across the measured vectors. The split minimises
@@ -52,7 +52,7 @@ import numpy as np
 
 from pandas_dp.algorithms.geography.layout import level_tables
 from pandas_dp.algorithms.geography.release import release_geography
-from pandas_dp.algorithms.quantiles import row_intervals, row_quantiles
+from pandas_dp.algorithms.quantiles import monotone_prefixes, row_intervals, row_quantiles
 from pandas_dp.privacy.loss import Noise, PrivacyLoss, Sensitivity
 
 if TYPE_CHECKING:  # the region tree is built in domain/ (public); only its levels and parents are read here
@@ -326,11 +326,11 @@ def estimate(measured: list[tuple[np.ndarray, np.ndarray]], plan: AggregatePlan)
 
 def _cdf(x: np.ndarray, var_x: np.ndarray, v: ValueColumn,
          q: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, float]:
-    """Every cell's CDF over the sub-bins: non-negative bins (noisy counts clipped at 0) summed, with the
-    prefixes' and suffixes' noise variances (independent bins), and the sub-bin edges in data units."""
-    bins = np.maximum(x.reshape(-1, v.steps), 0.0)
-    zero = np.zeros((bins.shape[0], 1))
-    prefix = np.concatenate([zero, np.cumsum(bins, axis=1)], axis=1)
+    """Every cell's CDF over the sub-bins: the noisy bins' prefixes made monotone from 0
+    (:func:`~pandas_dp.algorithms.quantiles.monotone_prefixes`), with the prefixes' and suffixes' noise variances
+    (independent bins), and the sub-bin edges in data units."""
+    prefix = monotone_prefixes(x.reshape(-1, v.steps))
+    zero = np.zeros((prefix.shape[0], 1))
     prefix_var = np.concatenate([zero, np.cumsum(var_x.reshape(-1, v.steps), axis=1)], axis=1)
     edges = float(v.resolution) * (v.low + np.arange(v.steps + 1) * (v.high - v.low) / v.steps)
     return prefix, prefix_var, prefix_var[:, -1:] - prefix_var, edges, q

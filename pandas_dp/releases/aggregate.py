@@ -17,7 +17,7 @@ release measures.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -42,7 +42,7 @@ from pandas_dp.releases.value_bounds import check_value_grids, same_label
 from pandas_dp.results.aggregate import Aggregate, as_duration, as_time
 from pandas_dp.results.geography_layout import RESERVED_NAMES, geography_index
 
-__all__ = ["aggregate", "check_aggs", "check_value_grids"]
+__all__ = ["aggregate", "aggregate_release", "check_aggs", "check_value_grids"]
 
 _NAMES = "'count', 'sum', 'mean', 'median' or ('quantile', q) with q in (0, 1)"
 
@@ -53,6 +53,21 @@ def aggregate(frame: pd.DataFrame, columns: Any, aggs: Any, *, bounds: Any, reso
               by_categories: Any = None, level_weights: Any = None, public_totals: Any = None,
               rng: Any = None) -> Aggregate:
     """Release counts, sums and means of value columns per cell (see ``DataFrame.dp.aggregate``)."""
+    result: Aggregate = aggregate_release(frame, columns, aggs, bounds=bounds, resolution=resolution, bins=bins,
+                             categories=categories, other=other, epsilon=epsilon, rho=rho, privacy_unit=privacy_unit,
+                             max_rows=max_rows, by=by, hierarchy=hierarchy, by_categories=by_categories,
+                             level_weights=level_weights, public_totals=public_totals, rng=rng)
+    return result
+
+
+def aggregate_release(frame: pd.DataFrame, columns: Any, aggs: Any, *, bounds: Any, resolution: Any = None,
+                      bins: Any = None, categories: Any = None, other: Any = None, epsilon: Any = None,
+                      rho: Any = None, privacy_unit: Any = None, max_rows: Any = None, by: Any = None,
+                      hierarchy: Any = None, by_categories: Any = None, level_weights: Any = None,
+                      public_totals: Any = None, rng: Any = None, method: str = "aggregate",
+                      finish: Callable[[Aggregate], Any] | None = None) -> Any:
+    """:func:`aggregate` recorded (ledger, result) as ``method``, its result handed to ``finish`` when given: the
+    release another release of the folder is made of (``quantiles`` by geography: its quantile statistics)."""
     geography = GeographyArguments(by, hierarchy, by_categories, level_weights, public_totals)
     if geography.given:
         geography.check_by()
@@ -91,17 +106,18 @@ def aggregate(frame: pd.DataFrame, columns: Any, aggs: Any, *, bounds: Any, reso
                    for v in values]
     params = _params(plan, grid, unit, tree)
 
-    def mechanism(exact: Any) -> Aggregate:
+    def mechanism(exact: Any) -> Any:
         sums = exact.tables(unit, release_key(generator)) if unit is not None else exact
         measured = measure(sums, plan, generator) if tree is None else measure_geography(sums, plan, tree, generator)
-        return _wrap(estimate(measured, plan), plan, grid, loss, params, tree)
+        result = _wrap(estimate(measured, plan), plan, grid, loss, params, tree)
+        return result if finish is None else finish(result)
 
     if unit is None:
         count = lambda engine: engine.value_tables(frame, grid, value_grids, tree)  # noqa: E731
     else:
         count = lambda engine: engine.coded_value_rows(frame, grid, value_grids, unit, tree)  # noqa: E731
     used = [*cols, *(c for c in located if c not in cols), *(c for c, _ in asked)]
-    return run(frame, Release(loss=loss, method="aggregate", columns=used, params=params, count=count,
+    return run(frame, Release(loss=loss, method=method, columns=used, params=params, count=count,
                               mechanism=mechanism))
 
 

@@ -9,6 +9,16 @@ range variance) is released over those steps; the quantiles are read from its mo
 intervals by inverting its range intervals (:mod:`pandas_dp.results.quantiles`). All of the tree's
 answers are consistent, so every ``q`` asked shares the one release: many quantiles cost what one does.
 
+**By geography** (``by=``, ``hierarchy=`` or ``by_categories=``): every region's quantiles are the quantile
+statistics of ``aggregate`` by geography (:func:`~pandas_dp.releases.aggregate.aggregate_release`, recorded as
+``quantiles``): the rows of every leaf region in :data:`~pandas_dp.algorithms.aggregate.CELL_STEPS` equal
+sub-bins of the bounds (sensitivity 1 per row), released on every level of the public region tree with an
+equal part of the loss per level and made consistent by exact GLS (a parent's sub-bins are the sum of its
+children's); each region's CDF is its sub-bins' prefixes made monotone, the quantile linear inside its
+sub-bin and its interval's ends sub-bin edges. ``to_frame()`` is tidy: ``level, region, q, estimate, ci_low,
+ci_high, confidence_level``. Regions of a level are disjoint, so they share their level's part of the loss
+(parallel composition); ``q`` must lie strictly between 0 and 1.
+
 Why the tree: it answers every prefix (the CDF) with error polylogarithmic in the number of steps, at
 once, with exact variances for the intervals, on every engine; a quantile's rank error is then that of
 one prefix. (The exponential mechanism of Smith (STOC 2011) and JointExp (Gillenwater, Joseph and
@@ -32,9 +42,11 @@ from pandas_dp.noise.words import release_key
 from pandas_dp.privacy.units import UnitArguments
 from pandas_dp.releases.methods import METHODS, plan_method
 from pandas_dp.releases.params import check_columns, check_rng
+from pandas_dp.releases.aggregate import aggregate_release
 from pandas_dp.releases.pipeline import Release, privacy_loss, run
 from pandas_dp.releases.value_bounds import grid_of_steps
-from pandas_dp.results.quantiles import Quantiles, check_q
+from pandas_dp.results.aggregate import Aggregate
+from pandas_dp.results.quantiles import Quantiles, check_q, region_table
 
 __all__ = ["quantiles", "QUANTILE_STEPS", "CONFIDENCE_LEVEL"]
 
@@ -51,17 +63,15 @@ def quantiles(frame: pd.DataFrame, column: Any, q: Any, *, bounds: Any, epsilon:
               privacy_unit: Any = None, max_rows: Any = None, by: Any = None, hierarchy: Any = None,
               by_categories: Any = None, rng: Any = None) -> Quantiles:
     """Release the ``q``-quantiles of one column (see ``DataFrame.dp.quantiles``)."""
-    given = [name for name, v in (("by", by), ("hierarchy", hierarchy), ("by_categories", by_categories))
-             if v is not None]
-    if given:
-        raise ParameterError(f"quantiles by geography ({given[0]}=) is not available yet; release the quantiles of "
-                             f"each region's rows separately (disjoint rows compose in parallel), or drop "
-                             f"{given[0]}=.")
     if isinstance(column, (list, tuple)):
         raise ParameterError(f"quantiles releases the quantiles of one column; got {safe_repr(list(column))}. Pass "
                              f"a single column name.")
     cols = check_columns(frame, column, name="column")
     probs, _ = check_q(q)
+    if any(v is not None for v in (by, hierarchy, by_categories)):
+        return _by_geography(frame, cols[0], probs, bounds=bounds, epsilon=epsilon, rho=rho,
+                             privacy_unit=privacy_unit, max_rows=max_rows, by=by, hierarchy=hierarchy,
+                             by_categories=by_categories, rng=rng)
     loss = privacy_loss(epsilon, rho)
     generator = check_rng(rng)
     unit = UnitArguments(privacy_unit, max_rows).bounds(frame.columns, reserved=tuple(cols))
@@ -95,6 +105,28 @@ def quantiles(frame: pd.DataFrame, column: Any, q: Any, *, bounds: Any, epsilon:
         count = lambda engine: engine.coded_value_rows(frame, Grid(()), [value_grid], unit)  # noqa: E731
     return run(frame, Release(loss=loss, method="quantiles", columns=list(cols), params=params, count=count,
                               mechanism=mechanism))
+
+
+def _by_geography(frame: pd.DataFrame, column: Any, probs: np.ndarray, *, bounds: Any, **arguments: Any) -> Quantiles:
+    """Every region's quantiles: the quantile statistics of ``aggregate`` by geography (see the module notes)."""
+    if ((probs <= 0) | (probs >= 1)).any():
+        raise ParameterError(f"quantiles by geography take q strictly between 0 and 1 (a region's minimum or maximum "
+                             f"has no useful private estimate from sub-bins); got {[float(p) for p in probs]}.")
+    value = grid_of_steps(column, bounds, QUANTILE_STEPS)        # bounds checked as for one release
+    step: Any = value.resolution
+    if value.kind != "number":
+        step = pd.Timedelta(int(round(value.resolution * UNITS[value.unit])), unit="ns")
+    asked = list(dict.fromkeys(float(p) for p in probs))
+
+    def finish(found: Aggregate) -> Quantiles:
+        estimates = region_table(found, column, asked, CONFIDENCE_LEVEL)
+        params = {**found.params, "mechanism": "sub-bin CDF of every region (aggregate's quantile statistics), "
+                                               "consistent across the geography", "q": asked}
+        return Quantiles(estimates=estimates, histogram=found, epsilon=found.epsilon, params=params, loss=found.loss,
+                         column=column)
+
+    return aggregate_release(frame, [], {column: [("quantile", p) for p in asked]}, bounds={column: bounds},
+                             resolution={column: step}, method="quantiles", finish=finish, **arguments)
 
 
 def _edges(value: ValueColumn) -> Any:

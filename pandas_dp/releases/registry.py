@@ -169,8 +169,8 @@ AGGREGATE_PARAMS = ParamTable("aggregate", (
     _arg("bounds", REQUIRED, names="keys"), _arg("resolution", names="keys"), _arg("bins", names="keys"),
     _arg("categories", names="keys"), OTHER, *LOSS_PARAMS, _arg("privacy_unit", names="label"),
     _arg("max_rows"), *MARGINALS_GEOGRAPHY_PARAMS, RNG))
-#: ``quantiles`` (issue 43): one column's quantiles, public clipping bounds required; the geography keywords
-#: are declared (DESIGN section 8) and refused by the release until quantiles by geography land.
+#: ``quantiles`` (issue 43): one column's quantiles, public clipping bounds required; by geography with the
+#: geography keywords (DESIGN section 8).
 QUANTILES_PARAMS = ParamTable("quantiles", (
     _arg("column", REQUIRED, POSITIONAL, "label"), _arg("q", REQUIRED, POSITIONAL), _arg("bounds", REQUIRED),
     *LOSS_PARAMS, _arg("privacy_unit", names="label"), _arg("max_rows"),

@@ -40,10 +40,11 @@ from pandas_dp._utils.public import float_array, safe_repr
 from pandas_dp.domain.grid import BinDomain
 from pandas_dp.errors import ParameterError
 from pandas_dp.results._base import FrozenRelease, MeasureView
+from pandas_dp.results.aggregate import as_duration, as_time
 from pandas_dp.results._format import guarantee_text, html_params, privacy_text
 from pandas_dp.results.frozen import stored_fields
 
-__all__ = ["check_q", "cdf_quantiles", "key_values", "release_quantiles", "Quantiles"]
+__all__ = ["check_q", "cdf_quantiles", "key_values", "release_quantiles", "region_table", "Quantiles"]
 
 
 def check_q(q: Any) -> tuple[np.ndarray, bool]:
@@ -170,6 +171,28 @@ def release_quantiles(result: Any, q: Any, confidence_level: float | None) -> An
                          "confidence_level": level}, index=index)
 
 
+def region_table(found: Any, column: Any, probs: Any, level: float) -> pd.DataFrame:
+    """``level, region, q, estimate, ci_low, ci_high, confidence_level`` of quantiles by geography: one row per
+    region and ``q``, read from the ``("quantile", q)`` statistics of an ``Aggregate`` by geography (numbers
+    from its arrays, dates and durations converted as its ``to_frame`` does)."""
+    names = [(column, f"quantile({float(p)!r})") for p in probs]
+    keys = list(found.estimates.columns)
+    where = np.array([keys.index(n) for n in names], dtype=np.int64)
+    low, high = found._intervals(level)
+    index = found.estimates.index
+    rows, k = len(index), len(names)
+    out = pd.DataFrame({"level": np.repeat(np.asarray(index.get_level_values(0), dtype=object), k),
+                        "region": np.repeat(index.get_level_values(1).to_numpy(), k),
+                        "q": np.tile(np.asarray(probs, dtype=np.float64), rows)})
+    time = found.times[where[0]] if found.times else None
+    for name, part in (("estimate", found.estimates), ("ci_low", low), ("ci_high", high)):
+        values = part.to_numpy(dtype=np.float64)[:, where].reshape(-1)
+        out[name] = values if time is None else (as_time(values, time) if time.kind == "datetime"
+                                                 else as_duration(values, time))
+    out["confidence_level"] = level
+    return out
+
+
 @stored_fields
 @dataclass(frozen=True, repr=False, eq=False)
 class Quantiles(FrozenRelease, MeasureView):
@@ -207,8 +230,24 @@ class Quantiles(FrozenRelease, MeasureView):
         return self.estimates
 
     def quantile(self, q: Any = 0.5, *, confidence_level: float | None = None) -> Any:
-        """Any other quantile from the same release (post-processing; see ``Histogram.quantile``)."""
+        """Any other quantile from the same release (post-processing; see ``Histogram.quantile``).
+
+        Quantiles by geography are statistics of sub-bins per region: only the ``q`` released, at any level
+        of interval, are read again (``confidence_level`` required)."""
+        if not hasattr(self.histogram, "quantile"):
+            return self._regions_again(q, confidence_level)
         return self.histogram.quantile(q, confidence_level=confidence_level)
+
+    def _regions_again(self, q: Any, confidence_level: float | None) -> pd.DataFrame:
+        probs, _ = check_q(q)
+        released = list(self.params.get("q", []))
+        missing = [float(p) for p in probs if float(p) not in released]
+        if missing or confidence_level is None:
+            raise ParameterError(f"quantiles by geography answer the q they released ({released}) at any "
+                                 f"confidence_level=; got q={[float(p) for p in probs]}, confidence_level="
+                                 f"{confidence_level!r}. Release the other q in the same call.")
+        normal_quantile(confidence_level)            # a public argument: checked before it is read
+        return region_table(self.histogram, self.column, probs, float(confidence_level))
 
     def _guarantee(self, *, html: bool = True) -> str:
         return guarantee_text(self.loss, self.epsilon, [], html=html)
