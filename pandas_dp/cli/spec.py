@@ -575,10 +575,14 @@ def quantiles_table(result: Any, confidence: float = 0.95) -> pd.DataFrame:
     mechanism's own rule), not from a variance of the estimate.
     """
     frame = result.to_frame()
-    level = frame["confidence_level"].to_numpy()
-    if frame.shape[0] and not np.all(level == confidence):   # the spec's level, read from the same release
-        frame = result.quantile(list(frame.index.get_level_values("q")), confidence_level=confidence)
-    table = frame.reset_index().drop(columns=["confidence_level"])
+    if "q" not in frame.columns:          # one row per q, indexed by q (by geography: tidy already)
+        frame = frame.reset_index()
+    if frame.shape[0] and not np.all(frame["confidence_level"].to_numpy() == confidence):
+        # the spec's level, read again from the same release (post-processing)
+        frame = result.quantile(list(dict.fromkeys(frame["q"].tolist())), confidence_level=confidence)
+        if "q" not in frame.columns:
+            frame = frame.reset_index()
+    table = frame.drop(columns=["confidence_level"])
     return table.rename(columns={"ci_low": "lower", "ci_high": "upper"})
 
 

@@ -120,3 +120,22 @@ def test_bad_public_inputs_of_a_quantiles_spec_are_refused_before_any_charge_nam
         assert "[[release]] 'unbounded': missing 'bounds' for method 'quantiles'" in err
         assert "'incme'" in err
     assert _entries(d / "ledger.sqlite") == [] and not (d / "released").exists()
+
+
+def test_a_quantiles_spec_by_geography_writes_one_row_per_region_and_q(tmp_path, persons):
+    hierarchy = pd.read_csv(persons)[["state", "county"]].drop_duplicates()
+    hierarchy.to_csv(tmp_path / "regions.csv", index=False)
+    d = _folder(tmp_path, persons, DECILES.replace('column = "income"', 'column = "income"\nby = ["state", "county"]'
+                                                   '\nhierarchy = "regions.csv"'))
+    done = run("release", str(d / "spec.toml"))
+    assert done.returncode == 0, done.stderr
+    table = pd.read_csv(d / "released" / "deciles.csv")
+    assert list(table.columns) == ["level", "region", "q", "estimate", "lower", "upper"]
+    assert len(table) == 3 * (1 + hierarchy.state.nunique() + len(hierarchy))
+    rows = pd.read_csv(d / "persons.csv")
+    with pdp.budget(epsilon=1.0):
+        same = rows.dp.quantiles("income", [0.1, 0.5, 0.9], bounds=(0, 250000), by=["state", "county"],
+                                 hierarchy=hierarchy, epsilon=0.5, rng=np.random.default_rng(5))
+    expected = same.quantile([0.1, 0.5, 0.9], confidence_level=0.9)
+    np.testing.assert_allclose(table["estimate"], expected["estimate"], rtol=1e-12)
+    np.testing.assert_allclose(table["lower"], expected["ci_low"], rtol=1e-12)
