@@ -7,7 +7,7 @@ other neighbours; ``full`` runs everything everywhere.
 ``PANDAS_DP_SLOW_DEPTH`` (environment variable):
 
 * ``"ci"`` (default): every neighbour the quick run does not already test, at one
-  loss level (the quick run covers the others), with :data:`SLOW_TRIALS` = 150
+  loss level (the quick run covers the others), with :data:`SLOW_TRIALS` = 100
   runs a dataset (the quick run uses :data:`QUICK_TRIALS` = 60 on its one neighbour; a correct
   mechanism fails with probability at most 1 - confidence = 0.001 whatever the
   number of runs, so fewer runs cost power, never false failures). The
@@ -29,7 +29,7 @@ if DEPTH not in ("ci", "full"):
     raise ValueError(f"PANDAS_DP_SLOW_DEPTH={DEPTH!r}: use 'ci' (default) or 'full'")
 FULL = DEPTH == "full"
 #: Runs per dataset of the slow assert_dp matrices.
-SLOW_TRIALS = 3000 if FULL else 150
+SLOW_TRIALS = 3000 if FULL else 100
 #: Runs per dataset of the default run's assert_dp checks (a regression layer: a correct mechanism fails with
 #: probability at most 0.001 at any number of runs, so fewer runs cost power, never false failures; the slow
 #: step and ``full`` depth bring the power back).
