@@ -16,17 +16,34 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import sqlite3
 import subprocess
 import sys
 import traceback
 import warnings
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 from _slow import FULL
 
 ROOT = Path(__file__).resolve().parents[1]
 SUBPROCESS = FULL or os.environ.get("PANDAS_DP_CLI_TESTS", "") == "subprocess"
+
+
+def spec_folder(tmp_path: Path, persons: Path, spec: str) -> Path:
+    """A release folder: ``persons.csv`` (a link to ``persons``), ``spec.toml`` with ``spec``, an empty ledger."""
+    import pandas_dp as pdp
+
+    (tmp_path / "persons.csv").symlink_to(persons)
+    (tmp_path / "spec.toml").write_text(spec)
+    pdp.Ledger.create(tmp_path / "ledger.sqlite")
+    return tmp_path
+
+
+def ledger_entries(ledger: Path) -> list[tuple[Any, ...]]:
+    """``(id, kind, method, status)`` of every ledger entry, read with plain SQL."""
+    with sqlite3.connect(ledger) as conn:
+        return conn.execute("SELECT id, kind, method, status FROM pandas_dp_entries ORDER BY id").fetchall()
 
 
 def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:

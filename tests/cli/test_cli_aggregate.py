@@ -10,9 +10,7 @@ statistic, next to its ledger charge and manifest entry; ``--resume`` keeps a ch
 from __future__ import annotations
 
 import json
-import sqlite3
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -20,7 +18,7 @@ import pytest
 
 import pandas_dp as pdp
 from pandas_dp.data import load_persons
-from _cli import run
+from _cli import ledger_entries, run, spec_folder
 
 HEAD = """seed = 9
 [budget]
@@ -60,15 +58,7 @@ def persons(tmp_path_factory) -> Path:
 
 
 def _folder(tmp_path: Path, persons: Path, releases: str) -> Path:
-    (tmp_path / "persons.csv").symlink_to(persons)
-    (tmp_path / "spec.toml").write_text(HEAD + releases)
-    pdp.Ledger.create(tmp_path / "ledger.sqlite")
-    return tmp_path
-
-
-def _entries(ledger: Path) -> list[tuple[Any, ...]]:
-    with sqlite3.connect(ledger) as conn:
-        return conn.execute("SELECT id, kind, method, status FROM pandas_dp_entries ORDER BY id").fetchall()
+    return spec_folder(tmp_path, persons, HEAD + releases)
 
 
 def test_an_aggregate_spec_writes_one_row_per_cell_value_column_and_statistic_as_the_python_release(
@@ -113,7 +103,7 @@ def test_an_aggregate_spec_writes_one_row_per_cell_value_column_and_statistic_as
         ("income", "aggregate", 0.5), ("national", "aggregate", 0.5)]
     assert manifest["releases"][0]["parameters"]["values"]["income"]["bounds"] == [0.0, 250000.0]
     assert manifest["releases"][0]["spec"]["aggs"] == {"income": ["count", "sum", "mean"]}
-    charges = [e for e in _entries(d / "ledger.sqlite") if e[1] == "charge"]
+    charges = [e for e in ledger_entries(d / "ledger.sqlite") if e[1] == "charge"]
     assert [(e[0], e[3]) for e in charges] == [(r["ledger_id"], "ok") for r in manifest["releases"]]
     assert manifest["complete"] is True and manifest["budget"]["spent"] == 1.0
 
@@ -137,7 +127,7 @@ def test_bad_public_inputs_of_an_aggregate_spec_are_refused_before_any_charge_na
         assert "[[release]] 'national': ParameterError: aggs['income']: unknown statistic 'max'" in err
         assert "[[release]] 'steps': ParameterError: resolution['income'] must be a positive number" in err
         assert "[[release]] 'unbounded': missing 'bounds' for method 'aggregate'" in err
-    assert _entries(d / "ledger.sqlite") == [] and not (d / "released").exists()
+    assert ledger_entries(d / "ledger.sqlite") == [] and not (d / "released").exists()
 
 
 def test_a_value_column_the_input_lacks_is_refused_before_any_charge(tmp_path, persons):
@@ -147,7 +137,7 @@ def test_a_value_column_the_input_lacks_is_refused_before_any_charge(tmp_path, p
     assert done.returncode == 2
     assert "[[release]] 'income': aggs ['incme'] not in the input" in done.stderr
     assert "Spelling: 'incme' (did you mean 'income'?)" in done.stderr and "Fix 'aggs' in the spec" in done.stderr
-    assert _entries(d / "ledger.sqlite") == []
+    assert ledger_entries(d / "ledger.sqlite") == []
 
 
 def test_a_stray_token_in_a_value_column_is_one_missing_value(tmp_path):
@@ -191,7 +181,7 @@ def test_resume_keeps_a_charged_aggregate_spent_and_runs_the_rest(tmp_path, pers
     manifest = json.loads((d / "released" / "manifest.json").read_text())
     assert [r["name"] for r in manifest["releases"]] == ["national"]
     assert [r["name"] for r in manifest["lost"]] == ["income"] and manifest["budget"]["spent"] == 1.0
-    assert [(e[1], e[3]) for e in _entries(d / "ledger.sqlite") if e[1] == "charge"] == [
+    assert [(e[1], e[3]) for e in ledger_entries(d / "ledger.sqlite") if e[1] == "charge"] == [
         ("charge", "failed"), ("charge", "ok")]
     assert sorted(p.name for p in (d / "released").iterdir()) == ["manifest.json", "national.csv"]
 
@@ -283,4 +273,4 @@ def test_medians_and_quantiles_in_a_spec_are_toml_arrays(tmp_path, persons):
     bad = _folder(tmp_path / "bad", persons, NATIONAL.replace('income = "mean"', 'income = ["quantile", 1.5]'))
     refused = run("release", str(bad / "spec.toml"))
     assert refused.returncode == 2 and "[[release]] 'national': ParameterError: aggs['income']: a quantile is" \
-        in refused.stderr and _entries(bad / "ledger.sqlite") == []
+        in refused.stderr and ledger_entries(bad / "ledger.sqlite") == []

@@ -9,9 +9,7 @@ estimate, lower, upper`` at the spec's confidence), next to its ledger charge an
 from __future__ import annotations
 
 import json
-import sqlite3
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -19,7 +17,7 @@ import pytest
 
 import pandas_dp as pdp
 from pandas_dp.data import load_persons
-from _cli import run
+from _cli import ledger_entries, run, spec_folder
 
 HEAD = """seed = 5
 [budget]
@@ -60,15 +58,7 @@ def persons(tmp_path_factory) -> Path:
 
 
 def _folder(tmp_path: Path, persons: Path, releases: str) -> Path:
-    (tmp_path / "persons.csv").symlink_to(persons)
-    (tmp_path / "spec.toml").write_text(HEAD + releases)
-    pdp.Ledger.create(tmp_path / "ledger.sqlite")
-    return tmp_path
-
-
-def _entries(ledger: Path) -> list[tuple[Any, ...]]:
-    with sqlite3.connect(ledger) as conn:
-        return conn.execute("SELECT id, kind, method, status FROM pandas_dp_entries ORDER BY id").fetchall()
+    return spec_folder(tmp_path, persons, HEAD + releases)
 
 
 def test_a_quantiles_spec_writes_one_row_per_q_as_the_python_release(tmp_path, persons):
@@ -98,7 +88,7 @@ def test_a_quantiles_spec_writes_one_row_per_q_as_the_python_release(tmp_path, p
     manifest = json.loads((d / "released" / "manifest.json").read_text())
     assert [(r["name"], r["method"], r["epsilon"]) for r in manifest["releases"]] == [
         ("deciles", "quantiles", 0.5), ("median_date", "quantiles", 0.5)]
-    charges = [e for e in _entries(d / "ledger.sqlite") if e[1] == "charge"]
+    charges = [e for e in ledger_entries(d / "ledger.sqlite") if e[1] == "charge"]
     assert [(e[0], e[3]) for e in charges] == [(r["ledger_id"], "ok") for r in manifest["releases"]]
 
 
@@ -119,7 +109,7 @@ def test_bad_public_inputs_of_a_quantiles_spec_are_refused_before_any_charge_nam
         assert "[[release]] 'reversed': ParameterError: bounds" in err
         assert "[[release]] 'unbounded': missing 'bounds' for method 'quantiles'" in err
         assert "'incme'" in err
-    assert _entries(d / "ledger.sqlite") == [] and not (d / "released").exists()
+    assert ledger_entries(d / "ledger.sqlite") == [] and not (d / "released").exists()
 
 
 def test_a_quantiles_spec_by_geography_writes_one_row_per_region_and_q(tmp_path, persons):
