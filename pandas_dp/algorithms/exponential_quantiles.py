@@ -27,9 +27,14 @@ released quantiles never decrease in ``q``.
 **Several quantiles, recursively** (ApproximateQuantiles, Kaplan, Schnapp and Stemmer, ICML 2022,
 arXiv:2110.05429): the middle ``q`` of the sorted list (``p``) is drawn first, on all rows, at index ``v``;
 the ``q``'s below it are then found among the rows below ``v`` (candidates ``lo..v``, targets ``q / p``) and the
-ones above among the rows at or above ``v`` (candidates ``v..hi``, targets ``(q - p) / (1 - p)``), recursively.
-The two halves see disjoint rows chosen by the public ``v``, so one depth of the recursion costs one draw's
-loss in parallel composition; with ``m`` quantiles the depth is ``ceil(log2(m + 1))`` and each depth gets that
+ones above among the rows above ``v`` (candidates ``v..hi``, targets ``(q - p) / (1 - p)``), recursively. The
+``c`` rows *at* ``v`` are split: ``floor(c / 2)`` go down with the lower half, the rest up (the paper's points are
+distinct; on a grid a whole tie at ``v`` on one side shifts every rescaled target of that side by up to the tie's
+share, which the measurements showed on integer-valued columns; halving it halves that shift). One more row at
+``v`` moves exactly one of ``floor(c / 2)``, ``c - floor(c / 2)`` by one, and ``k`` more rows move them by
+``k_1 + k_2 = k``: the halves still see disjoint rows, chosen by the public ``v`` and the count at ``v``, each
+row (or unit's rows) in one half only, so one depth of the recursion costs one draw's loss in parallel
+composition; with ``m`` quantiles the depth is ``ceil(log2(m + 1))`` and each depth gets that
 share of the loss. A unit whose rows fall on both sides moves the two halves' scores by ``k_1`` and ``k_2``
 units' worth with ``k_1 + k_2 <= k``: the two draws' losses are ``eps k_1 / k`` and ``eps k_2 / k`` (pure DP;
 bounded range scales the same way, so under zCDP ``rho ((k_1 / k)**2 + (k_2 / k)**2) <= rho``), so parallel
