@@ -14,14 +14,17 @@ uniform: 64-bit words masked to ``bit_length(c_i - 1)`` bits, rejected when ``>=
 level share one probability, so the two steps give each candidate exactly ``p**d_j / sum_l p**d_l``.
 
 *Certified weights.* In fixed point with ``W`` fraction bits, ``[lo, hi]`` brackets of ``2**W p**e`` for every
-level come from three certified brackets of :func:`~pandas_dp.noise.exact_cdf.exp_neg_bounds`: ``p``, ``p**64``
-and ``p**E`` (``E`` the cut below). ``p**e = p**(64 a) p**b`` (``b = e mod 64``): a table of ``p**b``
-(``b < 64``) and one of ``p**(64 a)`` are built by repeated products rounded down for the lower and up for the
-upper bound, and every level's bracket is one product of the two (numpy object arrays of Python integers:
-exact, one C loop). Levels with ``e >= E``, ``E`` chosen so that ``p**E`` is below ``2**-W`` (a float only
-chooses ``E``; no probability rests on it), get the bracket ``[0, hi(p**E)]``, true because ``p**e <= p**E``:
-huge scores cost nothing, never underflow to a wrong zero, and their probability is exactly tiny, not zero.
-Every rounding is directed, so ``L_i <= 2**W S_i <= H_i`` for the cumulative weights ``S_i = W_0 + ... + W_i``.
+level come from certified brackets of :func:`~pandas_dp.noise.exact_cdf.exp_neg_bounds` (``p``, ``p**64`` and
+``p**E``, ``E`` the cut below) and products rounded down for the lower and up for the upper bound:
+``p**e = p**(64 a) p**b`` (``b = e mod 64``) with a cached table of ``p**b`` (``b < 64``) and, for
+``a < 4096``, a cached table of ``p**(64 a)`` by repeated products; beyond, ``p**(64 a)`` is a product of the
+binary powers ``p**(64 * 2**i)`` (squarings), one vectorised pass per bit of ``a``. Every level's bracket is
+one product of two entries (numpy object arrays of Python integers: exact, one C loop). Levels with
+``e >= E``, ``E`` chosen so that ``p**E`` is below ``2**-W`` (a float only chooses ``E``; no probability rests
+on it), get the bracket ``[0, hi(p**E)]``, true because ``p**e <= p**E``: huge scores cost nothing, never
+underflow to a wrong zero, and their probability is exactly tiny, not zero. Every rounding is directed, so
+``L_i <= 2**W S_i <= H_i`` for the cumulative weights ``S_i = W_0 + ... + W_i``; guard bits (32 plus twice
+those of ``E``) absorb the units the products and squarings lose, so brackets stay a few units wide.
 
 *The draw.* ``U`` uniform in ``[0, 1)`` is read from 64-bit words (its first ``B`` binary digits ``u``, more
 words only when needed); the level is ``#{i : S_i <= U S}``. Level ``i`` is certainly below ``U`` when
@@ -31,9 +34,9 @@ the level is certain; otherwise (a bracket straddles the draw: chance about ``le
 of ``U`` is read and the working precision is doubled, until they agree. ``U`` is continuous, so it equals a
 ratio ``S_i / S`` with probability 0 and the refinement ends with probability 1. No float decides anything.
 
-Cost: ``np.unique`` over the scores, then a few object-array products per level (``10**5`` levels take a few
-tens of milliseconds); Python loops run over the 64 small powers, over ``E / 64`` large ones and over
-refinements only.
+Cost: ``np.unique`` over the scores, then a few object-array products per level (``10**5`` levels take about
+0.1 s, scores up to ``10**12`` at ``gamma = 10**-9`` about 0.25 s); Python loops run over the cached tables
+(64 and 4,096 entries, once per ``gamma``), the bits of the largest exponent and refinements only.
 
 References
 ----------
@@ -60,6 +63,7 @@ __all__ = ["exponential_index", "level_bounds"]
 
 _BLOCK = 64          # p**e = p**(64 a) * p**b
 _START_BITS = 64     # first precision of the weights, plus the bits of the candidate count
+_TABLE_BLOCKS = 4096  # exponents below 64 * 4096 use one cached table of p**(64 a); others binary powers
 
 
 def exponential_index(gamma: Any, scores: Any, *, rng: Any = None) -> int:
@@ -132,39 +136,72 @@ def level_bounds(gamma: Fraction, exponents: np.ndarray, bits: int) -> tuple[np.
     e = np.asarray(exponents, dtype=np.int64)
     near = e < cut
     en = e[near]
-    blocks = int(en.max()) // _BLOCK + 1 if en.size else 1
-    small_lo, small_hi, big_lo, big_hi, far_hi, shift = _powers(gamma, bits, cut, blocks)
     a, b = en // _BLOCK, en % _BLOCK
+    small_lo, small_hi, squares, far_hi, work, guard = _powers(gamma, bits, cut)
+    if a.size == 0 or int(a.max()) < _TABLE_BLOCKS:
+        big_lo, big_hi = _block_table(gamma, bits, cut)
+        a_lo, a_hi = big_lo[a], big_hi[a]
+    else:                                                   # far apart exponents: binary powers of p**64
+        a_lo, a_hi = _block_powers(a, squares, work)
     lo = np.zeros(e.size, dtype=object)
     hi = np.empty(e.size, dtype=object)
-    lo[near] = (big_lo[a] * small_lo[b]) >> shift
-    hi[near] = -((-(big_hi[a] * small_hi[b])) >> shift)
+    lo[near] = (a_lo * small_lo[b]) >> (guard + work)
+    hi[near] = -((-(a_hi * small_hi[b])) >> (guard + work))
     hi[~near] = far_hi
     return lo, hi
 
 
+def _as_object(values: list[int]) -> np.ndarray:
+    return np.array(values, dtype=object)
+
+
 @lru_cache(maxsize=64)
-def _powers(gamma: Fraction, bits: int, cut: int, blocks: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
-                                                                        int, int]:
-    """Brackets of ``2**work p**b`` (``b < 64``) and ``2**work p**(64 a)`` (``a < blocks``), rounded outwards at every
-    product, as object arrays; the upper bracket of ``2**bits p**cut``; and the shift from a product of two table
-    entries to ``bits`` (``2 work - bits``). Cached: a release draws many times at one ``gamma``."""
-    guard = 32 + int(cut // _BLOCK + _BLOCK).bit_length()       # repeated products lose a unit each
+def _powers(gamma: Fraction, bits: int, cut: int) -> tuple[np.ndarray, np.ndarray, tuple[tuple[int, int], ...], int,
+                                                            int, int]:
+    """At ``work = bits + guard`` fraction bits, rounded outwards at every product: brackets of ``p**b``
+    (``b < 64``) as object arrays, of ``p**(64 * 2**i)`` (squarings of ``p**64``, up to the cut), the upper
+    bracket of ``2**bits p**cut``, ``work`` and ``guard``. A squaring at most doubles a bracket's width plus one
+    unit, and a product of ``t`` brackets adds their widths, so ``guard`` (32 bits plus those of the cut) keeps
+    the brackets a few units wide at ``bits``. Cached: a release draws many times at one ``gamma``."""
+    guard = 40 + 2 * int(cut).bit_length()
     work = bits + guard
     one = 1 << work
     p_lo, p_hi = exp_neg_bounds(gamma, work)
-    b_lo, b_hi = exp_neg_bounds(gamma * _BLOCK, work)
     small_lo, small_hi = [one], [one]
     for _ in range(_BLOCK - 1):
         small_lo.append((small_lo[-1] * p_lo) >> work)
         small_hi.append(-((-small_hi[-1] * p_hi) >> work))
-    big_lo, big_hi = [one], [one]
-    for _ in range(blocks - 1):
+    squares = [exp_neg_bounds(gamma * _BLOCK, work)]
+    for _ in range(int(cut // _BLOCK).bit_length()):
+        lo, hi = squares[-1]
+        squares.append(((lo * lo) >> work, -((-hi * hi) >> work)))
+    far_hi = -((-exp_neg_bounds(gamma * cut, work)[1]) >> guard)
+    return _as_object(small_lo), _as_object(small_hi), tuple(squares), far_hi, work, guard
+
+
+@lru_cache(maxsize=64)
+def _block_table(gamma: Fraction, bits: int, cut: int) -> tuple[np.ndarray, np.ndarray]:
+    """Brackets of ``2**work p**(64 a)`` for ``a < 4096`` by repeated products (the common case: cached)."""
+    _, _, squares, _, work, _ = _powers(gamma, bits, cut)
+    b_lo, b_hi = squares[0]
+    big_lo, big_hi = [1 << work], [1 << work]
+    for _ in range(_TABLE_BLOCKS - 1):
         big_lo.append((big_lo[-1] * b_lo) >> work)
         big_hi.append(-((-big_hi[-1] * b_hi) >> work))
-    far_hi = -((-exp_neg_bounds(gamma * cut, work)[1]) >> guard)
-    as_object = lambda values: np.array(values, dtype=object)  # noqa: E731
-    return as_object(small_lo), as_object(small_hi), as_object(big_lo), as_object(big_hi), far_hi, guard + work
+    return _as_object(big_lo), _as_object(big_hi)
+
+
+def _block_powers(a: np.ndarray, squares: tuple[tuple[int, int], ...], work: int) -> tuple[np.ndarray, np.ndarray]:
+    """Brackets of ``2**work p**(64 a)`` for every ``a`` by binary powers (one pass per bit of the largest)."""
+    lo = np.full(a.size, 1 << work, dtype=object)
+    hi = np.full(a.size, 1 << work, dtype=object)
+    for i in range(int(a.max()).bit_length()):
+        on = ((a >> i) & 1).astype(bool)
+        if on.any():
+            s_lo, s_hi = squares[i]
+            lo[on] = (lo[on] * s_lo) >> work
+            hi[on] = -((-(hi[on] * s_hi)) >> work)
+    return lo, hi
 
 
 def _draw_level(gamma: Fraction, exponents: np.ndarray, counts: np.ndarray, draw: Callable[..., np.ndarray]) -> int:

@@ -116,3 +116,18 @@ def test_a_single_candidate_and_the_rng_forms():
 def test_bad_arguments_raise_clearly(gamma, scores, rng):
     with pytest.raises(ParameterError):
         exponential_index(gamma, scores, rng=rng)
+
+
+def test_far_apart_exponents_take_binary_powers_and_stay_tight():
+    """A tiny gamma and exponents up to 10**12 (beyond the cached table of 64 * 4096): the brackets come from
+    binary powers of p**64, within a few units and around the float value (a sanity band only)."""
+    gamma = Fraction(1, 10**9)
+    e = np.array([0, 1, 63, 64, 262_143, 262_144, 10**6, 10**9, 3 * 10**10, 10**12], dtype=np.int64)
+    lo, hi = level_bounds(gamma, e, 64)
+    for lo_k, hi_k, k in zip(lo, hi, e):
+        x = 2.0**64 * np.exp(-float(gamma) * float(k))
+        assert lo_k <= hi_k <= lo_k + 8
+        assert abs(float(lo_k) - x) <= 1e-9 * x + 8
+    rng = np.random.default_rng(9)
+    scores = rng.integers(0, 10**12, 50_000)
+    assert 0 <= exponential_index(gamma, scores, rng=rng) < scores.size
