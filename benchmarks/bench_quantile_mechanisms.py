@@ -73,7 +73,8 @@ def measure(name: str, seeds: int, sets: list[str]) -> list[dict[str, Any]]:
         for seed in range(seeds):
             tree = dict(zip(everything, released(frame, everything, ds.bounds, eps, seed, "tree")))
             for p in SINGLE:
-                errors.setdefault((str(p), "tree"), []).append(float(rank_error(x, np.array([tree[p]]), np.array([p]))[0]))
+                tree_error = rank_error(x, np.array([tree[p]]), np.array([p]))[0]
+                errors.setdefault((str(p), "tree"), []).append(float(tree_error))
                 got = released(frame, (p,), ds.bounds, eps, seed, "exponential")
                 errors.setdefault((str(p), "exponential"), []).append(float(rank_error(x, got, np.array([p]))[0]))
             for qset, qs in ((k, SETS[k]) for k in sets):
@@ -85,7 +86,8 @@ def measure(name: str, seeds: int, sets: list[str]) -> list[dict[str, Any]]:
                     errors.setdefault((qset, mech), []).append(float(rank_error(x, got, qd).mean()))
         for (qset, mech), values in errors.items():
             rows.append({"data": name, "n": x.size, "eps": eps, "q": qset, "mechanism": mech,
-                         "rank_error": float(np.mean(values)), "se": float(np.std(values, ddof=1) / np.sqrt(len(values)))})
+                         "rank_error": float(np.mean(values)),
+                         "se": float(np.std(values, ddof=1) / np.sqrt(len(values)))})
     return rows
 
 

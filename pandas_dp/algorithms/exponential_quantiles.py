@@ -47,13 +47,13 @@ release reports none (``NaN``).
 
 JointExp (Gillenwater, Joseph and Kulesza, ICML 2021) is not built. Its one draw picks all ``m`` outputs at once
 with weight ``prod_j exp(-gamma |n_j - (q_j - q_{j-1}) n|)`` over the gaps between consecutive outputs; sampling
-it needs the ``m x steps`` table of partition sums of those products over every monotone sequence (naively ``m steps**2``
-products-and-sums, about ``1.5e8`` for nine deciles on 4,097 values; the paper speeds it up in floating-point
-logarithms) and then ``m`` draws backwards from it.
-Certified, every entry would be a directed-rounding fixed-point bracket whose width grows along the sums, and
-each backward draw a refinement like :mod:`pandas_dp.noise.exponential`'s over brackets recomputed at higher
-precision: multi-word integer arithmetic over ``10**8`` terms per release, which numpy's fixed-width integers
-do not give and Python integers do too slowly.
+it needs the ``m x steps`` table of partition sums of those products over every monotone sequence (naively ``m
+steps**2`` products-and-sums, about ``1.5e8`` for nine deciles on 4,097 values; the paper speeds it up in
+floating-point logarithms) and then ``m`` draws backwards from it. Certified, every entry would be a directed-
+rounding fixed-point bracket whose width grows along the sums, and each backward draw a refinement like
+:mod:`pandas_dp.noise.exponential`'s over brackets recomputed at higher precision: multi-word integer arithmetic
+over ``10**8`` terms per release, which numpy's fixed-width integers do not give and Python integers do too
+slowly.
 """
 
 from __future__ import annotations
