@@ -7,7 +7,9 @@ nine deciles at once,
 
 * pandas_dp: ``df.dp.quantiles("income", [0.1, ..., 0.9], bounds=(0, 500_000), epsilon=1)`` inside a
   budget (secure noise, the production default: checks, one pass that clips and counts the rows on a
-  public grid of 4,096 steps, the tree, the CDF and its intervals);
+  public grid of 4,096 steps, then the mechanism the release picks for nine q's: the recursive exponential
+  mechanism, four depths of exact draws; measured 28 Nov 2026: 0.30 s against 0.54 s, ratio 0.55, where the
+  tree with its CDF and intervals took 0.43 s);
 * pandas: ``s.quantile([0.1, ..., 0.9])`` (exact, no clipping).
 
 Every timing is the median of ``--repeat`` runs, the two interleaved run by run (read the ratio from one

@@ -7,7 +7,9 @@
 * :mod:`~pandas_dp.noise.laplace`: the discrete Laplace sampler, its variance and quantiles
   (the import path ``pandas_dp.noise`` re-exports them);
 * :mod:`~pandas_dp.noise.discrete_gaussian`, :mod:`~pandas_dp.noise.gaussian_tail`,
-  :mod:`~pandas_dp.noise.exact_cdf`: the exact discrete Gaussian and its certified tails.
+  :mod:`~pandas_dp.noise.exact_cdf`: the exact discrete Gaussian and its certified tails;
+* :mod:`~pandas_dp.noise.exponential`: the exponential mechanism's exact draw of an index with
+  probability proportional to ``exp(-gamma d_j)`` (certified fixed-point weights, refined on ties).
 
 The calibrated noise objects a release asks for (``loss.noise(sensitivity)``) live in
 :mod:`pandas_dp.privacy.loss`.

@@ -21,8 +21,9 @@ ci_high, confidence_level``. Regions of a level are disjoint, so they share thei
 
 Why the tree: it answers every prefix (the CDF) with error polylogarithmic in the number of steps, at
 once, with exact variances for the intervals, on every engine; a quantile's rank error is then that of
-one prefix. (The exponential mechanism of Smith (STOC 2011) and JointExp (Gillenwater, Joseph and
-Kulesza, ICML 2021) target one or a few quantiles; they are not built here yet.)
+one prefix. The tree runs for many ``q``'s; for fewer the exponential mechanism (one ``q``) or its
+recursive form (several) runs on the same counts instead: :mod:`pandas_dp.releases.quantile_mechanisms`
+chooses from public inputs and says why.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ from pandas_dp.releases.methods import METHODS, plan_method
 from pandas_dp.releases.params import check_columns, check_rng
 from pandas_dp.releases.aggregate import aggregate_release
 from pandas_dp.releases.pipeline import Release, privacy_loss, run
+from pandas_dp.releases.quantile_mechanisms import MECHANISMS, choose_mechanism, describe_mechanism, exponential_result
 from pandas_dp.releases.value_bounds import grid_of_steps
 from pandas_dp.results.aggregate import Aggregate
 from pandas_dp.results.quantiles import Quantiles, check_q, region_table
@@ -81,16 +83,21 @@ def quantiles(frame: pd.DataFrame, column: Any, q: Any, *, bounds: Any, epsilon:
     value = grid_of_steps(cols[0], bounds, QUANTILE_STEPS)
     bins = BinDomain(cols[0], _edges(value), equal_width=False)
     grid = Grid((bins,))
-    planned = plan_method("hierarchical", grid, loss, _TREE, unit)
+    max_rows_ = unit.max_rows if unit is not None and unit.max_rows is not None else 1
+    chosen = choose_mechanism(int(np.unique(probs).size), loss, grid.size, max_rows_)
+    planned = plan_method("hierarchical", grid, loss, _TREE, unit) if chosen == "tree" else None
     spec = METHODS["hierarchical"]
     value_grid = ValueGrid(value.column, value.low, value.high, value.resolution, value.kind, value.unit,
                            value.tz is not None)
-    params: dict[str, Any] = {"mechanism": "hierarchical histogram over a public grid of the bounds, CDF inverted",
+    knobs = planned.knobs if planned is not None else describe_mechanism(chosen, int(np.unique(probs).size), loss)
+    params: dict[str, Any] = {"mechanism": MECHANISMS[chosen],
               "q": [float(p) for p in probs], "bounds": [str(bins.edge_value(0)), str(bins.edge_value(bins.size))],
-              "steps": grid.size, **planned.knobs, **(unit.describe() if unit is not None else {})}
+              "steps": grid.size, **knobs, **(unit.describe() if unit is not None else {})}
 
     def mechanism(exact: Any) -> Quantiles:
         counts = exact.steps(unit, release_key(generator), value_grid) if unit is not None else exact
+        if planned is None:
+            return exponential_result(counts, probs, bins, loss, max_rows_, chosen, params, cols[0], generator)
         tree = spec.release(counts, grid, planned, rng=generator, nonnegative=False, loss=loss)
         found = tree.quantile(probs, confidence_level=CONFIDENCE_LEVEL)
         record = dict(params)

@@ -202,10 +202,12 @@ class Quantiles(FrozenRelease, MeasureView):
     ----------
     estimates : DataFrame
         One row per ``q``: ``estimate``, ``ci_low``, ``ci_high``, ``confidence_level`` (what
-        :meth:`to_frame` returns).
-    histogram : Histogram
-        The release the quantiles are read from (its ``quantile(q)`` gives the same values; any other
-        ``q``, or another level of interval, from it is free post-processing).
+        :meth:`to_frame` returns). An exponential mechanism's estimates have no interval (``NaN``: no sound
+        one exists without more of the loss; ``params["mechanism"]`` says which mechanism ran).
+    histogram : Histogram or None
+        The tree's release the quantiles are read from (its ``quantile(q)`` gives the same values; any other
+        ``q``, or another level of interval, from it is free post-processing); ``None`` for an exponential
+        mechanism, which releases the asked ``q``'s only.
     epsilon : float or None
         The pure epsilon charged (None for a zCDP release).
     params : Mapping
@@ -233,10 +235,32 @@ class Quantiles(FrozenRelease, MeasureView):
         """Any other quantile from the same release (post-processing; see ``Histogram.quantile``).
 
         Quantiles by geography are statistics of sub-bins per region: only the ``q`` released, at any level
-        of interval, are read again (``confidence_level`` required)."""
+        of interval, are read again (``confidence_level`` required). After an exponential mechanism (no
+        histogram) only the released ``q``'s can be read, and their intervals are ``NaN`` whatever the level
+        (``to_frame()``'s rows).
+        """
+        if self.histogram is None:
+            return self._released_again(q, confidence_level)
         if not hasattr(self.histogram, "quantile"):
             return self._regions_again(q, confidence_level)
         return self.histogram.quantile(q, confidence_level=confidence_level)
+
+    def _released_again(self, q: Any, confidence_level: float | None) -> Any:
+        probs, scalar = check_q(q)
+        if confidence_level is not None:
+            normal_quantile(confidence_level)            # a public argument: checked before it is read
+        released = self.estimates.index.to_numpy(dtype=np.float64)
+        missing = [float(p) for p in probs if not np.isin(p, released)]
+        if missing:
+            raise ParameterError(f"this release ran the {self.params['mechanism']}: it released q in "
+                                 f"{sorted(set(released.tolist()))} only, so q={missing} cannot be read from it. "
+                                 f"Release again with every q you need.")
+        first = self.estimates[~self.estimates.index.duplicated()]
+        rows = first.reindex(pd.Index(probs, name="q"))
+        if confidence_level is not None:
+            return rows                                   # no interval: NaN (see the attribute notes)
+        values = rows["estimate"].rename(self.column)
+        return values.iloc[0] if scalar else values
 
     def _regions_again(self, q: Any, confidence_level: float | None) -> pd.DataFrame:
         probs, _ = check_q(q)
