@@ -83,8 +83,8 @@ code, ``dp_multiq``): ``n = 1,000`` points per trial, bounds (-100, 100), epsilo
 neighbours (change one row). Their real data (Goodreads ratings and page counts, from Kaggle) is in no
 package registry; their synthetic data is: uniform on (-5, 5) and Gaussian (0, sd 5), regenerated here per
 trial. pandas_dp runs the deciles at epsilon 1 add/remove and at epsilon 0.5 add/remove (which is epsilon 1
-under swap: a swap is a removal and an addition), ``--jointexp-trials`` trials; the published numbers are
-quoted beside them in ``benchmarks/results/quantiles_peers.md``.
+under swap: a swap is a removal and an addition), ``--jointexp-trials`` trials. The paper publishes its
+errors as plots only; ``benchmarks/results/quantiles_peers.md`` says what they were compared with.
 """
 
 from __future__ import annotations
