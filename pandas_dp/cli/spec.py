@@ -571,8 +571,9 @@ def quantiles_table(result: Any, confidence: float = 0.95) -> pd.DataFrame:
     """The table of a ``quantiles`` release: one row per ``q`` (and per region with ``by``, ``level`` and
     ``region`` first), then ``estimate, lower, upper`` at ``confidence``.
 
-    There is no ``variance`` column: a quantile's interval is read from the release's CDF bands (or its
-    mechanism's own rule), not from a variance of the estimate.
+    There is no ``variance`` column: a quantile's interval is read from the release's CDF bands, not from a
+    variance of the estimate; after the exponential mechanisms (up to 15 ``q``) ``lower`` and ``upper`` are
+    empty (those estimates have no interval).
     """
     frame = result.to_frame()
     if "q" not in frame.columns:          # one row per q, indexed by q (by geography: tidy already)

@@ -29,11 +29,13 @@ path = "persons.csv"
 dir = "released"
 confidence = 0.9
 """
-DECILES = """[[release]]
+#: Twenty q's: more than the exponential mechanisms take (the tree runs, with intervals).
+VENTILES = [round(0.05 * i, 2) for i in range(20)]
+DECILES = f"""[[release]]
 name = "deciles"
 method = "quantiles"
 column = "income"
-q = [0.1, 0.5, 0.9]
+q = {VENTILES}
 bounds = [0, 250000]
 epsilon = 0.5
 """
@@ -67,23 +69,26 @@ def test_a_quantiles_spec_writes_one_row_per_q_as_the_python_release(tmp_path, p
     assert done.returncode == 0, done.stderr
     table = pd.read_csv(d / "released" / "deciles.csv")
     assert list(table.columns) == ["q", "estimate", "lower", "upper"]
-    assert table["q"].tolist() == [0.1, 0.5, 0.9]
+    assert table["q"].tolist() == VENTILES
     dates = pd.read_csv(d / "released" / "median_date.csv")
     assert list(dates.columns) == ["q", "estimate", "lower", "upper"] and len(dates) == 1
     # The same numbers as the Python release of the same rows with the spec's seed, at the spec's confidence.
     rows = pd.read_csv(d / "persons.csv")
     rng = np.random.default_rng(5)
     with pdp.budget(epsilon=1.0):
-        deciles = rows.dp.quantiles("income", [0.1, 0.5, 0.9], bounds=(0, 250000), epsilon=0.5, rng=rng)
+        deciles = rows.dp.quantiles("income", VENTILES, bounds=(0, 250000), epsilon=0.5, rng=rng)
         median = rows.dp.quantiles("day", 0.5, bounds=(pd.Timestamp("2020-01-01"), pd.Timestamp("2020-12-31")), epsilon=0.5, rng=rng)
-    expected = deciles.quantile([0.1, 0.5, 0.9], confidence_level=0.9)
+    assert deciles.params["mechanism"].startswith("hierarchical")
+    expected = deciles.quantile(VENTILES, confidence_level=0.9)
     np.testing.assert_allclose(table["estimate"], expected["estimate"], rtol=1e-12)
     np.testing.assert_allclose(table["lower"], expected["ci_low"], rtol=1e-12)
     np.testing.assert_allclose(table["upper"], expected["ci_high"], rtol=1e-12)
     assert (table["lower"] <= table["estimate"]).all() and (table["estimate"] <= table["upper"]).all()
-    day = median.quantile([0.5], confidence_level=0.9)
+    # One q: the exponential mechanism, whose estimate has no interval (empty lower and upper).
+    day = median.to_frame()
+    assert "exponential" in median.params["mechanism"]
     assert pd.Timestamp(dates["estimate"].iloc[0]) == day["estimate"].iloc[0]
-    assert pd.Timestamp(dates["lower"].iloc[0]) == day["ci_low"].iloc[0]
+    assert dates[["lower", "upper"]].isna().all().all()
     # One charge per release, each 'ok', named in the manifest.
     manifest = json.loads((d / "released" / "manifest.json").read_text())
     assert [(r["name"], r["method"], r["epsilon"]) for r in manifest["releases"]] == [
@@ -93,7 +98,7 @@ def test_a_quantiles_spec_writes_one_row_per_q_as_the_python_release(tmp_path, p
 
 
 def test_bad_public_inputs_of_a_quantiles_spec_are_refused_before_any_charge_naming_the_argument(tmp_path, persons):
-    releases = (DECILES.replace("q = [0.1, 0.5, 0.9]", "q = [0.1, 1.5]")
+    releases = (DECILES.replace(f"q = {VENTILES}", "q = [0.1, 1.5]")
                 + DECILES.replace('name = "deciles"', 'name = "reversed"').replace("bounds = [0, 250000]",
                                                                                     "bounds = [250000, 0]")
                 + DECILES.replace('name = "deciles"', 'name = "unbounded"').replace("bounds = [0, 250000]\n", "")
@@ -105,7 +110,7 @@ def test_bad_public_inputs_of_a_quantiles_spec_are_refused_before_any_charge_nam
         assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
         err = done.stderr
         assert "nothing was charged" in err
-        assert "[[release]] 'deciles': ParameterError: q" in err
+        assert "[[release]] 'deciles': ParameterError: q" in err, err
         assert "[[release]] 'reversed': ParameterError: bounds" in err
         assert "[[release]] 'unbounded': missing 'bounds' for method 'quantiles'" in err
         assert "'incme'" in err
@@ -115,17 +120,17 @@ def test_bad_public_inputs_of_a_quantiles_spec_are_refused_before_any_charge_nam
 def test_a_quantiles_spec_by_geography_writes_one_row_per_region_and_q(tmp_path, persons):
     hierarchy = pd.read_csv(persons)[["state", "county"]].drop_duplicates()
     hierarchy.to_csv(tmp_path / "regions.csv", index=False)
-    d = _folder(tmp_path, persons, DECILES.replace('column = "income"', 'column = "income"\nby = ["state", "county"]'
-                                                   '\nhierarchy = "regions.csv"'))
+    spec = DECILES.replace('column = "income"', 'column = "income"\nby = ["state", "county"]\nhierarchy = "regions.csv"')
+    d = _folder(tmp_path, persons, spec.replace(f"q = {VENTILES}", f"q = {VENTILES[1:]}"))
     done = run("release", str(d / "spec.toml"))
     assert done.returncode == 0, done.stderr
     table = pd.read_csv(d / "released" / "deciles.csv")
     assert list(table.columns) == ["level", "region", "q", "estimate", "lower", "upper"]
-    assert len(table) == 3 * (1 + hierarchy.state.nunique() + len(hierarchy))
+    assert len(table) == 19 * (1 + hierarchy.state.nunique() + len(hierarchy))
     rows = pd.read_csv(d / "persons.csv")
     with pdp.budget(epsilon=1.0):
-        same = rows.dp.quantiles("income", [0.1, 0.5, 0.9], bounds=(0, 250000), by=["state", "county"],
+        same = rows.dp.quantiles("income", VENTILES[1:], bounds=(0, 250000), by=["state", "county"],
                                  hierarchy=hierarchy, epsilon=0.5, rng=np.random.default_rng(5))
-    expected = same.quantile([0.1, 0.5, 0.9], confidence_level=0.9)
+    expected = same.quantile(VENTILES[1:], confidence_level=0.9)
     np.testing.assert_allclose(table["estimate"], expected["estimate"], rtol=1e-12)
     np.testing.assert_allclose(table["lower"], expected["ci_low"], rtol=1e-12)
