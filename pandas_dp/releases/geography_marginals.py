@@ -11,7 +11,9 @@ Order (the one release pipeline, :mod:`pandas_dp.releases.pipeline`):
    (one finite non-negative number per region of the level, consistent across
    levels). The loss is split across the levels exactly; every measured level
    gets ResidualPlanner's plan for its part (refused here when a part is too
-   small for the sampler).
+   small for the sampler; without ``weights=``, no table worse than alone with
+   an even split at that level, which bounds every region after the GLS:
+   :mod:`~pandas_dp.algorithms.marginals.alone`).
 2. **Budget check, count, charge**: the engine counts every maximal marginal
    over (finest region, cells) in one pass
    (:mod:`pandas_dp.engines.pandas.geography_marginals`); a row whose region is
