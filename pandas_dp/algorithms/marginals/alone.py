@@ -87,6 +87,7 @@ flat workload) a violated row is met by the mixture alone.
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 
 import numpy as np
@@ -107,6 +108,8 @@ _SLACK = 1e-4
 _ROUNDS = 200
 #: Mixtures with the even split tried: theta = 2**-_MIX_BITS, ..., 1/2, 1.
 _MIX_BITS = 20
+#: A multiplier whose row weighs less than this part of the loss is set to 0.
+_LET_GO = math.ldexp(1.0, -60)
 
 
 def alone_rows(workload: Workload, exponent: int, *, public_totals: bool = False) -> _Sparse:
@@ -117,7 +120,7 @@ def alone_rows(workload: Workload, exponent: int, *, public_totals: bool = False
     for the total (bound ``min_W |W| T**e``) (module docstring).
     """
     tables = workload.tables
-    alone = float(len(tables)) ** exponent
+    alone = float(len(tables) ** exponent)   # exact: an integer power
     rows: list[int] = []
     cols: list[int] = []
     vals: list[float] = []
@@ -173,7 +176,7 @@ def _constrained_sum(t: _Sparse, m: _Sparse, c: np.ndarray, exponent: int, start
         scale = step * step
         mu = np.where(mu > 0.0, mu * scale, np.where(over, f / rows, 0.0))
         # the multipliers weigh the rows' variances; a row far inside its bound lets go of it
-        mu = np.where(mu * r < f * 2.0 ** -60, 0.0, mu)
+        mu = np.where(mu * r < f * _LET_GO, 0.0, mu)
         weights = c + m.rmatvec(mu)
         if exponent == 1:
             s = _zcdp_sum(t, weights, s, required, warm=_ROUND_WARM_STEPS)[0]
@@ -191,8 +194,7 @@ def _feasible(workload: Workload, t: _Sparse, m: _Sparse, exponent: int, solved:
               required: list[bool]) -> np.ndarray:
     """``solved`` or its first mixture with the even split whose grid shares meet every row."""
     even = _even(workload)
-    for bits in range(_MIX_BITS, -1, -1):
-        theta = 0.0 if bits == _MIX_BITS else 2.0 ** -bits
+    for theta in [0.0] + [math.ldexp(1.0, -bits) for bits in range(_MIX_BITS, -1, -1)]:
         mixed = (1.0 - theta) * solved + theta * even
         grid = np.array([float(s) for s in _grid_shares(mixed, required)])
         if float(_ratios(t, m, grid, exponent).max()) <= 1.0:
