@@ -83,9 +83,12 @@ def _default(totals):
                                                              public_totals=bool(totals))
 
 
-def _planned_ratios(plan, public_totals=False):
+def _planned_ratios(plan, public_totals=False, loss=None):
+    """The rows' ratios at the plan's shares; under pure DP against the alone variance less 1/6."""
+    e = plan.loss.variance_exponent
+    offset = 1.0 / (6.0 * (loss or plan.loss).planning_variance(1.0, plan.sensitivity)) if e == 2 else 0.0
     t = _coverage_entries(plan.workload)
-    m = alone_rows(plan.workload, plan.loss.variance_exponent, public_totals=public_totals)
+    m = alone_rows(plan.workload, e, public_totals=public_totals, offset=offset)
     return module._ratios(t, m, np.array([float(s) for s in plan.shares]), plan.loss.variance_exponent)
 
 
@@ -182,7 +185,7 @@ def test_today_plan_is_kept_exactly_when_it_meets_every_bound(objective, loss):
     for sizes, tables in (([2, 3, 2], [(0, 1), (1, 2)]), ([3, 4, 2, 5], [(0, 1), (1, 2, 3), (0, 3)])):
         work = make_workload(sizes, tables)
         today = plan_residuals(work, loss=loss, objective=objective)
-        if np.all(_planned_ratios(today) <= 1.0):
+        if np.all(_planned_ratios(today, loss=loss) <= 1.0):
             assert plan_no_worse_than_alone(work, loss=loss, objective=objective) == today
 
 
@@ -192,12 +195,20 @@ def test_today_plan_is_kept_exactly_when_it_meets_every_bound(objective, loss):
 def test_every_program_meets_the_bounds_and_spends_at_most_the_loss(objective, loss, totals):
     work = make_workload(*ISSUE)
     plan = plan_no_worse_than_alone(work, loss=loss, objective=objective, public_totals=totals)
-    assert np.all(_planned_ratios(plan, totals) <= 1.0)
+    assert np.all(_planned_ratios(plan, totals, loss) <= 1.0)
     assert plan.loss <= loss and float(plan.loss.amount) >= float(loss.amount) * (1 - 1e-9)
     assert set(work.maximal) <= set(plan.measured)
     if not totals:
-        # exact noise: zCDP within the discrete Gaussian's rounding, pure DP within the discrete Laplace's
-        assert np.all(alone_ratios(plan) <= (1.0 + 1e-9 if loss == zcdp(1) else 1.01))
+        # the exact noise too (pure DP: the bounds are the alone variance less 1/6, the discrete Laplace's
+        # largest shortfall)
+        assert np.all(alone_ratios(plan) <= 1.0 + 1e-9)
+
+
+@pytest.mark.parametrize("epsilon", [0.05, 1, 4, 30])
+def test_pure_dp_exact_variances_no_worse_than_alone_at_every_scale(epsilon):
+    for sizes, tables in [ISSUE, *MIXED]:
+        plan = plan_no_worse_than_alone(make_workload(sizes, tables), loss=pure(epsilon))
+        assert np.all(alone_ratios(plan) <= 1.0 + 1e-9), (epsilon, sizes, alone_ratios(plan))
 
 
 # ------------------------------------------------------------------------------- the same plan everywhere
@@ -219,7 +230,7 @@ def test_the_bounded_planner_calls_no_cpu_dependent_routine(monkeypatch, objecti
 
 # sha256 of the exact shares (multiples of 2**-40): deterministic by construction, so pinned.
 GOLDEN = {("ZCDP", False): "13ef9835b1412749", ("ZCDP", True): "1de3a26af75ca5a6",
-          ("PureDP", False): "13c20f1d8eac4d19", ("PureDP", True): "4b9e2ce783ee3871"}
+          ("PureDP", False): "d396a622454d4dab", ("PureDP", True): "0d3e73815e35bb2b"}
 
 
 @pytest.mark.parametrize("loss", [zcdp(1), pure(1)], ids=["zcdp", "pure"])

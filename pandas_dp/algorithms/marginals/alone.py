@@ -74,15 +74,25 @@ row being kept. Under zCDP the rows are convex in the shares, so the
 mixture's ratio is at most ``(1 - theta) r + theta``; the even split is always
 feasible (to the grid's rounding, below ``1e-9``). Under pure DP the shares
 enter squared and nothing here is convex: the same rounds find a plan, and the
-check and mixture guarantee the bounds for the planning variances (continuous
-Laplace); the exact discrete Laplace variances are smaller than the planning
-ones by a factor that depends on the scale, so the exact ratios may differ
-from the planned ones by that factor (a few percent at ``epsilon_A`` near 1).
+check and mixture guarantee the bounds.
+
+Exact noise. The rows bound the planning (continuous) variances; the integer
+noise has less variance than they say, the alone noise too. Discrete Laplace
+noise of scale ``t`` has variance ``1 / (2 sinh(1 / (2 t))**2) >= 2 t**2 - 1/6``
+(as ``1 / sinh(y)**2 >= 1 / y**2 - 1/3``), so under pure DP every bound is the
+alone variance less ``1/6`` (``T**2 - 1 / (6 k)`` in planning units): the plan's
+exact variances are then at most the exact alone ones. Were that bound not
+positive (a huge epsilon), only the even split is as good cell for cell, and it
+is the plan. The discrete Gaussian's variance falls short of ``sigma**2`` by less
+than ``2.2e-7`` of it from ``sigma**2 = 1`` on (``1e-11`` from 1.5), so under zCDP
+the exact ratios exceed the planned ones by at most that much (only an alone
+noise of ``sigma**2`` below 1, i.e. ``rho / T`` above ``Delta_2**2 / 2``, is left
+with a visible gap).
 
 When today's optimum (:func:`~pandas_dp.algorithms.marginals.plan.plan_residuals`)
 already meets every row it is returned unchanged; under ``"max"`` (the largest
-cell variance, which with equal weights already meets every table row of a
-flat workload) a violated row is met by the mixture alone.
+cell variance, which under zCDP with equal weights already meets every table
+row of a flat workload) a violated row is met by the mixture alone.
 """
 
 from __future__ import annotations
@@ -112,15 +122,16 @@ _MIX_BITS = 20
 _LET_GO = math.ldexp(1.0, -60)
 
 
-def alone_rows(workload: Workload, exponent: int, *, public_totals: bool = False) -> _Sparse:
+def alone_rows(workload: Workload, exponent: int, *, public_totals: bool = False, offset: float = 0.0) -> _Sparse:
     """The constraint rows: ``(M 1 / tau)_k <= 1`` for every row, in planning units (``k = 1``).
 
-    Without public totals, one row per workload table: ``a(A', W) / T**e``. With them, one row
-    per table of more than one cell for ``A' != ()`` (bound ``(1 - 1 / |W|) T**e``) and a row
-    for the total (bound ``min_W |W| T**e``) (module docstring).
+    Without public totals, one row per workload table: ``a(A', W) / b`` with ``b = T**e - offset``
+    (the alone variance, less ``offset``: :func:`plan_no_worse_than_alone`). With them, one row
+    per table of more than one cell for ``A' != ()`` (bound ``(1 - 1 / |W|) b``) and a row for
+    the total (bound ``min_W |W| b``) (module docstring). ``b`` must be positive.
     """
     tables = workload.tables
-    alone = float(len(tables) ** exponent)   # exact: an integer power
+    alone = float(len(tables) ** exponent) - offset   # an integer power: exact
     rows: list[int] = []
     cols: list[int] = []
     vals: list[float] = []
@@ -237,13 +248,21 @@ def plan_no_worse_than_alone(workload: Workload, *, loss: PrivacyLoss, objective
     """
     plan = plan_residuals(workload, loss=loss, objective=objective, sensitivity=sensitivity)
     e = loss.variance_exponent
+    maximal = set(workload.maximal)
+    required = [a in maximal for a in workload.closure]
+    # Discrete Laplace noise of scale t has variance 1 / (2 sinh(1 / (2 t))**2) >= 2 t**2 - 1/6
+    # (1 / sinh(y)**2 >= 1 / y**2 - 1/3): bounding the planning variances by the alone one less
+    # 1/6 bounds the exact ones by the exact alone variance. (The discrete Gaussian's deficit is
+    # below 2.2e-7 of sigma**2 from sigma**2 = 1 on: left out.)
+    offset = 1.0 / (6.0 * loss.planning_variance(1.0, sensitivity)) if e == 2 else 0.0
+    if not float(len(workload.tables) ** e) - offset > 0.0:
+        # the exact alone variance may be near 0: only the even split is as good, cell for cell
+        return _grid_plan(workload, objective, plan.weights, loss, sensitivity, _even(workload), required)
     t = _coverage_entries(workload)
-    m = alone_rows(workload, e, public_totals=public_totals)
+    m = alone_rows(workload, e, public_totals=public_totals, offset=offset)
     current = np.array([float(s) for s in plan.shares])
     if float(_ratios(t, m, current, e).max()) <= 1.0:
         return plan
-    maximal = set(workload.maximal)
-    required = [a in maximal for a in workload.closure]
     solved = current
     if objective == "sum":
         c = _loss_floats(workload, plan.weights)
