@@ -254,7 +254,8 @@ def plan_no_worse_than_alone(workload: Workload, *, loss: PrivacyLoss, objective
     # (1 / sinh(y)**2 >= 1 / y**2 - 1/3): bounding the planning variances by the alone one less
     # 1/6 bounds the exact ones by the exact alone variance. (The discrete Gaussian's deficit is
     # below 2.2e-7 of sigma**2 from sigma**2 = 1 on: left out.)
-    offset = 1.0 / (6.0 * loss.planning_variance(1.0, sensitivity)) if e == 2 else 0.0
+    # In planning units (k = 2 Delta_1**2 / epsilon**2), 1 / (6 k) = epsilon**2 / (12 Delta_1**2): exact.
+    offset = float(Fraction(loss.amount) ** 2 / (12 * Fraction(sensitivity.l1) ** 2)) if e == 2 else 0.0
     if not float(len(workload.tables) ** e) - offset > 0.0:
         # the exact alone variance may be near 0: only the even split is as good, cell for cell
         return _grid_plan(workload, objective, plan.weights, loss, sensitivity, _even(workload), required)
