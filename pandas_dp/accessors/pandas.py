@@ -362,7 +362,10 @@ class DPAccessorBase:
         rho : float
             Privacy loss in zero-concentrated DP instead (exact discrete Gaussian noise).
         weights : list of float, optional
-            One positive weight per workload table in the loss (default 1 each).
+            One positive weight per workload table in the loss (default 1 each). Without them
+            the plan also keeps every table's cell variance at most that of the table measured
+            alone with an even split of the loss (every region of every level by geography;
+            ``plan``'s ``alone_ratio``); with them it is the weighted optimum.
         loss : {"sum", "max"}
             ``"sum"``: minimise the weighted sum of every workload cell's variance;
             ``"max"``: the largest weighted cell variance.

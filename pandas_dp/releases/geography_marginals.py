@@ -11,7 +11,9 @@ Order (the one release pipeline, :mod:`pandas_dp.releases.pipeline`):
    (one finite non-negative number per region of the level, consistent across
    levels). The loss is split across the levels exactly; every measured level
    gets ResidualPlanner's plan for its part (refused here when a part is too
-   small for the sampler).
+   small for the sampler; without ``weights=``, no table worse than alone with
+   an even split at that level, which bounds every region after the GLS:
+   :mod:`~pandas_dp.algorithms.marginals.alone`).
 2. **Budget check, count, charge**: the engine counts every maximal marginal
    over (finest region, cells) in one pass
    (:mod:`pandas_dp.engines.pandas.geography_marginals`); a row whose region is
@@ -79,13 +81,14 @@ RESERVED = ("level", "region", "table", "estimate", "variance", "std_error")
 
 
 def _plans(work: Workload, loss: PrivacyLoss, shares: tuple[Fraction, ...], objective: Objective,
-           weights: list[Any] | None, sensitivity: Any) -> list[ResidualPlan | None]:
+           weights: list[Any] | None, sensitivity: Any, public_totals: bool) -> list[ResidualPlan | None]:
     plans: list[ResidualPlan | None] = []
     for share, part in zip(shares, loss.split(shares)):
         if share == 0:
             plans.append(None)
         elif weights is None:
-            plans.append(cached_plan(work, part, objective, sensitivity))
+            # every level no table worse than alone: so is every region after the GLS (alone.py)
+            plans.append(cached_plan(work, part, objective, sensitivity, bool(public_totals)))
         else:
             plans.append(plan_residuals(work, loss=part, objective=objective, weights=weights,
                                         sensitivity=sensitivity))
@@ -158,7 +161,8 @@ def marginals_by_region(frame: Any, workload: Any, geography: GeographyArguments
     sensitivity = UNIT if unit is None else unit.histogram_sensitivity()
     if totals:   # one record changes, the totals stay: each marginal moves by two cells
         sensitivity = held_totals_sensitivity(sensitivity)
-    plans = _plans(work, privacy, shares, objective, workload_weights(weights, len(work.tables)), sensitivity)
+    plans = _plans(work, privacy, shares, objective, workload_weights(weights, len(work.tables)), sensitivity,
+                   bool(totals))
     rwork = region_workload(work, n_regions[-1])
     finest = plans[-1]
     assert finest is not None, "level_shares gives the finest level a positive share"

@@ -7,7 +7,9 @@ read as ``histogram`` reads them: never from the data), the workload over those
 dimensions, and ResidualPlanner's plan
 (:func:`~pandas_dp.algorithms.marginals.plan.plan_residuals`: which marginals
 of the closure are measured, each one's part of the loss and its noise,
-refused here when a part is too small for the sampler). Pipeline: check the
+refused here when a part is too small for the sampler; without ``weights=``,
+:func:`~pandas_dp.algorithms.marginals.alone.plan_no_worse_than_alone`, under
+which no table is worse than measured alone with an even split). Pipeline: check the
 budget -> count every maximal marginal in one pass (the engine) -> charge the
 loss -> sum down, noise every measured marginal, reconstruct by GLS -> wrap a
 :class:`~pandas_dp.results.marginals.MarginalTables`.

@@ -18,7 +18,8 @@ import numpy as np
 import pandas as pd
 
 from pandas_dp._utils.rational import safe_repr
-from pandas_dp.algorithms.marginals.plan import Objective, ResidualPlan, plan_residuals
+from pandas_dp.algorithms.marginals.alone import plan_no_worse_than_alone
+from pandas_dp.algorithms.marginals.plan import Objective, ResidualPlan
 from pandas_dp.algorithms.marginals.workload import Workload
 from pandas_dp.domain.grid import Grid, make_grid, other_labels
 from pandas_dp.errors import ParameterError
@@ -132,6 +133,10 @@ def workload_weights(weights: Any, tables: int) -> list[Any] | None:
 
 
 @functools.lru_cache(maxsize=32)
-def cached_plan(work: Workload, privacy: PrivacyLoss, objective: Objective, sensitivity: Sensitivity) -> ResidualPlan:
-    """The plan of an unweighted workload: public inputs only, so the same inputs reuse one solve."""
-    return plan_residuals(work, loss=privacy, objective=objective, sensitivity=sensitivity)
+def cached_plan(work: Workload, privacy: PrivacyLoss, objective: Objective, sensitivity: Sensitivity,
+                public_totals: bool = False) -> ResidualPlan:
+    """The default plan of an unweighted workload (no table worse than measured alone with an even split:
+    :func:`~pandas_dp.algorithms.marginals.alone.plan_no_worse_than_alone`; ``public_totals``: by geography
+    with public totals). Public inputs only, so the same inputs reuse one solve."""
+    return plan_no_worse_than_alone(work, loss=privacy, objective=objective, sensitivity=sensitivity,
+                                    public_totals=public_totals)

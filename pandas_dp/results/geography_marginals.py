@@ -211,7 +211,8 @@ class GeographyMarginalTables(MarginalTables):
     @property
     def plan(self) -> pd.DataFrame:
         """Every level's plan (see :attr:`MarginalTables.plan`), with a leading ``level`` column; the
-        residual variances are those of one region's measurement, before the GLS across the geography."""
+        residual variances and ``alone_ratio`` are those of one region's measurement, before the GLS across
+        the geography (without public totals every region's ratio after it is at most the largest level's)."""
         est = self._estimates()
         parts = []
         for name, level_plan in zip(self.levels, est.plans):

@@ -47,6 +47,7 @@ import pandas as pd
 
 from pandas_dp._utils.optional import import_optional
 from pandas_dp._utils.public import safe_repr
+from pandas_dp.algorithms.marginals.alone import alone_ratios
 from pandas_dp.algorithms.marginals.nonnegative import table_of
 from pandas_dp.algorithms.marginals.publish import publish_tables
 from pandas_dp.algorithms.marginals.reconstruct import MarginalEstimates
@@ -354,10 +355,14 @@ class MarginalTables(FrozenRelease, MeasureView):
     @property
     def plan(self) -> pd.DataFrame:
         """Every marginal of the workload's closure: measured or not, its share of the privacy loss, its
-        noise (kind, scale, cell variance), its residual's variance and its share of the ``"sum"`` loss."""
+        noise (kind, scale, cell variance), its residual's variance, its share of the ``"sum"`` loss and, for
+        a workload table, ``alone_ratio``: its cell variance over that of the table measured alone with an
+        even split (``1 / T`` of the loss, the identity mechanism, the same noise), at most 1 under the
+        default plan (NaN for a sub-table)."""
         plan = self._detail().plan
         names = list(self.columns)
         shares = plan.loss_shares()
+        alone = dict(zip(plan.workload.tables, alone_ratios(plan).tolist()))
         rows = []
         for k, (attrs, share, part, noise) in enumerate(zip(plan.residuals, plan.shares, plan.losses, plan.noises)):
             described = {} if noise is None else noise.describe()
@@ -371,7 +376,8 @@ class MarginalTables(FrozenRelease, MeasureView):
                                          float(getattr(noise, "scale"))),
                          "noise_variance": float("nan") if noise is None else float(noise.variance()),
                          "residual_variance": float(self._detail().residual_variances[k]),
-                         "share_of_total_variance": float(shares[k])})
+                         "share_of_total_variance": float(shares[k]),
+                         "alone_ratio": alone.get(attrs, float("nan"))})
         return pd.DataFrame(rows)
 
     def plot(self, columns: Any = None, ax: Any = None, **kwargs: Any) -> Any:

@@ -858,8 +858,18 @@ def plan_residuals(workload: Workload, *, loss: PrivacyLoss, objective: Objectiv
     solved = _sum_program(t, c_float, e, start, req)[0]
     if objective == "max":
         solved = _max_program(t, _cell_entries(workload, w), e, solved, start, req)
-    shares = _on_grid(solved, required)
-    grid = tuple(Fraction(math.floor(s * SHARE_GRID), SHARE_GRID) for s in shares)
+    return _grid_plan(workload, objective, w, loss, sensitivity, solved, required)
+
+
+def _grid_shares(solved: np.ndarray, required: Sequence[bool]) -> tuple[Fraction, ...]:
+    """Float shares on the plan's exact grid: :func:`_on_grid`, then multiples of ``2**-40`` (rounded down)."""
+    return tuple(Fraction(math.floor(s * SHARE_GRID), SHARE_GRID) for s in _on_grid(solved, required))
+
+
+def _grid_plan(workload: Workload, objective: Objective, w: tuple[Fraction, ...], loss: PrivacyLoss,
+               sensitivity: Sensitivity, solved: np.ndarray, required: Sequence[bool]) -> ResidualPlan:
+    """The exact plan of float shares ``solved`` (:func:`_grid_shares`): each part of the loss and its noise."""
+    grid = _grid_shares(solved, required)
     parts = tuple(loss.part(s) for s in grid)
     what = f"one of the {sum(1 for s in grid if s > 0)} marginals this workload measures"
     noises = tuple(part.noise(sensitivity, what=what) if s > 0 else None for s, part in zip(grid, parts))
