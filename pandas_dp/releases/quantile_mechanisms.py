@@ -103,12 +103,14 @@ def describe_mechanism(mechanism: str, n_q: int, loss: PrivacyLoss) -> dict[str,
 
 
 def exponential_result(counts: np.ndarray, probs: np.ndarray, bins: BinDomain, loss: PrivacyLoss, max_rows: int,
-                       mechanism: str, params: dict[str, Any], column: Any, rng: Any) -> Quantiles:
+                       mechanism: str, params: dict[str, Any], column: Any, rng: Any,
+                       grid: np.ndarray | None = None) -> Quantiles:
     """The ``Quantiles`` of an exponential mechanism: one grid value per ``q``, no interval (``NaN``: see
-    :mod:`pandas_dp.algorithms.exponential_quantiles`), no histogram."""
+    :mod:`pandas_dp.algorithms.exponential_quantiles`), no histogram. ``grid``: the grid values in the keys of
+    ``bins`` when the caller has them exactly (numbers: round decimals); else the midpoints of the bins."""
     found = exponential_estimates(counts, probs, loss, max_rows, mechanism, rng)
     keys = np.asarray(bins.keys, dtype=np.float64)
-    values = np.concatenate([keys[:1], (keys[1:-2] + keys[2:-1]) / 2.0, keys[-1:]])  # the grid values
+    values = np.concatenate([keys[:1], (keys[1:-2] + keys[2:-1]) / 2.0, keys[-1:]]) if grid is None else grid
     none = np.full(probs.size, np.nan)
     estimates = pd.DataFrame({"estimate": key_values(bins, values[found]), "ci_low": key_values(bins, none),
                               "ci_high": key_values(bins, none.copy()), "confidence_level": np.nan},

@@ -28,6 +28,7 @@ chooses from public inputs and says why.
 
 from __future__ import annotations
 
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -97,7 +98,8 @@ def quantiles(frame: pd.DataFrame, column: Any, q: Any, *, bounds: Any, epsilon:
     def mechanism(exact: Any) -> Quantiles:
         counts = exact.steps(unit, release_key(generator), value_grid) if unit is not None else exact
         if planned is None:
-            return exponential_result(counts, probs, bins, loss, max_rows_, chosen, params, cols[0], generator)
+            return exponential_result(counts, probs, bins, loss, max_rows_, chosen, params, cols[0], generator,
+                                      grid_values(value) if value.kind == "number" else None)
         tree = spec.release(counts, grid, planned, rng=generator, nonnegative=False, loss=loss)
         found = tree.quantile(probs, confidence_level=CONFIDENCE_LEVEL)
         record = dict(params)
@@ -136,11 +138,23 @@ def _by_geography(frame: pd.DataFrame, column: Any, probs: np.ndarray, *, bounds
                              resolution={column: step}, method="quantiles", finish=finish, **arguments)
 
 
+def _decimal(units: np.ndarray, value: ValueColumn, per: int) -> np.ndarray:
+    """``units / per`` grid steps in data units, each the float nearest its exact decimal: the step's shortest
+    decimal ``num / den`` times the integer ``units``, divided once (a round grid value such as -5 is -5.0,
+    not the -5.000000000000001 of ``-50 * 0.1``)."""
+    num, den = Fraction(repr(float(value.resolution))).as_integer_ratio()
+    return np.asarray(units, dtype=np.float64) * float(num) / float(den * per)
+
+
+def grid_values(value: ValueColumn) -> np.ndarray:
+    """Every grid value ``low..high`` in data units (keys of ``unit`` for dates and durations), exact decimals."""
+    return _decimal(np.arange(value.low, value.high + 1), value, 1)
+
+
 def _edges(value: ValueColumn) -> Any:
     """The public bins of the grid values ``low..high``: centred on each, the outer ones ending at the bounds."""
-    r = float(value.resolution)
-    inner = (np.arange(value.low, value.high, dtype=np.float64) + 0.5) * r
-    keys = np.concatenate([[value.low * r], inner, [value.high * r]])
+    keys = _decimal(np.concatenate([[2 * value.low], 2 * np.arange(value.low, value.high) + 1, [2 * value.high]]),
+                    value, 2)
     if value.kind == "number":
         return keys
     ns = np.rint(keys * UNITS[value.unit]).astype(np.int64)

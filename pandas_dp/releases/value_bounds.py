@@ -22,6 +22,7 @@ from __future__ import annotations
 import datetime as dt
 import math
 from collections.abc import Mapping
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -33,7 +34,7 @@ from pandas_dp.algorithms.aggregate import MAX_STEPS, ValueColumn
 from pandas_dp.domain.timevalues import UNITS
 from pandas_dp.errors import ParameterError
 
-__all__ = ["check_value_grids", "same_label", "DEFAULT_TIME_STEPS", "grid_of_steps"]
+__all__ = ["round_step", "check_value_grids", "same_label", "DEFAULT_TIME_STEPS", "grid_of_steps"]
 
 #: The default resolution of a date column and of a duration column.
 DEFAULT_TIME_STEPS = {"datetime": pd.Timedelta(days=1), "timedelta": pd.Timedelta(seconds=1)}
@@ -210,17 +211,36 @@ def check_value_grids(asked: list[tuple[Any, tuple[str, ...]]], bounds: Any,
     return tuple(out)
 
 
+def round_step(raw: float) -> float:
+    """The largest ``m x 10**e`` (``m`` in 1, 2, 5) at most ``raw > 0``, found in exact arithmetic (no libm
+    logarithm decides it), as the float nearest that decimal."""
+    target = Fraction(raw)
+    e = len(str(target.numerator // target.denominator)) - 1 if target >= 1 else \
+        -len(str(target.denominator // max(target.numerator, 1)))
+    while Fraction(10) ** e > target:
+        e -= 1
+    while Fraction(10) ** (e + 1) <= target:
+        e += 1
+    step = next(m * Fraction(10) ** e for m in (5, 2, 1) if m * Fraction(10) ** e <= target)
+    return float(step)
+
+
 def grid_of_steps(label: Any, pair: Any, steps: int) -> ValueColumn:
     """A value column's grid of about ``steps`` equal steps between public bounds (numbers, dates or durations).
 
-    The step is ``(high - low) / steps`` (for dates and durations whole seconds when it is at least one
-    second, else whole nanoseconds). Raises the errors of :func:`check_value_grids` for bad bounds.
+    For numbers the step is the largest round number ``1, 2 or 5 x 10**e`` at most ``(high - low) / steps``
+    (between ``steps`` and ``2.5 steps`` steps): grid values are then round decimals, so values recorded as
+    round numbers (whole minutes, cents, whole dollars) fall on grid values exactly and a quantile inside a
+    tie of them is released as the tied value itself, not beside it. For dates and durations the step is
+    ``(high - low) / steps`` in whole seconds when it is at least one second, else whole nanoseconds.
+    Raises the errors of :func:`check_value_grids` for bad bounds.
     """
     items = _items(pair)
     kind = _kind(items) if items is not None else ""
     if items is None or kind in ("", "number"):
         low, high = _number_pair(items if kind else None, label, pair)
-        return _on_grid(label, ("quantile",), low, high, (high - low) / steps, pair, "number", "s", None)
+        return _on_grid(label, ("quantile",), low, high, round_step((high - low) / steps), pair, "number", "s",
+                        None)
     low_ns, high_ns, tz = _time_bounds(items, kind, label, pair)
     step_ns = max((high_ns - low_ns) // steps, 1)
     unit = "s" if step_ns >= UNITS["s"] else "ns"

@@ -248,3 +248,36 @@ def test_quantile_intervals_cover_at_the_nominal_level(privacy):
     coverage = float(np.mean(hits))
     assert 0.93 <= coverage <= 0.975, coverage
     assert not math.isnan(coverage)
+
+
+@settings(max_examples=200, deadline=None, derandomize=True, database=None)
+@given(raw=st.floats(min_value=1e-9, max_value=1e12, allow_nan=False, allow_infinity=False))
+def test_the_grid_step_is_the_largest_round_number_at_most_the_even_step(raw):
+    from fractions import Fraction
+
+    from pandas_dp.releases.value_bounds import round_step
+
+    step = round_step(raw)
+    exact = Fraction(repr(step))                        # a round decimal: m * 10**e, m in 1, 2, 5
+    m, e = exact, 0
+    while m >= 10:
+        m, e = m / 10, e + 1
+    while m < 1:
+        m, e = m * 10, e - 1
+    assert m in (1, 2, 5)
+    assert exact <= Fraction(raw) < {1: 2, 2: 5, 5: 10}[int(m)] * Fraction(10) ** e
+
+
+def test_a_quantile_inside_a_tie_of_round_values_is_the_tied_value():
+    """Whole minutes on a grid of 0.1 minutes (bounds (-60, 360), 4,200 steps): at a huge epsilon the exponential
+    mechanism's quartiles and median, one q a release, are values of the data with rank error 0 (the tied value's
+    score is at most its neighbours'; 4,096 equal steps put the release beside it, a rank error of the tie)."""
+    minutes = pd.DataFrame({"delay": np.random.default_rng(4).integers(-20, 40, 5000).astype(float)})
+    values = np.sort(minutes["delay"].to_numpy())
+    for q in (0.25, 0.5, 0.75):
+        with pdp.budget(epsilon=10**9):
+            got = minutes.dp.quantiles("delay", q, bounds=(-60, 360), epsilon=10**8,
+                                       rng=np.random.default_rng(0)).to_frame()["estimate"].iloc[0]
+        below = np.searchsorted(values, got, side="left") / values.size
+        at_or_below = np.searchsorted(values, got, side="right") / values.size
+        assert max(0.0, below - q, q - at_or_below) == 0.0 and got in values, (q, got)

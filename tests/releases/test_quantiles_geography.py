@@ -13,6 +13,7 @@ import pytest
 
 import pandas_dp as pdp
 from pandas_dp.algorithms.aggregate import CELL_STEPS
+from pandas_dp.releases.value_bounds import round_step
 from pandas_dp.testing import assert_dp
 from _slow import QUICK_TRIALS, SLOW_TRIALS
 
@@ -41,7 +42,7 @@ def test_every_region_and_q_is_one_tidy_row_as_aggregate_releases_it():
     assert ((table["ci_low"] <= table["estimate"]) & (table["estimate"] <= table["ci_high"])).all()
     with pdp.budget(epsilon=10**12):
         same = FRAME.dp.aggregate([], {"income": [("quantile", q) for q in QS]}, bounds={"income": BOUNDS},
-                                  resolution={"income": (BOUNDS[1] - BOUNDS[0]) / 4096}, by=["state", "county"],
+                                  resolution={"income": round_step((BOUNDS[1] - BOUNDS[0]) / 4096)}, by=["state", "county"],
                                   hierarchy=HIER, epsilon=1.0, rng=np.random.default_rng(0))
     wide = same.to_frame()
     for i, q in enumerate(QS):
