@@ -677,7 +677,7 @@ RESULT_VALUES = st.one_of(*[_pick(v) for v in KINDS.values()], _pick(EVERYWHERE)
                           st.builds(_generator), st.builds(lambda: plt.figure()))
 
 
-@pytest.mark.parametrize("examples", [pytest.param(15, id="fast"), pytest.param(1500 if SLOW_FULL else 300, id="many",
+@pytest.mark.parametrize("examples", [pytest.param(10, id="fast"), pytest.param(1500 if SLOW_FULL else 300, id="many",
                                                                                  marks=pytest.mark.slow)])
 def test_hostile_arguments_of_every_result_method(examples):
     zoo = _zoo()

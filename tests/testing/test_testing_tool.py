@@ -210,7 +210,7 @@ def coc_naive(sensitivity_two: bool, epsilon: float):
     return mech
 
 
-@pytest.mark.parametrize("epsilon", [0.5, 1.0])
+@pytest.mark.parametrize("epsilon", [0.5, pytest.param(1.0, marks=pytest.mark.slow)])  # the default run: one loss
 def test_correct_naive_count_of_counts_passes(epsilon):
     report = assert_dp(coc_naive(True, epsilon), COC, COC_NEIGHBOUR, epsilon=epsilon, trials=2000, rng=3)
     assert report.passed
