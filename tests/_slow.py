@@ -8,7 +8,7 @@ other neighbours; ``full`` runs everything everywhere.
 
 * ``"ci"`` (default): every neighbour the quick run does not already test, at one
   loss level (the quick run covers the others), with :data:`SLOW_TRIALS` = 100
-  runs a dataset (the quick run uses :data:`QUICK_TRIALS` = 60 on its one neighbour; a correct
+  runs a dataset (the quick run uses :data:`QUICK_TRIALS` = 45 on its one neighbour; a correct
   mechanism fails with probability at most 1 - confidence = 0.001 whatever the
   number of runs, so fewer runs cost power, never false failures). The
   measured-power tests of the tester itself run their cheap cases only, and audits
@@ -33,7 +33,7 @@ SLOW_TRIALS = 3000 if FULL else 100
 #: Runs per dataset of the default run's assert_dp checks (a regression layer: a correct mechanism fails with
 #: probability at most 0.001 at any number of runs, so fewer runs cost power, never false failures; the slow
 #: step and ``full`` depth bring the power back).
-QUICK_TRIALS = 3000 if FULL else 60
+QUICK_TRIALS = 3000 if FULL else 45
 #: Neighbours every release maps to the same output whatever its noise (tested byte for byte elsewhere).
 EXACT_ELSEWHERE = ("add outside domain",)
 
