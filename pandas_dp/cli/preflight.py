@@ -76,10 +76,14 @@ def _real(value: Any) -> bool:
     return value is None or (isinstance(value, Real) and not isinstance(value, bool))
 
 
+def _numeric_pair(bounds: Any) -> bool:
+    """Whether a spec's bounds pair is made of real numbers (not dates or durations), none missing."""
+    return isinstance(bounds, list) and bool(bounds) and all(v is not None for v in bounds) and _real(bounds)
+
+
 def _numeric_bounds(r: "Release") -> bool:
     """Whether a ``quantiles`` release's ``bounds`` are two real numbers (not dates or durations)."""
-    bounds = r.args.get("bounds")
-    return isinstance(bounds, list) and bool(bounds) and None not in bounds and _real(bounds)
+    return _numeric_pair(r.args.get("bounds"))
 
 
 def numeric_columns(r: "Release") -> set[str]:
@@ -97,8 +101,7 @@ def numeric_columns(r: "Release") -> set[str]:
         return set(r.released()) if _numeric_bounds(r) else set()
     values = set(r.values())
     bounds = r.args.get("bounds")
-    numbers = {c for c in values if isinstance(bounds, dict) and isinstance(bounds.get(c), list) and bounds[c]
-               and all(v is not None for v in bounds[c]) and _real(bounds[c])}
+    numbers = {c for c in values if isinstance(bounds, dict) and _numeric_pair(bounds.get(c))}
     cols = [c for c in r.columns() if c not in _text_columns(r) and c not in values]
     return numbers | (set(cols) if _real(r.args.get("bins")) and _real(r.args.get("range")) else set())
 

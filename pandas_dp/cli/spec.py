@@ -575,14 +575,13 @@ def quantiles_table(result: Any, confidence: float = 0.95) -> pd.DataFrame:
     variance of the estimate; after the exponential mechanisms (up to 15 ``q``) ``lower`` and ``upper`` are
     empty (those estimates have no interval).
     """
-    frame = result.to_frame()
-    if "q" not in frame.columns:          # one row per q, indexed by q (by geography: tidy already)
-        frame = frame.reset_index()
+    def tidy(frame: pd.DataFrame) -> pd.DataFrame:  # one row per q, indexed by q (by geography: tidy already)
+        return frame if "q" in frame.columns else frame.reset_index()
+
+    frame = tidy(result.to_frame())
     if frame.shape[0] and not np.all(frame["confidence_level"].to_numpy() == confidence):
         # the spec's level, read again from the same release (post-processing)
-        frame = result.quantile(list(dict.fromkeys(frame["q"].tolist())), confidence_level=confidence)
-        if "q" not in frame.columns:
-            frame = frame.reset_index()
+        frame = tidy(result.quantile(list(dict.fromkeys(frame["q"].tolist())), confidence_level=confidence))
     table = frame.drop(columns=["confidence_level"])
     return table.rename(columns={"ci_low": "lower", "ci_high": "upper"})
 
