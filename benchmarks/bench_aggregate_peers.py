@@ -405,17 +405,7 @@ def compare(ds: Dataset, task: str, loss: dict[str, float], args: argparse.Names
                            else "not run (pass --tumult)"),
         "diffprivlib*": lambda: diffprivlib_release(ds, task, loss, args.seeds),
     }
-    results: dict[str, Result | str] = {}
-    seconds: dict[str, float] = {}
-    for lib, run in runs.items():
-        start = time.perf_counter()
-        try:
-            results[lib] = run()
-        except Exception as err:  # noqa: BLE001 - a peer's failure is reported, not fatal
-            results[lib] = f"failed ({type(err).__name__}: {str(err)[:160]})"
-        seconds[lib] = time.perf_counter() - start
-        if isinstance(results[lib], str):
-            print(f"  {ds.name} {task} {lib}: {results[lib]}", flush=True)
+    results, seconds = run_each(runs, f"{ds.name} {task}")
     rows = []
     middle = (ds.bounds[0] + ds.bounds[1]) / 2
     for stat in ("mean", "sum"):
@@ -463,6 +453,25 @@ def coverage(ds: Dataset, loss: dict[str, float], seeds: int, level: float = 0.9
             "smallest cell": int(n[big].min()) if big.any() else 0,
             "worst cell coverage": float(np.min(inside[:, big].sum(axis=0) / np.maximum(known[:, big].sum(axis=0), 1)))
             if big.any() else np.nan}
+
+
+def run_each(runs: dict[str, Callable[[], Any]], label: str, *, quiet: str | None = None
+             ) -> tuple[dict[str, Any], dict[str, float]]:
+    """Run every library's release in turn: ``(results, seconds)`` per library. A peer's failure becomes its
+    result's text (``"failed (...)"``), printed with ``label``, as is any other text a run returns unless it
+    starts with ``quiet``."""
+    results: dict[str, Any] = {}
+    seconds: dict[str, float] = {}
+    for lib, run in runs.items():
+        start = time.perf_counter()
+        try:
+            results[lib] = run()
+        except Exception as err:  # noqa: BLE001 - a peer's failure is reported, not fatal
+            results[lib] = f"failed ({type(err).__name__}: {str(err)[:160]})"
+        seconds[lib] = time.perf_counter() - start
+        if isinstance(results[lib], str) and not (quiet is not None and results[lib].startswith(quiet)):
+            print(f"  {label} {lib}: {results[lib]}", flush=True)
+    return results, seconds
 
 
 def versions() -> str:

@@ -99,7 +99,7 @@ import numpy as np
 import pandas as pd
 
 import pandas_dp as pdp
-from benchmarks.bench_aggregate_peers import Tumult, source, versions
+from benchmarks.bench_aggregate_peers import Tumult, run_each, source, versions
 
 QUANTILES = (0.1, 0.25, 0.5, 0.75, 0.9)
 DECILES = tuple(k / 10 for k in range(1, 10))
@@ -330,17 +330,10 @@ def compare(col: Column, eps: float, args: argparse.Namespace,
         }
         start = time.perf_counter()
         dp_values, mechanism = pandas_dp_release(col, qs, eps, args.seeds)
-        results: dict[str, Released | str] = {"pandas_dp": dp_values}
         seconds = {"pandas_dp": time.perf_counter() - start}
-        for lib, run in runs.items():
-            start = time.perf_counter()
-            try:
-                results[lib] = run()
-            except Exception as err:  # noqa: BLE001 - a peer's failure is reported, not fatal
-                results[lib] = f"failed ({type(err).__name__}: {str(err)[:160]})"
-            seconds[lib] = time.perf_counter() - start
-            if isinstance(results[lib], str) and not str(results[lib]).startswith("not run"):
-                print(f"  {col.name} eps={eps:g} {task} {lib}: {results[lib]}", flush=True)
+        peers, peer_seconds = run_each(runs, f"{col.name} eps={eps:g} {task}", quiet="not run")
+        results: dict[str, Released | str] = {"pandas_dp": dp_values, **peers}
+        seconds.update(peer_seconds)
         if args.verbose:
             print(f"  seconds {col.name} eps={eps:g} {task}: "
                   + ", ".join(f"{k} {v:.1f}" for k, v in seconds.items()), flush=True)
