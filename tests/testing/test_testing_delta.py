@@ -196,6 +196,7 @@ def test_selection_favours_events_of_moderate_probability():
 
 
 @pytest.mark.slow
+@pytest.mark.skipif(not SLOW_FULL, reason="a measured-power audit of the tester (30 s): PANDAS_DP_SLOW_DEPTH=full")
 def test_measured_power_at_delta_1e_3(capsys):
     # delta = 1e-3 needs more runs: the broken mechanism's excess over the claim is ~7e-3 on an event
     # of probability ~0.05, resolved with 5e5 runs per dataset. 40 fresh seeds, as for pure DP.
