@@ -575,8 +575,8 @@ def quantiles_table(result: Any, confidence: float = 0.95) -> pd.DataFrame:
     variance of the estimate; after the exponential mechanisms (up to 15 ``q``) ``lower`` and ``upper`` are
     empty (those estimates have no interval).
     """
-    def tidy(frame: pd.DataFrame) -> pd.DataFrame:  # one row per q, indexed by q (by geography: tidy already)
-        return frame if "q" in frame.columns else frame.reset_index()
+    def tidy(table: pd.DataFrame) -> pd.DataFrame:  # one row per q, indexed by q (by geography: tidy already)
+        return table if "q" in table.columns else table.reset_index()
 
     frame = tidy(result.to_frame())
     if frame.shape[0] and not np.all(frame["confidence_level"].to_numpy() == confidence):
