@@ -543,15 +543,17 @@ def publish_by_region(reference: GeographyMarginalTables, kind: str, totals: dic
         variances = [np.stack([est.variance(lvl, a) for a in axes], axis=1) for lvl in levels]
         fit = topdown_nonnegative(shape, axes, estimates, variances, layout, facts)
     joints: tuple[np.ndarray, ...] = fit.joints
-    steps: tuple[str, ...] = (f"top-down non-negative weighted least squares over one joint per region (level "
-                              f"{reference.levels[fit.anchor]!r} first; children sum to parents in every cell)",)
+    steps: tuple[str, ...] = ("top-down non-negative weighted least squares over one joint per region (coarsest "
+                              "level first; children sum to parents in every cell and keep public totals down to "
+                              f"level {reference.levels[fit.anchor]!r})",)
     params: dict[str, Any] = {"kind": kind, "method": "top-down weighted least squares onto non-negative joints",
                               "anchor": reference.levels[fit.anchor], "grid": fit.grid,
                               "solver_iterations": list(fit.iterations), "solver_step": list(fit.steps)}
     if kind == "integer":
         joints = topdown_integer(fit, shape, axes, layout, facts)
         steps += ("controlled rounding of every level's joints to integers (children sum to parents' integers)",)
-        params["rounding"] = "controlled rounding: prefix tables at the anchor level, then per parent and cell"
+        params["rounding"] = ("controlled rounding, top-down: prefix tables of the roots, then down to the anchor "
+                              "two-way roundings with fixed margins, then per parent and cell")
     return GeographyPublishedTables(
         workload=reference.workload, domain=reference.domain, epsilon=reference.epsilon, method=reference.method,
         params={**reference.params, "publish": params},

@@ -14,20 +14,27 @@ the workload's columns for every region ``r`` of every level, such that
 
 The scheme is top-down, as in the 2020 Census TopDown algorithm [1]: one
 geographic level at a time, each level fitted to its own noisy (here: GLS)
-tables under the constraint that it adds up to the level above, already fixed.
+tables under the constraint that it adds up to the level above, already fixed,
+and to its own public totals.
 
-1. **Anchor.** The finest level with public totals (the root without any) is
-   fitted on its own, every region at once: ``minimise sum_t w_{r,t}
-   ||M_t x_r - y_{r,t}||^2`` over ``x_r >= 0`` (with ``sum x_r = T_r`` when the
-   level has public totals). With one root and no totals this is the flat
-   projection of the national tables.
-2. **Above the anchor** every joint is the sum of its children's (the public
-   totals of the anchor make every ancestor's total exact).
-3. **Below the anchor**, level by level, the children ``c`` of every parent
-   ``p`` (joint ``X_p``, fixed) solve jointly ``minimise sum_c sum_t w_{c,t}
+1. **Roots.** Level 0 is fitted on its own: ``minimise sum_t w_{r,t}
+   ||M_t x_r - y_{r,t}||^2`` over ``x_r >= 0``, with ``sum x_r = T_r`` when
+   the geography has public totals (the totals of the finest level with
+   totals, the *anchor*, summed up). With one root and no totals this is the
+   flat projection of the national tables.
+2. **Every level below**, the children ``c`` of every parent ``p`` (joint
+   ``X_p``, fixed) solve jointly ``minimise sum_c sum_t w_{c,t}
    ||M_t x_c - y_{c,t}||^2`` over ``x_c >= 0`` with ``sum_c x_c = X_p`` cell by
    cell of the joint: the feasible set is a product of scaled simplices, one
-   per (parent, joint cell).
+   per (parent, joint cell). At and above the anchor every child also keeps
+   its total (``sum x_c = T_c``, the anchor's totals summed to that level):
+   the feasible set of a parent is then a transportation polytope, projected
+   onto by :func:`~pandas_dp.algorithms.marginals.transport.transport_project`.
+
+Fitting the anchor first and summing it upwards (the scheme before) made every
+coarser level carry the clipping of all its anchor regions: with public state
+totals the national tables of 51 states lost 2x (non-negative) to 6x (integer)
+of their accuracy; top-down, every level keeps its own fit's.
 
 Weights ``w_{r,t} = 1 / v_{r,t}``, the variance floored as in the flat case
 (:func:`~pandas_dp.algorithms.marginals.publish.table_weights`, the floors taken
@@ -36,26 +43,33 @@ gradient restarts, as the flat projection) over all regions of the level at
 once, with a per-region step ``1 / L_r`` (``L_r = sum_t w_{r,t} N / n_t``)
 and the projection in the matching diagonal metric: per (parent, cell) group a
 weighted simplex projection by Michelot's iteration, vectorised over every
-group (:func:`~pandas_dp.algorithms.geography.nonnegative.project_groups`). No
-Python loop runs over regions or cells.
+group (:func:`~pandas_dp.algorithms.geography.nonnegative.project_groups`); with
+totals one sweep of the transportation polytope's dual block ascent per step,
+its multipliers carried from step to step, and a full projection at the end.
+No Python loop runs over regions or cells.
 
 Exactness. Joints are put on the dyadic grid ``2**-k`` of the flat case (``k``
-from the root total, so every sum of grid values is exact in float64): at the
-anchor by rounding (to the public total in grid units, largest remainders
-first); below it every (parent, cell) group's children are rounded to grid
-units by largest remainders so that they sum to the parent's value *exactly*.
-Consistency across tables and geography is then exact, not up to rounding.
+from the root total, so every sum of grid values is exact in float64): the
+roots by rounding (to the public total in grid units, largest remainders
+first); below them every (parent, cell) group's children are rounded to grid
+units by largest remainders so that they sum to the parent's value *exactly*,
+and, with totals, by :func:`~pandas_dp.algorithms.transport_rounding.transport_round`
+so that they also sum to their totals exactly. Consistency across tables and
+geography is then exact, not up to rounding.
 
-Integers (:func:`topdown_integer`). The anchor's joints are rounded as the
-flat ``integer=True`` rounds one joint (controlled rounding down the prefix
-tables, the largest workload table's columns leading), all regions at once,
-each to its total (public, or its rounded sum). Levels above are sums. Below,
-level by level, every (parent, cell) group's non-negative children are scaled
-to the parent's integer and controlled-rounded
-(:func:`~pandas_dp.algorithms.controlled_rounding.controlled_round`): every
-child the floor or ceiling of its scaled value, the children summing to the
-parent's integer. The tables are then non-negative integers, consistent across
-tables and geography, matching integer public totals.
+Integers (:func:`topdown_integer`), top-down too. The roots' joints are rounded
+as the flat ``integer=True`` rounds one joint (controlled rounding down the
+prefix tables, the largest workload table's columns leading), each to its total
+(public, or its rounded sum). At and above the anchor, level by level, the
+children of every parent are rounded down the same prefix tables, each step a
+two-way controlled rounding with fixed margins (children's rounded cells of the
+previous prefix, parent's integer cells: :func:`transport_round`), so that they
+sum to the parent's integers and keep their integer totals. Below the anchor,
+every (parent, cell) group's non-negative children are scaled to the parent's
+integer and controlled-rounded
+(:func:`~pandas_dp.algorithms.controlled_rounding.controlled_round`). The tables
+are then non-negative integers, consistent across tables and geography,
+matching integer public totals, and every level is rounded from its own fit.
 
 Everything is post-processing of released estimates, deterministic (IEEE
 arithmetic and fixed-order numpy reductions).
@@ -79,7 +93,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from pandas_dp.algorithms.controlled_rounding import controlled_round
+from pandas_dp.algorithms.transport_rounding import transport_round
 from pandas_dp.algorithms.marginals.nonnegative import check_joint, momentum_step
+from pandas_dp.algorithms.marginals.transport import transport_project
 from pandas_dp.algorithms.marginals.publish import MAX_WEIGHT_RATIO, WEIGHT_VARIANCE_FLOOR
 from pandas_dp.algorithms.geography.layout import RegionLayout
 from pandas_dp.algorithms.geography.nonnegative import project_groups
@@ -87,6 +103,9 @@ from pandas_dp.errors import DomainError
 
 __all__ = ["MAX_GEOGRAPHY_JOINT", "TopDownFit", "check_geography_joint", "anchor_level", "project_level",
            "topdown_nonnegative", "topdown_integer", "region_tables", "simplex_groups", "grid_round"]
+
+#: Most block-ascent sweeps of the last projection onto a level's transportation polytope (public totals).
+POLISH_SWEEPS = 1_000
 
 #: Largest number of joint cells over every region of every level (each fit holds a few float64 arrays of
 #: that many values: 128 MB each at the cap).
@@ -125,7 +144,8 @@ def level_weights(variances: np.ndarray) -> np.ndarray:
 
 
 def anchor_level(totals: Mapping[int, np.ndarray]) -> int:
-    """The level fitted on its own: the finest with public totals, else the root (0)."""
+    """The anchor: the finest level with public totals (at and above it every region keeps a total), else
+    the root (0)."""
     return max(totals) if totals else 0
 
 
@@ -162,7 +182,9 @@ def project_level(shape: Sequence[int], tables: Sequence[Sequence[int]], targets
         order = np.argsort(np.asarray(parents, dtype=np.int64), kind="stable")
         fitted, it, last = project_level(shape, tables, [np.asarray(y)[order] for y in targets],
                                          np.asarray(weights)[order], parents=np.asarray(parents)[order],
-                                         parent_joints=parent_joints, tol=tol, max_iter=max_iter)
+                                         parent_joints=parent_joints,
+                                         totals=None if totals is None else np.asarray(totals)[order],
+                                         tol=tol, max_iter=max_iter)
         back = np.empty_like(fitted)
         back[order] = fitted
         return back, it, last
@@ -202,11 +224,20 @@ def project_level(shape: Sequence[int], tables: Sequence[Sequence[int]], targets
         x = np.broadcast_to((region_total / cells).reshape((n,) + (1,) * ndim), (n, *shape)).copy()
         scale = max(1.0, float(np.max(region_total))) if n else 1.0
 
+    warm: list[np.ndarray | None] = [None, None]
+
     def project(point: np.ndarray) -> np.ndarray:
         if parents is None and totals is None:
             return np.maximum(point, 0.0)
         if parents is None:
             return simplex_groups(point.ravel(), v, group, group_total).reshape(point.shape)
+        if totals is not None:
+            # one sweep of the block ascent from the last multipliers: the gradient steps and the
+            # multipliers converge together; the fit is polished to feasibility at the end
+            done = transport_project(point.reshape(n, cells), 1.0 / lipschitz, codes, px, totals, *warm,
+                                     tol=0.0, max_sweeps=1)
+            warm[:] = [done.a, done.b]
+            return done.x.reshape(point.shape)
         # Michelot on every (parent, cell) group at once, siblings contiguous: sums are reduceat's
         t = point.reshape(n, cells)
         active = block_total[block] > 0
@@ -241,6 +272,9 @@ def project_level(shape: Sequence[int], tables: Sequence[Sequence[int]], targets
             break
         y_point, momentum = momentum_step(x, new, y_point, momentum)
         x = new
+    if parents is not None and totals is not None and n:
+        x = transport_project(x.reshape(n, cells), 1.0 / lipschitz, codes, px, totals, *warm,
+                              tol=tol * scale * 1e-3, max_sweeps=POLISH_SWEEPS).x.reshape(x.shape)
     return x, it, step
 
 
@@ -314,9 +348,9 @@ class TopDownFit:
     grid : float
         The dyadic step every value is a multiple of.
     anchor : int
-        The level fitted on its own (module notes).
+        The finest level with public totals (0 without any): at and above it every region keeps a total.
     iterations, steps : tuple
-        Per level, the solver's gradient steps and its last step (0 and 0.0 for levels summed up).
+        Per level, the solver's gradient steps and its last step.
     """
 
     joints: tuple[np.ndarray, ...]
@@ -353,33 +387,41 @@ def topdown_nonnegative(shape: Sequence[int], tables: Sequence[Sequence[int]],
     joints: list[np.ndarray] = [np.empty(0)] * levels
     iterations = [0] * levels
     steps = [0.0] * levels
-    fitted, iterations[anchor], steps[anchor] = project_level(
-        shape, tables, estimates[anchor], level_weights(variances[anchor]), totals=totals.get(anchor),
-        tol=tol, max_iter=max_iter)
-    n_anchor = layout.n_regions[anchor]
+    level_totals: dict[int, np.ndarray] = {}
     if anchor in totals:
-        base = math.fsum(np.asarray(totals[anchor], dtype=np.float64).tolist())
+        level_totals[anchor] = np.asarray(totals[anchor], dtype=np.float64)
+        for lvl in range(anchor, 0, -1):
+            level_totals[lvl - 1] = layout.aggregate(level_totals[lvl], lvl)
+    fitted, iterations[0], steps[0] = project_level(
+        shape, tables, estimates[0], level_weights(variances[0]), totals=level_totals.get(0), tol=tol,
+        max_iter=max_iter)
+    n_root = layout.n_regions[0]
+    if 0 in level_totals:
+        base = math.fsum(level_totals[0].tolist())
     else:
-        base = math.fsum(fitted.reshape(n_anchor, -1).sum(axis=1).tolist())
+        base = math.fsum(fitted.reshape(n_root, -1).sum(axis=1).tolist())
     k = 49 - math.frexp(max(base, 1.0))[1]
     grid = math.ldexp(1.0, -k)
-    if anchor in totals:
-        units = np.round(np.asarray(totals[anchor], dtype=np.float64) / grid).astype(np.int64)
-        region = np.repeat(np.arange(n_anchor), cells)
-        joints[anchor] = (grid_round(fitted.ravel() / grid, region, units) * grid).reshape(fitted.shape)
+    if 0 in level_totals:
+        units = np.round(level_totals[0] / grid).astype(np.int64)
+        region = np.repeat(np.arange(n_root), cells)
+        joints[0] = (grid_round(fitted.ravel() / grid, region, units) * grid).reshape(fitted.shape)
     else:
-        joints[anchor] = np.maximum(np.round(fitted / grid) * grid, 0.0)
-    for lvl in range(anchor - 1, -1, -1):
-        joints[lvl] = layout.aggregate(joints[lvl + 1], lvl + 1)
-    for lvl in range(anchor + 1, levels):
+        joints[0] = np.maximum(np.round(fitted / grid) * grid, 0.0)
+    for lvl in range(1, levels):
         codes = layout.parent_codes(lvl)
         parent = joints[lvl - 1]
         fitted, iterations[lvl], steps[lvl] = project_level(
             shape, tables, estimates[lvl], level_weights(variances[lvl]), parents=codes, parent_joints=parent,
-            tol=tol, max_iter=max_iter)
-        group = (codes[:, None] * cells + np.arange(cells)[None, :]).ravel()
-        units = np.round(parent.ravel() / grid).astype(np.int64)
-        joints[lvl] = (grid_round(fitted.ravel() / grid, group, units) * grid).reshape(fitted.shape)
+            totals=level_totals.get(lvl), tol=tol, max_iter=max_iter)
+        units = np.round(parent.reshape(-1, cells) / grid).astype(np.int64)
+        if lvl in level_totals:
+            joints[lvl] = (transport_round(fitted.reshape(-1, cells) / grid, codes,
+                                           np.round(level_totals[lvl] / grid).astype(np.int64), units)
+                           * grid).reshape(fitted.shape)
+        else:
+            group = (codes[:, None] * cells + np.arange(cells)[None, :]).ravel()
+            joints[lvl] = (grid_round(fitted.ravel() / grid, group, units.ravel()) * grid).reshape(fitted.shape)
     return TopDownFit(joints=tuple(joints), grid=grid, anchor=anchor, iterations=tuple(iterations),
                       steps=tuple(steps))
 
@@ -407,6 +449,29 @@ def _prefix_round(joints: np.ndarray, totals: np.ndarray, first: Sequence[int]) 
     return np.ascontiguousarray(np.transpose(back, [0, *(int(i) + 1 for i in np.argsort(order))]))
 
 
+def _transport_prefix(children: np.ndarray, totals: np.ndarray, parents: np.ndarray, codes: np.ndarray,
+                      first: Sequence[int]) -> np.ndarray:
+    """The children's joints rounded to integers that sum to their parents' integer joints in every cell and
+    to their own integer ``totals``, down their prefix tables (the axes ``first`` leading): at each step every
+    (parent, prefix cell) is a two-way table, children by the next axis, whose row sums (the children's
+    rounded prefix cells) and column sums (the parent's) are fixed (:func:`transport_round`)."""
+    n, ndim = children.shape[0], children.ndim - 1
+    order = [int(a) for a in first] + [a for a in range(ndim) if a not in first]
+    moved = np.transpose(children, [0, *(a + 1 for a in order)])
+    above = np.transpose(parents, [0, *(a + 1 for a in order)])
+    sizes = moved.shape[1:]
+    rows = np.asarray(totals, dtype=np.int64).reshape(n, 1)
+    for k in range(1, ndim + 1):
+        m, width = math.prod(sizes[:k - 1]), sizes[k - 1]
+        real = np.add.reduce(moved, axis=tuple(range(k + 1, ndim + 1))) if k < ndim else moved
+        target = np.add.reduce(above, axis=tuple(range(k + 1, ndim + 1))) if k < ndim else above
+        block = (codes[:, None] * m + np.arange(m)[None, :]).ravel()
+        rows = transport_round(real.reshape(n * m, width), block, rows.ravel(),
+                               target.reshape(-1, width)).reshape(n, m * width)
+    back = rows.reshape((n, *sizes))
+    return np.ascontiguousarray(np.transpose(back, [0, *(int(i) + 1 for i in np.argsort(order))]))
+
+
 def topdown_integer(fit: TopDownFit, shape: Sequence[int], tables: Sequence[Sequence[int]], layout: RegionLayout,
                     totals: Mapping[int, np.ndarray] | None = None) -> tuple[np.ndarray, ...]:
     """Non-negative integer joints of every region, consistent across tables and geography (module notes).
@@ -425,10 +490,16 @@ def topdown_integer(fit: TopDownFit, shape: Sequence[int], tables: Sequence[Sequ
         whole = np.rint(np.asarray(totals[anchor], dtype=np.float64)).astype(np.int64)
     else:
         whole = np.rint(joint.reshape(n_anchor, -1).sum(axis=1)).astype(np.int64)
+    # every level at or above the anchor has whole totals: sums of the anchor's
+    level_totals = [np.empty(0, dtype=np.int64)] * (anchor + 1)
+    level_totals[anchor] = whole
+    for lvl in range(anchor, 0, -1):
+        level_totals[lvl - 1] = layout.aggregate(level_totals[lvl], lvl)
     out: list[np.ndarray] = [np.empty(0, dtype=np.int64)] * layout.n_levels
-    out[anchor] = _prefix_round(joint, whole, largest)
-    for lvl in range(anchor - 1, -1, -1):
-        out[lvl] = layout.aggregate(out[lvl + 1], lvl + 1)
+    out[0] = _prefix_round(fit.joints[0], level_totals[0], largest)
+    for lvl in range(1, anchor + 1):
+        out[lvl] = _transport_prefix(fit.joints[lvl], level_totals[lvl], out[lvl - 1], layout.parent_codes(lvl),
+                                     largest)
     for lvl in range(anchor + 1, layout.n_levels):
         codes = layout.parent_codes(lvl)
         parent_real = fit.joints[lvl - 1].reshape(-1, cells)
@@ -436,6 +507,10 @@ def topdown_integer(fit: TopDownFit, shape: Sequence[int], tables: Sequence[Sequ
         factor = np.divide(parent_int.astype(np.float64), parent_real, out=np.zeros(parent_real.shape),
                            where=parent_real > 0)
         scaled = fit.joints[lvl].reshape(-1, cells) * factor[codes]
+        # a parent's integer where its real value is 0 (a unit the two-way rounding had to place there):
+        # shared evenly by its children
+        share = np.where(parent_real > 0, 0.0, parent_int) / layout.n_children(lvl)[:, None]
+        scaled = scaled + share[codes]
         rounded = controlled_round([parent_int.astype(np.float64), scaled], [None, codes],
                                    totals=[parent_int, None], n_regions=[parent_int.shape[0], scaled.shape[0]])
         out[lvl] = rounded[1].reshape(fit.joints[lvl].shape)
