@@ -64,7 +64,9 @@ def _flow(n_rows: int, n_cols: int, row_need: np.ndarray, col_need: np.ndarray, 
     caps = np.concatenate([row_need, forward[f_idx], backward[b_idx], col_need])
     keep = caps > 0
     size = 2 + n_rows + n_cols
-    graph = sparse.csr_array((caps[keep].astype(np.int32), (tails[keep], heads[keep])), shape=(size, size))
+    # scipy's capacities are int32: a larger need is met in part here, the rest by the north-west corner
+    caps = np.minimum(caps[keep], np.iinfo(np.int32).max).astype(np.int32)
+    graph = sparse.csr_array((caps, (tails[keep], heads[keep])), shape=(size, size))
     flow = maximum_flow(graph, source, sink, method="dinic").flow
     on_forward = np.zeros(row.size, dtype=np.int64)
     on_backward = np.zeros(row.size, dtype=np.int64)
