@@ -43,10 +43,9 @@ import numpy as np
 from scipy import sparse
 from scipy.sparse.csgraph import maximum_flow
 
-__all__ = ["transport_round"]
+from pandas_dp.algorithms.controlled_rounding import _SNAP_ABS, _SNAP_REL
 
-#: Values this close to an integer (absolute plus relative part) count as that integer.
-_SNAP_ABS, _SNAP_REL = 1e-9, 1e-12
+__all__ = ["transport_round"]
 
 
 def _flow(n_rows: int, n_cols: int, row_need: np.ndarray, col_need: np.ndarray, forward: np.ndarray,

@@ -102,7 +102,7 @@ from pandas_dp.algorithms.geography.nonnegative import project_groups
 from pandas_dp.errors import DomainError
 
 __all__ = ["MAX_GEOGRAPHY_JOINT", "TopDownFit", "check_geography_joint", "anchor_level", "project_level",
-           "topdown_nonnegative", "topdown_integer", "region_tables", "simplex_groups", "grid_round"]
+           "topdown_nonnegative", "topdown_integer", "region_tables", "simplex_groups", "grid_round", "totals_upwards"]
 
 #: Most block-ascent sweeps of the last projection onto a level's transportation polytope (public totals).
 POLISH_SWEEPS = 1_000
@@ -147,6 +147,14 @@ def anchor_level(totals: Mapping[int, np.ndarray]) -> int:
     """The anchor: the finest level with public totals (at and above it every region keeps a total), else
     the root (0)."""
     return max(totals) if totals else 0
+
+
+def totals_upwards(values: np.ndarray, anchor: int, layout: RegionLayout) -> dict[int, np.ndarray]:
+    """The anchor's totals and their sums on every level above it, by level."""
+    out = {anchor: values}
+    for lvl in range(anchor, 0, -1):
+        out[lvl - 1] = layout.aggregate(out[lvl], lvl)
+    return out
 
 
 def project_level(shape: Sequence[int], tables: Sequence[Sequence[int]], targets: Sequence[np.ndarray],
@@ -387,11 +395,8 @@ def topdown_nonnegative(shape: Sequence[int], tables: Sequence[Sequence[int]],
     joints: list[np.ndarray] = [np.empty(0)] * levels
     iterations = [0] * levels
     steps = [0.0] * levels
-    level_totals: dict[int, np.ndarray] = {}
-    if anchor in totals:
-        level_totals[anchor] = np.asarray(totals[anchor], dtype=np.float64)
-        for lvl in range(anchor, 0, -1):
-            level_totals[lvl - 1] = layout.aggregate(level_totals[lvl], lvl)
+    level_totals = (totals_upwards(np.asarray(totals[anchor], dtype=np.float64), anchor, layout)
+                    if anchor in totals else {})
     fitted, iterations[0], steps[0] = project_level(
         shape, tables, estimates[0], level_weights(variances[0]), totals=level_totals.get(0), tol=tol,
         max_iter=max_iter)
@@ -426,13 +431,28 @@ def topdown_nonnegative(shape: Sequence[int], tables: Sequence[Sequence[int]],
                       steps=tuple(steps))
 
 
+def _prefix_axes(joints: np.ndarray, first: Sequence[int]) -> tuple[list[int], np.ndarray]:
+    """The joint axes with ``first`` leading, and ``joints`` (leading region axis) moved to that order."""
+    order = [int(a) for a in first] + [a for a in range(joints.ndim - 1) if a not in first]
+    return order, np.transpose(joints, [0, *(a + 1 for a in order)])
+
+
+def _prefix_back(moved: np.ndarray, order: Sequence[int]) -> np.ndarray:
+    """``moved`` (axes in ``order`` after the region axis) back to the joint's own axis order."""
+    return np.ascontiguousarray(np.transpose(moved, [0, *(int(i) + 1 for i in np.argsort(order))]))
+
+
+def _prefix_table(moved: np.ndarray, k: int) -> np.ndarray:
+    """The table of the first ``k`` moved axes of every region (``moved`` from :func:`_prefix_axes`)."""
+    return np.add.reduce(moved, axis=tuple(range(k + 1, moved.ndim))) if k < moved.ndim - 1 else moved
+
+
 def _prefix_round(joints: np.ndarray, totals: np.ndarray, first: Sequence[int]) -> np.ndarray:
     """Every region's joint scaled to its integer total and rounded down its prefix tables (the axes
     ``first`` leading), all regions at once: the flat ``integer_joint`` with a leading region axis."""
     n = joints.shape[0]
     ndim = joints.ndim - 1
-    order = [int(a) for a in first] + [a for a in range(ndim) if a not in first]
-    moved = np.transpose(joints, [0, *(a + 1 for a in order)])
+    order, moved = _prefix_axes(joints, first)
     mass = moved.reshape(n, -1).sum(axis=1)
     factor = np.divide(totals.astype(np.float64), mass, out=np.zeros(n), where=mass > 0)
     scaled = np.maximum(moved * factor.reshape((n,) + (1,) * ndim), 0.0)
@@ -440,13 +460,11 @@ def _prefix_round(joints: np.ndarray, totals: np.ndarray, first: Sequence[int]) 
     values = [totals.astype(np.float64).reshape(n, 1)]
     parents: list[np.ndarray | None] = [None]
     for k in range(1, ndim + 1):
-        part = np.add.reduce(scaled, axis=tuple(range(k + 1, ndim + 1))) if k < ndim else scaled
-        values.append(part.reshape(-1, 1))
+        values.append(_prefix_table(scaled, k).reshape(-1, 1))
         parents.append(np.arange(values[k].shape[0]) // sizes[k - 1])
     ints: list[np.ndarray | None] = [totals.astype(np.int64).reshape(n, 1)] + [None] * ndim
     rounded = controlled_round(values, parents, totals=ints, n_regions=[v.shape[0] for v in values])[-1]
-    back = rounded.reshape((n, *sizes))
-    return np.ascontiguousarray(np.transpose(back, [0, *(int(i) + 1 for i in np.argsort(order))]))
+    return _prefix_back(rounded.reshape((n, *sizes)), order)
 
 
 def _transport_prefix(children: np.ndarray, totals: np.ndarray, parents: np.ndarray, codes: np.ndarray,
@@ -456,20 +474,16 @@ def _transport_prefix(children: np.ndarray, totals: np.ndarray, parents: np.ndar
     (parent, prefix cell) is a two-way table, children by the next axis, whose row sums (the children's
     rounded prefix cells) and column sums (the parent's) are fixed (:func:`transport_round`)."""
     n, ndim = children.shape[0], children.ndim - 1
-    order = [int(a) for a in first] + [a for a in range(ndim) if a not in first]
-    moved = np.transpose(children, [0, *(a + 1 for a in order)])
-    above = np.transpose(parents, [0, *(a + 1 for a in order)])
+    order, moved = _prefix_axes(children, first)
+    _, above = _prefix_axes(parents, first)
     sizes = moved.shape[1:]
     rows = np.asarray(totals, dtype=np.int64).reshape(n, 1)
     for k in range(1, ndim + 1):
         m, width = math.prod(sizes[:k - 1]), sizes[k - 1]
-        real = np.add.reduce(moved, axis=tuple(range(k + 1, ndim + 1))) if k < ndim else moved
-        target = np.add.reduce(above, axis=tuple(range(k + 1, ndim + 1))) if k < ndim else above
         block = (codes[:, None] * m + np.arange(m)[None, :]).ravel()
-        rows = transport_round(real.reshape(n * m, width), block, rows.ravel(),
-                               target.reshape(-1, width)).reshape(n, m * width)
-    back = rows.reshape((n, *sizes))
-    return np.ascontiguousarray(np.transpose(back, [0, *(int(i) + 1 for i in np.argsort(order))]))
+        rows = transport_round(_prefix_table(moved, k).reshape(n * m, width), block, rows.ravel(),
+                               _prefix_table(above, k).reshape(-1, width)).reshape(n, m * width)
+    return _prefix_back(rows.reshape((n, *sizes)), order)
 
 
 def topdown_integer(fit: TopDownFit, shape: Sequence[int], tables: Sequence[Sequence[int]], layout: RegionLayout,
@@ -491,10 +505,7 @@ def topdown_integer(fit: TopDownFit, shape: Sequence[int], tables: Sequence[Sequ
     else:
         whole = np.rint(joint.reshape(n_anchor, -1).sum(axis=1)).astype(np.int64)
     # every level at or above the anchor has whole totals: sums of the anchor's
-    level_totals = [np.empty(0, dtype=np.int64)] * (anchor + 1)
-    level_totals[anchor] = whole
-    for lvl in range(anchor, 0, -1):
-        level_totals[lvl - 1] = layout.aggregate(level_totals[lvl], lvl)
+    level_totals = totals_upwards(whole, anchor, layout)
     out: list[np.ndarray] = [np.empty(0, dtype=np.int64)] * layout.n_levels
     out[0] = _prefix_round(fit.joints[0], level_totals[0], largest)
     for lvl in range(1, anchor + 1):
