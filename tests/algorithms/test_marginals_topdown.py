@@ -185,21 +185,10 @@ def test_integer_tables_with_public_state_totals_keep_every_levels_accuracy():
     """Issue 44, item 1, on its shape: 4 regions > 51 states of unequal size, 4 tables, rho = 0.5, public
     state totals. Every level's non-negative and integer tables are within 1.15x of that level's
     unconstrained RMSE (it was 5.8x nationally and 2x for the regions when the states were fitted first)."""
-    import pandas as pd
-
     import pandas_dp as pdp
+    from benchmarks.bench_census_integer import CATEGORIES as cats, WORKLOAD as workload, survey
 
-    rng = np.random.default_rng(0)
-    region = np.r_[np.arange(4), rng.integers(0, 4, 47)]
-    pop = np.round(rng.lognormal(np.log(600), 1.0, 51)).astype(int) + 30
-    state = np.repeat(np.arange(51), pop)
-    n = state.size
-    df = pd.DataFrame({"region": region[state], "state": state, "age": rng.integers(0, 6, n),
-                       "sex": rng.integers(0, 2, n), "race": rng.choice(5, n, p=[.6, .15, .12, .08, .05]),
-                       "college": (rng.random(n) < .35).astype(int)})
-    hierarchy = pd.DataFrame({"region": region, "state": np.arange(51)})
-    workload = [("age", "sex"), ("race", "college"), ("age", "race"), ("sex", "college")]
-    cats = {"age": list(range(6)), "sex": [0, 1], "race": list(range(5)), "college": [0, 1]}
+    df, hierarchy = survey()
     truth = {lvl: [df.groupby(([lvl] if lvl != "national" else []) + list(t)).size() for t in workload]
              for lvl in ("national", "region", "state")}
     errors: dict[tuple[str, str], list[float]] = {}
