@@ -78,6 +78,7 @@ from pandas_dp.results.adaptive import DAWAHistogram, GridHistogram
 from pandas_dp.results.hierarchical import HierarchicalHistogram
 from pandas_dp.results.aggregate import Aggregate
 from pandas_dp.results.quantiles import Quantiles
+from pandas_dp.privacy.units import AutoMaxRows
 
 from pandas_dp.accessors.dask_hook import install as _install_dask_accessor
 
@@ -126,6 +127,7 @@ __all__ = [
     "MarginalHistogram",
     "Aggregate",
     "Quantiles",
+    "AutoMaxRows",
     "schema",
     "PandasDPError",
     "BudgetError",

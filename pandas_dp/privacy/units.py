@@ -14,7 +14,12 @@ checked before any charge:
 * ``max_rows="auto"``: ``k`` is chosen privately with :data:`AUTO_SHARE` of
   the loss: a noisy histogram of the units' numbers of rows on the
   half-octave steps :data:`AUTO_STEPS`, and the smallest step whose noisy
-  cumulative share reaches :data:`AUTO_QUANTILE`.
+  cumulative share reaches :data:`AUTO_QUANTILE`. ``max_rows=AutoMaxRows(share=...,
+  quantile=...)`` is the same rule with a public share and quantile of the
+  caller's (:class:`AutoMaxRows`): the choice is within one step of its target
+  in 90% of seeds only when the units above the quantile number about
+  ``ln 9 / (share * epsilon)`` or more, so few units or a small epsilon need a
+  larger share (``benchmarks/bench_auto_max_rows.py`` prints the spread).
 
 :class:`UnitBounds` is the one small frozen object that carries the unit and
 its bounds down the release pipeline; release plans ask it for the
@@ -43,7 +48,8 @@ from pandas_dp._utils.rational import safe_repr
 from pandas_dp.errors import ParameterError
 from pandas_dp.privacy.loss import PrivacyLoss, Sensitivity
 
-__all__ = ["UnitBounds", "UnitArguments", "UNIT_ARGUMENTS", "unit_bounds", "AUTO_SHARE", "AUTO_QUANTILE", "AUTO_MAX_ROWS", "AUTO_STEPS", "MAX_BOUND"]
+__all__ = ["UnitBounds", "UnitArguments", "UNIT_ARGUMENTS", "unit_bounds", "AutoMaxRows", "AUTO_SHARE", "AUTO_QUANTILE",
+           "AUTO_MAX_ROWS", "AUTO_STEPS", "MAX_BOUND"]
 
 #: Share of the release's loss spent choosing ``max_rows="auto"``.
 AUTO_SHARE = Fraction(1, 20)
@@ -59,6 +65,64 @@ AUTO_MAX_ROWS = 1024
 AUTO_STEPS: tuple[int, ...] = tuple(sorted({min(AUTO_MAX_ROWS, int(math.ceil(2 ** (i / 2)))) for i in range(21)}))
 #: Largest public bound accepted (a unit with more rows than this is truncated to it).
 MAX_BOUND = 1 << 20
+#: Largest share of the loss :class:`AutoMaxRows` may spend choosing the bound (the release needs the rest).
+MAX_AUTO_SHARE = Fraction(1, 2)
+
+
+def _share(value: Any) -> Fraction | None:
+    """``value`` as an exact fraction in ``(0, MAX_AUTO_SHARE]`` (a float by its shortest repr), else None."""
+    if isinstance(value, bool):
+        return None
+    try:
+        share = Fraction(repr(value)) if isinstance(value, float) else Fraction(value)
+    except (TypeError, ValueError, ZeroDivisionError, OverflowError):
+        return None
+    return share if 0 < share <= MAX_AUTO_SHARE else None
+
+
+@dataclass(frozen=True)
+class AutoMaxRows:
+    """``max_rows=AutoMaxRows(share=..., quantile=...)``: the bound chosen privately, with the caller's public share.
+
+    ``max_rows="auto"`` is ``AutoMaxRows()``: :data:`AUTO_SHARE` (1/20) of the release's loss buys a
+    noisy histogram of the units' numbers of rows on the steps :data:`AUTO_STEPS`, and the bound is
+    the smallest step whose noisy cumulative count reaches ``quantile`` of the total. The choice is
+    stable (within one step of its target in 90% of seeds) when the units above the quantile number
+    about ``ln 9 / (share * epsilon)`` or more (the noise of the steps around the target must be
+    below that tail): about 45 units at epsilon 1 and the default share, 450 at epsilon 0.1. With
+    fewer, a larger share buys the stability (``benchmarks/bench_auto_max_rows.py`` prints the
+    spread for a share and an epsilon), or a public ``max_rows=k`` needs none.
+
+    Parameters
+    ----------
+    share : number, default 1/20
+        Share of the release's loss spent choosing the bound, in ``(0, 1/2]``; exact (a float is read
+        by its shortest repr, ``0.2`` is ``1/5``).
+    quantile : float, default 0.9
+        The quantile of the units' numbers of rows the bound aims at, in ``(0, 1]``.
+
+    Examples
+    --------
+    >>> import pandas_dp as pdp
+    >>> pdp.AutoMaxRows(share=0.2)
+    AutoMaxRows(share=Fraction(1, 5), quantile=0.9)
+    """
+
+    share: Fraction = AUTO_SHARE
+    quantile: float = AUTO_QUANTILE
+
+    def __post_init__(self) -> None:
+        share = _share(self.share)
+        if share is None:
+            raise ParameterError(f"The 'share' of AutoMaxRows must be a number in (0, 1/2]: the share of the "
+                                 f"release's loss spent choosing max_rows (the default is 1/20). Got "
+                                 f"{safe_repr(self.share)}.")
+        quantile = self.quantile
+        if isinstance(quantile, bool) or not isinstance(quantile, (int, float)) or not 0 < quantile <= 1:
+            raise ParameterError(f"The 'quantile' of AutoMaxRows must be a number in (0, 1] (the default 0.9 "
+                                 f"bounds nine units in ten without truncation). Got {safe_repr(quantile)}.")
+        object.__setattr__(self, "share", share)
+        object.__setattr__(self, "quantile", float(quantile))
 
 
 @dataclass(frozen=True)
@@ -75,7 +139,11 @@ class UnitBounds:
     max_cells, max_rows_per_cell : int or None
         At most ``max_cells`` distinct cells per unit and ``max_rows_per_cell`` rows in each.
     auto : bool
-        ``max_rows="auto"``: the bound is chosen privately with :data:`AUTO_SHARE` of the loss.
+        ``max_rows="auto"`` (or an :class:`AutoMaxRows`): the bound is chosen privately.
+    auto_share : Fraction
+        The share of the loss that choice spends (:data:`AUTO_SHARE` for ``"auto"``).
+    auto_quantile : float
+        The quantile of the units' numbers of rows it aims at (:data:`AUTO_QUANTILE` for ``"auto"``).
     """
 
     column: Any
@@ -83,6 +151,8 @@ class UnitBounds:
     max_cells: int | None = None
     max_rows_per_cell: int | None = None
     auto: bool = False
+    auto_share: Fraction = AUTO_SHARE
+    auto_quantile: float = AUTO_QUANTILE
 
     @property
     def scheme(self) -> str:
@@ -159,7 +229,7 @@ class UnitBounds:
         else:
             out["max_rows"] = "auto" if self.auto and self.max_rows is None else self.max_rows
         if self.auto:
-            out.update(max_rows_auto_share=str(AUTO_SHARE), max_rows_auto_quantile=AUTO_QUANTILE)
+            out.update(max_rows_auto_share=str(self.auto_share), max_rows_auto_quantile=self.auto_quantile)
         return out
 
 
@@ -213,8 +283,8 @@ def unit_bounds(columns: Any, privacy_unit: Any = None, *, max_rows: Any = None,
         The frame's column labels (never its values).
     privacy_unit : hashable, optional
         The unit column; ``None``: one row is one unit (no bounds may be given).
-    max_rows : int or "auto", optional
-        At most this many rows per unit.
+    max_rows : int, "auto" or AutoMaxRows, optional
+        At most this many rows per unit; ``"auto"`` or :class:`AutoMaxRows`: chosen privately.
     max_cells, max_rows_per_cell : int, optional
         Together: at most ``max_cells`` distinct cells per unit, ``max_rows_per_cell`` rows in each.
     reserved : tuple
@@ -258,10 +328,18 @@ def unit_bounds(columns: Any, privacy_unit: Any = None, *, max_rows: Any = None,
     if max_rows is None and max_cells is None and max_rows_per_cell is None:
         raise ParameterError(f"privacy_unit={safe_repr(privacy_unit)} needs a public bound on each unit's contribution: "
                              f"max_rows=k (e.g. max_rows=5), max_rows='auto' (chosen privately with "
-                             f"{float(AUTO_SHARE):.0%} of the loss), or max_cells=c with max_rows_per_cell=r.")
+                             f"{float(AUTO_SHARE):.0%} of the loss; AutoMaxRows(share=...) for another share), or "
+                             f"max_cells=c with max_rows_per_cell=r.")
     if max_rows is not None:
         if isinstance(max_rows, str) and str.__str__(max_rows) == "auto":  # a str subclass's __eq__ is not called
             return UnitBounds(privacy_unit, auto=True)
+        if isinstance(max_rows, AutoMaxRows):
+            return UnitBounds(privacy_unit, auto=True, auto_share=max_rows.share, auto_quantile=max_rows.quantile)
+        if integer_in(max_rows, 1, MAX_BOUND) is None:
+            raise ParameterError(f"The 'max_rows' parameter must be a positive integer (a public bound on each "
+                                 f"unit's rows) of at most {MAX_BOUND:,}, 'auto' (chosen privately with "
+                                 f"{float(AUTO_SHARE):.0%} of the loss) or AutoMaxRows(share=...). Got "
+                                 f"{safe_repr(max_rows)}.")
         return UnitBounds(privacy_unit, max_rows=_bound(max_rows, "max_rows"))
     if max_cells is None or max_rows_per_cell is None:
         raise ParameterError("max_cells and max_rows_per_cell go together: at most max_cells distinct cells per "

@@ -57,7 +57,7 @@ from pandas_dp.results.geography_layout import geography_index, RESERVED_NAMES
 from pandas_dp.results.geography import GeographyHistogram
 from pandas_dp.algorithms.geography.layout import level_tables, region_tree_layout
 from pandas_dp.noise.words import release_key
-from pandas_dp.privacy.units import AUTO_MAX_ROWS, AUTO_SHARE, UnitArguments, UnitBounds
+from pandas_dp.privacy.units import AUTO_MAX_ROWS, UnitArguments, UnitBounds
 from pandas_dp.releases.geography_arguments import (GEOGRAPHY_KEYWORDS, HELD_TOTALS_NEIGHBOURS, GeographyArguments,
                                                      held_totals_sensitivity)
 from pandas_dp.releases.methods import METHODS, method_named
@@ -258,7 +258,7 @@ def histogram_by_region(frame: Any, columns: Any, geography: GeographyArguments,
         plan = planned(None, loss)
     else:  # "auto" is planned for the largest bound it may choose: a loss too small for it is refused now
         plan = planned(unit.with_max_rows(AUTO_MAX_ROWS) if unit.auto else unit,
-                       loss - loss.part(AUTO_SHARE) if unit.auto else loss)
+                       loss - loss.part(unit.auto_share) if unit.auto else loss)
     params = _ledger_params(plan, loss, name, nonneg, whole, totals)
     parents = [None, *tree.parents[1:]]
     columns = [*cols, *(c for c in tree.located if c not in cols)]
@@ -277,8 +277,9 @@ def histogram_by_region(frame: Any, columns: Any, geography: GeographyArguments,
         key = release_key(generator)
         chosen, final = unit, plan
         if unit.auto:
-            part = loss.part(AUTO_SHARE)
-            chosen = unit.with_max_rows(choose_max_rows(coded.contributions(), part.noise(), generator))
+            part = loss.part(unit.auto_share)
+            chosen = unit.with_max_rows(choose_max_rows(coded.contributions(), part.noise(), generator,
+                                                            unit.auto_quantile))
             final = planned(chosen, loss - part)
         leaf = coded.counts(chosen, key).reshape(len(tree.regions[-1]), grid.size)
         return release(level_tables(leaf, tree), final,

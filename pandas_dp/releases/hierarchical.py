@@ -17,7 +17,6 @@ from pandas_dp.algorithms.tree.branching import choose_branching
 from pandas_dp.domain.grid import make_grid
 from pandas_dp._utils.public import float_array, safe_repr
 from pandas_dp.errors import ParameterError
-from pandas_dp.privacy.units import AUTO_SHARE
 from pandas_dp.results.hierarchical import HierarchicalHistogram
 from pandas_dp.releases.histogram import flat_histogram, histogram_release
 from pandas_dp.releases.methods import MethodName, method_named, plan_method
@@ -101,7 +100,7 @@ def range_query(frame: pd.DataFrame, column: Any, ranges: Any, *, bins: Any = No
         else:
             name = "hierarchical"
             knobs.setdefault("branching", "auto")
-    method_loss = loss if unit is None or not unit.auto else loss - loss.part(AUTO_SHARE)
+    method_loss = loss if unit is None or not unit.auto else loss - loss.part(unit.auto_share)
     planned = plan_method(name, grid, method_loss, knobs, unit)
     result = histogram_release(frame, cols, grid, loss, planned, rng=generator, nonnegative=nonneg, unit=unit,
                                knobs=knobs)

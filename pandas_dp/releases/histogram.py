@@ -23,7 +23,7 @@ from pandas_dp.domain.grid import Grid, make_grid
 from pandas_dp.errors import ParameterError
 from pandas_dp.noise.words import release_key
 from pandas_dp.privacy.loss import PrivacyLoss
-from pandas_dp.privacy.units import AUTO_SHARE, UnitArguments, UnitBounds
+from pandas_dp.privacy.units import UnitArguments, UnitBounds
 from pandas_dp.results.geography import GeographyHistogram
 from pandas_dp.results.histogram import Histogram
 from pandas_dp.releases.discover import discover_histogram
@@ -123,7 +123,7 @@ def histogram_release(frame: Any, cols: list[Any], grid: Grid, loss: PrivacyLoss
 
     With a privacy unit the engine codes the rows by cell and unit, and the mechanism bounds every
     unit's contribution (random rows, with the release's randomness) before counting; with
-    ``max_rows="auto"`` it first spends :data:`~pandas_dp.privacy.units.AUTO_SHARE` of the loss on a noisy
+    ``max_rows="auto"`` it first spends the bounds' ``auto_share`` of the loss on a noisy
     histogram of rows per unit and re-plans the method for the bound it gives (``knobs``: the
     method's knobs as given, for that plan).
     """
@@ -143,7 +143,8 @@ def histogram_release(frame: Any, cols: list[Any], grid: Grid, loss: PrivacyLoss
         chosen, final = unit, planned
         rest = histogram_loss(loss, unit, report_dropped)
         if unit.auto:
-            chosen = unit.with_max_rows(choose_max_rows(coded.contributions(), loss.part(AUTO_SHARE).noise(), rng))
+            chosen = unit.with_max_rows(choose_max_rows(coded.contributions(), loss.part(unit.auto_share).noise(), rng,
+                                                        unit.auto_quantile))
             final = plan_method(planned.method, grid, rest, knobs or {}, chosen)
         dropped: dict[str, Any] = {}
         if report_dropped is not None:   # sequential composition: its share is part of the one charge
@@ -196,7 +197,7 @@ def histogram_loss(loss: PrivacyLoss, bounds: UnitBounds | None, dropped: Fracti
     """What the histogram itself runs at: the loss less ``max_rows="auto"``'s and ``report_dropped``'s shares."""
     rest = loss
     if bounds is not None and bounds.auto:
-        rest = rest - loss.part(AUTO_SHARE)
+        rest = rest - loss.part(bounds.auto_share)
     if dropped is not None:
         rest = rest - loss.part(dropped)
     return rest

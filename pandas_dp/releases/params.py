@@ -421,9 +421,10 @@ UNIT_PARAMS: tuple[Param, ...] = tuple(Param(name, PrivacyUnit(), None, kind=KEY
     ("privacy_unit", "column label, optional", """
         The column identifying each person (rider, customer, household): neighbouring
         frames then differ by all the rows of one unit. Default: one row is one unit."""),
-    ("max_rows", "int or \"auto\", optional", """
+    ("max_rows", "int, \"auto\" or AutoMaxRows, optional", """
         With ``privacy_unit``: keep at most this many rows per unit, chosen at random
-        (``"auto"`` chooses it privately with 5% of the loss)."""),
+        (``"auto"`` chooses it privately with 5% of the loss; ``pandas_dp.AutoMaxRows(share=0.2)``
+        with another share, for few units or a small epsilon)."""),
     ("max_cells", "int, optional", """
         With ``privacy_unit``, instead of ``max_rows``: at most ``max_cells`` distinct cells
         (groups) per unit, ``max_rows_per_cell`` rows in each (L1 ``c r``, L2 ``sqrt(c) r``)."""),

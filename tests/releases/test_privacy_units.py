@@ -194,6 +194,56 @@ def test_auto_bound_is_chosen_privately_and_recorded():
     assert b.spent == 1.0 and list(b.ledger["status"]) == ["ok"]
 
 
+def test_a_public_share_buys_the_automatic_bound():
+    # AutoMaxRows(share=s) spends s of the loss on the bound and the rest on the histogram: one charge,
+    # the share in params and the ledger; the default AutoMaxRows() is "auto" itself, seed for seed.
+    df = pd.DataFrame({"rider": np.repeat(np.arange(300), 6), "hour": np.tile(np.arange(6), 300)})
+    call = lambda max_rows, seed=2: df.dp.histogram("hour", bins=24, range=(0, 24), epsilon=1.0,  # noqa: E731
+                                                    privacy_unit="rider", max_rows=max_rows,
+                                                    rng=np.random.default_rng(seed))
+    with pdp.budget(epsilon=3.0) as b:
+        quarter, auto, default = call(pdp.AutoMaxRows(share=0.25)), call("auto"), call(pdp.AutoMaxRows())
+    assert b.spent == 3.0 and list(b.ledger["status"]) == ["ok"] * 3
+    assert quarter.params["max_rows_auto_share"] == "1/4" and '"max_rows_auto_share": "1/4"' in b.ledger.loc[0, "params"]
+    pd.testing.assert_series_equal(auto.counts, default.counts)
+    assert dict(auto.params) == dict(default.params)
+    # The histogram runs at 3/4 of epsilon with the chosen bound k: discrete Laplace of scale t = k / (3/4),
+    # variance 2 e^(-1/t) / (1 - e^(-1/t))^2.
+    t = quarter.params["max_rows"] / 0.75
+    assert np.allclose(quarter.to_frame()["variance"], 2 * np.exp(-1 / t) / (1 - np.exp(-1 / t)) ** 2)
+    # 300 units whose 10% tail is 30: 1/20 of epsilon 1 is too little to be stable (see AutoMaxRows),
+    # a quarter of it finds the 6 rows in nearly every seed.
+    with pdp.budget(epsilon=200.0):
+        found = [call(pdp.AutoMaxRows(share=0.25), seed).params["max_rows"] for seed in range(40)]
+    assert np.mean(np.isin(found, [4, 6, 8])) >= 0.9
+
+
+@settings(max_examples=25, deadline=None)
+@given(share=st.one_of(st.floats(allow_nan=True), st.integers(-3, 3), st.just("1/4"), st.just(None),
+                       st.fractions(min_value=-1, max_value=2)),
+       quantile=st.one_of(st.floats(-1, 2), st.just(True), st.just("0.9")))
+def test_automaxrows_takes_a_share_in_0_half_and_a_quantile_in_0_1(share, quantile):
+    from fractions import Fraction
+    try:
+        valid_share = not isinstance(share, (str, type(None))) and 0 < Fraction(share) <= Fraction(1, 2)
+    except (ValueError, OverflowError):
+        valid_share = False
+    valid_quantile = isinstance(quantile, float) and 0 < quantile <= 1
+    if valid_share and valid_quantile:
+        auto = pdp.AutoMaxRows(share=share, quantile=quantile)
+        assert 0 < auto.share <= Fraction(1, 2) and isinstance(auto.share, Fraction)
+    else:
+        with pytest.raises(pdp.ParameterError, match="AutoMaxRows"):
+            pdp.AutoMaxRows(share=share, quantile=quantile)
+
+
+def test_a_bad_max_rows_names_the_automatic_choice_before_any_charge():
+    with pdp.budget(epsilon=1.0) as b:
+        with pytest.raises(pdp.ParameterError, match="max_rows.*'auto'.*AutoMaxRows"):
+            RIDES.dp.histogram("hour", bins=24, range=(0, 24), epsilon=1.0, privacy_unit="rider", max_rows="automatic")
+    assert b.spent == 0
+
+
 # ------------------------------------------------------------------ DP with whole-unit neighbours
 
 def _unit_neighbours():
@@ -232,7 +282,7 @@ def test_every_method_is_dp_for_whole_units(method):
 
 
 SCHEMES = {"max_rows=3": dict(max_rows=3), "max_cells=2, max_rows_per_cell=2": dict(max_cells=2, max_rows_per_cell=2),
-           "max_rows=auto": dict(max_rows="auto")}
+           "max_rows=auto": dict(max_rows="auto"), "AutoMaxRows(share=1/4)": dict(max_rows=pdp.AutoMaxRows(share=0.25))}
 QUICK_CASE, QUICK_SCHEME = "unit with 40 rows in one cell", "max_rows=3"
 #: The slow matrix: every scheme on the quick neighbour and every neighbour with the quick scheme (the quick
 #: run tests their crossing); PANDAS_DP_SLOW_DEPTH=full crosses them all (tests/_slow.py).
