@@ -64,9 +64,10 @@ def _split(part: pd.DataFrame, code: Callable[[Any, Any], Sequence[np.ndarray]],
     hashes = unit_hashes(part[unit])
     positions = np.arange(offset, offset + len(part), dtype=np.dtype(position_dtype))
     keep = np.flatnonzero(part_survivors(step, args, codes, hashes, positions))
-    bucket = (hashes[keep] % np.uint64(n_buckets)).astype(np.uint16 if n_buckets <= 1 << 16 else np.intp)
-    order = keep[np.argsort(bucket, kind="stable")]        # by bucket, positions ascending in each
-    edges = np.searchsorted(np.sort(bucket), np.arange(n_buckets + 1))
+    bucket = (hashes[keep] % np.uint64(n_buckets)).astype(np.uint8 if n_buckets <= 256 else np.intp)
+    order = keep[np.argsort(bucket, kind="stable")]        # by bucket (a radix sort), positions ascending in each
+    edges = np.zeros(n_buckets + 1, dtype=np.int64)
+    np.cumsum(np.bincount(bucket, minlength=n_buckets), out=edges[1:])
     codes = [c[order] for c in codes]
     hashes, positions = hashes[order], positions[order]
     return tuple((tuple(c[a:b] for c in codes), hashes[a:b], positions[a:b]) for a, b in zip(edges[:-1], edges[1:]))
