@@ -159,7 +159,7 @@ def test_every_unit_step_gives_the_pandas_release_whatever_the_layout(layout, na
     if name in ("aggregate", "quantiles") and scheme.get("max_cells"):
         scheme = dict(max_rows=2)                          # value sums and steps bound rows per unit
     if name == "quantiles" and layout == "missing and odd units":
-        pytest.xfail("differs on main too (the unit path before this change): left for its own item")
+        pytest.xfail("differs on main too, even with one partition (not the unit path: left for its own item)")
     call = RELEASES[name]
     with pdp.budget(epsilon=1e6, delta=None):
         a = call(frame, scheme, np.random.default_rng(5))
