@@ -48,9 +48,9 @@ class Piece:
         Unit code of every row (``0..`` within the piece), ``-1`` when the unit is missing or odd.
     hashes : numpy.ndarray or None
         The canonical 64-bit hash of every row's unit (:func:`pandas_dp.engines.pandas.bounding.unit_hashes`),
-        when asked for (the cells scheme) or carried anyway (Dask shuffles by it).
+        when asked for (the cells scheme) or carried anyway (Dask gathers units by it).
     positions : numpy.ndarray or None
-        Every row's position in the frame (uint64); None: ``0..n-1`` (the whole frame).
+        Every row's position in the frame (unsigned integers); None: ``0..n-1`` (the whole frame).
     """
 
     codes: tuple[np.ndarray, ...]

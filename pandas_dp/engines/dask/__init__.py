@@ -5,7 +5,7 @@
 (registered by :mod:`pandas_dp.accessors.dask` when Dask imports): the features written
 once (:class:`~pandas_dp.engines.features.CountingEngine`) over :class:`DaskPrimitives`,
 whose pieces are the partitions, counted with the pandas kernels where they live and
-combined in reduction trees (:mod:`.graph`); the unit path shuffles the coded rows by unit
+combined in reduction trees (:mod:`.graph`); the unit path bounds every partition, then gathers the surviving rows by unit
 (:mod:`.shuffle`). Its results equal the pandas engine's on the same rows, so a seeded
 ``rng`` gives identical releases. Importing this package does not import Dask: its modules
 load it on first use through :func:`pandas_dp._utils.optional.import_optional`.
@@ -54,7 +54,7 @@ class DaskPrimitives:
 
     def unit_rows(self, frame: Any, columns: Sequence[Any], code: Callable[[Any, Any], Sequence[np.ndarray]],
                   public: Any, unit: Any, *, hashes: bool, n_codes: int) -> DaskUnitRows:
-        # The unit hashes always travel: the shuffle is keyed by them.
+        # The unit hashes always travel: the rows meet by them.
         return DaskUnitRows(frame, columns, code, public, unit, n_codes, self.split_every)
 
     def label_counts(self, values: Any) -> tuple[np.ndarray, np.ndarray]:
