@@ -71,7 +71,7 @@ MAX_AUTO_SHARE = Fraction(1, 2)
 
 def _share(value: Any) -> Fraction | None:
     """``value`` as an exact fraction in ``(0, MAX_AUTO_SHARE]`` (a float by its shortest repr), else None."""
-    if isinstance(value, bool):
+    if isinstance(value, (bool, str, bytes)):
         return None
     try:
         share = Fraction(repr(value)) if isinstance(value, float) else Fraction(value)
