@@ -30,6 +30,8 @@ __all__ = ["file_parts"]
 
 def _scan(lazy: Any) -> dict[str, Any] | None:
     """The scan node of a query that is a plain scan (None for any other query)."""
+    if not lazy.explain(optimized=False).startswith("Parquet SCAN"):  # cheap: the plan's text, not its data
+        return None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         plan = json.loads(lazy.serialize(format="json"))
