@@ -74,7 +74,8 @@ class PolarsPrimitives:
 
     def unit_rows(self, frame: Any, columns: Sequence[Any], code: Callable[[Any, Any], Sequence[np.ndarray]],
                   public: Any, unit: Any, *, hashes: bool, n_codes: int) -> PolarsUnitRows:
-        return PolarsUnitRows(coded_piece(frame, columns, code, public, unit, hashes=hashes, n_codes=n_codes))
+        return PolarsUnitRows(coded_piece(frame, columns, code, public, unit, hashes=hashes, n_codes=n_codes,
+                                          batch_rows=self.batch_rows))
 
     def label_counts(self, values: Any) -> tuple[np.ndarray, np.ndarray]:
         return labels.label_counts(values)

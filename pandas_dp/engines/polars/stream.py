@@ -18,7 +18,7 @@ from typing import Any
 from pandas_dp.engines.polars.frame import pl
 from pandas_dp.errors import DataSourceError
 
-__all__ = ["BATCH_ROWS", "COMBINE_EVERY", "batches", "stream_reduce", "guarded", "to_pandas"]
+__all__ = ["BATCH_ROWS", "COMBINE_EVERY", "batches", "polars_batches", "stream_reduce", "guarded", "to_pandas"]
 
 #: Rows per streamed batch.
 BATCH_ROWS = 1 << 20
@@ -44,9 +44,9 @@ def to_pandas(batch: Any, series: bool) -> Any:
     return frame.iloc[:, 0] if series else frame
 
 
-def batches(parts: Sequence[Any], *, series: bool = False, batch_rows: int = BATCH_ROWS) -> Iterator[Any]:
-    """Every batch of the rows of the queries ``parts``, in order, as a pandas piece (at least one piece: an
-    empty frame has one)."""
+def polars_batches(parts: Sequence[Any], *, batch_rows: int = BATCH_ROWS) -> Iterator[Any]:
+    """Every non-empty batch of the rows of the queries ``parts``, in order, as a Polars DataFrame (an empty
+    frame gives one empty batch)."""
     done = object()
     empty = True
     for lazy in parts:
@@ -58,9 +58,16 @@ def batches(parts: Sequence[Any], *, series: bool = False, batch_rows: int = BAT
             if batch.height == 0:
                 continue
             empty = False
-            yield to_pandas(batch, series)
+            yield batch
     if empty:
-        yield to_pandas(pl.DataFrame(schema=guarded(parts[0].collect_schema)), series)
+        yield pl.DataFrame(schema=guarded(parts[0].collect_schema))
+
+
+def batches(parts: Sequence[Any], *, series: bool = False, batch_rows: int = BATCH_ROWS) -> Iterator[Any]:
+    """Every batch of the rows of the queries ``parts``, in order, as a pandas piece (at least one piece: an
+    empty frame has one)."""
+    for batch in polars_batches(parts, batch_rows=batch_rows):
+        yield to_pandas(batch, series)
 
 
 def stream_reduce(parts: Sequence[Any], count: Callable[[Any, Any], Any], public: Any, combine: Callable[..., Any],
