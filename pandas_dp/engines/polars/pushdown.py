@@ -9,8 +9,8 @@ pandas engine's:
 
 * numeric bins (edges ``e_0 < ... < e_n``, bin ``i`` is ``[e_i, e_(i+1))``) on an integer or float
   column: a value's bin is the last edge at or below it. Integer-valued evenly spaced edges
-  (``bins=64, range=(0, 128)``) by arithmetic (``floor((x - lo) / w)`` on values inside
-  ``[lo, hi)``); other edges by ``search_sorted``. ``Int64`` values compare with integer edges
+  (``bins=64, range=(0, 128)``) by arithmetic (``floor((x - lo) / w)``), other edges by
+  ``search_sorted``, on the rows inside ``[lo, hi)`` (a filter before the group-by). ``Int64`` values compare with integer edges
   rounded up (exact) except where the pandas coder compares in float64 (evenly spaced
   non-integral edges), where they are compared in float64 too; every other numeric type is
   compared in float64 (exact). Missing values, ``NaN`` and values outside ``[e_0, e_n)`` drop.
@@ -55,8 +55,8 @@ def _kind(dtype: Any) -> str | None:
     return None
 
 
-def _bin_code(column: str, dim: BinDomain, kind: str) -> Any:
-    """Bin code (Int64) of every value, null when it drops."""
+def _bin_code(column: str, dim: BinDomain, kind: str) -> tuple[Any, Any]:
+    """Bin code (Int64) of every value and whether it counts (inside ``[e_0, e_n)``)."""
     edges = np.asarray(dim.keys, dtype=np.float64)
     n = dim.size
     lo, hi = float(edges[0]), float(edges[-1])
@@ -68,7 +68,7 @@ def _bin_code(column: str, dim: BinDomain, kind: str) -> Any:
         x = x.cast(pl.Int64)
         inside = (x >= int(keys[0])) & (x < int(keys[-1]))
         if isinstance(coder, IntegralFloats):
-            code = (x - int(lo)) // int(coder.width)
+            code = (x - int(lo)) // int(coder.width) if lo != 0 else x // int(coder.width)
         else:
             code = pl.lit(pl.Series(keys)).search_sorted(x, side="right").cast(pl.Int64) - 1
     else:
@@ -78,15 +78,18 @@ def _bin_code(column: str, dim: BinDomain, kind: str) -> Any:
             code = ((x.floor() - lo) // coder.width).cast(pl.Int64)
         else:
             code = pl.lit(pl.Series(edges)).search_sorted(x, side="right").cast(pl.Int64) - 1
-    return pl.when(inside).then(code.clip(0, n - 1)).otherwise(None)
+    return code, inside  # a code of a row inside is in [0, n): bins of integer edges hold every integer once
 
 
-def _label_code(column: str, dim: CategoryDomain, kind: str, dtype: Any) -> Any:
-    """Label code (Int64) of every value, null when it drops; None when the labels are not pushed down."""
+def _label_code(column: str, dim: CategoryDomain, kind: str, dtype: Any) -> tuple[Any, Any] | None:
+    """Label code (Int64) of every value and whether it counts; None when the labels are not pushed down."""
     labels = list(dim.labels)
     x = pl.col(column)
     if kind == "text" and all(type(v) is str for v in labels) and len(set(labels)) == len(labels):
-        code = x.cast(pl.String).cast(pl.Enum(labels), strict=False).to_physical().cast(pl.Int64)
+        if isinstance(dtype, pl.Enum) and list(dtype.categories) == labels:
+            code = x.to_physical().cast(pl.Int64)  # the column's own codebook: its codes are the cells
+        else:
+            code = x.cast(pl.String).cast(pl.Enum(labels), strict=False).to_physical().cast(pl.Int64)
     elif (type(dtype).__name__ in ("Int64", *_SMALL_INTS[:3]) and labels
           and all(type(v) in (int, np.int64) for v in labels)):
         code = x.cast(pl.Int64).replace_strict([int(v) for v in labels], list(range(len(labels))), default=None,
@@ -94,12 +97,13 @@ def _label_code(column: str, dim: CategoryDomain, kind: str, dtype: Any) -> Any:
     else:
         return None
     if dim.has_other:
-        return pl.when(x.is_null()).then(None).otherwise(code.fill_null(dim.size - 1))
-    return code
+        return code.fill_null(dim.size - 1), x.is_not_null()
+    return code, code.is_not_null()
 
 
-def cell_expressions(schema: Any, dims: Sequence[Any]) -> list[Any] | None:
-    """One Int64 code expression per dimension (null: the row drops), or None when one is not pushed down."""
+def cell_expressions(schema: Any, dims: Sequence[Any]) -> list[tuple[Any, Any]] | None:
+    """Per dimension, an Int64 code expression and the condition for a row to count, or None when a dimension
+    is not pushed down."""
     out = []
     for dim in dims:
         if dim.column not in schema:
@@ -122,19 +126,19 @@ def cell_expressions(schema: Any, dims: Sequence[Any]) -> list[Any] | None:
     return out
 
 
-def grouped_codes(lazy: Any, codes: Sequence[Any]) -> tuple[list[np.ndarray], np.ndarray]:
-    """Every combination of codes present (rows with a null code dropped) and its rows, by a streaming
-    ``group_by(codes).len()``: one int64 array per code and the int64 counts."""
+def grouped_codes(lazy: Any, codes: Sequence[tuple[Any, Any]]) -> tuple[list[np.ndarray], np.ndarray]:
+    """Every combination of codes present among the rows that count and its rows, by a streaming
+    ``filter(...).group_by(codes).len()``: one int64 array per code and the int64 counts."""
     names = [f"__code{i}" for i in range(len(codes))]
-    query = (lazy.select([c.alias(n) for c, n in zip(codes, names)])
-             .drop_nulls()
-             .group_by(names).agg(pl.len().alias("__rows")))
+    counts = pl.all_horizontal([ok for _, ok in codes]) if len(codes) > 1 else codes[0][1]
+    query = (lazy.filter(counts)
+             .group_by([c.alias(n) for (c, _), n in zip(codes, names)]).agg(pl.len().alias("__rows")))
     out = guarded(lambda: query.collect(engine="streaming"))
     return ([out[n].to_numpy().astype(np.int64, copy=False) for n in names],
             out["__rows"].to_numpy().astype(np.int64, copy=False))
 
 
-def flat_counts(lazy: Any, grid: Grid, codes: Sequence[Any]) -> np.ndarray:
+def flat_counts(lazy: Any, grid: Grid, codes: Sequence[tuple[Any, Any]]) -> np.ndarray:
     """Flat int64 counts of the cells of ``grid`` (C order)."""
     found, rows = grouped_codes(lazy, codes)
     flat = np.ravel_multi_index(tuple(found), grid.shape) if found[0].size else np.zeros(0, dtype=np.int64)
@@ -143,7 +147,7 @@ def flat_counts(lazy: Any, grid: Grid, codes: Sequence[Any]) -> np.ndarray:
     return counts
 
 
-def table_counts(lazy: Any, workload: Workload, codes: Sequence[Any]) -> dict[Marginal, np.ndarray]:
+def table_counts(lazy: Any, workload: Workload, codes: Sequence[tuple[Any, Any]]) -> dict[Marginal, np.ndarray]:
     """Every maximal marginal of ``workload`` from the counts of the attribute combinations present."""
     found, rows = grouped_codes(lazy, codes)
     tables = {}
