@@ -188,3 +188,33 @@ def test_categorical_columns_have_no_public_domain():
         enum = pl.LazyFrame({"s": ["a", "b", "a"]}).with_columns(pl.col("s").cast(pl.Enum(["a", "b", "c"])))
         h = enum.dp.histogram("s", categories="dtype", epsilon=0.5, rng=np.random.default_rng(0))
     assert list(h.counts.index) == ["a", "b", "c"] and b.spent == 0.5
+
+
+# -- the boundary rule on Parquet files: one file's odd row (and the type it gives its column) changes nothing
+from test_boundary_histograms import BASE, CALLS  # noqa: E402
+from pandas_dp.testing import assert_same_outcome  # noqa: E402
+
+ODD_VALUES = ["forty", 1e300, float("nan"), -(2**62), True, b"\xff\x00", None, "CA ", "17"]
+
+
+#: Calls run by default (the pushed-down cells and table path, labels, the streamed tree); the rest with --runslow.
+QUICK_CALLS = ("histogram identity", "2-D other", "float edges", "range_query")
+
+
+@pytest.mark.parametrize("value", ODD_VALUES, ids=repr)
+@pytest.mark.parametrize("name", [n if n in QUICK_CALLS else pytest.param(n, marks=pytest.mark.slow)
+                                  for n in sorted(CALLS) if n != "series histogram"])
+def test_an_odd_file_changes_nothing_observable(tmp_path, name, value):
+    """D: the rows in one file; D': the same file and one more whose row holds an odd value, which gives the
+    file's column another type (text, float, boolean, binary, null): same outcome class, index, warnings,
+    charge; seeded, out of domain, the same release."""
+    column = {str: "age", float: "state", int: "income", bool: "age", bytes: "state"}.get(type(value), "age")
+    BASE.to_parquet(tmp_path / "a.parquet")
+    odd = BASE.iloc[:1].astype(object)
+    odd[column] = [value]
+    odd.infer_objects().to_parquet(tmp_path / "b.parquet")
+    d = pl.scan_parquet(str(tmp_path / "a.parquet"))
+    d_prime = pl.scan_parquet(str(tmp_path / "*.parquet"))
+    a, b = assert_same_outcome(CALLS[name], d, d_prime)
+    assert a.kind == "returned" and not a.warnings, a.describe(full=True)
+    assert_same_outcome(CALLS[name], d, d_prime, budget=None)
