@@ -21,9 +21,11 @@ from __future__ import annotations
 from pandas_dp.accessors.pandas import DataFrameDPAccessor
 from pandas_dp.engines import Engine, register_engine
 from pandas_dp.engines.polars import POLARS_ENGINE, PolarsFrame, polars_frame
-from pandas_dp.engines.polars.frame import pl
+from pandas_dp.engines.polars.frame import polars_module
 
 __all__ = ["PolarsDataFrameDPAccessor", "PolarsLazyFrameDPAccessor"]
+
+pl = polars_module()
 
 
 def _polars_engine() -> Engine:

@@ -22,6 +22,8 @@ print(len(h.counts))
 ORDERS = {
     "pandas_dp first": "import pandas_dp\nassert 'polars' not in sys.modules\nimport polars as pl",
     "polars first": "import polars as pl\nimport pandas_dp",
+    # the engine's modules import no Polars: the registration, run when Polars imports, finds them whole
+    "engine first": "import pandas_dp.engines.polars\nassert 'polars' not in sys.modules\nimport polars as pl",
 }
 CHECK = """
 import sys

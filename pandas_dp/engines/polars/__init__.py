@@ -18,7 +18,8 @@
 * ``check_domain`` refuses the placeholder categories of a Polars ``Categorical`` (:mod:`.frame`).
 
 Its results equal the pandas engine's on the same rows, so a seeded ``rng`` gives identical
-releases. Importing this package imports Polars.
+releases. Importing this package does not import Polars: its modules load it on first use
+(:func:`~.frame.polars_module`).
 """
 
 from __future__ import annotations

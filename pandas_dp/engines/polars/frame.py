@@ -7,8 +7,9 @@ the engine streams. A Polars ``Enum`` has public categories in its dtype (the co
 declared with), so it shows as a pandas ``CategoricalDtype`` of those categories; a Polars
 ``Categorical`` builds its categories from the data, so it shows as a ``CategoricalDtype`` of
 one placeholder, refused as a domain (:func:`check_known_categories`) like Dask's unknown
-categories. Importing this module imports Polars (the engine's modules load only when a Polars
-frame is released).
+categories. Importing this module does not import Polars (:func:`polars_module` loads it on
+first use), so the accessor's registration, which runs when Polars is imported, never meets a
+half-imported engine.
 """
 
 from __future__ import annotations
@@ -24,9 +25,14 @@ from pandas_dp.domain.categories import CategoryDomain
 from pandas_dp.domain.grid import Grid
 from pandas_dp.errors import DomainError
 
-pl = import_optional("polars", extra="polars", purpose="Releasing a Polars frame")
+__all__ = ["PolarsFrame", "PolarsColumn", "pandas_dtype", "check_known_categories", "UNKNOWN_CATEGORIES",
+           "polars_module", "selected"]
 
-__all__ = ["PolarsFrame", "PolarsColumn", "pandas_dtype", "check_known_categories", "UNKNOWN_CATEGORIES", "pl"]
+
+def polars_module() -> Any:
+    """The ``polars`` module (imported on first use: importing the engine does not import Polars)."""
+    return import_optional("polars", extra="polars", purpose="Releasing a Polars frame")
+
 
 #: The one category a Polars ``Categorical`` column shows (its categories come from the data).
 UNKNOWN_CATEGORIES = "__UNKNOWN_CATEGORIES__"
@@ -34,6 +40,7 @@ UNKNOWN_CATEGORIES = "__UNKNOWN_CATEGORIES__"
 
 def pandas_dtype(dtype: Any) -> Any:
     """The pandas dtype a Polars column of ``dtype`` reads as (metadata only; the categories of an ``Enum``)."""
+    pl = polars_module()
     if isinstance(dtype, pl.Enum):
         return pd.CategoricalDtype(pd.Index(list(dtype.categories), dtype=object), ordered=False)
     if isinstance(dtype, pl.Categorical):
@@ -70,6 +77,7 @@ class PolarsFrame:
     """
 
     def __init__(self, data: Any, parts: list[Any] | None = None) -> None:
+        pl = polars_module()
         self.lazy = data.lazy() if isinstance(data, pl.DataFrame) else data
         self.schema = self.lazy.collect_schema()
         self.columns = pd.Index(list(self.schema.names()), dtype=object)
@@ -81,6 +89,7 @@ class PolarsFrame:
         return pd.Series({name: pandas_dtype(t) for name, t in self.schema.items()}, dtype=object)
 
     def __getitem__(self, key: Any) -> Any:
+        pl = polars_module()
         if isinstance(key, (list, tuple)):
             return PolarsFrame(self.lazy.select([pl.col(k) for k in key]),
                                [part.select([pl.col(k) for k in key]) for part in self.parts])
@@ -94,6 +103,7 @@ class PolarsFrame:
 
 def check_known_categories(frame: Any, grid: Grid) -> None:
     """Raise DomainError when a dimension took a Polars ``Categorical`` column's placeholder as its domain."""
+    pl = polars_module()
     if not isinstance(frame, PolarsFrame):
         return
     for dim in grid.dims:
@@ -109,6 +119,7 @@ def check_known_categories(frame: Any, grid: Grid) -> None:
 def selected(frame: Any, columns: Sequence[Any] | None) -> list[Any]:
     """The queries of ``frame`` (a :class:`PolarsFrame` or :class:`PolarsColumn`) reading only ``columns``
     (all of a frame's for None), one per part, in order."""
+    pl = polars_module()
     if isinstance(frame, PolarsColumn):
         return [part.select(pl.col(frame.name)) for part in frame.frame.parts]
     if columns is None:

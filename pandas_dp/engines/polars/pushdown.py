@@ -34,7 +34,7 @@ from pandas_dp.algorithms.marginals.workload import Marginal, Workload
 from pandas_dp.domain.binning import EvenFloats, IntegralFloats
 from pandas_dp.domain.categories import CategoryDomain
 from pandas_dp.domain.grid import BinDomain, Grid
-from pandas_dp.engines.polars.frame import pl
+from pandas_dp.engines.polars.frame import polars_module
 from pandas_dp.engines.polars.stream import guarded
 
 __all__ = ["cell_expressions", "grouped_codes", "flat_counts", "table_counts"]
@@ -57,6 +57,7 @@ def _kind(dtype: Any) -> str | None:
 
 def _bin_code(column: str, dim: BinDomain, kind: str) -> tuple[Any, Any]:
     """Bin code (Int64) of every value and whether it counts (inside ``[e_0, e_n)``)."""
+    pl = polars_module()
     edges = np.asarray(dim.keys, dtype=np.float64)
     n = dim.size
     lo, hi = float(edges[0]), float(edges[-1])
@@ -83,6 +84,7 @@ def _bin_code(column: str, dim: BinDomain, kind: str) -> tuple[Any, Any]:
 
 def _label_code(column: str, dim: CategoryDomain, kind: str, dtype: Any) -> tuple[Any, Any] | None:
     """Label code (Int64) of every value and whether it counts; None when the labels are not pushed down."""
+    pl = polars_module()
     labels = list(dim.labels)
     x = pl.col(column)
     if kind == "text" and all(type(v) is str for v in labels) and len(set(labels)) == len(labels):
@@ -129,6 +131,7 @@ def cell_expressions(schema: Any, dims: Sequence[Any]) -> list[tuple[Any, Any]] 
 def grouped_codes(lazy: Any, codes: Sequence[tuple[Any, Any]]) -> tuple[list[np.ndarray], np.ndarray]:
     """Every combination of codes present among the rows that count and its rows, by a streaming
     ``filter(...).group_by(codes).len()``: one int64 array per code and the int64 counts."""
+    pl = polars_module()
     names = [f"__code{i}" for i in range(len(codes))]
     counts = pl.all_horizontal([ok for _, ok in codes]) if len(codes) > 1 else codes[0][1]
     query = (lazy.filter(counts)

@@ -23,7 +23,7 @@ import os
 import warnings
 from typing import Any
 
-from pandas_dp.engines.polars.frame import pl
+from pandas_dp.engines.polars.frame import polars_module
 
 __all__ = ["file_parts"]
 
@@ -68,6 +68,7 @@ def _files(scan: dict[str, Any]) -> list[str] | None:
 
 def file_parts(lazy: Any, schema: Any) -> list[Any] | None:
     """One scan per file with the query's columns (a missing one: nulls) when the files' types disagree; else None."""
+    pl = polars_module()
     try:
         scan = _scan(lazy)
         files = None if scan is None else _files(scan)

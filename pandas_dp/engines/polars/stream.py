@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from pandas_dp.engines.polars.frame import pl
+from pandas_dp.engines.polars.frame import polars_module
 from pandas_dp.errors import DataSourceError
 
 __all__ = ["BATCH_ROWS", "COMBINE_EVERY", "batches", "polars_batches", "stream_reduce", "guarded", "to_pandas"]
@@ -47,6 +47,7 @@ def to_pandas(batch: Any, series: bool) -> Any:
 def polars_batches(parts: Sequence[Any], *, batch_rows: int = BATCH_ROWS) -> Iterator[Any]:
     """Every non-empty batch of the rows of the queries ``parts``, in order, as a Polars DataFrame (an empty
     frame gives one empty batch)."""
+    pl = polars_module()
     done = object()
     empty = True
     for lazy in parts:

@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from pandas_dp.engines.pandas.bounding import index_dtype, unit_codes, unit_hashes
-from pandas_dp.engines.polars.frame import pl, selected
+from pandas_dp.engines.polars.frame import polars_module, selected
 from pandas_dp.engines.polars.stream import BATCH_ROWS, polars_batches, to_pandas
 from pandas_dp.engines.primitives import Piece
 
@@ -60,6 +60,7 @@ def _numbered(values: np.ndarray, missing: np.ndarray) -> np.ndarray:
 def coded_piece(frame: Any, columns: Sequence[Any], code: Callable[[Any, Any], Sequence[np.ndarray]], public: Any,
                 unit: Any, *, hashes: bool, n_codes: int, batch_rows: int = BATCH_ROWS) -> Piece:
     """Every row of ``frame[columns]`` coded and with its unit (one piece: every unit's rows are in it)."""
+    pl = polars_module()
     parts: list[list[np.ndarray]] = [[] for _ in range(n_codes)]
     units: list[np.ndarray] = []
     missing: list[np.ndarray] = []
