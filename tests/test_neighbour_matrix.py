@@ -17,10 +17,12 @@ For every cell of the matrix:
   warnings, charge, ledger rows; :func:`pandas_dp.testing.assert_same_outcome`);
 * the Dask engine, on partitions whose unit column is int64, float64 and object, gives the pandas
   release byte for byte;
+* the Polars engine gives it too, on a LazyFrame of D and on a Parquet scan of files whose unit
+  column is int64, float64 and text plus a file holding the odd row (the files' types disagree);
 * the CLI, reading the CSV of each frame, writes byte-identical tables for D and D + the odd line.
 
-The default suite runs the pandas cells of one scheme per kind (a few seconds); the rest is slow
-(``--runslow``: pandas 38 cells, Dask 38 cells, the CLI 4 runs of two files).
+The default suite runs the pandas and Polars cells of one scheme per kind (a few seconds); the rest is
+slow (``--runslow``: pandas, Dask and Polars 38 cells each, the CLI 4 runs of two files).
 """
 
 from __future__ import annotations
@@ -237,6 +239,42 @@ def _check_dask(kind: str, scheme: str) -> None:
 @pytest.mark.parametrize("kind", sorted(DEFAULT))
 def test_every_release_kind_on_pandas(kind):
     _check_pandas(kind, DEFAULT[kind])
+
+
+def _parquet_scan(parts: list[pd.DataFrame], folder: Path) -> Any:
+    """A Parquet scan of ``parts``, one file each, every column in the type pandas inferred in its file
+    (a column that one odd row made mixed is written as text: its numbers parse back, its word does not)."""
+    pl = pytest.importorskip("polars")
+    folder.mkdir()
+    for i, part in enumerate(parts):
+        part = part.infer_objects()
+        mixed = [c for c in part.columns if part[c].dtype == object and part[c].map(type).nunique() > 1]
+        part.astype({c: str for c in mixed}).where(part.notna(), None).to_parquet(folder / f"part{i}.parquet")
+    return pl.scan_parquet(str(folder / "*.parquet"))
+
+
+def _check_polars(kind: str, scheme: str, folder: Path) -> None:
+    pl = pytest.importorskip("polars")
+    call = _call(kind, scheme)
+    unordered = kind in ("unattributed_histogram",) and scheme != "none"
+    want = _released(call, D)
+    _assert_identical(want, _released(call, pl.from_pandas(D).lazy()), sort=unordered)
+    # Files whose unit column is int64, float64 and text, and a file holding the odd row.
+    parts = _pid_kinds(D)
+    parts[2]["pid"] = parts[2]["pid"].astype(str)
+    scan = _parquet_scan([*parts, ODD.copy()], folder)
+    _assert_identical(want, _released(call, scan), sort=unordered)
+
+
+@pytest.mark.parametrize("kind", sorted(DEFAULT))
+def test_every_release_kind_on_polars_with_files_of_mixed_types(kind, tmp_path):
+    _check_polars(kind, DEFAULT[kind], tmp_path / "files")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind,scheme", MATRIX)
+def test_the_matrix_on_polars_with_files_of_mixed_types(kind, scheme, tmp_path):
+    _check_polars(kind, scheme, tmp_path / "files")
 
 
 @pytest.mark.slow

@@ -459,6 +459,18 @@ def test_dask_frames_are_dp(name):
     assert report.charged_per_run == 1.0
 
 
+@pytest.mark.parametrize("name", [n if n == "identity" else pytest.param(n, marks=pytest.mark.slow)
+                                  for n in DASK_MECHANISMS])
+def test_polars_frames_are_dp(name):
+    # As on Dask: the default run tests the identity release on Polars LazyFrames (the release is the pandas
+    # release, byte for byte: tests/engines/test_polars_conformance.py); --runslow: the tree and AHP.
+    pl = pytest.importorskip("polars")
+    make, statistic = DASK_MECHANISMS[name]
+    report = assert_dp(make(1.0), pl.from_pandas(D).lazy(), pl.from_pandas(QUICK.frame).lazy(), epsilon=1.0,
+                       trials=QUICK_TRIALS, statistic=statistic, rng=18)
+    assert report.charged_per_run == 1.0
+
+
 # ---------------------------------------------------------------- 2-D grids (DPCube's home ground)
 D2 = pd.DataFrame({"x": [0, 1, 1, 2, 3, 3, 3, 0], "y": [0, 0, 1, 3, 3, 3, 2, 0]})
 BINS2 = [[0, 1, 2, 3, 4], [0, 1, 2, 3, 4]]  # 4 x 4 cells

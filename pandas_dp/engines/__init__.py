@@ -1,4 +1,4 @@
-"""Engines: the only code that reads rows (pandas by default, Dask for larger-than-memory frames).
+"""Engines: the only code that reads rows (pandas by default, Dask and Polars for larger-than-memory frames).
 
 An engine turns a private frame into exact aggregates on a *public* domain
 (counts per cell of a :class:`~pandas_dp.domain.grid.Grid`, rows per public group)
@@ -8,7 +8,9 @@ a value that does not fit the domain is out of domain, dropped and uncounted.
 Engines are registered by frame type (:func:`register_engine`); the release
 pipeline asks :func:`engine_for` for the engine of the frame it got. The pandas
 engine serves ``pandas.DataFrame``; the Dask engine registers itself for Dask
-collections when ``dask.dataframe`` is imported. Algorithms, the budget and
+collections when ``dask.dataframe`` is imported, the Polars engine for the
+:class:`~pandas_dp.engines.polars.PolarsFrame` that ``LazyFrame.dp`` and
+``DataFrame.dp`` release from when ``polars`` is imported. Algorithms, the budget and
 results never see an engine.
 
 An engine is a :class:`~pandas_dp.engines.features.CountingEngine` (every method of the
@@ -18,7 +20,7 @@ labels, count groups, check a domain; mypy checks each engine's primitives). To 
 ``engines/<name>/__init__.py`` implements the primitives and subclasses ``CountingEngine``, the
 engine registers itself for its frame type here (:func:`register_engine`), and the tests' engine
 matrix (the ``engine`` fixture of ``tests/test_conformance.py``, and ``tests/engines/test_dask_conformance.py``
-for equality with pandas) runs it.
+and ``tests/engines/test_polars_conformance.py`` for equality with pandas) runs it.
 """
 
 from __future__ import annotations

@@ -35,7 +35,7 @@ def test_numbers_as_text_meet_number_labels_and_numbers_meet_text_labels():
     assert codes([5], pd.Series(["5", "x", None], dtype=object), other="Other") == [0, 1, -1]
 
 
-@pytest.mark.parametrize("engine", ["pandas", "dask"])
+@pytest.mark.parametrize("engine", ["pandas", "dask", "polars"])
 def test_one_odd_row_moves_no_count_when_the_column_turns_to_text(engine):
     base = pd.DataFrame({"x": np.arange(200) % 4})
     odd = pd.concat([base, pd.DataFrame({"x": ["not a code"]})], ignore_index=True)  # object column now
@@ -44,6 +44,9 @@ def test_one_odd_row_moves_no_count_when_the_column_turns_to_text(engine):
         dd = pytest.importorskip("dask.dataframe")
         base, odd = dd.from_pandas(base, npartitions=2), dd.from_pandas(odd, npartitions=2)
         assert pd.api.types.is_string_dtype(odd["x"].dtype)  # Dask holds every value as text
+    if engine == "polars":
+        pl = pytest.importorskip("polars")
+        base, odd = pl.from_pandas(base).lazy(), pl.from_pandas(odd.astype({"x": str})).lazy()  # a text column
     releases = []
     for frame in (base, odd):
         with pdp.budget(epsilon=1.0):
