@@ -33,7 +33,7 @@ def _session() -> Any:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         spark = (SparkSession.builder.master("local[2]").appName("pandas_dp-tests")
-                 .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "2")
+                 .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false").config("spark.sql.shuffle.partitions", "2")
                  .config("spark.default.parallelism", "2").config("spark.sql.session.timeZone", "UTC")
                  .getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
@@ -48,17 +48,31 @@ def spark_session() -> Any:
     return _session()
 
 
+def _one_type(frame: pd.DataFrame) -> pd.DataFrame:
+    """Object columns that mix value types (a word among numbers) as text, as a Spark reader types them."""
+    out = frame.copy()
+    for column in out.columns:
+        values = out[column]
+        if values.dtype == object and len({type(v) for v in values[values.notna()]}) > 1:
+            out[column] = pd.Series([None if pd.isna(v) else str(v) for v in values], dtype=object, index=out.index)
+    return out
+
+
 def to_spark(frame: pd.DataFrame, partitions: int | None = None) -> Any:
-    """``frame`` as a Spark DataFrame (rows in order; ``partitions`` contiguous slices when given)."""
+    """``frame`` as a Spark DataFrame (rows in order; ``partitions`` contiguous slices when given).
+
+    A Spark column has one type: an object column mixing value types becomes a text column.
+    """
     spark = spark_session()
+    frame = _one_type(frame)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         out = spark.createDataFrame(pa.Table.from_pandas(frame, preserve_index=False))
-        if partitions is not None and partitions != out.rdd.getNumPartitions():
-            # Contiguous slices in order, so rows keep the positions they have in the pandas frame.
-            parts = [frame.iloc[i * len(frame) // partitions:(i + 1) * len(frame) // partitions]
-                     for i in range(partitions)]
-            out = functools.reduce(lambda a, b: a.union(b), [
-                spark.createDataFrame(pa.Table.from_pandas(p, preserve_index=False), schema=out.schema)
-                for p in parts])
+    if partitions is not None:
+        # Contiguous slices in order (a range partitioning of the row positions, sorted in each), so every row
+        # keeps the position it has in the pandas frame.
+        at = "__position__"
+        numbered = spark.createDataFrame(pa.Table.from_pandas(frame.assign(**{at: range(len(frame))}),
+                                                              preserve_index=False))
+        out = numbered.repartitionByRange(partitions, at).sortWithinPartitions(at).drop(at)
     return out

@@ -216,3 +216,29 @@ def test_a_failing_plan_is_reported_without_its_text(session):
         with pytest.raises(DataSourceError) as err:
             broken.dp.histogram("age", bins=4, range=(0, 100), epsilon=0.1)
     assert "secret" not in str(err.value)
+
+
+def test_counts_pushed_down_to_spark_equal_the_pandas_counts(session):
+    """Numeric bins counted by Spark SQL: values on every edge, between, NaN, infinities and nulls, even and
+    uneven edges, one and two dimensions, integer and float columns: the pandas engine's exact counts."""
+    from pandas_dp.domain.grid import make_grid
+    from pandas_dp.engines.pandas import PANDAS_ENGINE
+    from pandas_dp.engines.spark import SPARK_ENGINE, SparkFrame
+    from pandas_dp.engines.spark.pushdown import pushable
+
+    rng = np.random.default_rng(3)
+    edges = np.linspace(-1.0, 1.0, 8)
+    x = np.concatenate([edges, np.nextafter(edges, np.inf), np.nextafter(edges, -np.inf), rng.uniform(-2, 2, 300),
+                        [np.nan, np.inf, -np.inf]])
+    frame = pd.DataFrame({"x": x, "k": rng.integers(-5, 105, x.size), "m": pd.array(
+        rng.integers(0, 100, x.size), dtype="Int64")})
+    frame.loc[::7, "m"] = pd.NA
+    spark = SparkFrame(to_spark(frame, partitions=2))
+    specs = [(["x"], dict(bins=7, range=(-1.0, 1.0))), (["x"], dict(bins={"x": [-1.0, -0.3, 0.0, 0.01, 1.0]})),
+             (["k"], dict(bins=10, range=(0, 100))), (["k", "x"], dict(bins=[10, 3], range=[(0, 100), (-1, 1)])),
+             (["m"], dict(bins={"m": [0, 10, 50, 100]})), (["x"], dict(bins=100, range=(-1.0, 1.0)))]
+    for columns, kwargs in specs:
+        grid = make_grid(frame, columns, **kwargs)
+        assert pushable(spark, grid)
+        np.testing.assert_array_equal(SPARK_ENGINE.bin_counts(spark, grid), PANDAS_ENGINE.bin_counts(frame, grid),
+                                      err_msg=str((columns, kwargs)))

@@ -6,7 +6,8 @@
 :mod:`pandas_dp.accessors.spark` when ``pyspark.sql`` imports): the features written once
 (:class:`~pandas_dp.engines.features.CountingEngine`) over :class:`SparkPrimitives`, whose pieces
 are the partitions' Arrow batches converted to pandas and counted with the pandas kernels on the
-executors (:mod:`.reduce`);
+executors (:mod:`.reduce`), but for the histogram's counts on numeric bins, which Spark computes
+itself (:mod:`.pushdown`);
 the unit path repartitions the coded rows by unit (:mod:`.units`). Its results equal the pandas
 engine's on the same rows, so a seeded ``rng`` gives identical releases. Importing this package
 does not import pyspark: its modules load it on first use through
@@ -22,9 +23,10 @@ import numpy as np
 
 from pandas_dp.domain.grid import Grid
 from pandas_dp.domain.geography import RegionTree
+from pandas_dp.engines import pieces
 from pandas_dp.engines.features import CountingEngine
 from pandas_dp.engines.pandas.groups import GroupTables
-from pandas_dp.engines.spark import groups, labels
+from pandas_dp.engines.spark import groups, labels, pushdown
 from pandas_dp.engines.spark.frame import SparkColumn, SparkFrame
 from pandas_dp.engines.spark.reduce import reduce_rows
 from pandas_dp.engines.spark.units import SparkUnitRows
@@ -42,6 +44,8 @@ class SparkPrimitives:
 
     def reduce(self, data: Any, columns: Sequence[Any] | None, count: Callable[[Any, Any], Any], public: Any,
                combine: Callable[..., Any], finish: Callable[[Any], Any] | None = None) -> Any:
+        if count is pieces.flat_bin_counts and finish is None and pushdown.pushable(data, public):
+            return pushdown.bin_counts(data, public)  # the histogram's hot path, counted by Spark itself
         return reduce_rows(data, columns, count, public, combine, finish)
 
     def unit_rows(self, frame: Any, columns: Sequence[Any], code: Callable[[Any, Any], Sequence[np.ndarray]],
