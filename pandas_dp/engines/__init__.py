@@ -8,7 +8,9 @@ a value that does not fit the domain is out of domain, dropped and uncounted.
 Engines are registered by frame type (:func:`register_engine`); the release
 pipeline asks :func:`engine_for` for the engine of the frame it got. The pandas
 engine serves ``pandas.DataFrame``; the Dask engine registers itself for Dask
-collections when ``dask.dataframe`` is imported. Algorithms, the budget and
+collections when ``dask.dataframe`` is imported, and the Spark engine for
+:class:`~pandas_dp.engines.spark.frame.SparkFrame` (what ``pyspark.sql.DataFrame.dp``
+hands the releases) when ``pyspark.sql`` is. Algorithms, the budget and
 results never see an engine.
 
 An engine is a :class:`~pandas_dp.engines.features.CountingEngine` (every method of the
