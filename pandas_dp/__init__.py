@@ -1,14 +1,14 @@
 """pandas_dp: differentially private tables as one call on a pandas DataFrame.
 
 Importing the package registers the ``.dp`` accessor on ``DataFrame`` and ``Series`` (and on Dask frames
-when ``dask.dataframe`` is imported). The nouns a user meets, in the order a release meets them:
+when ``dask.dataframe`` is imported, on Spark frames when ``pyspark.sql`` is). The nouns a user meets, in the order a release meets them:
 
 **Budget.** ``with pandas_dp.budget(epsilon=...) as b:`` (or ``rho=`` for zCDP, ``delta=`` for approximate
 DP) is the privacy loss a block may spend; every release inside is charged to it once, before any noise
 (:class:`Budget`, :class:`Charge`, :class:`Reservation`, :func:`active_budget`). A budget opened on a
 :class:`Ledger` (SQLite or PostgreSQL) is durable and tamper-evident across processes.
 
-**Frame.** The private rows: a ``pandas.DataFrame`` (or a Dask one). Only the engines read them; a row
+**Frame.** The private rows: a ``pandas.DataFrame`` (or a Dask or Spark one). Only the engines read them; a row
 that does not fit the domain is dropped, uncounted, and never steers an error, a warning or the domain.
 
 **Domain.** Public cells you declare: ``bins=``/``range=`` for numbers and dates, ``categories=`` (a
@@ -80,9 +80,9 @@ from pandas_dp.results.aggregate import Aggregate
 from pandas_dp.results.quantiles import Quantiles
 from pandas_dp.privacy.units import AutoMaxRows
 
-from pandas_dp.accessors.dask_hook import install as _install_dask_accessor
+from pandas_dp.accessors.import_hook import install as _install_lazy_accessors
 
-_install_dask_accessor()  # the same .dp accessor on Dask frames, registered when dask.dataframe imports
+_install_lazy_accessors()  # .dp on Dask, Polars and Spark frames, registered when the library imports
 
 from pandas_dp.accessors.groupby import install as _install_groupby_message
 

@@ -6,9 +6,10 @@ is checked without editing this file; each entry makes a valid 1-D release of
 ``ages["age"]`` over 64 public bins. ``KINDS`` does the same for the other
 accessor methods of :data:`pandas_dp.releases.registry.ENTRIES`. The ``engine``
 fixture runs each check on the pandas frame, on a Dask frame of it (skipped
-without dask) and on a Polars LazyFrame of it (skipped without polars);
-tests/engines/test_dask_conformance.py and tests/engines/test_polars_conformance.py
-add that every engine gives the pandas release.
+without dask) and on a Polars LazyFrame of it (skipped without polars), the ``any_engine``
+fixture of the other kinds on a Spark frame too (slow; skipped without pyspark or Java);
+tests/engines/test_dask_conformance.py, tests/engines/test_polars_conformance.py and
+tests/engines/test_spark_conformance.py add that every engine gives the pandas release.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import pandas as pd
 import pytest
 
 import pandas_dp as pdp
+from _spark import to_spark
 from pandas_dp.releases.registry import ENTRIES, histogram_methods
 
 #: Every registered method with its defaults, then knob settings worth their own run.
@@ -45,20 +47,35 @@ def two_dimensional_only(method: str, kwargs: dict) -> bool:
     return False
 
 
-@pytest.fixture(params=["pandas", "dask", "polars"])
-def engine(request):
-    """Turns a pandas frame into the frame the engine under test counts."""
-    if request.param == "pandas":
+def _engine(name: str):
+    """Turns a pandas frame into the frame the engine ``name`` counts."""
+    if name == "pandas":
         yield lambda frame: frame
         return
-    if request.param == "polars":
+    if name == "polars":
         pl = pytest.importorskip("polars")
         yield lambda frame: pl.from_pandas(frame).lazy()
+        return
+    if name == "spark":
+        yield lambda frame: to_spark(frame, partitions=3)
         return
     dask = pytest.importorskip("dask")
     dd = pytest.importorskip("dask.dataframe")
     with dask.config.set(scheduler="sync"):
         yield lambda frame: dd.from_pandas(frame, npartitions=3)
+
+
+@pytest.fixture(params=["pandas", "dask", "polars"])
+def engine(request):
+    """Turns a pandas frame into the frame the engine under test counts."""
+    yield from _engine(request.param)
+
+
+@pytest.fixture(params=["pandas", "dask", "polars", pytest.param("spark", marks=pytest.mark.slow)])
+def any_engine(request):
+    """:func:`engine`, and Spark (slow: a local session; every histogram method's equality with pandas is
+    tests/engines/test_spark_conformance.py's)."""
+    yield from _engine(request.param)
 
 
 def release(frame: pd.DataFrame, method: str, kwargs: dict, *, epsilon: float = 0.5, seed: int = 0):
@@ -176,8 +193,9 @@ GROUPS = pd.DataFrame({"hh": np.arange(20), "state": np.where(np.arange(20) < 10
 
 def _groups_frame() -> pd.DataFrame:
     rng = np.random.default_rng(4)
-    frame = pd.DataFrame({"person": np.arange(60), "hh": rng.integers(0, 20, 60), "age": rng.integers(0, 100, 60)})
-    return frame.merge(GROUPS, on="hh")  # the groups' state: count-of-counts locates every group by it
+    hh = rng.integers(0, 20, 60)
+    return pd.DataFrame({"person": np.arange(60), "hh": hh, "age": rng.integers(0, 100, 60),
+                         "state": np.where(hh < 10, "A", "B")})  # the household's state, as in GROUPS
 
 
 
@@ -185,8 +203,8 @@ def _groups_frame() -> pd.DataFrame:
 KINDS = {
     "range_query": lambda f, e, rng: f.dp.range_query("age", [(0, 50), (50, 100)], bins=10, range=(0, 100),
                                                       epsilon=e, rng=rng),
-    "count_of_counts": lambda f, e, rng: f.dp.count_of_counts("hh", "state", groups=GROUPS, max_size=8, epsilon=e,
-                                                               rng=rng),
+    "count_of_counts": lambda f, e, rng: f.dp.count_of_counts(
+        "hh", "state", groups=GROUPS, max_size=8, epsilon=e, rng=rng),
     "unattributed_histogram": lambda f, e, rng: f.dp.unattributed_histogram("hh", groups=GROUPS, epsilon=e,
                                                                             rng=rng),
     "histogram": lambda f, e, rng: f.dp.histogram("age", bins=10, range=(0, 100), epsilon=e, rng=rng),
@@ -205,8 +223,8 @@ def test_every_entry_of_the_registry_is_in_the_suite():
 
 
 @pytest.mark.parametrize("kind", sorted(KINDS))
-def test_every_kind_charges_once_and_is_reproducible(engine, kind):
-    frame = engine(_groups_frame())
+def test_every_kind_charges_once_and_is_reproducible(any_engine, kind):
+    frame = any_engine(_groups_frame())
     with pdp.budget(1.0) as b:
         a = KINDS[kind](frame, 0.25, np.random.default_rng(9))
         c = KINDS[kind](frame, 0.25, np.random.default_rng(9))
@@ -217,8 +235,8 @@ def test_every_kind_charges_once_and_is_reproducible(engine, kind):
 
 
 @pytest.mark.parametrize("kind", sorted(KINDS))
-def test_every_kind_refuses_before_any_charge(engine, kind):
-    frame = engine(_groups_frame())
+def test_every_kind_refuses_before_any_charge(any_engine, kind):
+    frame = any_engine(_groups_frame())
     with pytest.raises(pdp.NoActiveBudgetError):
         KINDS[kind](frame, 0.25, None)
     with pdp.budget(1.0) as b:

@@ -19,10 +19,13 @@ For every cell of the matrix:
   release byte for byte;
 * the Polars engine gives it too, on a LazyFrame of D and on a Parquet scan of files whose unit
   column is int64, float64 and text plus a file holding the odd row (the files' types disagree);
+* the Spark engine (slow; one scheme per kind) gives the pandas release byte for byte, and the odd row
+  (its word in a numeric column makes the column text, as a Spark reader types it) changes nothing;
 * the CLI, reading the CSV of each frame, writes byte-identical tables for D and D + the odd line.
 
 The default suite runs the pandas and Polars cells of one scheme per kind (a few seconds); the rest is
-slow (``--runslow``: pandas, Dask and Polars 38 cells each, the CLI 4 runs of two files).
+slow (``--runslow``: pandas, Dask and Polars 38 cells each, Spark one cell per kind, the CLI 4 runs of two
+files).
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ import pandas as pd
 import pytest
 
 import pandas_dp as pdp
+from _spark import to_spark
 from pandas_dp.errors import ParameterError
 from pandas_dp.releases.geography import GEOGRAPHY_METHODS
 from pandas_dp.releases.registry import ENTRIES, cli_keys, histogram_methods
@@ -236,6 +240,14 @@ def _check_dask(kind: str, scheme: str) -> None:
         _assert_identical(got, _released(call, _dask_frame(odd_parts)), sort=unordered)
 
 
+def _check_spark(kind: str, scheme: str) -> None:
+    call = _call(kind, scheme)
+    unordered = kind in ("unattributed_histogram",) and scheme != "none"
+    got = _released(call, to_spark(D, partitions=3))
+    _assert_identical(_released(call, D), got, sort=unordered)
+    _assert_identical(got, _released(call, to_spark(_with(D, ODD), partitions=3)), sort=unordered)
+
+
 @pytest.mark.parametrize("kind", sorted(DEFAULT))
 def test_every_release_kind_on_pandas(kind):
     _check_pandas(kind, DEFAULT[kind])
@@ -287,6 +299,12 @@ def test_the_matrix_on_pandas(kind, scheme):
 @pytest.mark.parametrize("kind,scheme", MATRIX)
 def test_the_matrix_on_dask_with_mixed_partition_dtypes(kind, scheme):
     _check_dask(kind, scheme)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", sorted(DEFAULT))
+def test_every_release_kind_on_spark(kind):
+    _check_spark(kind, DEFAULT[kind])
 
 
 def test_the_matrix_is_derived_from_the_registry():

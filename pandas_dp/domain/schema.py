@@ -42,10 +42,20 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import cast
 
+import warnings
+
 import numpy as np
 import pandas as pd
-import pandera.pandas as pa
-from pandera.errors import SchemaErrors
+
+#: pandera tries to import pyspark.pandas when pyspark is installed (the spark extra), on import and again on
+#: validation; under pandas 3 pyspark then warns that its own pandas support is incomplete: a warning about the
+#: environment, never about the tables, so it is silenced around pandera.
+_PYSPARK_WARNING = "PySpark does not yet fully support pandas"
+
+with warnings.catch_warnings():
+    warnings.filterwarnings("ignore", message=_PYSPARK_WARNING, category=FutureWarning)
+    import pandera.pandas as pa
+    from pandera.errors import SchemaErrors
 
 from pandas_dp.domain.table_checks import (FAILURE_COLUMNS, groups_in_hierarchy, join_failures, label_failures,
                                           one_parent, raise_failures)
@@ -104,7 +114,9 @@ def scalar_failures(frame: pd.DataFrame, columns: Sequence[str], table: str) -> 
 
 def _collect(schema: pa.DataFrameSchema, frame: pd.DataFrame, table: str) -> list[pd.DataFrame]:
     try:
-        schema.validate(frame, lazy=True)
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=_PYSPARK_WARNING, category=FutureWarning)
+            schema.validate(frame, lazy=True)
     except SchemaErrors as err:
         fc = err.failure_cases
         out = pd.DataFrame({

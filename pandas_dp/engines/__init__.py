@@ -10,7 +10,9 @@ pipeline asks :func:`engine_for` for the engine of the frame it got. The pandas
 engine serves ``pandas.DataFrame``; the Dask engine registers itself for Dask
 collections when ``dask.dataframe`` is imported, the Polars engine for the
 :class:`~pandas_dp.engines.polars.PolarsFrame` that ``LazyFrame.dp`` and
-``DataFrame.dp`` release from when ``polars`` is imported. Algorithms, the budget and
+``DataFrame.dp`` release from when ``polars`` is imported, and the Spark engine for
+:class:`~pandas_dp.engines.spark.frame.SparkFrame` (what ``pyspark.sql.DataFrame.dp``
+hands the releases) when ``pyspark.sql`` is. Algorithms, the budget and
 results never see an engine.
 
 An engine is a :class:`~pandas_dp.engines.features.CountingEngine` (every method of the
