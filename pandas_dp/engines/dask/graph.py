@@ -16,9 +16,10 @@ import pandas as pd
 
 from pandas_dp._utils.optional import import_optional
 from pandas_dp.domain.grid import CategoryDomain, Grid
-from pandas_dp.errors import DataSourceError, DomainError
+from pandas_dp.errors import DomainError
 from pandas_dp.engines.dask.sources import readable
 from pandas_dp.engines.pieces import sum_arrays
+from pandas_dp.engines.withheld import Source, withheld
 
 __all__ = ["compute_private", "partitions", "check_known_categories", "tree_sum", "share", "dask_module", "SPLIT_EVERY"]
 
@@ -109,21 +110,17 @@ def partitions(collection: Any) -> list[Any]:
     return _guarded(lambda: readable(collection).to_delayed(optimize_graph=True))
 
 
+#: The Dask frame's failures, withheld (:mod:`pandas_dp.engines.withheld`).
+DASK_SOURCE = Source("Computing the Dask frame", "inside its own graph",
+                     "files whose columns have different types, or a file that cannot be read",
+                     "compute the frame outside pandas_dp")
+
+
 def _guarded(step: Callable[[], Any]) -> Any:
     """Run a step of the user's Dask graph; a failure becomes :class:`~pandas_dp.errors.DataSourceError`.
 
-    Counting never raises on a private value, but the user's graph upstream of it can (a CSV
-    whose column types differ between files, a failing read, an object column Dask cannot turn
-    into strings): that error's message may quote a private value, so it is replaced (nothing
-    has been charged at this step; compute the frame outside pandas_dp to see the original
-    error). Such a frame cannot be released at all: computing it fails with or without pandas_dp.
+    The user's graph upstream of the counting can fail (a CSV whose column types differ between
+    files, a failing read, an object column Dask cannot turn into strings): see
+    :func:`~pandas_dp.engines.withheld.withheld`.
     """
-    try:
-        return step()
-    except Exception:  # noqa: BLE001 - any failure of the user's graph
-        pass
-    # Raised outside the handler, so the original error is not even kept as the context.
-    raise DataSourceError(
-        "Computing the Dask frame failed inside its own graph (for example files whose columns have "
-        "different types, or a file that cannot be read). Its error is withheld because its text may "
-        "quote private values; compute the frame outside pandas_dp to see it. Nothing was charged.")
+    return withheld(step, DASK_SOURCE)

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from pandas_dp.engines.polars.frame import polars_module
-from pandas_dp.errors import DataSourceError
+from pandas_dp.engines.withheld import Source, withheld
 
 __all__ = ["BATCH_ROWS", "COMBINE_EVERY", "batches", "polars_batches", "stream_reduce", "guarded", "to_pandas"]
 
@@ -26,16 +26,15 @@ BATCH_ROWS = 1 << 20
 COMBINE_EVERY = 8
 
 
+#: The Polars query's failures, withheld (:mod:`pandas_dp.engines.withheld`).
+POLARS_SOURCE = Source("Running the Polars query", "inside Polars",
+                       "Parquet files whose columns have different types, or a file that cannot be read",
+                       "collect the frame outside pandas_dp")
+
+
 def guarded(step: Callable[[], Any]) -> Any:
-    """Run a step of the user's Polars query; its failure becomes :class:`DataSourceError` (no text kept)."""
-    try:
-        return step()
-    except Exception:  # noqa: BLE001 - any failure of the user's query
-        pass
-    raise DataSourceError(
-        "Running the Polars query failed inside Polars (for example Parquet files whose columns have different "
-        "types, or a file that cannot be read). Its error is withheld because its text may quote private values; "
-        "collect the frame outside pandas_dp to see it. Nothing was charged.")
+    """Run a step of the user's Polars query; its failure becomes :class:`~pandas_dp.errors.DataSourceError` (no text kept)."""
+    return withheld(step, POLARS_SOURCE)
 
 
 def to_pandas(batch: Any, series: bool) -> Any:

@@ -21,7 +21,7 @@ import pandas as pd
 import pyarrow as pa
 
 from pandas_dp._utils.optional import import_optional
-from pandas_dp.errors import DataSourceError
+from pandas_dp.engines.withheld import Source, withheld
 
 __all__ = ["CHUNK_ROWS", "frames", "table_frame", "packed", "collect", "guarded", "spark_functions", "RESULT", "map_in_arrow"]
 
@@ -64,22 +64,15 @@ def packed(obj: Any) -> pa.RecordBatch:
                                                 pa.binary())], names=["r"])
 
 
-def guarded(step: Callable[[], Any]) -> Any:
-    """Run a Spark action on the user's frame; any failure becomes :class:`DataSourceError` without its text.
+#: The Spark frame's failures, withheld (:mod:`pandas_dp.engines.withheld`).
+SPARK_SOURCE = Source("Computing the Spark frame", "inside its own plan",
+                      "a file that cannot be read, or a function of the frame that raises",
+                      "run the frame outside pandas_dp")
 
-    Counting never raises on a private value, but the frame's plan upstream of it can (a file that
-    cannot be read, a user function that raises); its message may quote a private value. Nothing is
-    charged at this step; run the frame outside pandas_dp to see the original error.
-    """
-    try:
-        return step()
-    except Exception:  # noqa: BLE001 - any failure of the user's plan
-        pass
-    # Raised outside the handler, so the original error is not even kept as the context.
-    raise DataSourceError(
-        "Computing the Spark frame failed inside its own plan (for example a file that cannot be read, or a "
-        "function of the frame that raises). Its error is withheld because its text may quote private values; "
-        "run the frame outside pandas_dp to see it. Nothing was charged.")
+
+def guarded(step: Callable[[], Any]) -> Any:
+    """Run a Spark action on the user's frame; any failure becomes :class:`~pandas_dp.errors.DataSourceError` without its text."""
+    return withheld(step, SPARK_SOURCE)
 
 
 def map_in_arrow(spark: Any, per_partition: Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]],
