@@ -103,7 +103,8 @@ def _typed() -> pd.DataFrame:
     words[::13] = None
     return pd.DataFrame({"i": ints, "f": floats, "i_null": pd.array(np.where(ints % 7 == 0, None, ints), dtype="Int64"),
                          "s": words, "i32": ints.astype(np.int32), "big": ints * (2**40) + 3,
-                         "e": pd.Categorical(rng.choice(["a", "b", "c"], n), categories=["a", "b", "c"])})
+                         "e": pd.Categorical(rng.choice(["a", "b", "c"], n), categories=["a", "b", "c"]),
+                         "c": pd.Categorical(rng.choice(["a", "b", "c", None], n), categories=["a", "b", "c"])})
 
 
 DOMAINS = [
@@ -121,6 +122,8 @@ DOMAINS = [
     ("i", dict(categories=[3, 5, 7, 100, -1])),
     ("e", dict(categories=["a", "c"])),
     ("e", dict(categories=["a", "c"], other="Other")),
+    ("e", dict(categories=["a", "b", "c"])),             # the Enum's own codebook: grouped by its codes
+    ("c", dict(categories=["c", "a"], other="Other")),   # a polars Categorical with missing values
 ]
 
 

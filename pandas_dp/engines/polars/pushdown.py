@@ -14,9 +14,14 @@ pandas engine's:
   rounded up (exact) except where the pandas coder compares in float64 (evenly spaced
   non-integral edges), where they are compared in float64 too; every other numeric type is
   compared in float64 (exact). Missing values, ``NaN`` and values outside ``[e_0, e_n)`` drop.
-* a list of text labels on a ``String``, ``Enum`` or ``Categorical`` column: exact text match
-  (a cast to ``Enum(labels)``); with an other cell, every present value outside the list lands
-  there; missing values drop. A list of integer labels on an integer column: exact match.
+* a list of text labels on a ``String``, ``Enum`` or ``Categorical`` column: exact text match. The
+  rows whose text is a label (``is_in``) are grouped by their text itself and the few groups are
+  coded afterwards (``pandas.Index.get_indexer`` on the labels), which costs less than casting
+  every row to ``Enum(labels)``; the group-by never holds a text that is not a label, so its
+  memory is bounded by the public domain whatever the private column holds. With an other cell,
+  every present value outside the list is grouped as one null key and lands there; missing
+  values drop. An ``Enum`` column whose codebook is the labels is grouped by its codes. A list of
+  integer labels on an integer column: exact match.
 
 Any other dimension or column type (dates, durations, booleans, text holding numbers, mixed
 labels) is not pushed down: :func:`cell_expressions` returns None and the engine streams the
@@ -29,6 +34,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from pandas_dp.algorithms.marginals.workload import Marginal, Workload
 from pandas_dp.domain.binning import EvenFloats, IntegralFloats
@@ -82,8 +88,9 @@ def _bin_code(column: str, dim: BinDomain, kind: str) -> tuple[Any, Any]:
     return code, inside  # a code of a row inside is in [0, n): bins of integer edges hold every integer once
 
 
-def _label_code(column: str, dim: CategoryDomain, kind: str, dtype: Any) -> tuple[Any, Any] | None:
-    """Label code (Int64) of every value and whether it counts; None when the labels are not pushed down."""
+def _label_code(column: str, dim: CategoryDomain, kind: str, dtype: Any) -> tuple[Any, ...] | None:
+    """Label key of every value, whether it counts, and (for text) how to code the keys found; None when the
+    labels are not pushed down."""
     pl = polars_module()
     labels = list(dim.labels)
     x = pl.col(column)
@@ -91,7 +98,12 @@ def _label_code(column: str, dim: CategoryDomain, kind: str, dtype: Any) -> tupl
         if isinstance(dtype, pl.Enum) and list(dtype.categories) == labels:
             code = x.to_physical().cast(pl.Int64)  # the column's own codebook: its codes are the cells
         else:
-            code = x.cast(pl.String).cast(pl.Enum(labels), strict=False).to_physical().cast(pl.Int64)
+            text = x.cast(pl.String)
+            known = text.is_in(labels)
+            decode = _TextCodes(tuple(labels), dim.size - 1 if dim.has_other else -1)
+            if dim.has_other:  # every present text outside the list is one null key: the other cell
+                return pl.when(known).then(text), x.is_not_null(), decode
+            return text, known, decode
     elif (type(dtype).__name__ in ("Int64", *_SMALL_INTS[:3]) and labels
           and all(type(v) in (int, np.int64) for v in labels)):
         code = x.cast(pl.Int64).replace_strict([int(v) for v in labels], list(range(len(labels))), default=None,
@@ -103,9 +115,21 @@ def _label_code(column: str, dim: CategoryDomain, kind: str, dtype: Any) -> tupl
     return code, code.is_not_null()
 
 
-def cell_expressions(schema: Any, dims: Sequence[Any]) -> list[tuple[Any, Any]] | None:
-    """Per dimension, an Int64 code expression and the condition for a row to count, or None when a dimension
-    is not pushed down."""
+class _TextCodes:
+    """The cell codes of the text keys a group-by found: a label's position, ``missing`` for the null key."""
+
+    def __init__(self, labels: tuple[str, ...], missing: int) -> None:
+        self.index, self.missing = pd.Index(labels, dtype=object), missing
+
+    def __call__(self, keys: Any) -> np.ndarray:
+        codes = self.index.get_indexer(keys.to_numpy().astype(object, copy=False)).astype(np.int64, copy=False)
+        codes[keys.is_null().to_numpy()] = self.missing
+        return codes
+
+
+def cell_expressions(schema: Any, dims: Sequence[Any]) -> list[tuple[Any, ...]] | None:
+    """Per dimension, a key expression (an Int64 code, or a label's text), the condition for a row to count
+    and, for text keys, the function that codes the keys found; None when a dimension is not pushed down."""
     out = []
     for dim in dims:
         if dim.column not in schema:
@@ -128,20 +152,21 @@ def cell_expressions(schema: Any, dims: Sequence[Any]) -> list[tuple[Any, Any]] 
     return out
 
 
-def grouped_codes(lazy: Any, codes: Sequence[tuple[Any, Any]]) -> tuple[list[np.ndarray], np.ndarray]:
+def grouped_codes(lazy: Any, codes: Sequence[tuple[Any, ...]]) -> tuple[list[np.ndarray], np.ndarray]:
     """Every combination of codes present among the rows that count and its rows, by a streaming
     ``filter(...).group_by(codes).len()``: one int64 array per code and the int64 counts."""
     pl = polars_module()
     names = [f"__code{i}" for i in range(len(codes))]
-    counts = pl.all_horizontal([ok for _, ok in codes]) if len(codes) > 1 else codes[0][1]
+    counts = pl.all_horizontal([code[1] for code in codes]) if len(codes) > 1 else codes[0][1]
     query = (lazy.filter(counts)
-             .group_by([c.alias(n) for (c, _), n in zip(codes, names)]).agg(pl.len().alias("__rows")))
+             .group_by([code[0].alias(n) for code, n in zip(codes, names)]).agg(pl.len().alias("__rows")))
     out = guarded(lambda: query.collect(engine="streaming"))
-    return ([out[n].to_numpy().astype(np.int64, copy=False) for n in names],
-            out["__rows"].to_numpy().astype(np.int64, copy=False))
+    found = [code[2](out[n]) if len(code) > 2 else out[n].to_numpy().astype(np.int64, copy=False)
+             for code, n in zip(codes, names)]
+    return found, out["__rows"].to_numpy().astype(np.int64, copy=False)
 
 
-def flat_counts(lazy: Any, grid: Grid, codes: Sequence[tuple[Any, Any]]) -> np.ndarray:
+def flat_counts(lazy: Any, grid: Grid, codes: Sequence[tuple[Any, ...]]) -> np.ndarray:
     """Flat int64 counts of the cells of ``grid`` (C order)."""
     found, rows = grouped_codes(lazy, codes)
     flat = np.ravel_multi_index(tuple(found), grid.shape) if found[0].size else np.zeros(0, dtype=np.int64)
@@ -150,7 +175,7 @@ def flat_counts(lazy: Any, grid: Grid, codes: Sequence[tuple[Any, Any]]) -> np.n
     return counts
 
 
-def table_counts(lazy: Any, workload: Workload, codes: Sequence[tuple[Any, Any]]) -> dict[Marginal, np.ndarray]:
+def table_counts(lazy: Any, workload: Workload, codes: Sequence[tuple[Any, ...]]) -> dict[Marginal, np.ndarray]:
     """Every maximal marginal of ``workload`` from the counts of the attribute combinations present."""
     found, rows = grouped_codes(lazy, codes)
     tables = {}
