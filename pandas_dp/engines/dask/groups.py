@@ -40,14 +40,13 @@ import numpy as np
 import pandas as pd
 
 from pandas_dp._utils.optional import import_optional
-from pandas_dp.domain.labels import value_classes
 from pandas_dp.algorithms.count_of_counts import Runs
 from pandas_dp.errors import ParameterError
 from pandas_dp.domain.geography import RegionTree, region_tree
-from pandas_dp.domain.unit_values import canonical_unit_hashes
 from pandas_dp.engines.dask.graph import SPLIT_EVERY, compute_private, partitions, share, tree_sum
 from pandas_dp.engines.pieces import merge_by_id, sum_arrays
-from pandas_dp.engines.pandas.groups import GroupTables, group_leaf_sizes, public_group_positions, tables_from_leaf_runs
+from pandas_dp.engines.pandas.groups import (GroupTables, bucketed_groups, public_group_positions,
+                                             tables_from_leaf_runs)
 
 __all__ = ["count_groups", "prepare_groups", "DENSE_MAX_GROUPS"]
 
@@ -77,14 +76,7 @@ def _partition_pieces(part: pd.DataFrame, plan: _Plan) -> list[Any]:
         bucket = keys % plan.buckets
         return [pd.Series(sizes[bucket == b].astype(np.int64), index=keys[bucket == b])
                 for b in range(plan.buckets)]
-    rows, leaf, size = group_leaf_sizes(part, tree, with_rows=True)
-    ids = part[tree.group].take(rows)
-    # The class (boolean, number, string...) goes with the id: a boolean never merges with a number.
-    groups = pd.DataFrame({"cls": value_classes(ids), "id": ids.to_numpy(), "leaf": leaf, "size": size})
-    if plan.one_leaf:
-        bucket = (canonical_unit_hashes(ids) % np.uint64(plan.buckets)).astype(np.int64)
-    else:
-        bucket = leaf % plan.buckets
+    groups, bucket = bucketed_groups(part, tree, plan.buckets, plan.one_leaf)
     return [groups[bucket == b] for b in range(plan.buckets)]
 
 

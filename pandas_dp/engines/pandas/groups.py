@@ -45,13 +45,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from pandas_dp.domain.labels import factorize, positions
+from pandas_dp.domain.labels import factorize, positions, value_classes
+from pandas_dp.domain.unit_values import canonical_unit_hashes
 from pandas_dp.algorithms.count_of_counts import Runs, runs_to_frame
 from pandas_dp.errors import ParameterError
 from pandas_dp.domain.geography import ROOT, RegionTree, region_tree
 
 __all__ = ["GroupTables", "count_groups", "prepare_groups", "exact_count_of_counts",
-           "public_group_positions", "group_leaf_sizes", "tables_from_leaf_runs", "ROOT"]
+           "public_group_positions", "group_leaf_sizes", "bucketed_groups", "tables_from_leaf_runs", "ROOT"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -187,6 +188,24 @@ def group_leaf_sizes(frame: pd.DataFrame, tree: RegionTree, *, with_rows: bool =
             rows = np.zeros(pair_leaf.size, dtype=np.int64)
             rows[codes] = np.flatnonzero(ok)  # any row of the group will do: they share its id
         return rows, pair_leaf, size
+
+
+def bucketed_groups(frame: pd.DataFrame, tree: RegionTree, buckets: int,
+                    one_leaf: bool) -> tuple[pd.DataFrame, np.ndarray]:
+    """The (class, id, leaf, size) partial groups of a piece and each one's bucket in ``0..buckets-1``.
+
+    Engines that merge groups across pieces (Dask, Spark) send every bucket to one place: by the
+    canonical hash of the id when the group is the unit (``one_leaf``: an id may sit in any leaf),
+    else by the group's leaf. The class (boolean, number, string...) goes with the id, so a boolean
+    never merges with a number.
+    """
+    rows, leaf, size = group_leaf_sizes(frame, tree, with_rows=True)
+    assert rows is not None
+    ids = frame[tree.group].take(rows)
+    groups = pd.DataFrame({"cls": value_classes(ids), "id": ids.to_numpy(), "leaf": leaf, "size": size})
+    if one_leaf:
+        return groups, (canonical_unit_hashes(ids) % np.uint64(buckets)).astype(np.int64)
+    return groups, leaf % buckets
 
 
 def _spread_ids(ids: np.ndarray, leaf: np.ndarray, n_ids: int) -> np.ndarray:

@@ -32,9 +32,8 @@ import pyarrow as pa
 
 from pandas_dp.algorithms.count_of_counts import Runs
 from pandas_dp.domain.geography import RegionTree
-from pandas_dp.domain.labels import value_classes
-from pandas_dp.domain.unit_values import canonical_unit_hashes
-from pandas_dp.engines.pandas.groups import GroupTables, group_leaf_sizes, public_group_positions, tables_from_leaf_runs
+from pandas_dp.engines.pandas.groups import (GroupTables, bucketed_groups, public_group_positions,
+                                             tables_from_leaf_runs)
 from pandas_dp.engines.pieces import merge_by_id, sum_arrays
 from pandas_dp.engines.spark.frame import SparkFrame
 from pandas_dp.engines.spark.partitions import collect, frames, map_in_arrow, packed
@@ -69,17 +68,8 @@ class _Plan:
 
 def _bucket_partition(batches: Iterator[pa.RecordBatch], plan: _Plan) -> Iterator[pa.RecordBatch]:
     """Partial (class, id, leaf, size) groups of one partition, one pickled cell per bucket (runs on an executor)."""
-    tree = plan.tree
     for frame in frames(batches):
-        rows, leaf, size = group_leaf_sizes(frame, tree, with_rows=True)
-        assert rows is not None
-        ids = frame[tree.group].take(rows)
-        # The class (boolean, number, string...) goes with the id: a boolean never merges with a number.
-        groups = pd.DataFrame({"cls": value_classes(ids), "id": ids.to_numpy(), "leaf": leaf, "size": size})
-        if plan.one_leaf:
-            bucket = (canonical_unit_hashes(ids) % np.uint64(plan.buckets)).astype(np.int64)
-        else:
-            bucket = leaf % plan.buckets
+        groups, bucket = bucketed_groups(frame, plan.tree, plan.buckets, plan.one_leaf)
         for b in np.unique(bucket):
             cell = pickle.dumps(groups[bucket == b], protocol=pickle.HIGHEST_PROTOCOL)
             yield pa.RecordBatch.from_arrays([pa.array([int(b)], pa.int64()), pa.array([cell], pa.binary())],
