@@ -44,7 +44,7 @@ from fractions import Fraction
 from typing import Any
 
 from pandas_dp._utils.checks import integer_in
-from pandas_dp._utils.rational import safe_repr
+from pandas_dp._utils.rational import safe_repr, to_fraction
 from pandas_dp.errors import ParameterError
 from pandas_dp.privacy.loss import PrivacyLoss, Sensitivity
 
@@ -70,14 +70,13 @@ MAX_AUTO_SHARE = Fraction(1, 2)
 
 
 def _share(value: Any) -> Fraction | None:
-    """``value`` as an exact fraction in ``(0, MAX_AUTO_SHARE]`` (a float by its shortest repr), else None."""
-    if isinstance(value, (bool, str, bytes)):
-        return None
+    """``value`` as an exact fraction in ``(0, MAX_AUTO_SHARE]`` (:func:`to_fraction`: floats and numpy
+    floats by their shortest repr), else None."""
     try:
-        share = Fraction(repr(value)) if isinstance(value, float) else Fraction(value)
-    except (TypeError, ValueError, ZeroDivisionError, OverflowError):
+        share = to_fraction(value, name="share")
+    except ParameterError:
         return None
-    return share if 0 < share <= MAX_AUTO_SHARE else None
+    return share if share <= MAX_AUTO_SHARE else None
 
 
 @dataclass(frozen=True)
@@ -335,12 +334,13 @@ def unit_bounds(columns: Any, privacy_unit: Any = None, *, max_rows: Any = None,
             return UnitBounds(privacy_unit, auto=True)
         if isinstance(max_rows, AutoMaxRows):
             return UnitBounds(privacy_unit, auto=True, auto_share=max_rows.share, auto_quantile=max_rows.quantile)
-        if integer_in(max_rows, 1, MAX_BOUND) is None:
+        rows = integer_in(max_rows, 1, MAX_BOUND)
+        if rows is None:
             raise ParameterError(f"The 'max_rows' parameter must be a positive integer (a public bound on each "
                                  f"unit's rows) of at most {MAX_BOUND:,}, 'auto' (chosen privately with "
                                  f"{float(AUTO_SHARE):.0%} of the loss) or AutoMaxRows(share=...). Got "
                                  f"{safe_repr(max_rows)}.")
-        return UnitBounds(privacy_unit, max_rows=_bound(max_rows, "max_rows"))
+        return UnitBounds(privacy_unit, max_rows=rows)
     if max_cells is None or max_rows_per_cell is None:
         raise ParameterError("max_cells and max_rows_per_cell go together: at most max_cells distinct cells per "
                              "unit, max_rows_per_cell rows in each. Pass both.")

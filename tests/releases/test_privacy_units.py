@@ -237,6 +237,13 @@ def test_automaxrows_takes_a_share_in_0_half_and_a_quantile_in_0_1(share, quanti
             pdp.AutoMaxRows(share=share, quantile=quantile)
 
 
+def test_automaxrows_takes_numpy_and_decimal_shares_exactly():
+    from decimal import Decimal
+    from fractions import Fraction
+    assert pdp.AutoMaxRows(share=np.float64(0.2)).share == Fraction(1, 5)
+    assert pdp.AutoMaxRows(share=Decimal("0.25")).share == Fraction(1, 4)
+
+
 def test_a_bad_max_rows_names_the_automatic_choice_before_any_charge():
     with pdp.budget(epsilon=1.0) as b:
         with pytest.raises(pdp.ParameterError, match="max_rows.*'auto'.*AutoMaxRows"):
