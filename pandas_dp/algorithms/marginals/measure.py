@@ -47,12 +47,23 @@ class MarginalMeasurement:
     plan : ResidualPlan
         The plan measured.
     noisy : tuple of ndarray or None
-        ``int64`` noisy counts of every measured closure marginal (axes in attribute order);
+        ``int64`` noisy counts of every measured closure marginal (axes in attribute order; along an
+        ordered attribute, its tree's weighted block counts, levels concatenated);
         ``None`` where the plan measures nothing.
     """
 
     plan: ResidualPlan
     noisy: tuple[np.ndarray | None, ...]
+
+
+def through_strategies(counts: np.ndarray, attrs: Marginal, strategies: tuple[Any, ...]) -> np.ndarray:
+    """The values measured of one exact marginal: its counts, or along every ordered attribute its tree's
+    weighted block counts (:meth:`~pandas_dp.algorithms.marginals.ordered.TreeStrategy.measure`; int64)."""
+    values = np.asarray(counts).astype(np.int64)
+    for axis, i in enumerate(attrs):
+        if strategies and strategies[i] is not None:
+            values = strategies[i].measure(values, axis)
+    return values
 
 
 def measure_marginals(marginals: Mapping[Marginal, np.ndarray], plan: ResidualPlan, *,
@@ -104,7 +115,7 @@ def measure_marginals(marginals: Mapping[Marginal, np.ndarray], plan: ResidualPl
         if counts.shape != workload.shape(attrs):
             raise ValueError(f"the marginal on attributes {attrs} has shape {counts.shape}, "
                              f"expected {workload.shape(attrs)}")
-        exact[k] = counts
+        exact[k] = through_strategies(counts, attrs, plan.strategies)
         groups.setdefault(noise, []).append(k)
     noisy: list[np.ndarray | None] = [None] * len(plan.residuals)
     for noise, members in groups.items():

@@ -168,7 +168,7 @@ from pandas_dp.algorithms.marginals.workload import Marginal, Workload
 from pandas_dp.errors import ParameterError
 from pandas_dp.privacy.loss import SHARE_GRID, UNIT, Noise, PrivacyLoss, Sensitivity
 
-__all__ = ["ResidualPlan", "plan_residuals", "cell_coefficient", "table_coefficient", "loss_coefficients",
+__all__ = ["ResidualPlan", "plan_residuals", "ordered_strategies", "strategy_norm", "strategy_sensitivity", "cell_coefficient", "table_coefficient", "loss_coefficients",
            "coverage", "closed_form_shares", "gaussian_optimum", "Objective"]
 
 Objective = Literal["sum", "max"]
@@ -347,6 +347,9 @@ class ResidualPlan:
         Each closure marginal's part of the loss.
     noises : tuple of Noise or None
         The integer noise added to every cell of each measured marginal (``None``: not measured).
+    strategies : tuple
+        Per attribute, the :class:`~pandas_dp.algorithms.marginals.ordered.TreeStrategy` an ordered
+        attribute is measured by, or None (its cells); empty when no attribute is ordered.
     """
 
     workload: Workload
@@ -357,6 +360,7 @@ class ResidualPlan:
     shares: tuple[Fraction, ...]
     losses: tuple[PrivacyLoss, ...]
     noises: tuple[Noise | None, ...]
+    strategies: tuple[Any, ...] = ()
 
     @property
     def residuals(self) -> tuple[Marginal, ...]:
@@ -372,6 +376,14 @@ class ResidualPlan:
         """Exact variance of the noise on one cell of each closure marginal (``inf``: not measured)."""
         return np.array([np.inf if n is None else n.variance() for n in self.noises])
 
+    def effective_variances(self) -> np.ndarray:
+        """Exact noise variance of each measured marginal per unit of its normalised strategy
+        (``v_A / prod_{i in A} F_i``; the noise variance itself when no attribute is ordered)."""
+        v = self.noise_variances()
+        if not self.strategies:
+            return v
+        return v / np.array([float(strategy_norm(self.strategies, a)) for a in self.residuals])
+
     def planning_variances(self) -> np.ndarray:
         """The continuous variances the plan was optimised with (``inf``: not measured)."""
         full = self.loss.planning_variance(1.0, self.sensitivity)
@@ -381,18 +393,26 @@ class ResidualPlan:
 
     def residual_variances(self, variances: np.ndarray | None = None) -> np.ndarray:
         """``V_A = 1 / tau_A`` of every residual, from measured variances (exact noise variances by default)."""
-        v = self.noise_variances() if variances is None else np.asarray(variances, dtype=np.float64)
+        v = self.effective_variances() if variances is None else np.asarray(variances, dtype=np.float64)
+        if self.strategies:
+            return 1.0 / _general_coverage(self.workload, _factors(self.workload, self.strategies)).matvec(1.0 / v)
         return 1.0 / (coverage(self.workload) @ (1.0 / v))
 
     def cell_variance(self, attrs: Marginal, variances: np.ndarray | None = None) -> float:
         """Variance of every cell of the marginal on ``attrs`` (a workload marginal or a sub-marginal of one)."""
         attrs = tuple(sorted(attrs))
         self.workload.check(attrs)
+        if self.strategies:
+            return _query_variance(self.workload, _factors(self.workload, self.strategies),
+                                   self.residual_variances(variances), attrs)
         return _cell_variance(self.workload, self.residual_variances(variances), attrs)
 
     def table_variances(self, variances: np.ndarray | None = None) -> np.ndarray:
         """Per-cell variance of every workload marginal (exact noise variances by default)."""
         r = self.residual_variances(variances)
+        if self.strategies:
+            f = _factors(self.workload, self.strategies)
+            return np.array([_query_variance(self.workload, f, r, w) for w in self.workload.tables])
         return _table_variances(self.workload, r)
 
     def total_variance(self, *, planning: bool = False) -> float:
@@ -403,6 +423,9 @@ class ResidualPlan:
         """
         t = self.table_variances(self.planning_variances() if planning else None)
         cells = np.array([self.workload.cells(w) for w in self.workload.tables], dtype=np.float64)
+        if self.strategies:
+            q = _factors(self.workload, self.strategies).q
+            cells = np.array([math.prod(q[i] for i in w) for w in self.workload.tables], dtype=np.float64)
         return float((np.array([float(w) for w in self.weights]) * cells * t).sum())
 
     def max_variance(self, *, planning: bool = False) -> float:
@@ -412,13 +435,20 @@ class ResidualPlan:
 
     def loss_shares(self) -> np.ndarray:
         """Each residual's share of the ``"sum"`` loss (planning variances; sums to 1)."""
-        part = _loss_floats(self.workload, self.weights) * self.residual_variances(self.planning_variances())
+        c = _general_loss(self.workload, self.weights, _factors(self.workload, self.strategies)) \
+            if self.strategies else _loss_floats(self.workload, self.weights)
+        part = c * self.residual_variances(self.planning_variances())
         return part / part.sum()
 
     def describe(self) -> list[dict[str, Any]]:
         """JSON-friendly record of every closure marginal: attributes, share of the loss, noise."""
-        return [{"marginal": list(a), "share": str(s), "noise": None if n is None else n.describe()}
-                for a, s, n in zip(self.residuals, self.shares, self.noises)]
+        out = [{"marginal": list(a), "share": str(s), "noise": None if n is None else n.describe()}
+               for a, s, n in zip(self.residuals, self.shares, self.noises)]
+        if self.strategies:
+            for row, a in zip(out, self.residuals):
+                row["strategy"] = {str(i): self.strategies[i].describe() for i in a
+                                   if self.strategies[i] is not None}
+        return out
 
 
 def _cell_variance(workload: Workload, residual_variances: np.ndarray, attrs: Marginal) -> float:
@@ -430,6 +460,93 @@ def _cell_variance(workload: Workload, residual_variances: np.ndarray, attrs: Ma
 
 def _table_variances(workload: Workload, residual_variances: np.ndarray) -> np.ndarray:
     return np.array([_cell_variance(workload, residual_variances, w) for w in workload.tables])
+
+
+@dataclass(frozen=True)
+class _Factors:
+    """Per attribute: ``b`` (the total's variance factor), ``t`` and ``u`` (the workload's summed variance per
+    unit of residual variance on the zero-sum part and on the total) and ``q`` (queries asked);
+    the cells give ``n, n - 1, 1 / n, n`` (:mod:`~pandas_dp.algorithms.marginals.ordered`)."""
+
+    b: tuple[float, ...]
+    t: tuple[float, ...]
+    u: tuple[float, ...]
+    q: tuple[int, ...]
+
+
+def _factors(workload: Workload, strategies: Sequence[Any]) -> _Factors:
+    b, t, u, q = [], [], [], []
+    for i, n in enumerate(workload.sizes):
+        strategy = strategies[i] if strategies else None
+        if strategy is None:
+            b.append(float(n))
+            t.append(float(n - 1))
+            u.append(1.0 / n)
+            q.append(n)
+            continue
+        queries = workload.queries(i)
+        ti, ui = strategy.factors(queries.gram())
+        b.append(strategy.b)
+        t.append(ti)
+        u.append(ui)
+        q.append(queries.count)
+    return _Factors(tuple(b), tuple(t), tuple(u), tuple(q))
+
+
+def strategy_norm(strategies: Sequence[Any], attrs: Marginal) -> int:
+    """``prod_{i in attrs} F_i``: the measured values' noise variance per unit of the normalised strategy."""
+    return math.prod(strategies[i].norm for i in attrs if strategies and strategies[i] is not None)
+
+
+def strategy_sensitivity(sensitivity: Sensitivity, strategies: Sequence[Any], attrs: Marginal) -> Sensitivity:
+    """The sensitivity of marginal ``attrs`` measured through the attributes' strategies (L1 times
+    ``prod sum w``, squared L2 times ``prod sum w**2``: every level partitions its attribute)."""
+    used = [strategies[i] for i in attrs if strategies and strategies[i] is not None]
+    if not used:
+        return sensitivity
+    return Sensitivity(sensitivity.l1 * math.prod(s.l1 for s in used),
+                       sensitivity.l2_squared * math.prod(s.l2_squared for s in used))
+
+
+def _general_coverage(workload: Workload, f: _Factors) -> _Sparse:
+    """``T[A', A] = 1 / prod_{i in A \\ A'} b_i`` (:func:`coverage` with ``b_i`` for ``n_i``)."""
+    index = workload.index
+    rows, cols, vals = [], [], []
+    for a in workload.closure:
+        for sub in _subsets(a):
+            rows.append(index[sub])
+            cols.append(index[a])
+            vals.append(1.0 / math.prod(f.b[i] for i in a if i not in sub))
+    n = len(index)
+    return _Sparse(np.array(rows, dtype=np.intp), np.array(cols, dtype=np.intp), np.array(vals), (n, n))
+
+
+def _general_loss(workload: Workload, weights: Sequence[Fraction], f: _Factors) -> np.ndarray:
+    """``c_{A'} = sum_{W superset A'} w_W prod_{i in A'} t_i prod_{i in W \\ A'} u_i``."""
+    c = np.zeros(len(workload.closure))
+    for w, weight in zip(workload.tables, weights):
+        for a in _subsets(w):
+            c[workload.index[a]] += float(weight) * math.prod(f.t[i] if i in a else f.u[i] for i in w)
+    return c
+
+
+def _general_cells(workload: Workload, weights: Sequence[Fraction], f: _Factors) -> _Sparse:
+    """``m[W, A']``: table ``W``'s weighted mean query variance per unit of residual ``A'``'s variance."""
+    rows, cols, vals = [], [], []
+    for j, (w, wt) in enumerate(zip(workload.tables, weights)):
+        for a in _subsets(w):
+            rows.append(j)
+            cols.append(workload.index[a])
+            vals.append(float(wt) * math.prod((f.t[i] if i in a else f.u[i]) / f.q[i] for i in w))
+    return _Sparse(np.array(rows, dtype=np.intp), np.array(cols, dtype=np.intp), np.array(vals),
+                   (len(workload.tables), len(workload.closure)))
+
+
+def _query_variance(workload: Workload, f: _Factors, residual_variances: np.ndarray, attrs: Marginal) -> float:
+    """Mean variance of the queries asked of the closure marginal ``attrs`` (its cells' for categorical ones)."""
+    index = workload.index
+    return math.fsum(float(residual_variances[index[a]]) * math.prod(
+        (f.t[i] if i in a else f.u[i]) / f.q[i] for i in attrs) for a in _subsets(attrs))
 
 
 def _weights(workload: Workload, weights: Sequence[Any] | None) -> tuple[Fraction, ...]:
@@ -846,19 +963,32 @@ def plan_residuals(workload: Workload, *, loss: PrivacyLoss, objective: Objectiv
     # with a size-1 attribute has no component (c = 0); its marginal still informs smaller ones.
     maximal = set(workload.maximal)
     required = [a in maximal for a in closure]
-    c_float = _loss_floats(workload, w)
+    strategies = ordered_strategies(workload, e)
+    factors = _factors(workload, strategies) if strategies else None
+    c_float = _general_loss(workload, w, factors) if factors else _loss_floats(workload, w)
     # Start from the closed form at q_A = 1, every share positive: a multiplicative step
     # never revives a zero share.
     n = len(closure)
     start = _closed_form_floats(c_float, e)
     start = start / _fsum(start) + 1e-3 / n
     start = start / _fsum(start)
-    t = _coverage_entries(workload)
+    t = _general_coverage(workload, factors) if factors else _coverage_entries(workload)
     req = np.array(required)
     solved = _sum_program(t, c_float, e, start, req)[0]
     if objective == "max":
-        solved = _max_program(t, _cell_entries(workload, w), e, solved, start, req)
-    return _grid_plan(workload, objective, w, loss, sensitivity, solved, required)
+        m = _general_cells(workload, w, factors) if factors else _cell_entries(workload, w)
+        solved = _max_program(t, m, e, solved, start, req)
+    return _grid_plan(workload, objective, w, loss, sensitivity, solved, required, strategies)
+
+
+def ordered_strategies(workload: Workload, exponent: int) -> tuple[Any, ...]:
+    """Per attribute, the tree an ordered attribute is measured by (None for the cells); empty when none is
+    ordered (:func:`~pandas_dp.algorithms.marginals.ordered.choose_strategy`, public inputs only)."""
+    if not workload.has_ordered:
+        return ()
+    from pandas_dp.algorithms.marginals.ordered import choose_strategy
+
+    return tuple(None if q is None else choose_strategy(q, exponent) for q in workload.ordered)
 
 
 def _grid_shares(solved: np.ndarray, required: Sequence[bool]) -> tuple[Fraction, ...]:
@@ -867,17 +997,19 @@ def _grid_shares(solved: np.ndarray, required: Sequence[bool]) -> tuple[Fraction
 
 
 def _grid_plan(workload: Workload, objective: Objective, w: tuple[Fraction, ...], loss: PrivacyLoss,
-               sensitivity: Sensitivity, solved: np.ndarray, required: Sequence[bool]) -> ResidualPlan:
+               sensitivity: Sensitivity, solved: np.ndarray, required: Sequence[bool],
+               strategies: tuple[Any, ...] = ()) -> ResidualPlan:
     """The exact plan of float shares ``solved`` (:func:`_grid_shares`): each part of the loss and its noise."""
     grid = _grid_shares(solved, required)
     parts = tuple(loss.part(s) for s in grid)
     what = f"one of the {sum(1 for s in grid if s > 0)} marginals this workload measures"
-    noises = tuple(part.noise(sensitivity, what=what) if s > 0 else None for s, part in zip(grid, parts))
+    noises = tuple(part.noise(strategy_sensitivity(sensitivity, strategies, a), what=what) if s > 0 else None
+                   for a, s, part in zip(workload.closure, grid, parts))
     total = loss.zero()
     for part in parts:
         total = total + part
     return ResidualPlan(workload=workload, objective=objective, weights=w, sensitivity=sensitivity, loss=total,
-                        shares=grid, losses=parts, noises=noises)
+                        shares=grid, losses=parts, noises=noises, strategies=strategies)
 
 
 def _residual_cost(sizes: Sequence[int], a: Marginal, paper: bool) -> Fraction:

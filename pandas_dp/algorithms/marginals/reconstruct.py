@@ -36,10 +36,12 @@ import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from pandas_dp.algorithms.marginals.measure import MarginalMeasurement
+from pandas_dp.algorithms.marginals.ordered import AxisSplit, cell_variances
 from pandas_dp.algorithms.marginals.plan import ResidualPlan, cell_coefficient
 from pandas_dp.algorithms.marginals.workload import Marginal
 
@@ -88,16 +90,44 @@ class MarginalEstimates:
         shape = tuple(sizes[i] for i in key)
         out = np.zeros(shape)
         index = self.plan.workload.index
+        strategies = self.plan.strategies
         for a in (s for k in range(len(key) + 1) for s in itertools.combinations(key, k)):
-            comp = self.components[index[a]]
-            spread = math.prod(sizes[i] for i in key if i not in a)
-            out += comp.reshape(tuple(sizes[i] if i in a else 1 for i in key)) / spread
+            comp = self.components[index[a]].reshape(tuple(sizes[i] if i in a else 1 for i in key))
+            if strategies:
+                # the total spreads along pi_i over every attribute the residual does not keep
+                for axis, i in enumerate(key):
+                    if i not in a:
+                        view = [1] * len(key)
+                        view[axis] = sizes[i]
+                        spread = np.full(sizes[i], 1.0 / sizes[i]) if strategies[i] is None else strategies[i].pi
+                        comp = comp * spread.reshape(view)
+                out += comp
+                continue
+            spread_n = math.prod(sizes[i] for i in key if i not in a)
+            out += comp / spread_n
         return out.transpose([key.index(i) for i in order]) if order != key else out
 
-    def variance(self, attrs: Sequence[int]) -> float:
-        """Exact variance of every cell of the marginal on ``attrs`` (the same in each cell)."""
+    def splits(self, attrs: Sequence[int]) -> tuple[AxisSplit, ...]:
+        """Each attribute's split into total and zero-sum part (attribute order as given)."""
+        sizes = self.plan.workload.sizes
+        strategies = self.plan.strategies
+        return tuple(AxisSplit.of(sizes[i], strategies[i] if strategies else None) for i in attrs)
+
+    def subset_variances(self, attrs: Sequence[int]) -> tuple[float, ...]:
+        """``V_B`` of every subset ``B`` of ``attrs``, indexed by its bit mask over ``attrs`` as given."""
+        index = self.plan.workload.index
+        order = tuple(attrs)
+        return tuple(float(self.residual_variances[index[tuple(sorted(order[b] for b in range(len(order))
+                                                                         if m >> b & 1))]])
+                     for m in range(1 << len(order)))
+
+    def variance(self, attrs: Sequence[int]) -> Any:
+        """Exact variance of every cell of the marginal on ``attrs``: a float (the same in each cell), or,
+        with an ordered attribute, an array of the marginal's shape (axes in the order given)."""
         key = tuple(sorted(attrs))
         self.plan.workload.check(key)
+        if self.plan.strategies and any(self.plan.strategies[i] is not None for i in key):
+            return cell_variances(self.subset_variances(tuple(attrs)), self.splits(tuple(attrs)))
         sizes = self.plan.workload.sizes
         index = self.plan.workload.index
         return math.fsum(float(self.residual_variances[index[a]]) * float(cell_coefficient(sizes, a, key))
@@ -126,6 +156,8 @@ def reconstruct(measurement: MarginalMeasurement) -> MarginalEstimates:
     True
     """
     plan = measurement.plan
+    if plan.strategies:
+        return _reconstruct_ordered(measurement)
     sizes = plan.workload.sizes
     variances = plan.noise_variances()
     index = plan.workload.index
@@ -143,4 +175,42 @@ def reconstruct(measurement: MarginalMeasurement) -> MarginalEstimates:
                 acc[j] += weight * (as_float.sum(axis=drop) if drop else as_float)
                 taus[j] += weight
     components = [_centre(total / tau) for total, tau in zip(acc, taus)]
+    return MarginalEstimates(plan=plan, components=tuple(components), residual_variances=1.0 / taus)
+
+
+def _reconstruct_ordered(measurement: MarginalMeasurement) -> MarginalEstimates:
+    """GLS with ordered attributes: each measurement back to its marginal's cells (``K^{-1} S^T`` along
+    every ordered axis), then per residual the precision-weighted mean with ``b_i`` for ``n_i``, its
+    zero-sum part taken along ``pi_i`` (:mod:`~pandas_dp.algorithms.marginals.ordered`)."""
+    plan = measurement.plan
+    strategies = plan.strategies
+    sizes = plan.workload.sizes
+    b = [float(n) if s is None else s.b for n, s in zip(sizes, strategies)]
+    variances = plan.effective_variances()
+    index = plan.workload.index
+    acc = [np.zeros(tuple(sizes[i] for i in a)) for a in plan.residuals]
+    taus = np.zeros(len(plan.residuals))
+    for a, y, v in zip(plan.residuals, measurement.noisy, variances):
+        if y is None:
+            continue
+        cells = y.astype(np.float64)
+        for axis, i in enumerate(a):
+            if strategies[i] is not None:
+                cells = strategies[i].back(cells, axis)
+        for k in range(len(a) + 1):
+            for sub in itertools.combinations(a, k):
+                drop = tuple(axis for axis, i in enumerate(a) if i not in sub)
+                weight = 1.0 / (v * math.prod(b[a[axis]] for axis in drop))
+                j = index[sub]
+                acc[j] += weight * (cells.sum(axis=drop) if drop else cells)
+                taus[j] += weight
+    components = []
+    for a, total, tau in zip(plan.residuals, acc, taus):
+        comp = total / tau
+        for axis, i in enumerate(a):
+            if strategies[i] is None:
+                comp = comp - comp.mean(axis=axis, keepdims=True)
+            else:
+                comp = strategies[i].split(comp, axis)
+        components.append(comp)
     return MarginalEstimates(plan=plan, components=tuple(components), residual_variances=1.0 / taus)

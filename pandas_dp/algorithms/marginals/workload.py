@@ -22,6 +22,7 @@ import itertools
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from pandas_dp._utils.rational import safe_repr
 from pandas_dp.errors import ParameterError
@@ -71,10 +72,14 @@ class Workload:
         table per maximal set gives every closure marginal by summing down.
     index : dict
         Position of every closure marginal in ``closure``.
+    ordered : tuple
+        Per attribute, the :class:`~pandas_dp.algorithms.marginals.ordered.AttributeQueries` asked of an
+        ordered attribute, or None for a categorical one (asked for its cells); empty: all categorical.
     """
 
     sizes: tuple[int, ...]
     tables: tuple[Marginal, ...]
+    ordered: tuple[Any, ...] = ()
     closure: tuple[Marginal, ...] = field(init=False)
     maximal: tuple[Marginal, ...] = field(init=False)
     index: dict[Marginal, int] = field(init=False, repr=False, compare=False)
@@ -89,6 +94,15 @@ class Workload:
         maximal = tuple(a for a in closure
                         if not any(tuple(sorted(a + (i,))) in members for i in attrs if i not in a))
         object.__setattr__(self, "maximal", maximal)
+
+    @property
+    def has_ordered(self) -> bool:
+        """Whether some attribute is asked for ranges."""
+        return any(q is not None for q in self.ordered)
+
+    def queries(self, i: int) -> Any:
+        """The ranges asked of attribute ``i`` (None: its cells)."""
+        return self.ordered[i] if self.ordered else None
 
     @property
     def attributes(self) -> tuple[int, ...]:
@@ -131,7 +145,7 @@ class Workload:
             f"Ask for one of {safe_repr(self.tables)} or a subset of one.")
 
 
-def make_workload(sizes: Sequence[int], tables: Iterable[Iterable[int]]) -> Workload:
+def make_workload(sizes: Sequence[int], tables: Iterable[Iterable[int]], ordered: Sequence[Any] = ()) -> Workload:
     """Validate public domain sizes and a workload of marginals.
 
     Parameters
@@ -141,6 +155,8 @@ def make_workload(sizes: Sequence[int], tables: Iterable[Iterable[int]]) -> Work
     tables : iterable of iterables of int
         Each an attribute-index set (any order; repeated indices are refused).
         Repeated marginals are kept once (the first occurrence).
+    ordered : sequence, optional
+        Per attribute, the ranges asked (an ``AttributeQueries`` of that attribute's size) or None.
 
     Returns
     -------
@@ -184,4 +200,10 @@ def make_workload(sizes: Sequence[int], tables: Iterable[Iterable[int]]) -> Work
             out.append(key)
     if not out:
         raise ParameterError("The workload is empty. Pass at least one marginal (a tuple of attributes).")
-    return Workload(sizes=tuple(checked_sizes), tables=tuple(out))
+    marks = tuple(ordered)
+    if marks and (len(marks) != len(checked_sizes) or any(
+            q is not None and q.size != n for q, n in zip(marks, checked_sizes))):
+        raise ParameterError("'ordered' must give, per attribute, None or the ranges asked of that attribute's "
+                             "domain size.")
+    return Workload(sizes=tuple(checked_sizes), tables=tuple(out),
+                    ordered=marks if any(q is not None for q in marks) else ())
