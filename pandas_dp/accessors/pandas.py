@@ -332,7 +332,7 @@ class DPAccessorBase:
                   privacy_unit: Any = None, max_rows: int | None = None, by: Any = None, hierarchy: Any = None,
                   by_categories: Any = None, level_weights: Any = None, public_totals: Any = None,
                   rng: Any = None, nonnegative: bool = False,
-                  integer: bool = False) -> MarginalTables:
+                  integer: bool = False, ordered: Any = None) -> MarginalTables:
         """Release a set of cross-tabulations at once: one optimal measurement, consistent tables, exact errors.
 
         ResidualPlanner (Xiao, He, Zhang, Kifer, NeurIPS 2023): every marginal of the workload's
@@ -396,7 +396,6 @@ class DPAccessorBase:
         rng : numpy.random.Generator, optional
             Reproducible experiments only; ``None`` uses secure randomness.
         {nonnegative integer}
-
         Returns
         -------
         MarginalTables

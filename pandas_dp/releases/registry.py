@@ -161,7 +161,15 @@ MARGINALS_PARAMS = ParamTable("marginals", (
         Return non-negative integer tables that stay consistent (a ``PublishedTables``; implies
         ``nonnegative``), with the rounding's extra error in ``error()`` (post-processing). With
         ``by``: every region's tables, consistent across the geography too; public totals must
-        be whole numbers.""")))
+        be whole numbers."""),
+    Param("ordered", None, None, type="dict, optional", names="keys", doc="""
+        Columns asked by ranges, keyed by column: ``"prefix"`` (every ``[first, k]``), ``"ranges"``
+        (every range) or a list of public ranges (bin edges ``(low, high)``, half-open as
+        ``range_query``, for binned columns; labels ``(first, last)`` for categories), which come
+        with the column's cells: ``{"age": "ranges"}``. Each such column is measured through a tree
+        of block counts chosen for its ranges, so ``range_query`` over it has polylogarithmic, not
+        linear, error, with exact variances; the tables stay consistent (docs/methods/ordered.md).
+        Not yet with ``by``.""")))
 #: ``aggregate`` (issue 42): cells as for histogram, statistics of value columns, and the geography keywords
 #: (DESIGN section 8; ``public_totals`` is refused: a value column's count leaves out its missing values).
 AGGREGATE_PARAMS = ParamTable("aggregate", (

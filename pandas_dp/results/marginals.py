@@ -49,6 +49,7 @@ from pandas_dp._utils.optional import import_optional
 from pandas_dp._utils.public import safe_repr
 from pandas_dp.algorithms.marginals.alone import alone_ratios
 from pandas_dp.algorithms.marginals.nonnegative import table_of
+from pandas_dp.algorithms.marginals.ordered import box_variances, cell_variances
 from pandas_dp.algorithms.marginals.publish import publish_tables
 from pandas_dp.algorithms.marginals.reconstruct import MarginalEstimates
 from pandas_dp.algorithms.marginals.sample import fit_model, sample_joint
@@ -130,18 +131,26 @@ class MarginalHistogram(Histogram):
     """
 
     subset_variances: tuple[float, ...] = ()
+    splits: tuple[Any, ...] = ()
 
     def _boxes_exact(self) -> bool:
         return True
 
     def _range_stats(self, i: np.ndarray, j: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         est = np.concatenate([[0.0], np.cumsum(self.counts.to_numpy(dtype=np.float64))])
+        if self.splits:
+            return est[j] - est[i], box_variances(self.subset_variances, self.splits,
+                                                  [_indicators(i, j, self.domain.size)])
         n = self.domain.size
         lengths = (np.asarray(j) - np.asarray(i)).astype(np.float64)
         v0, v1 = (float(v) for v in self.subset_variances[:2])
         return est[j] - est[i], v0 * (lengths / n) ** 2 + v1 * (lengths - lengths ** 2 / n)
 
     def _box_variance(self, box: tuple[slice, ...]) -> float:
+        if self.splits:
+            return float(box_variances(self.subset_variances, self.splits,
+                                       [_indicators(np.array([sl.start]), np.array([sl.stop]), n)
+                                        for sl, n in zip(box, self.domain.shape)])[0])
         return _box_variance(self.subset_variances, [sl.stop - sl.start for sl in box], list(self.domain.shape))
 
     def marginal(self, columns: Any) -> Histogram:
@@ -167,23 +176,35 @@ class MarginalHistogram(Histogram):
         sub = tuple(self.subset_variances[sum(1 << axes[b] for b in range(len(axes)) if m >> b & 1)]
                     for m in range(1 << len(axes)))
         grid = Grid(tuple(self.domain.dims[k] for k in axes))
-        return _table(np.ascontiguousarray(est), grid, sub, self, cls=None if self.variance_exact else type(self))
+        splits = tuple(self.splits[k] for k in axes) if self.splits else ()
+        cell = cell_variances(sub, splits) if splits else None
+        return _table(np.ascontiguousarray(est), grid, sub, self, cell, cls=None if self.variance_exact else type(self),
+                      splits=splits)
+
+
+def _indicators(i: np.ndarray, j: np.ndarray, n: int) -> np.ndarray:
+    """Rows ``1[i <= k < j]`` over ``k = 0..n-1``, one per range."""
+    k = np.arange(n)
+    return ((k >= np.asarray(i)[:, None]) & (k < np.asarray(j)[:, None])).astype(np.float64)
 
 
 def _table(values: np.ndarray, grid: Grid, subset_variances: tuple[float, ...], like: Any,
-           cell: float | None = None, cls: type[MarginalHistogram] | None = None,
-           params: Mapping[str, Any] | None = None) -> MarginalHistogram:
+           cell: Any = None, cls: type[MarginalHistogram] | None = None,
+           params: Mapping[str, Any] | None = None, splits: tuple[Any, ...] = ()) -> MarginalHistogram:
     """One table as a :class:`MarginalHistogram` (or ``cls``, a subclass whose variances are the unconstrained
     table's: ``variance_exact`` false, ``params`` saying why)."""
     if cell is None:
         cell = _box_variance(subset_variances, [1] * grid.ndim, list(grid.shape))
     kind = MarginalHistogram if cls is None else cls
+    # with an ordered column the cells' variances differ (an array); else one value for every cell
+    spread = np.ascontiguousarray(cell, dtype=np.float64) if np.ndim(cell) else constant_cells(cell, grid)
     return kind(
-        counts=as_series(values, grid, "estimate"), variance=as_series(constant_cells(cell, grid), grid, "variance"),
+        counts=as_series(values, grid, "estimate"), variance=as_series(spread, grid, "variance"),
         epsilon=like.epsilon, method=like.method,
         params={**(like.params if params is None else params), "table": list(grid.columns)},
         domain=grid, post_processing=like.post_processing, variance_exact=cls is None, loss=like.loss,
-        noise=like.noise, single_draw=False, subset_variances=subset_variances)
+        noise=like.noise, single_draw=False, subset_variances=subset_variances,
+        splits=tuple(s for s in splits if s.pi is not None) and splits)
 
 
 @stored_fields
@@ -299,7 +320,8 @@ class MarginalTables(FrozenRelease, MeasureView):
                                                                         if m >> b & 1))]])
                        for m in range(1 << len(attrs)))
         grid = Grid(tuple(self.domain.dims[k] for k in attrs))
-        return _table(np.ascontiguousarray(values), grid, subset, self, detail.variance(attrs))
+        return _table(np.ascontiguousarray(values), grid, subset, self, detail.variance(attrs),
+                      splits=detail.splits(attrs))
 
     def tables(self) -> list[MarginalHistogram]:
         """Every workload table, in the workload's order."""
@@ -666,7 +688,7 @@ def publish(reference: Any, kind: str) -> PublishedTables:
     axes = [tuple(sorted(reference._attributes(t))) for t in reference.workload]
     done = publish_tables(reference.domain.shape, axes,
                           [np.asarray(detail.marginal(list(a)), dtype=np.float64) for a in axes],
-                          [float(detail.variance(list(a))) for a in axes], integer=kind == "integer")
+                          [float(np.mean(detail.variance(list(a)))) for a in axes], integer=kind == "integer")
     return PublishedTables(workload=reference.workload, domain=reference.domain, kind=kind, joint=done.joint,
                            nonnegative_joint=done.nonnegative_joint, unconstrained=reference, method=reference.method,
                            params={**reference.params, "publish": {"kind": kind, **done.params}},
