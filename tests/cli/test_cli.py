@@ -401,7 +401,7 @@ def test_every_key_that_names_columns_is_declared_once_in_the_registry():
             f"be listed in NAMES_NO_COLUMN with the reason it names none; declared={param.names!r}, listed={listed}")
     declared = {key for (_, key), p in _declarations().items() if p.names}
     assert declared == {"columns", "column", "workload", "group", "location", "by", "privacy_unit", "bins", "range",
-                        "categories", "other", "aggs", "bounds", "resolution"}
+                        "categories", "other", "aggs", "bounds", "resolution", "ordered"}
 
 
 def _toml(value: Any) -> str:

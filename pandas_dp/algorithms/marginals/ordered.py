@@ -88,6 +88,7 @@ References
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -428,6 +429,7 @@ def _integer_weights(shares: Sequence[float], exponent: int) -> tuple[int, ...]:
     return tuple(out)
 
 
+@functools.lru_cache(maxsize=64)
 def choose_strategy(queries: AttributeQueries, exponent: int) -> TreeStrategy:
     """The tree (among the cells, cells and total, and :data:`BRANCHINGS`) with the smallest
     ``tr(G X^{-1})`` at its integer weights (module docstring); the same on every machine."""

@@ -164,6 +164,7 @@ from typing import Any, Literal
 import numpy as np
 
 from pandas_dp._utils.rational import safe_repr, to_fraction
+from pandas_dp.algorithms.marginals.ordered import choose_strategy
 from pandas_dp.algorithms.marginals.workload import Marginal, Workload
 from pandas_dp.errors import ParameterError
 from pandas_dp.privacy.loss import SHARE_GRID, UNIT, Noise, PrivacyLoss, Sensitivity
@@ -986,8 +987,6 @@ def ordered_strategies(workload: Workload, exponent: int) -> tuple[Any, ...]:
     ordered (:func:`~pandas_dp.algorithms.marginals.ordered.choose_strategy`, public inputs only)."""
     if not workload.has_ordered:
         return ()
-    from pandas_dp.algorithms.marginals.ordered import choose_strategy
-
     return tuple(None if q is None else choose_strategy(q, exponent) for q in workload.ordered)
 
 
