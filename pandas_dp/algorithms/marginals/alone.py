@@ -99,12 +99,15 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 
-from pandas_dp.algorithms.marginals.plan import (Objective, ResidualPlan, _coverage_entries, _fsum, _grid_plan,
-                                                 _grid_shares, _loss_floats, _pure_sum, _Sparse, _subsets,
-                                                 _zcdp_sum, _cell_float, _ROUND_WARM_STEPS, plan_residuals)
+from pandas_dp.algorithms.marginals.plan import (Objective, ResidualPlan, _coverage_entries, _factors, _Factors,
+                                                 _fsum, _general_coverage, _general_loss, _grid_plan, _grid_shares,
+                                                 _loss_floats, _pure_sum, _Sparse, _subsets, _zcdp_sum, _cell_float,
+                                                 _ROUND_WARM_STEPS, plan_residuals, strategy_norm,
+                                                 strategy_sensitivity)
 from pandas_dp.algorithms.marginals.workload import Workload
 from pandas_dp.privacy.loss import UNIT, PrivacyLoss, Sensitivity
 
@@ -122,11 +125,21 @@ _MIX_BITS = 20
 _LET_GO = math.ldexp(1.0, -60)
 
 
-def alone_rows(workload: Workload, exponent: int, *, public_totals: bool = False, offset: float = 0.0) -> _Sparse:
+def _alone_scale(f: _Factors, table: tuple[int, ...]) -> float:
+    """A table measured alone through its attributes' strategies: its mean query variance per unit of the
+    noise's (``prod_{i in W} (t_i + b_i u_i) / q_i``; 1 for cells)."""
+    return math.prod((f.t[i] + f.b[i] * f.u[i]) / f.q[i] for i in table)
+
+
+def alone_rows(workload: Workload, exponent: int, *, public_totals: bool = False, offset: float = 0.0,
+               factors: _Factors | None = None, norms: list[int] | None = None) -> _Sparse:
     """The constraint rows: ``(M 1 / tau)_k <= 1`` for every row, in planning units (``k = 1``).
 
     Without public totals, one row per workload table: ``a(A', W) / b`` with ``b = T**e - offset``
-    (the alone variance, less ``offset``: :func:`plan_no_worse_than_alone`). With them, one row
+    (the alone variance, less ``offset``: :func:`plan_no_worse_than_alone`). With ordered attributes
+    (``factors``, and ``norms`` the tables' ``prod F_i``), the rows bound every table's mean query
+    variance by the table's alone through its trees,
+    ``(T**e - offset / F_W) prod_{i in W} (t_i + b_i u_i) / q_i``. With public totals, one row
     per table of more than one cell for ``A' != ()`` (bound ``(1 - 1 / |W|) b``) and a row for
     the total (bound ``min_W |W| b``) (module docstring). ``b`` must be positive.
     """
@@ -136,11 +149,21 @@ def alone_rows(workload: Workload, exponent: int, *, public_totals: bool = False
     cols: list[int] = []
     vals: list[float] = []
     k = 0
-    for w in tables:
+    for j, w in enumerate(tables):
         cells = workload.cells(w)
         if public_totals and cells < 2:
             continue
         bound = alone * ((cells - 1) / cells if public_totals else 1.0)
+        if factors is not None:
+            f = factors
+            shift = offset - offset / (norms[j] if norms else 1)
+            bound = (alone + shift) * _alone_scale(f, w)
+            for a in _subsets(w):
+                rows.append(k)
+                cols.append(workload.index[a])
+                vals.append(math.prod((f.t[i] if i in a else f.u[i]) / f.q[i] for i in w) / bound)
+            k += 1
+            continue
         for a in _subsets(w):
             if public_totals and a == ():
                 continue
@@ -247,11 +270,8 @@ def plan_no_worse_than_alone(workload: Workload, *, loss: PrivacyLoss, objective
     [True, True, True, True]
     """
     plan = plan_residuals(workload, loss=loss, objective=objective, sensitivity=sensitivity)
-    if plan.strategies:
-        # Ordered attributes are measured through trees, not alone by their cells: the comparison
-        # with "alone" is the categorical one's; the plan stands (the docs/methods page compares).
-        return plan
     e = loss.variance_exponent
+    strategies = plan.strategies
     maximal = set(workload.maximal)
     required = [a in maximal for a in workload.closure]
     # Discrete Laplace noise of scale t has variance 1 / (2 sinh(1 / (2 t))**2) >= 2 t**2 - 1/6
@@ -262,24 +282,32 @@ def plan_no_worse_than_alone(workload: Workload, *, loss: PrivacyLoss, objective
     offset = float(Fraction(loss.amount) ** 2 / (12 * Fraction(sensitivity.l1) ** 2)) if e == 2 else 0.0
     if not float(len(workload.tables) ** e) - offset > 0.0:
         # the exact alone variance may be near 0: only the even split is as good, cell for cell
-        return _grid_plan(workload, objective, plan.weights, loss, sensitivity, _even(workload), required)
-    t = _coverage_entries(workload)
-    m = alone_rows(workload, e, public_totals=public_totals, offset=offset)
+        return _grid_plan(workload, objective, plan.weights, loss, sensitivity, _even(workload), required, strategies)
+    factors = _factors(workload, strategies) if strategies else None
+    t = _general_coverage(workload, factors) if factors else _coverage_entries(workload)
+    norms = [strategy_norm(strategies, w) for w in workload.tables] if strategies else None
+    m = alone_rows(workload, e, public_totals=public_totals, offset=offset, factors=factors, norms=norms)
     current = np.array([float(s) for s in plan.shares])
     if float(_ratios(t, m, current, e).max()) <= 1.0:
         return plan
     solved = current
     if objective == "sum":
-        c = _loss_floats(workload, plan.weights)
+        c = _general_loss(workload, plan.weights, factors) if factors else _loss_floats(workload, plan.weights)
         solved = _constrained_sum(t, m, c, e, current, np.array(required))
     shares = _feasible(workload, t, m, e, solved, required)
-    return _grid_plan(workload, objective, plan.weights, loss, sensitivity, shares, required)
+    return _grid_plan(workload, objective, plan.weights, loss, sensitivity, shares, required, strategies)
 
 
-def alone_variance(plan: ResidualPlan) -> float:
-    """The exact cell variance of a workload table measured alone with ``1 / T`` of the plan's loss."""
+def alone_variance(plan: ResidualPlan) -> Any:
+    """The exact cell variance of a workload table measured alone with ``1 / T`` of the plan's loss (with ordered
+    attributes, per table: the mean query variance of the table measured alone through its trees)."""
     part = plan.loss.part(Fraction(1, len(plan.workload.tables)))
-    return float(part.noise(plan.sensitivity, what="a table measured alone").variance())
+    if not plan.strategies:
+        return float(part.noise(plan.sensitivity, what="a table measured alone").variance())
+    f = _factors(plan.workload, plan.strategies)
+    return np.array([float(part.noise(strategy_sensitivity(plan.sensitivity, plan.strategies, w),
+                                      what="a table measured alone").variance())
+                     / strategy_norm(plan.strategies, w) * _alone_scale(f, w) for w in plan.workload.tables])
 
 
 def alone_ratios(plan: ResidualPlan) -> np.ndarray:

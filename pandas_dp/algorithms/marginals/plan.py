@@ -466,8 +466,9 @@ def _table_variances(workload: Workload, residual_variances: np.ndarray) -> np.n
 @dataclass(frozen=True)
 class _Factors:
     """Per attribute: ``b`` (the total's variance factor), ``t`` and ``u`` (the workload's summed variance per
-    unit of residual variance on the zero-sum part and on the total) and ``q`` (queries asked);
-    the cells give ``n, n - 1, 1 / n, n`` (:mod:`~pandas_dp.algorithms.marginals.ordered`)."""
+    unit of residual variance on the zero-sum part and on the total, for an ordered attribute scaled to its
+    ``n`` cells: ``n / q`` times that of its ``q`` queries) and ``q`` (``n``); the cells give
+    ``n, n - 1, 1 / n, n`` (:mod:`~pandas_dp.algorithms.marginals.ordered`)."""
 
     b: tuple[float, ...]
     t: tuple[float, ...]
@@ -485,12 +486,18 @@ def _factors(workload: Workload, strategies: Sequence[Any]) -> _Factors:
             u.append(1.0 / n)
             q.append(n)
             continue
-        queries = workload.queries(i)
-        ti, ui = strategy.factors(queries.gram())
+        # an ordered attribute counts as its n cells, its loss (the mean variance of its ranges plus lambda
+        # times its cells') scaled so that its cells measured alone would give n, as a categorical
+        # attribute's do: a table weighs by its cells and by its error relative to measuring them, whatever
+        # is asked of it (a table of all ranges over 100 ages would otherwise outweigh one of 100 cells
+        # 50 to 1 by count, and a range's variance, longer than a cell's, again by scale)
+        gram = workload.queries(i).mixed_gram(strategy.cells_weight)
+        scale = n / math.fsum(np.diag(gram).tolist())
+        ti, ui = strategy.factors(gram)
         b.append(strategy.b)
-        t.append(ti)
-        u.append(ui)
-        q.append(queries.count)
+        t.append(ti * scale)
+        u.append(ui * scale)
+        q.append(n)
     return _Factors(tuple(b), tuple(t), tuple(u), tuple(q))
 
 
