@@ -65,6 +65,7 @@ def _kinds() -> dict[str, dict[str, Any]]:
         elif method == "marginals":
             kinds[method] = dict(workload=[("age", "state"), ("state", "county")], bins={"age": [0, 30, 60, 90]},
                                  categories={"state": ["A", "B"], "county": ["A-0", "A-1", "B-0"]})
+            kinds[f"{method}:ordered"] = dict(kinds[method], ordered={"age": "ranges"})
             if "by" in cli_keys()[method]:  # the table set of every region, a state total as a public fact
                 kinds[f"{method}:by"] = dict(workload=[("age",)], bins={"age": [0, 30, 60, 90]},
                                              by=["state", "county"], hierarchy=HIERARCHY,

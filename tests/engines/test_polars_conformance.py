@@ -43,6 +43,11 @@ UNITS = {
                                                   categories={"hh": list(range(20))}, epsilon=0.5, rng=rng,
                                                   **{k: v for k, v in u.items() if k != "max_cells"
                                                      and k != "max_rows_per_cell"}),
+    "marginals ordered": lambda f, rng, u: f.dp.marginals([("age", "hh")], bins={"age": [0, 18, 65, 100]},
+                                                          categories={"hh": list(range(20))}, epsilon=0.5, rng=rng,
+                                                          ordered={"age": "prefix"},
+                                                          **{k: v for k, v in u.items() if k != "max_cells"
+                                                             and k != "max_rows_per_cell"}),
     "aggregate": lambda f, rng, u: f.dp.aggregate("hh", {"age": ["count", "sum", "mean"]}, categories=list(range(20)),
                                                   bounds={"age": (0, 100)}, epsilon=0.5, rng=rng,
                                                   **{k: v for k, v in u.items() if k in ("privacy_unit", "max_rows")}),
