@@ -218,6 +218,8 @@ ARGUMENT_KINDS = {
     "delta": "amount",
     # statistics per cell (releases/aggregate.py)
     "aggs": "aggs", "bounds": "bounds", "resolution": "resolution",
+    # ordered columns of table sets (releases/marginals.py: ordered_queries)
+    "ordered": "domain",
     # quantiles (releases/quantiles.py)
     "q": "probabilities",
 }

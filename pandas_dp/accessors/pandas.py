@@ -395,7 +395,8 @@ class DPAccessorBase:
             (the noise is calibrated for it: ``params["neighbours"]``).
         rng : numpy.random.Generator, optional
             Reproducible experiments only; ``None`` uses secure randomness.
-        {nonnegative integer}
+        {nonnegative integer ordered}
+
         Returns
         -------
         MarginalTables
