@@ -122,6 +122,8 @@ def _kinds() -> dict[str, tuple[str, dict[str, Any]]]:
     kinds["marginals:integer"] = ("marginals", dict(CALLS["marginals"], integer=True))
     # an ordered column measured through a tree (issue 46)
     kinds["marginals:ordered"] = ("marginals", dict(CALLS["marginals"], ordered={"age": "ranges"}))
+    if "marginals:by" in kinds:
+        kinds["marginals:ordered:by"] = ("marginals", dict(kinds["marginals:by"][1], ordered={"age": "prefix"}))
     if "marginals:by" in kinds:   # and by geography: the top-down joints and their controlled rounding
         kinds["marginals:integer:by"] = ("marginals", dict(kinds["marginals:by"][1], integer=True))
     return kinds

@@ -66,7 +66,8 @@ from pandas_dp.noise.words import release_key
 from pandas_dp.privacy.loss import UNIT, PrivacyLoss
 from pandas_dp.releases.geography_arguments import (HELD_TOTALS_NEIGHBOURS, GeographyArguments,
                                                      held_totals_sensitivity)
-from pandas_dp.releases.shared import MAX_SUBSETS, cached_plan, dimensions, workload_columns, workload_weights
+from pandas_dp.releases.shared import (MAX_SUBSETS, cached_plan, dimensions, ordered_queries, workload_columns,
+                                       workload_weights)
 from pandas_dp.releases.params import PrivacyUnit, check_choice, check_rng
 from pandas_dp.releases.pipeline import Release, check_measure, privacy_loss, run
 from pandas_dp.algorithms.marginals.topdown import check_geography_joint
@@ -112,7 +113,7 @@ def _level_counts(leaf: Mapping[Marginal, np.ndarray], work: Workload, layout: R
 def marginals_by_region(frame: Any, workload: Any, geography: GeographyArguments, /, *, bins: Any = None,
                         categories: Any = None, other: Any = None, epsilon: Any = None, rho: Any = None,
                         weights: Any = None, loss: Any = "sum", privacy_unit: Any = None, max_rows: Any = None,
-                        rng: Any = None, publish: str | None = None) -> GeographyMarginalTables:
+                        rng: Any = None, publish: str | None = None, ordered: Any = None) -> GeographyMarginalTables:
     """Release a workload of consistent cross-tabulations for every region (see ``DataFrame.dp.marginals``).
 
     ``publish="nonnegative"`` / ``"integer"`` return the release's
@@ -144,7 +145,8 @@ def marginals_by_region(frame: Any, workload: Any, geography: GeographyArguments
                           f"its tables is above {MAX_SUBSETS:,}). Use tables of fewer columns.")
     dims = dimensions(frame, attrs, bins, categories, other)
     position = {(type(c), c): i for i, c in enumerate(attrs)}
-    work = make_workload([d.size for d in dims], [[position[(type(c), c)] for c in t] for t in tables])
+    asked = ordered_queries(ordered, attrs, dims)
+    work = make_workload([d.size for d in dims], [[position[(type(c), c)] for c in t] for t in tables], asked)
     n_regions = [len(r) for r in tree.regions]
     cells = sum(work.cells(a) for a in work.closure) * sum(n_regions)
     if cells > MAX_CELLS:
@@ -173,6 +175,8 @@ def marginals_by_region(frame: Any, workload: Any, geography: GeographyArguments
         "level_shares": [fraction_text(s) for s in shares],
         "measured": [0 if p is None else len(p.measured) for p in plans],
         "public_totals": [tree.level_names[k] for k in sorted(totals)],
+        **({"ordered": {str(c): q.describe() for c, q in zip(attrs, asked) if q is not None}}
+           if work.has_ordered else {}),
         **({"neighbours": HELD_TOTALS_NEIGHBOURS, "sensitivity": sensitivity.describe()} if totals else {}),
         **({} if unit is None else unit.describe())}
     measured_noises = [n for p in plans if p is not None for n in p.noises if n is not None]

@@ -24,18 +24,14 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from pandas_dp._utils.checks import check_flag
-from pandas_dp._utils.rational import safe_repr
 from pandas_dp.algorithms.marginals.counting import sum_down
 from pandas_dp.algorithms.marginals.measure import measure_marginals
 from pandas_dp.algorithms.marginals.nonnegative import check_joint
-from pandas_dp.algorithms.marginals.ordered import MAX_ORDERED_SIZE, AttributeQueries
 from pandas_dp.algorithms.marginals.plan import Objective, plan_residuals
 from pandas_dp.algorithms.marginals.reconstruct import reconstruct
 from pandas_dp.algorithms.marginals.workload import make_workload
-from pandas_dp.domain.grid import MAX_CELLS, BinDomain, Grid
+from pandas_dp.domain.grid import MAX_CELLS, Grid
 from pandas_dp.errors import DomainError, ParameterError
 from pandas_dp.noise.words import release_key
 from pandas_dp.privacy.loss import UNIT
@@ -43,7 +39,8 @@ from pandas_dp.releases.geography_arguments import GeographyArguments
 from pandas_dp.releases.geography_marginals import marginals_by_region
 from pandas_dp.releases.params import PrivacyUnit, check_choice, check_rng
 from pandas_dp.releases.pipeline import Release, check_measure, privacy_loss, run
-from pandas_dp.releases.shared import MAX_SUBSETS, cached_plan, dimensions, workload_columns, workload_weights
+from pandas_dp.releases.shared import (MAX_SUBSETS, cached_plan, dimensions, ordered_queries, workload_columns,
+                                       workload_weights)
 from pandas_dp.results.marginals import MarginalDetail, MarginalTables
 from pandas_dp.results.marginals import publish as published
 
@@ -65,14 +62,11 @@ def marginals(frame: Any, workload: Any, *, bins: Any = None, categories: Any = 
     union domain's size is checked against the projection's cap before anything is read.
     """
     geography = GeographyArguments(by, hierarchy, by_categories, level_weights, public_totals)
-    if geography.given and ordered is not None:
-        raise ParameterError("ordered= is not yet offered with by= (tables by geography). Release the ordered "
-                             "table set without by=, or drop ordered= for tables by region.")
     if geography.given:
         nonneg, whole = check_flag(nonnegative, "nonnegative", "marginals"), check_flag(integer, "integer", "marginals")
         return marginals_by_region(frame, workload, geography, bins=bins, categories=categories, other=other,
                                    epsilon=epsilon, rho=rho, weights=weights, loss=loss, privacy_unit=privacy_unit,
-                                   max_rows=max_rows, rng=rng,
+                                   max_rows=max_rows, rng=rng, ordered=ordered,
                                    publish="integer" if whole else "nonnegative" if nonneg else None)
     attrs, tables = workload_columns(frame, workload)
     privacy = privacy_loss(epsilon, rho)
@@ -134,47 +128,3 @@ def marginals(frame: Any, workload: Any, *, bins: Any = None, categories: Any = 
     return run(frame, Release(loss=privacy, method="marginals:residual_planner", columns=attrs,
                               params=ledger_params, count=count, mechanism=mechanism))
 
-
-def ordered_queries(ordered: Any, attrs: list[Any], dims: list[Grid]) -> list[AttributeQueries | None]:
-    """The ``ordered=`` argument: per workload column, the ranges asked of it (None: its cells).
-
-    ``{column: "prefix" | "ranges" | [(low, high), ...]}``; a list names ranges of a binned column by
-    bin edges, half-open ``[low, high)`` as ``range_query`` does, and of a column with categories by
-    labels, inclusive. Public inputs only; raises ``ParameterError`` naming the column and the fix.
-    """
-    out: list[AttributeQueries | None] = [None] * len(attrs)
-    if ordered is None:
-        return out
-    if not isinstance(ordered, dict) or not ordered:
-        raise ParameterError(f"ordered= must be a dict keyed by workload column: {{'age': 'ranges'}}, 'prefix' or a "
-                             f"list of (low, high) ranges per column. Got {safe_repr(ordered)}.")
-    position = {(type(c), c): i for i, c in enumerate(attrs)}
-    for column, spec in ordered.items():
-        k = position.get((type(column), column))
-        if k is None:
-            raise ParameterError(f"ordered= names {safe_repr(column)}, which is not a column of the workload "
-                                 f"{safe_repr(list(attrs))}. Key ordered= by workload columns.")
-        dim = dims[k].dims[0]
-        size = dims[k].size
-        if size > MAX_ORDERED_SIZE:
-            raise DomainError(f"ordered[{safe_repr(column)}]: the column has {size:,} values; an ordered column "
-                              f"may have at most {MAX_ORDERED_SIZE:,}. Use coarser bins.")
-        if isinstance(dim, BinDomain) and not isinstance(spec, str) and hasattr(spec, "__iter__"):
-            pairs = [tuple(p) if hasattr(p, "__iter__") and not isinstance(p, (str, bytes)) else (p,)
-                     for p in spec]
-            if any(len(p) != 2 for p in pairs) or not pairs:
-                raise ParameterError(f"ordered[{safe_repr(column)}] lists ranges as (low, high) pairs of bin edges "
-                                     f"(half-open, as range_query). Got {safe_repr(spec)}.")
-            try:
-                i, j = dim.align([p[0] for p in pairs], [p[1] for p in pairs])
-            except DomainError as exc:
-                raise ParameterError(f"ordered[{safe_repr(column)}]: {exc}") from None
-            if np.any(np.asarray(j) <= np.asarray(i)):
-                raise ParameterError(f"ordered[{safe_repr(column)}]: every range (low, high) must hold at least one "
-                                     f"bin (low < high). Got {safe_repr(spec)}.")
-            spec = [(int(a), int(b) - 1) for a, b in zip(np.asarray(i), np.asarray(j))]
-            out[k] = AttributeQueries.parse(spec, size, column)
-        else:
-            labels = None if isinstance(dim, BinDomain) else list(dims[k].index)
-            out[k] = AttributeQueries.parse(spec, size, column, labels)
-    return out

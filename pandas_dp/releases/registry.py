@@ -168,8 +168,8 @@ MARGINALS_PARAMS = ParamTable("marginals", (
         ``range_query``, for binned columns; labels ``(first, last)`` for categories), which come
         with the column's cells: ``{"age": "ranges"}``. Each such column is measured through a tree
         of block counts chosen for its ranges, so ``range_query`` over it has polylogarithmic, not
-        linear, error, with exact variances; the tables stay consistent (docs/methods/ordered.md).
-        Not yet with ``by``.""")))
+        linear, error, with exact variances; the tables stay consistent (docs/methods/ordered.md),
+        with ``by`` across the geography too.""")))
 #: ``aggregate`` (issue 42): cells as for histogram, statistics of value columns, and the geography keywords
 #: (DESIGN section 8; ``public_totals`` is refused: a value column's count leaves out its missing values).
 AGGREGATE_PARAMS = ParamTable("aggregate", (

@@ -19,10 +19,11 @@ import pandas as pd
 
 from pandas_dp._utils.rational import safe_repr
 from pandas_dp.algorithms.marginals.alone import plan_no_worse_than_alone
+from pandas_dp.algorithms.marginals.ordered import MAX_ORDERED_SIZE, AttributeQueries
 from pandas_dp.algorithms.marginals.plan import Objective, ResidualPlan
 from pandas_dp.algorithms.marginals.workload import Workload
-from pandas_dp.domain.grid import Grid, make_grid, other_labels
-from pandas_dp.errors import ParameterError
+from pandas_dp.domain.grid import BinDomain, Grid, make_grid, other_labels
+from pandas_dp.errors import DomainError, ParameterError
 from pandas_dp.privacy.loss import Noise, PrivacyLoss, Sensitivity
 from pandas_dp.privacy.units import AUTO_QUANTILE, AUTO_STEPS
 from pandas_dp.releases.params import check_columns
@@ -140,3 +141,48 @@ def cached_plan(work: Workload, privacy: PrivacyLoss, objective: Objective, sens
     with public totals). Public inputs only, so the same inputs reuse one solve."""
     return plan_no_worse_than_alone(work, loss=privacy, objective=objective, sensitivity=sensitivity,
                                     public_totals=public_totals)
+
+
+def ordered_queries(ordered: Any, attrs: list[Any], dims: list[Grid]) -> list[AttributeQueries | None]:
+    """The ``ordered=`` argument: per workload column, the ranges asked of it (None: its cells).
+
+    ``{column: "prefix" | "ranges" | [(low, high), ...]}``; a list names ranges of a binned column by
+    bin edges, half-open ``[low, high)`` as ``range_query`` does, and of a column with categories by
+    labels, inclusive. Public inputs only; raises ``ParameterError`` naming the column and the fix.
+    """
+    out: list[AttributeQueries | None] = [None] * len(attrs)
+    if ordered is None:
+        return out
+    if not isinstance(ordered, dict) or not ordered:
+        raise ParameterError(f"ordered= must be a dict keyed by workload column: {{'age': 'ranges'}}, 'prefix' or a "
+                             f"list of (low, high) ranges per column. Got {safe_repr(ordered)}.")
+    position = {(type(c), c): i for i, c in enumerate(attrs)}
+    for column, spec in ordered.items():
+        k = position.get((type(column), column))
+        if k is None:
+            raise ParameterError(f"ordered= names {safe_repr(column)}, which is not a column of the workload "
+                                 f"{safe_repr(list(attrs))}. Key ordered= by workload columns.")
+        dim = dims[k].dims[0]
+        size = dims[k].size
+        if size > MAX_ORDERED_SIZE:
+            raise DomainError(f"ordered[{safe_repr(column)}]: the column has {size:,} values; an ordered column "
+                              f"may have at most {MAX_ORDERED_SIZE:,}. Use coarser bins.")
+        if isinstance(dim, BinDomain) and not isinstance(spec, str) and hasattr(spec, "__iter__"):
+            pairs = [tuple(p) if hasattr(p, "__iter__") and not isinstance(p, (str, bytes)) else (p,)
+                     for p in spec]
+            if any(len(p) != 2 for p in pairs) or not pairs:
+                raise ParameterError(f"ordered[{safe_repr(column)}] lists ranges as (low, high) pairs of bin edges "
+                                     f"(half-open, as range_query). Got {safe_repr(spec)}.")
+            try:
+                i, j = dim.align([p[0] for p in pairs], [p[1] for p in pairs])
+            except DomainError as exc:
+                raise ParameterError(f"ordered[{safe_repr(column)}]: {exc}") from None
+            if np.any(np.asarray(j) <= np.asarray(i)):
+                raise ParameterError(f"ordered[{safe_repr(column)}]: every range (low, high) must hold at least one "
+                                     f"bin (low < high). Got {safe_repr(spec)}.")
+            spec = [(int(a), int(b) - 1) for a, b in zip(np.asarray(i), np.asarray(j))]
+            out[k] = AttributeQueries.parse(spec, size, column)
+        else:
+            labels = None if isinstance(dim, BinDomain) else list(dims[k].index)
+            out[k] = AttributeQueries.parse(spec, size, column, labels)
+    return out

@@ -141,7 +141,8 @@ class GeographyMarginalTables(MarginalTables):
                                                                      if m >> b & 1))]])
                        for m in range(1 << len(attrs)))
         grid = Grid(tuple(self.domain.dims[k] for k in attrs))
-        out = _table(np.ascontiguousarray(est.marginal(attrs)), grid, subset, self, est.variance(attrs))
+        out = _table(np.ascontiguousarray(est.marginal(attrs)), grid, subset, self, est.variance(attrs),
+                     splits=est.splits(attrs))
         return out
 
     def nonnegative(self) -> Any:
@@ -175,7 +176,8 @@ class GeographyMarginalTables(MarginalTables):
             for lvl, names in enumerate(self.regions):
                 n = len(names)
                 values = est.marginal(lvl, attrs).reshape(n * width)
-                variance = np.repeat(est.variance(lvl, attrs), width)
+                cells_var = est.variance(lvl, attrs)   # (regions,) or, with an ordered column, every cell's
+                variance = np.repeat(cells_var, width) if cells_var.ndim == 1 else cells_var.reshape(n * width)
                 body = pd.DataFrame({"level": np.repeat(np.array([self.levels[lvl]], dtype=object), n * width),
                                      "region": np.repeat(np.asarray(names, dtype=object), width)})
                 body["table"] = pd.Series([tuple(cols)] * (n * width), dtype=object)
@@ -205,7 +207,7 @@ class GeographyMarginalTables(MarginalTables):
         total = 0.0
         for lvl in range(len(self.levels)):
             for w, t in zip(weights, work.tables):
-                total += float(w) * work.cells(t) * float(np.sum(est.variance(lvl, t)))
+                total += float(w) * work.cells(t) * float(np.sum(est.mean_variance(lvl, t)))
         return total
 
     @property
@@ -540,7 +542,7 @@ def publish_by_region(reference: GeographyMarginalTables, kind: str, totals: dic
     layout = region_layout([None, *(np.asarray(p) for p in reference.parents[1:])], list(reference.n_regions))
     if fit is None:
         estimates = [[est.marginal(lvl, a) for a in axes] for lvl in levels]
-        variances = [np.stack([est.variance(lvl, a) for a in axes], axis=1) for lvl in levels]
+        variances = [np.stack([est.mean_variance(lvl, a) for a in axes], axis=1) for lvl in levels]
         fit = topdown_nonnegative(shape, axes, estimates, variances, layout, facts)
     joints: tuple[np.ndarray, ...] = fit.joints
     steps: tuple[str, ...] = ("top-down non-negative weighted least squares over one joint per region (coarsest "

@@ -70,6 +70,7 @@ def _kinds() -> dict[str, dict[str, Any]]:
                 kinds[f"{method}:by"] = dict(workload=[("age",)], bins={"age": [0, 30, 60, 90]},
                                              by=["state", "county"], hierarchy=HIERARCHY,
                                              public_totals={"state": {"A": 80, "B": 40}})
+                kinds[f"{method}:ordered:by"] = dict(kinds[f"{method}:by"], ordered={"age": "ranges"})
         else:
             kinds[method] = dict(columns="age", bins=[0, 30, 60, 90])
             if method in GEOGRAPHY_METHODS:

@@ -62,6 +62,8 @@ from typing import Any
 
 import numpy as np
 
+from pandas_dp.algorithms.marginals.measure import through_strategies
+from pandas_dp.algorithms.marginals.ordered import AxisSplit, cell_variances
 from pandas_dp.algorithms.marginals.plan import ResidualPlan, cell_coefficient
 from pandas_dp.algorithms.marginals.reconstruct import MarginalEstimates
 from pandas_dp.algorithms.marginals.workload import Marginal, Workload
@@ -118,12 +120,14 @@ def measure_levels(counts: Sequence[Mapping[Marginal, np.ndarray] | None], plans
             if noise is not None:
                 groups.setdefault(noise, []).append(a)
         noisy: dict[Marginal, np.ndarray] = {}
+        values = {a: through_strategies(tables[a], a, plan.strategies, offset=1)
+                  for members in groups.values() for a in members}
         for noise, members in groups.items():
-            flat = np.concatenate([np.asarray(tables[a], dtype=np.int64).ravel() for a in members])
+            flat = np.concatenate([values[a].ravel() for a in members])
             drawn = noise.add(flat, rng)
-            ends = np.cumsum([tables[a].size for a in members])
+            ends = np.cumsum([values[a].size for a in members])
             for a, piece in zip(members, np.split(drawn, ends[:-1])):
-                noisy[a] = piece.reshape(tables[a].shape)
+                noisy[a] = piece.reshape(values[a].shape)
         out.append(noisy)
     return out
 
@@ -136,14 +140,21 @@ def level_components(noisy: Mapping[Marginal, np.ndarray], plan: ResidualPlan,
     axis) and ``V_{A'} = 1 / tau_{A'}`` of every residual (the same in every region).
     """
     work = plan.workload
-    sizes = work.sizes
+    strategies = plan.strategies
+    # with ordered attributes: each measurement back to its cells, b_i for n_i, the split along pi_i
+    # (:mod:`~pandas_dp.algorithms.marginals.ordered`); the same as ResidualPlanner's for the cells
+    sizes = [float(n) if not strategies or strategies[i] is None else strategies[i].b
+             for i, n in enumerate(work.sizes)]
     index = work.index
     acc = [np.zeros((n_regions, *work.shape(a))) for a in plan.residuals]
     taus = np.zeros(len(plan.residuals))
-    for a, v in zip(plan.residuals, plan.noise_variances()):
+    for a, v in zip(plan.residuals, plan.effective_variances()):
         if a not in noisy:
             continue
         y = np.asarray(noisy[a], dtype=np.float64)
+        for axis, i in enumerate(a):
+            if strategies and strategies[i] is not None:
+                y = strategies[i].back(y, axis + 1)
         for k in range(len(a) + 1):
             for sub in itertools.combinations(a, k):
                 drop = tuple(axis + 1 for axis, i in enumerate(a) if i not in sub)
@@ -152,10 +163,13 @@ def level_components(noisy: Mapping[Marginal, np.ndarray], plan: ResidualPlan,
                 acc[j] += weight * (y.sum(axis=drop) if drop else y)
                 taus[j] += weight
     comps = []
-    for total, tau in zip(acc, taus):
+    for a, total, tau in zip(plan.residuals, acc, taus):
         c = total / tau if tau > 0 else total
-        for axis in range(1, c.ndim):
-            c = c - c.mean(axis=axis, keepdims=True)
+        for axis, i in enumerate(a):
+            if strategies and strategies[i] is not None:
+                c = strategies[i].split(c, axis + 1)
+            else:
+                c = c - c.mean(axis=axis + 1, keepdims=True)
         comps.append(c)
     with np.errstate(divide="ignore"):
         return comps, np.where(taus > 0, 1.0 / np.where(taus > 0, taus, 1.0), np.inf)
@@ -208,19 +222,40 @@ class RegionMarginalEstimates:
         sizes = work.sizes
         n = self.components[level][0].shape[0]
         out = np.zeros((n, *(sizes[i] for i in key)))
+        strategies = self.finest_plan.strategies
         for a in (s for k in range(len(key) + 1) for s in itertools.combinations(key, k)):
-            comp = self.components[level][work.index[a]]
-            spread = math.prod(sizes[i] for i in key if i not in a)
-            out += comp.reshape((n, *(sizes[i] if i in a else 1 for i in key))) / spread
+            comp = self.components[level][work.index[a]].reshape((n, *(sizes[i] if i in a else 1 for i in key)))
+            if strategies:   # the total spreads along pi_i over every attribute the residual does not keep
+                for axis, i in enumerate(key):
+                    if i not in a:
+                        view = [1] * (len(key) + 1)
+                        view[axis + 1] = sizes[i]
+                        spread = np.full(sizes[i], 1.0 / sizes[i]) if strategies[i] is None else strategies[i].pi
+                        comp = comp * spread.reshape(view)
+                out += comp
+                continue
+            out += comp / math.prod(sizes[i] for i in key if i not in a)
         if order != key:
             out = out.transpose([0, *(key.index(i) + 1 for i in order)])
         return out
 
+    def mean_variance(self, level: int, attrs: Sequence[int]) -> np.ndarray:
+        """The mean cell variance of the marginal on ``attrs`` in every region of ``level``: ``(regions,)``."""
+        v = self.variance(level, attrs)
+        return v if v.ndim == 1 else v.reshape(v.shape[0], -1).mean(axis=1)
+
     def variance(self, level: int, attrs: Sequence[int]) -> np.ndarray:
-        """Exact variance of every cell of the marginal on ``attrs`` in every region of ``level``."""
+        """Exact variance of every cell of the marginal on ``attrs`` in every region of ``level``: ``(regions,)``
+        (the same in every cell), or with an ordered attribute ``(regions, *shape)`` (axes as given)."""
         key = tuple(sorted(attrs))
         work = self.workload
         work.check(key)
+        strategies = self.finest_plan.strategies
+        if strategies and any(strategies[i] is not None for i in key):
+            n = self.components[level][0].shape[0]
+            splits = [AxisSplit.of(work.sizes[i], strategies[i]) for i in attrs]
+            return np.stack([cell_variances(self.region(level, r).subset_variances(tuple(attrs)), splits)
+                             for r in range(n)])
         terms = [self.residual_variances[level][work.index[a]] * float(cell_coefficient(work.sizes, a, key))
                  for k in range(len(key) + 1) for a in itertools.combinations(key, k)]
         return np.sum(terms, axis=0)

@@ -56,13 +56,15 @@ class MarginalMeasurement:
     noisy: tuple[np.ndarray | None, ...]
 
 
-def through_strategies(counts: np.ndarray, attrs: Marginal, strategies: tuple[Any, ...]) -> np.ndarray:
+def through_strategies(counts: np.ndarray, attrs: Marginal, strategies: tuple[Any, ...],
+                       offset: int = 0) -> np.ndarray:
     """The values measured of one exact marginal: its counts, or along every ordered attribute its tree's
-    weighted block counts (:meth:`~pandas_dp.algorithms.marginals.ordered.TreeStrategy.measure`; int64)."""
+    weighted block counts (:meth:`~pandas_dp.algorithms.marginals.ordered.TreeStrategy.measure`; int64).
+    ``offset``: leading axes before the marginal's (the regions of a level)."""
     values = np.asarray(counts).astype(np.int64)
     for axis, i in enumerate(attrs):
         if strategies and strategies[i] is not None:
-            values = strategies[i].measure(values, axis)
+            values = strategies[i].measure(values, axis + offset)
     return values
 
 
