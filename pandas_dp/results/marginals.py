@@ -182,6 +182,11 @@ class MarginalHistogram(Histogram):
                       splits=splits)
 
 
+def _one_or_mean(values: np.ndarray) -> float:
+    """The common value of ``values``, or their mean when they differ."""
+    return float(values[0]) if bool(np.all(values == values[0])) else float(values.mean())
+
+
 def _indicators(i: np.ndarray, j: np.ndarray, n: int) -> np.ndarray:
     """Rows ``1[i <= k < j]`` over ``k = 0..n-1``, one per range."""
     k = np.arange(n)
@@ -434,7 +439,9 @@ class MarginalTables(FrozenRelease, MeasureView):
         rows = []
         for cols, tbl in zip(self.workload, self.tables()):
             rows.append({"table": " x ".join(map(str, cols)), "cells": tbl.domain.size,
-                         "total": float(tbl.counts.sum()), "std_error per cell": float(np.sqrt(tbl.variance.iloc[0]))})
+                         "total": float(tbl.counts.sum()),
+                         # the same in every cell, or (an ordered column) the root of the mean cell variance
+                         "std_error per cell": float(np.sqrt(_one_or_mean(tbl.variance.to_numpy())))})
         return pd.DataFrame(rows)
 
     def __repr__(self) -> str:

@@ -518,15 +518,7 @@ def strategy_sensitivity(sensitivity: Sensitivity, strategies: Sequence[Any], at
 
 def _general_coverage(workload: Workload, f: _Factors) -> _Sparse:
     """``T[A', A] = 1 / prod_{i in A \\ A'} b_i`` (:func:`coverage` with ``b_i`` for ``n_i``)."""
-    index = workload.index
-    rows, cols, vals = [], [], []
-    for a in workload.closure:
-        for sub in _subsets(a):
-            rows.append(index[sub])
-            cols.append(index[a])
-            vals.append(1.0 / math.prod(f.b[i] for i in a if i not in sub))
-    n = len(index)
-    return _Sparse(np.array(rows, dtype=np.intp), np.array(cols, dtype=np.intp), np.array(vals), (n, n))
+    return _coverage_entries(workload, f.b)
 
 
 def _general_loss(workload: Workload, weights: Sequence[Fraction], f: _Factors) -> np.ndarray:
@@ -588,15 +580,17 @@ class _Sparse:
         return np.bincount(self.cols, weights=self.vals * y[self.rows], minlength=self.shape[1])
 
 
-def _coverage_entries(workload: Workload) -> _Sparse:
-    """:func:`coverage` as a :class:`_Sparse` (``T[A', A] = 1 / prod_{i in A \\ A'} n_i``)."""
+def _coverage_entries(workload: Workload, b: Sequence[float] | None = None) -> _Sparse:
+    """:func:`coverage` as a :class:`_Sparse` (``T[A', A] = 1 / prod_{i in A \\ A'} n_i``; ``b_i`` for ``n_i``
+    when given: ordered attributes)."""
     index = workload.index
+    sizes: Sequence[float] = workload.sizes if b is None else b
     rows, cols, vals = [], [], []
     for a in workload.closure:
         for sub in _subsets(a):
             rows.append(index[sub])
             cols.append(index[a])
-            vals.append(1.0 / math.prod(workload.sizes[i] for i in a if i not in sub))
+            vals.append(1.0 / math.prod(sizes[i] for i in a if i not in sub))
     n = len(index)
     return _Sparse(np.array(rows, dtype=np.intp), np.array(cols, dtype=np.intp), np.array(vals), (n, n))
 

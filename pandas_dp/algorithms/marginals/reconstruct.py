@@ -48,14 +48,6 @@ from pandas_dp.algorithms.marginals.workload import Marginal
 __all__ = ["MarginalEstimates", "reconstruct"]
 
 
-def _centre(values: np.ndarray) -> np.ndarray:
-    """``kron P_i`` applied to an array: subtract the mean along every axis."""
-    out = values
-    for axis in range(values.ndim):
-        out = out - out.mean(axis=axis, keepdims=True)
-    return out
-
-
 @dataclass(frozen=True)
 class MarginalEstimates:
     """Consistent estimates of every marginal of the closure, with exact per-cell variances.
@@ -156,46 +148,20 @@ def reconstruct(measurement: MarginalMeasurement) -> MarginalEstimates:
     True
     """
     plan = measurement.plan
-    if plan.strategies:
-        return _reconstruct_ordered(measurement)
-    sizes = plan.workload.sizes
-    variances = plan.noise_variances()
-    index = plan.workload.index
-    acc = [np.zeros(tuple(sizes[i] for i in a)) for a in plan.residuals]
-    taus = np.zeros(len(plan.residuals))
-    for a, y, v in zip(plan.residuals, measurement.noisy, variances):
-        if y is None:
-            continue
-        as_float = y.astype(np.float64)
-        for k in range(len(a) + 1):
-            for sub in itertools.combinations(a, k):
-                drop = tuple(axis for axis, i in enumerate(a) if i not in sub)
-                weight = 1.0 / (v * math.prod(sizes[a[axis]] for axis in drop))
-                j = index[sub]
-                acc[j] += weight * (as_float.sum(axis=drop) if drop else as_float)
-                taus[j] += weight
-    components = [_centre(total / tau) for total, tau in zip(acc, taus)]
-    return MarginalEstimates(plan=plan, components=tuple(components), residual_variances=1.0 / taus)
-
-
-def _reconstruct_ordered(measurement: MarginalMeasurement) -> MarginalEstimates:
-    """GLS with ordered attributes: each measurement back to its marginal's cells (``K^{-1} S^T`` along
-    every ordered axis), then per residual the precision-weighted mean with ``b_i`` for ``n_i``, its
-    zero-sum part taken along ``pi_i`` (:mod:`~pandas_dp.algorithms.marginals.ordered`)."""
-    plan = measurement.plan
     strategies = plan.strategies
     sizes = plan.workload.sizes
-    b = [float(n) if s is None else s.b for n, s in zip(sizes, strategies)]
-    variances = plan.effective_variances()
+    # with ordered attributes: b_i for n_i, each measurement back to its cells first, the zero-sum part
+    # along pi_i (:mod:`~pandas_dp.algorithms.marginals.ordered`); the cells' own are n_i and the mean
+    b = [n if not strategies or strategies[i] is None else strategies[i].b for i, n in enumerate(sizes)]
     index = plan.workload.index
     acc = [np.zeros(tuple(sizes[i] for i in a)) for a in plan.residuals]
     taus = np.zeros(len(plan.residuals))
-    for a, y, v in zip(plan.residuals, measurement.noisy, variances):
+    for a, y, v in zip(plan.residuals, measurement.noisy, plan.effective_variances()):
         if y is None:
             continue
         cells = y.astype(np.float64)
         for axis, i in enumerate(a):
-            if strategies[i] is not None:
+            if strategies and strategies[i] is not None:
                 cells = strategies[i].back(cells, axis)
         for k in range(len(a) + 1):
             for sub in itertools.combinations(a, k):
@@ -204,13 +170,17 @@ def _reconstruct_ordered(measurement: MarginalMeasurement) -> MarginalEstimates:
                 j = index[sub]
                 acc[j] += weight * (cells.sum(axis=drop) if drop else cells)
                 taus[j] += weight
-    components = []
-    for a, total, tau in zip(plan.residuals, acc, taus):
-        comp = total / tau
-        for axis, i in enumerate(a):
-            if strategies[i] is None:
-                comp = comp - comp.mean(axis=axis, keepdims=True)
-            else:
-                comp = strategies[i].split(comp, axis)
-        components.append(comp)
+    components = [_zero_sum(total / tau, a, strategies) for a, total, tau in zip(plan.residuals, acc, taus)]
     return MarginalEstimates(plan=plan, components=tuple(components), residual_variances=1.0 / taus)
+
+
+def _zero_sum(values: np.ndarray, attrs: Marginal, strategies: tuple[Any, ...]) -> np.ndarray:
+    """The residual's part of a precision-weighted mean: along every axis the mean subtracted (the cells),
+    or the total taken out along ``pi`` (an ordered attribute)."""
+    out = values
+    for axis, i in enumerate(attrs):
+        if strategies and strategies[i] is not None:
+            out = strategies[i].split(out, axis)
+        else:
+            out = out - out.mean(axis=axis, keepdims=True)
+    return out
