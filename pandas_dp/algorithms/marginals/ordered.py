@@ -16,10 +16,11 @@ indicator of a range); only its Gram ``G = Q^T Q`` matters and has a closed form
 ``n - max(j, k)`` for prefixes, ``(min(j, k) + 1)(n - max(j, k))`` for all ranges,
 ``sum_r 1_r 1_r^T`` for a list. A table's ordered attribute is asked for its ranges *and* its cells:
 the attribute's loss is the mean variance of its ranges plus ``lambda`` times the mean variance of
-its cells (``G_lambda = G / q + lambda I / n``, counted once per cell so that tables weigh by their
-cells whatever is asked of them), and ``lambda`` is the multiplier of the constraint that the tree
-keeps the mean cell variance within :data:`CELL_BOUND` of the cells measured alone (``1.21``: cells
-within 10% in standard error of a categorical table's at the same loss); ranges get the rest.
+its cells (``G_lambda = G / q + lambda I / n``), with ``lambda = tr(G) / q``, the ranges' mean variance
+when the cells alone are measured (each kind weighed relative to what summing cells gives it:
+scale-free, and a tree that buys little for the ranges with much of the cells' accuracy loses to
+the cells alone). A bound keeps the mean cell variance within :data:`CELL_BOUND` of the cells
+measured alone (``1.21``: 10% in standard error), ``lambda`` rising as its multiplier when needed.
 
 A strategy is a tree of *levels*, each a partition of ``0..n-1`` into consecutive
 blocks of one size (``1`` is the cells, ``n`` the total), with a positive
@@ -71,10 +72,10 @@ convex in the levels' shares ``u`` under zCDP (``X = sum u_l M_l^T M_l``), where
 running block sums) approach the optimum; under pure DP (``X = sum u_l**2 M_l^T M_l``)
 the steps ``u_l <- u_l (u_l h_l / f)**(1/4)`` reach a stationary point. With a cell
 bound, ``lambda`` moves with the shares as the constraint's multiplier,
-``lambda <- lambda (c / bound)**2`` (``c`` the mean cell variance). The shares become
-integer weights up to :data:`WEIGHT_CAP` (rounded; the cells keep at least 1); a
-candidate whose integer tree breaks the cell bound is dropped, and of the rest the
-one with the smallest mean range variance is chosen (none left: the cells alone).
+``lambda <- max(lambda_0, lambda (c / bound)**2)`` (``c`` the mean cell variance). The
+shares become integer weights up to :data:`WEIGHT_CAP` (rounded; the cells keep at least 1);
+a candidate whose integer tree breaks the cell bound is dropped, and of the rest the one
+with the smallest loss at ``lambda_0`` is chosen (none left: the cells alone).
 Every float here comes from elementwise operations, ``np.sqrt``, sequential running
 sums (``np.cumsum``) and ``math.fsum`` (products and Gauss-Jordan inverses written
 as elementwise updates in a fixed order, no BLAS or LAPACK), so the choice, and
@@ -448,11 +449,14 @@ def _tree_x(u: np.ndarray, masks: list[np.ndarray], exponent: int) -> np.ndarray
 def _shares(ranges: np.ndarray, n: int, blocks: tuple[int, ...], exponent: int,
             bound: float | None) -> tuple[list[float], float]:
     """Level shares ``u`` and the cells' weight ``lambda`` by :data:`_WEIGHT_STEPS` steps (module docstring):
-    the multiplicative step on ``u`` for the loss ``G / q + lambda I / n``, and with a cell bound
-    ``lambda <- lambda (c / bound)**2`` (``c`` the mean cell variance), a multiplier's step."""
+    the multiplicative step on ``u`` for the loss ``G / q + lambda I / n``; with a cell bound ``lambda``
+    starts at the ranges' mean variance under the cells alone, ``tr(G) / q`` (ranges and cells weighed
+    relative to what the cells alone give them), and rises as the bound's multiplier,
+    ``lambda <- max(lambda_0, lambda (c / bound)**2)`` (``c`` the mean cell variance)."""
     j = np.arange(n)
     masks = [((j[:, None] // b) == (j[None, :] // b)).astype(np.float64) for b in blocks]
-    lam = 0.0 if bound is None else 1.0
+    floor = 0.0 if bound is None else _total(np.diag(ranges))
+    lam = floor
     if len(blocks) == 1:
         return [1.0], lam
     u = np.full(len(blocks), 1.0 / len(blocks))
@@ -468,7 +472,7 @@ def _shares(ranges: np.ndarray, n: int, blocks: tuple[int, ...], exponent: int,
         u = u / _total(u)
         if bound is not None:
             ratio = _cell_variance(xinv) / bound
-            lam = lam * ratio * ratio
+            lam = max(floor, lam * ratio * ratio)
     return u.tolist(), lam
 
 
@@ -495,7 +499,8 @@ def choose_strategy(queries: AttributeQueries, exponent: int) -> TreeStrategy:
     """The tree for ``queries`` (module docstring): per candidate (the cells, cells and total, every branching of
     :data:`BRANCHINGS`), level shares and the cells' weight by :func:`_shares`, rounded to integer weights;
     a candidate whose integer tree's mean cell variance is above the
-    bound is dropped; the candidate with the smallest mean range variance wins. The same on every machine."""
+    bound is dropped; the candidate with the smallest loss (mean range variance plus, with a bound, the
+    relative weight times the mean cell variance) wins. The same on every machine."""
     n = queries.size
     ranges = queries.gram() / float(queries.count)
     bound = queries.cell_bound
@@ -511,7 +516,9 @@ def choose_strategy(queries: AttributeQueries, exponent: int) -> TreeStrategy:
         candidate = _tree(n, blocks, shares, exponent, lam)
         if bound is not None and _cell_variance(candidate.xinv) > bound:
             continue
-        f = _total(ranges * candidate.xinv)
+        # the loss the shares minimise, at the relative weight (the bound's multiplier only ever adds to it)
+        f = _total(ranges * candidate.xinv) + (0.0 if bound is None else _total(np.diag(ranges)) *
+                                               _cell_variance(candidate.xinv))
         if f < best_f:
             best, best_f = candidate, f
     if best is None:   # no tree keeps the cells within the bound: the cells alone (variance 1)
