@@ -150,6 +150,7 @@ def test_ranges_beat_summed_cells_with_exact_variances():
     assert long[0].estimate == pytest.approx(table.counts.sum(), rel=1e-12)
 
 
+@pytest.mark.slow
 def test_reported_variance_matches_repeated_releases():
     # 300 releases of one frame: the sample variance of a range estimate has relative sd sqrt(2/299) ~ 0.08;
     # 0.7..1.35 is beyond four of those.
@@ -201,18 +202,24 @@ def _regions_frame(n=2000, seed=0):
     return frame
 
 
-def test_by_region_the_tables_add_up_and_ranges_have_their_exact_variance():
+def test_by_region_the_tables_add_up():
+    frame = _regions_frame()
+    with pdp.budget(rho=10):
+        t = _by_region(frame, 1)
+    nation = t.table("age").counts.to_numpy()
+    states = [t.table("age", level="state", region=r).counts.to_numpy() for r in "AB"]
+    counties = [t.table("age", level="county", region=r).counts.to_numpy() for r in ("a1", "a2", "b1")]
+    np.testing.assert_allclose(nation, states[0] + states[1], atol=1e-9)
+    np.testing.assert_allclose(states[0], counties[0] + counties[1], atol=1e-9)
+    assert t.params["ordered"] == {"age": "ranges"}
+    assert t.to_frame()["variance"].nunique() > 1   # cells of an ordered column differ
+
+
+@pytest.mark.slow
+def test_by_region_ranges_have_their_exact_variance():
     frame = _regions_frame()
     with pdp.budget(rho=1000):
         t = _by_region(frame, 1)
-        nation = t.table("age").counts.to_numpy()
-        states = [t.table("age", level="state", region=r).counts.to_numpy() for r in "AB"]
-        counties = [t.table("age", level="county", region=r).counts.to_numpy() for r in ("a1", "a2", "b1")]
-        np.testing.assert_allclose(nation, states[0] + states[1], atol=1e-9)
-        np.testing.assert_allclose(states[0], counties[0] + counties[1], atol=1e-9)
-        assert t.params["ordered"] == {"age": "ranges"}
-        tidy = t.to_frame()
-        assert tidy["variance"].nunique() > 1   # cells of an ordered column differ
         # 300 releases: the sample variance of a county's range estimate against the reported (sd ~ 0.08)
         values = [_by_region(frame, seed).table("age", level="county", region="a2").range_query(4, 30).estimate
                   for seed in range(10, 310)]
