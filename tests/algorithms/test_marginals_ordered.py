@@ -152,17 +152,17 @@ def test_ranges_beat_summed_cells_with_exact_variances():
 
 @pytest.mark.slow
 def test_reported_variance_matches_repeated_releases():
-    # 300 releases of one frame: the sample variance of a range estimate has relative sd sqrt(2/299) ~ 0.08;
-    # 0.7..1.35 is beyond four of those.
+    # 150 releases of one frame: the sample variance of a range estimate has relative sd sqrt(2/149) ~ 0.12;
+    # 0.6..1.45 is beyond three of those.
     frame = _frame(500)
     values = []
     with pdp.budget(rho=1000):
-        for seed in range(300):
+        for seed in range(150):
             t = _tables(frame, seed=seed, rho=1.0)
             values.append(t.table("age").range_query(4, 24).estimate)
         reported = t.table("age").range_query(4, 24).std_error ** 2
     ratio = np.var(values, ddof=1) / reported
-    assert 0.7 < ratio < 1.35, ratio
+    assert 0.6 < ratio < 1.45, ratio
 
 
 def test_neighbours_share_the_plan_and_the_domain():
@@ -220,11 +220,11 @@ def test_by_region_ranges_have_their_exact_variance():
     frame = _regions_frame()
     with pdp.budget(rho=1000):
         t = _by_region(frame, 1)
-        # 300 releases: the sample variance of a county's range estimate against the reported (sd ~ 0.08)
+        # 120 releases: the sample variance of a county's range estimate against the reported (sd ~ 0.13)
         values = [_by_region(frame, seed).table("age", level="county", region="a2").range_query(4, 30).estimate
-                  for seed in range(10, 310)]
+                  for seed in range(10, 130)]
         reported = t.table("age", level="county", region="a2").range_query(4, 30).std_error ** 2
-    assert 0.7 < np.var(values, ddof=1) / reported < 1.35
+    assert 0.55 < np.var(values, ddof=1) / reported < 1.6
 
 
 def test_by_region_with_public_totals_and_integer_tables():
@@ -283,7 +283,7 @@ def test_assert_dp_under_epsilon():
 
 @pytest.mark.slow
 def test_assert_dp_under_epsilon_with_power():
-    assert_dp(_small(epsilon=1.0), SMALL, SMALL_ROW, epsilon=1.0, trials=4000, rng=5, statistic=_estimates)
+    assert_dp(_small(epsilon=1.0), SMALL, SMALL_ROW, epsilon=1.0, trials=1500, rng=5, statistic=_estimates)
 
 
 #: sha256 (first 16 hex digits) of the shares and the trees of the pinned ordered plan below.
