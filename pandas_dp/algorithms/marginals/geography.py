@@ -252,10 +252,11 @@ class RegionMarginalEstimates:
         work.check(key)
         strategies = self.finest_plan.strategies
         if strategies and any(strategies[i] is not None for i in key):
-            n = self.components[level][0].shape[0]
             splits = [AxisSplit.of(work.sizes[i], strategies[i]) for i in attrs]
-            return np.stack([cell_variances(self.region(level, r).subset_variances(tuple(attrs)), splits)
-                             for r in range(n)])
+            order = tuple(attrs)
+            per_region = [self.residual_variances[level][work.index[tuple(sorted(
+                order[b] for b in range(len(order)) if m >> b & 1))]] for m in range(1 << len(order))]
+            return cell_variances(per_region, splits)   # every region at once: (regions, *shape)
         terms = [self.residual_variances[level][work.index[a]] * float(cell_coefficient(work.sizes, a, key))
                  for k in range(len(key) + 1) for a in itertools.combinations(key, k)]
         return np.sum(terms, axis=0)

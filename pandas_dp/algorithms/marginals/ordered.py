@@ -576,16 +576,17 @@ def box_variances(subset_variances: Sequence[float], splits: Sequence[AxisSplit]
     return out
 
 
-def cell_variances(subset_variances: Sequence[float], splits: Sequence[AxisSplit]) -> np.ndarray:
-    """Exact variance of every cell of one table (shape: the splits' sizes)."""
+def cell_variances(subset_variances: Sequence[Any], splits: Sequence[AxisSplit]) -> np.ndarray:
+    """Exact variance of every cell of one table (shape: the splits' sizes). Each ``V_B`` may be an array of
+    regions (``(regions,)``): the result then has that leading axis, every region at once."""
     shape = tuple(s.size for s in splits)
-    out = np.zeros(shape)
     factors = [s.cells() for s in splits]
+    out: Any = 0.0
     for mask, v in enumerate(subset_variances):
-        term = np.full(shape, float(v))
+        term = np.ones(shape)
         for k, (zero, total) in enumerate(factors):
             view = [1] * len(shape)
             view[k] = shape[k]
             term = term * (zero if mask >> k & 1 else total).reshape(view)
-        out += term
-    return out
+        out = out + np.multiply.outer(np.asarray(v, dtype=np.float64), term)
+    return np.asarray(out, dtype=np.float64)

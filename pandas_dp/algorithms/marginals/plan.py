@@ -155,6 +155,7 @@ References
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -476,7 +477,13 @@ class _Factors:
     q: tuple[int, ...]
 
 
-def _factors(workload: Workload, strategies: Sequence[Any]) -> _Factors:
+@functools.lru_cache(maxsize=64)
+def _factors(workload: Workload, strategies: tuple[Any, ...]) -> _Factors:
+    """Public inputs only, asked by every variance of a plan: computed once per (workload, trees)."""
+    return _attribute_factors(workload, strategies)
+
+
+def _attribute_factors(workload: Workload, strategies: Sequence[Any]) -> _Factors:
     b, t, u, q = [], [], [], []
     for i, n in enumerate(workload.sizes):
         strategy = strategies[i] if strategies else None
